@@ -1,0 +1,198 @@
+import Dispatch
+import Foundation
+
+/// What a `GPSDSource` reports, in the order it happened.
+public enum GPSDEvent: Sendable, Equatable {
+    /// Connected, and the WATCH request was sent.
+    case connected(GPSDEndpoint)
+    /// A decoded report (TPV, SKY, DEVICE, …).
+    case report(GPSDReport)
+    /// gpsd sent no TPV for `noDataTimeout`; sent once per silence, then again after data returns.
+    case noData(GPSDError)
+    /// The connection could not be made, or was lost. The source has stopped.
+    case failed(GPSDError)
+}
+
+/// Reads a gpsd daemon through libgps, without ever blocking a Swift concurrency thread.
+///
+/// The socket is watched by a `DispatchSourceRead` on the source's own serial queue; after each
+/// readiness event it keeps calling `gps_read` while `gps_waiting(…, 0)` says more is buffered.
+/// Every event is passed to the handler on that queue, in order. After `stop()` returns the
+/// handler is never called again.
+// @unchecked Sendable: every mutable property below is read and written only on `queue`
+// (each entry point hops onto it; `dispatchPrecondition` checks that in debug builds).
+public final class GPSDSource: @unchecked Sendable {
+    public let endpoint: GPSDEndpoint
+    /// How long gpsd may stay silent (no TPV) before a `.noData` event; nil disables it.
+    public let noDataTimeout: Duration?
+
+    private let queue: DispatchQueue
+    private let queueKey = DispatchSpecificKey<Void>()
+    /// Mutable state, touched only on `queue`.
+    private var queueState = State()
+
+    private struct State {
+        var handle: LibGPSHandle?
+        var readSource: (any DispatchSourceRead)?
+        var timer: (any DispatchSourceTimer)?
+        var handler: (@Sendable (GPSDEvent) -> Void)?
+        var silent = false
+        var running = false
+    }
+
+    /// Runs `body` on the state; must be called on `queue`.
+    private func withState<T>(_ body: (inout State) -> T) -> T {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return body(&queueState)
+    }
+
+    public init(endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration? = .seconds(5), label: String = "gpslocation.gpsd") {
+        self.endpoint = endpoint
+        self.noDataTimeout = noDataTimeout
+        queue = DispatchQueue(label: label)
+        queue.setSpecific(key: queueKey, value: ())
+    }
+
+    deinit {
+        // No other reference exists any more, so reading the state off the queue is safe here.
+        queueState.timer?.cancel()
+        queueState.readSource?.cancel()
+    }
+
+    /// Connects (on the source's queue) and starts delivering events to `handler`.
+    /// A connection failure arrives as `.failed` — `start` itself never blocks.
+    public func start(_ handler: @escaping @Sendable (GPSDEvent) -> Void) {
+        queue.async { [self] in
+            let alreadyRunning = withState { state in
+                if state.running { return true }
+                state.running = true
+                state.handler = handler
+                return false
+            }
+            if alreadyRunning { return }
+            connect()
+        }
+    }
+
+    /// The same events as an `AsyncStream`, buffering without limit so no report is lost
+    /// (gpsd sends a few lines a second; a consumer that never reads should call `stop()`).
+    /// Ending the iteration (or cancelling its task) stops the source.
+    public func events() -> AsyncStream<GPSDEvent> {
+        AsyncStream(bufferingPolicy: .unbounded) { continuation in
+            continuation.onTermination = { [weak self] _ in self?.stop() }
+            start { event in
+                continuation.yield(event)
+                if case .failed = event { continuation.finish() }
+            }
+        }
+    }
+
+    /// Stops reading and closes the connection. No event is delivered after this returns.
+    public func stop() {
+        if DispatchQueue.getSpecific(key: queueKey) != nil {
+            shutDown()
+        } else {
+            queue.sync { shutDown() }
+        }
+    }
+
+    // MARK: - On the queue
+
+    private func connect() {
+        let handle = LibGPSHandle()
+        do {
+            try handle.open(endpoint)
+            try handle.watch(endpoint)
+        } catch {
+            fail(error)
+            return
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: handle.fileDescriptor, queue: queue)
+        source.setEventHandler { [weak self] in self?.drain() }
+        // Closing the socket belongs after the source stops watching its descriptor.
+        source.setCancelHandler { withExtendedLifetime(handle) {} }
+        withState { state in
+            state.handle = handle
+            state.readSource = source
+        }
+        emit(.connected(endpoint))
+        armTimer()
+        source.resume()
+    }
+
+    private func drain() {
+        guard let handle = withState({ $0.handle }) else { return }
+        while true {
+            switch handle.read() {
+            case .disconnected(let code):
+                fail(
+                    GPSDError(
+                        code: .disconnected, endpoint: endpoint, libgpsCode: code == 0 ? nil : code,
+                        libgpsMessage: code == 0 ? nil : LibGPSHandle.errorText(code)))
+                return
+            case .partial:
+                return
+            case .report(let report):
+                if case .fix = report { heardFix() }
+                emit(.report(report))
+            }
+            // The handler may have stopped us.
+            guard withState({ $0.handle }) != nil, handle.hasPendingInput else { return }
+        }
+    }
+
+    private func heardFix() {
+        withState { $0.silent = false }
+        armTimer()
+    }
+
+    private func armTimer() {
+        guard let timeout = noDataTimeout else { return }
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let existing = withState { $0.timer }
+        let timer: any DispatchSourceTimer
+        if let existing {
+            timer = existing
+        } else {
+            timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [weak self] in self?.silenceElapsed(seconds) }
+            withState { $0.timer = timer }
+            timer.resume()
+        }
+        timer.schedule(deadline: .now() + seconds, repeating: .never, leeway: .milliseconds(50))
+    }
+
+    private func silenceElapsed(_ seconds: Double) {
+        let first = withState { state in
+            guard state.running, !state.silent else { return false }
+            state.silent = true
+            return true
+        }
+        if first { emit(.noData(GPSDError(code: .noData, endpoint: endpoint, silence: seconds))) }
+    }
+
+    private func fail(_ error: GPSDError) {
+        emit(.failed(error))
+        shutDown()
+    }
+
+    private func emit(_ event: GPSDEvent) {
+        guard let handler = withState({ $0.running ? $0.handler : nil }) else { return }
+        handler(event)
+    }
+
+    private func shutDown() {
+        let (source, timer) = withState { state in
+            defer {
+                state.readSource = nil
+                state.timer = nil
+                state.handle = nil
+                state.handler = nil
+                state.running = false
+            }
+            return (state.readSource, state.timer)
+        }
+        timer?.cancel()
+        source?.cancel()
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import GPSLocation
+import Testing
+
+/// The real daemon, the real libgps: every TPV gpsd reports must reach our `Fix` exactly.
+@Suite(
+    "gpsd integration: real-receiver corpus",
+    .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
+    .enabled(if: Conditions.corpusAvailable, Conditions.corpusMissingReason)
+)
+struct GPSDCorpusTests {
+    static let logs = Paths.corpusLogs().map(\.log)
+
+    @Test("every gpsd TPV reaches our Fix exactly", arguments: logs)
+    func corpusLogMatchesChk(log: URL) async throws {
+        let chk = Paths.corpusLogs().first { $0.log == log }!.chk
+        let expected = ReferenceTPV.parse(try String(contentsOf: chk, encoding: .utf8))
+        let (events, _) = try await replayThroughGPSD(log)
+        let fixes = events.compactMap { event -> Fix? in
+            if case .report(.fix(let fix)) = event { fix } else { nil }
+        }
+        assertSameFixes(fixes, expected, name: log.lastPathComponent)
+    }
+}
+
+/// Asserts count, mode, time and lat/lon (to 1e-9°) of `fixes` against gpsd's own TPVs.
+func assertSameFixes(
+    _ fixes: [Fix], _ expected: [ReferenceTPV], name: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(fixes.count == expected.count, "\(name): \(fixes.count) fixes, gpsd reported \(expected.count) TPVs",
+        sourceLocation: sourceLocation)
+    for (index, (fix, tpv)) in zip(fixes, expected).enumerated() {
+        let label = "\(name) TPV #\(index)"
+        #expect(fix.mode.rawValue == tpv.mode, "\(label): mode", sourceLocation: sourceLocation)
+        switch (fix.time, tpv.time) {
+        case (nil, nil): break
+        case (let ours?, let theirs?):
+            #expect(abs(ours.timeIntervalSince(theirs)) < 0.0005, "\(label): time \(ours) vs \(tpv.timeText ?? "")",
+                sourceLocation: sourceLocation)
+        default:
+            Issue.record("\(label): time \(String(describing: fix.time)) vs \(tpv.timeText ?? "nil")", sourceLocation: sourceLocation)
+        }
+        #expect(nearlyEqual(fix.latitude, tpv.latitude), "\(label): latitude", sourceLocation: sourceLocation)
+        #expect(nearlyEqual(fix.longitude, tpv.longitude), "\(label): longitude", sourceLocation: sourceLocation)
+    }
+}
+
+func nearlyEqual(_ a: Double?, _ b: Double?, tolerance: Double = 1e-9) -> Bool {
+    switch (a, b) {
+    case (nil, nil): true
+    case (let x?, let y?): abs(x - y) <= tolerance
+    default: false
+    }
+}

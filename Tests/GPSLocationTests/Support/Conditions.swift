@@ -1,0 +1,17 @@
+import Foundation
+import GPSLocation
+import Testing
+
+/// When the gpsd integration tests run: whenever gpsfake is installed, and always under CI
+/// (`CI=true`), where a missing gpsd must fail the run rather than skip it.
+enum Conditions {
+    static let underCI = ProcessInfo.processInfo.environment["CI"] == "true"
+    static let gpsdAvailable = GPSFakeServer.isInstalled || underCI
+    static let gpsdMissingReason: Comment =
+        "gpsd integration tests skipped: gpsfake is not installed (sudo apt-get install gpsd gpsd-clients)"
+    static let corpusAvailable = !Paths.corpusLogs().isEmpty
+    static let corpusMissingReason: Comment =
+        "real-receiver corpus tests skipped: ../shared/corpus is not beside this checkout"
+}
+
+
