@@ -1,0 +1,173 @@
+import Foundation
+
+/// The accuracy tier a location meets: the best `kCLLocationAccuracy*` level its
+/// `horizontalAccuracy` (68 %) satisfies. Thresholds, in metres: bestForNavigation ≤ 3 (and a
+/// 3D fix), best ≤ 5, nearestTenMeters ≤ 10, hundredMeters ≤ 100, kilometer ≤ 1000,
+/// threeKilometers ≤ 3000; anything worse, or unknown, is `coarse`.
+public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
+    case bestForNavigation = 0
+    case best
+    case nearestTenMeters
+    case hundredMeters
+    case kilometer
+    case threeKilometers
+    case coarse
+
+    /// Lower is better.
+    public static func < (lhs: AccuracyClass, rhs: AccuracyClass) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The tier a `desiredAccuracy` value asks for: −2 → bestForNavigation, −1 → best, else the
+    /// tightest tier whose threshold is at least the value (e.g. 50 → hundredMeters? no: 50 m asks
+    /// for ≤ 50 m; see `AccuracyStage.meets`).
+    public init(desiredAccuracy: CLLocationAccuracy) {
+        switch desiredAccuracy {
+        case ..<(-1.5): self = .bestForNavigation
+        case ..<0: self = .best
+        case ...10: self = .nearestTenMeters
+        case ...100: self = .hundredMeters
+        case ...1000: self = .kilometer
+        case ...3000: self = .threeKilometers
+        default: self = .coarse
+        }
+    }
+
+    /// The largest `horizontalAccuracy` (metres, 68 %) of the tier; infinity for coarse.
+    public var threshold: CLLocationAccuracy {
+        switch self {
+        case .bestForNavigation: 3
+        case .best: 5
+        case .nearestTenMeters: 10
+        case .hundredMeters: 100
+        case .kilometer: 1000
+        case .threeKilometers: 3000
+        case .coarse: .infinity
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .bestForNavigation: "bestForNavigation"
+        case .best: "best"
+        case .nearestTenMeters: "nearestTenMeters"
+        case .hundredMeters: "hundredMeters"
+        case .kilometer: "kilometer"
+        case .threeKilometers: "threeKilometers"
+        case .coarse: "coarse"
+        }
+    }
+}
+
+/// What GPSLocation knows about a location beyond Apple's fields.
+public struct GNSSDetails: Sendable, Equatable {
+    /// `.twoDimensional` or `.threeDimensional`.
+    public var fixMode: FixMode
+    public var quality: FixQuality
+    public var accuracyClass: AccuracyClass
+    /// True when the authorization gate reduced this location's accuracy.
+    public var reduced: Bool
+    /// The receiver, when known.
+    public var device: String?
+
+    public init(fixMode: FixMode, quality: FixQuality = .unknown, accuracyClass: AccuracyClass, reduced: Bool = false, device: String? = nil) {
+        self.fixMode = fixMode
+        self.quality = quality
+        self.accuracyClass = accuracyClass
+        self.reduced = reduced
+        self.device = device
+    }
+}
+
+/// A location as CoreLocation delivers it: immutable, with Apple's fields and invalid markers.
+///
+/// `horizontalAccuracy` < 0 means the coordinate is invalid; `verticalAccuracy` ≤ 0 means the
+/// altitudes are invalid (then `ellipsoidalAltitude` is 0); negative speed, course and their
+/// accuracies mean unknown. Accuracies are about one standard deviation (68 %), Apple's meaning.
+public final class CLLocation: NSObject, Sendable {
+    public let coordinate: CLLocationCoordinate2D
+    /// Metres above mean sea level (orthometric).
+    public let altitude: CLLocationDistance
+    /// Metres above the WGS 84 ellipsoid.
+    public let ellipsoidalAltitude: CLLocationDistance
+    public let horizontalAccuracy: CLLocationAccuracy
+    public let verticalAccuracy: CLLocationAccuracy
+    public let speed: CLLocationSpeed
+    public let speedAccuracy: CLLocationSpeedAccuracy
+    public let course: CLLocationDirection
+    public let courseAccuracy: CLLocationDirectionAccuracy
+    public let timestamp: Date
+    /// GPSLocation's additions: fix mode, quality, accuracy tier, reduction; nil for locations
+    /// made with Apple's initializers.
+    public let gnss: GNSSDetails?
+
+    public convenience init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
+        self.init(
+            coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: 0,
+            horizontalAccuracy: 0, verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1,
+            timestamp: Date())
+    }
+
+    public convenience init(
+        coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
+        verticalAccuracy: CLLocationAccuracy, timestamp: Date
+    ) {
+        self.init(
+            coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
+            verticalAccuracy: verticalAccuracy, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1,
+            timestamp: timestamp)
+    }
+
+    public convenience init(
+        coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
+        verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, speed: CLLocationSpeed, timestamp: Date
+    ) {
+        self.init(
+            coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
+            verticalAccuracy: verticalAccuracy, course: course, courseAccuracy: -1, speed: speed, speedAccuracy: -1,
+            timestamp: timestamp)
+    }
+
+    public convenience init(
+        coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
+        verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, courseAccuracy: CLLocationDirectionAccuracy,
+        speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy, timestamp: Date
+    ) {
+        self.init(
+            coordinate: coordinate, altitude: altitude, ellipsoidalAltitude: verticalAccuracy > 0 ? altitude : 0,
+            horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, course: course,
+            courseAccuracy: courseAccuracy, speed: speed, speedAccuracy: speedAccuracy, timestamp: timestamp, gnss: nil)
+    }
+
+    /// The designated initializer, with GPSLocation's ellipsoidal altitude and GNSS details.
+    public init(
+        coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, ellipsoidalAltitude: CLLocationDistance,
+        horizontalAccuracy: CLLocationAccuracy, verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection,
+        courseAccuracy: CLLocationDirectionAccuracy, speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy,
+        timestamp: Date, gnss: GNSSDetails?
+    ) {
+        self.coordinate = coordinate
+        self.altitude = altitude
+        self.ellipsoidalAltitude = verticalAccuracy > 0 ? ellipsoidalAltitude : 0
+        self.horizontalAccuracy = horizontalAccuracy
+        self.verticalAccuracy = verticalAccuracy
+        self.course = course
+        self.courseAccuracy = courseAccuracy
+        self.speed = speed
+        self.speedAccuracy = speedAccuracy
+        self.timestamp = timestamp
+        self.gnss = gnss
+    }
+
+    /// The geodesic distance on the WGS 84 ellipsoid (Karney's method), in metres, ignoring
+    /// altitude — Apple's "arc that follows the curvature of the Earth".
+    public func distance(from location: CLLocation) -> CLLocationDistance {
+        Geodesic.wgs84.distance(
+            latitude1: coordinate.latitude, longitude1: coordinate.longitude, latitude2: location.coordinate.latitude,
+            longitude2: location.coordinate.longitude)
+    }
+
+    public override var description: String {
+        String(
+            format: "<%+.8f,%+.8f> +/- %.2fm (speed %.2f mps / course %.2f) @ %@", coordinate.latitude,
+            coordinate.longitude, horizontalAccuracy, speed, course, timestamp.description)
+    }
+}
