@@ -22,11 +22,12 @@ let package = Package(
             providers: [.apt(["libgps-dev"])]
         ),
         .target(name: "GPSLocation", dependencies: ["CGPS"], swiftSettings: strictSettings),
-        .executableTarget(name: "gpsloc", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
+        .target(name: "GPSLocCLI", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
+        .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .executableTarget(name: "nmea-sim", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
         .testTarget(
             name: "GPSLocationTests",
-            dependencies: ["GPSLocation"],
+            dependencies: ["GPSLocation", "GPSLocCLI"],
             swiftSettings: strictSettings
         ),
     ]

@@ -16,9 +16,8 @@ public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomString
     /// Lower is better.
     public static func < (lhs: AccuracyClass, rhs: AccuracyClass) -> Bool { lhs.rawValue < rhs.rawValue }
 
-    /// The tier a `desiredAccuracy` value asks for: −2 → bestForNavigation, −1 → best, else the
-    /// tightest tier whose threshold is at least the value (e.g. 50 → hundredMeters? no: 50 m asks
-    /// for ≤ 50 m; see `AccuracyStage.meets`).
+    /// The tier a `desiredAccuracy` value names: −2 → bestForNavigation, −1 → best, otherwise
+    /// the first tier whose threshold is at least the value (10 → nearestTenMeters, 1000 → kilometer).
     public init(desiredAccuracy: CLLocationAccuracy) {
         switch desiredAccuracy {
         case ..<(-1.5): self = .bestForNavigation

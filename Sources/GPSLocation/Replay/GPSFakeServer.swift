@@ -61,6 +61,18 @@ public final class GPSFakeServer: Sendable {
         throw .notListening(endpoint.port)
     }
 
+    /// The same wait, blocking the calling thread — for command-line tools, never for a Swift
+    /// concurrency thread.
+    public func waitUntilListeningBlocking(timeout: Duration = .seconds(10)) throws(GPSFakeError) {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if FreePort.accepts(port: endpoint.port) { return }
+            if !child.isRunning { throw .exitedEarly(stderr) }
+            usleep(10_000)
+        }
+        throw .notListening(endpoint.port)
+    }
+
     /// Waits until gpsfake has played the log and exited.
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(120)) async -> Bool {

@@ -1,0 +1,82 @@
+import Foundation
+
+/// A usage mistake: gpsloc prints it with the command's help and exits 2.
+public struct UsageError: Error, Equatable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// gpsloc's small argument parser: `--name value`, `--name=value`, boolean `--flag`s, and
+/// positionals; `--` ends the options. Unknown options are usage errors.
+public struct Arguments: Equatable {
+    public private(set) var values: [String: String] = [:]
+    public private(set) var flags: Set<String> = []
+    public private(set) var positionals: [String] = []
+
+    /// - Parameters:
+    ///   - valued: options that take a value (without the leading dashes).
+    ///   - flags: options that take none.
+    public init(_ arguments: [String], valued: Set<String>, flags known: Set<String>) throws(UsageError) {
+        var index = 0
+        var optionsEnded = false
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if optionsEnded || !argument.hasPrefix("--") || argument == "-" {
+                if !optionsEnded && argument.hasPrefix("-") && argument != "-" && argument != "-h" {
+                    throw UsageError("unknown option \(argument)")
+                }
+                if argument == "-h" {
+                    flags.insert("help")
+                    continue
+                }
+                positionals.append(argument)
+                continue
+            }
+            if argument == "--" {
+                optionsEnded = true
+                continue
+            }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            if valued.contains(name) {
+                if let inlineValue {
+                    values[name] = inlineValue
+                } else {
+                    guard index < arguments.count else { throw UsageError("--\(name) needs a value") }
+                    values[name] = arguments[index]
+                    index += 1
+                }
+            } else if known.contains(name) || name == "help" {
+                if inlineValue != nil { throw UsageError("--\(name) takes no value") }
+                flags.insert(name)
+            } else {
+                throw UsageError("unknown option --\(name)")
+            }
+        }
+    }
+
+    public func has(_ flag: String) -> Bool { flags.contains(flag) }
+    public subscript(_ name: String) -> String? { values[name] }
+
+    public func integer(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw UsageError("--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
+        }
+        return value
+    }
+
+    public func number(_ name: String, minimum: Double) throws(UsageError) -> Double? {
+        guard let text = values[name] else { return nil }
+        guard let value = Double(text), value.isFinite, value >= minimum else {
+            throw UsageError("--\(name) must be a number ≥ \(minimum), not \(text)")
+        }
+        return value
+    }
+}

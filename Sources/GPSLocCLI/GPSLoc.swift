@@ -1,0 +1,39 @@
+import Foundation
+import GPSLocation
+
+/// The `gpsloc` command line: dispatch, usage errors (exit 2), runtime failures (exit 1).
+public enum GPSLoc {
+    static let help = """
+        usage: gpsloc COMMAND [options]     (gpsloc COMMAND --help for each)
+
+          watch      live locations from gpsd: a table on a terminal, NDJSON with --json
+          replay     an NMEA recording through the same pipeline (--via nmea|gpsd)
+          version    versions of gpsloc and the libgps it was built with
+        """
+
+    public static func main(_ arguments: [String]) -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        guard let command = arguments.first else {
+            FileHandle.standardError.write(Data((help + "\n").utf8))
+            return 2
+        }
+        let rest = Array(arguments.dropFirst())
+        do throws(UsageError) {
+            switch command {
+            case "watch": return try WatchCommand.run(rest)
+            case "replay": return try ReplayCommand.run(rest)
+            case "version", "--version":
+                print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
+                return 0
+            case "help", "--help", "-h":
+                print(help)
+                return 0
+            default:
+                throw UsageError("unknown command \(command)")
+            }
+        } catch {
+            FileHandle.standardError.write(Data("gpsloc: \(error.message)\n\n\(help)\n".utf8))
+            return 2
+        }
+    }
+}

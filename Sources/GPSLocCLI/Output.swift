@@ -1,0 +1,126 @@
+import Foundation
+import GPSLocation
+
+/// Where a command's updates go: NDJSON lines, or a human view on a terminal.
+///
+/// Sendable by hand-off: a sink is used by one thread at a time — the main thread before a
+/// source starts and after it has stopped, the source's serial queue in between.
+protocol UpdateSink: AnyObject, Sendable {
+    func location(_ location: CLLocation)
+    func error(_ error: CLError)
+    func diagnostic(code: String, message: String)
+    func device(_ device: DeviceEvent)
+    func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?)
+    func sky(_ sky: SkyView)
+    func finish()
+}
+
+/// Writes to a file descriptor in large chunks; `flushEachLine` for live output.
+final class OutputStream {
+    private let descriptor: Int32
+    private let flushEachLine: Bool
+    private var pending: [UInt8] = []
+
+    init(descriptor: Int32 = STDOUT_FILENO, flushEachLine: Bool) {
+        self.descriptor = descriptor
+        self.flushEachLine = flushEachLine
+        pending.reserveCapacity(1 << 16)
+    }
+
+    func write(_ bytes: [UInt8]) {
+        pending.append(contentsOf: bytes)
+        if flushEachLine || pending.count >= 1 << 16 { flush() }
+    }
+
+    func write(_ text: String) { write(Array(text.utf8)) }
+
+    func flush() {
+        var offset = 0
+        pending.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if written <= 0 {
+                    if errno == EINTR { continue }
+                    // The reader went away (e.g. `| head`): stop quietly, as other tools do.
+                    if errno == EPIPE { exit(0) }
+                    return
+                }
+                offset += written
+            }
+        }
+        pending.removeAll(keepingCapacity: true)
+    }
+}
+
+/// NDJSON on stdout (one object per line), and each error also as a sentence on stderr.
+final class NDJSONSink: UpdateSink, @unchecked Sendable {
+    private var writer = NDJSONWriter()
+    private let stream: OutputStream
+    private let errors = OutputStream(descriptor: STDERR_FILENO, flushEachLine: true)
+
+    init(live: Bool) { stream = OutputStream(flushEachLine: live) }
+
+    private func emit() {
+        stream.write(writer.buffer)
+        writer.removeAll()
+    }
+
+    func location(_ location: CLLocation) {
+        writer.location(location)
+        emit()
+    }
+
+    func error(_ error: CLError) {
+        writer.error(error)
+        emit()
+        errors.write("gpsloc: \(error.description)\n")
+    }
+
+    func diagnostic(code: String, message: String) {
+        writer.diagnostic(code: code, message: message)
+        emit()
+    }
+
+    func device(_ device: DeviceEvent) {
+        writer.device(device)
+        emit()
+    }
+
+    func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
+        writer.authorization(status: status, accuracy: accuracy, reason: reason)
+        emit()
+    }
+
+    func sky(_ sky: SkyView) {}
+
+    func finish() { stream.flush() }
+}
+
+/// One readable line per event, for a person at a terminal.
+final class TextSink: UpdateSink, @unchecked Sendable {
+    private let stream = OutputStream(flushEachLine: true)
+
+    func location(_ location: CLLocation) {
+        let tier = location.gnss?.accuracyClass.description ?? "?"
+        let horizontal = location.horizontalAccuracy < CLLocationDistanceMax ? String(format: "±%.1f m", location.horizontalAccuracy) : "± ?"
+        let altitude = location.verticalAccuracy > 0 ? String(format: "%.1f m (±%.1f)", location.altitude, location.verticalAccuracy) : "—"
+        let speed = location.speed >= 0 ? String(format: "%.1f m/s", location.speed) : "—"
+        let course = location.course >= 0 ? String(format: "%.0f°", location.course) : "—"
+        let mode = location.gnss?.fixMode.description ?? ""
+        let reduced = location.gnss?.reduced == true ? "  REDUCED" : ""
+        stream.write(
+            "\(iso8601Milliseconds(location.timestamp))  \(String(format: "%.7f, %.7f", location.coordinate.latitude, location.coordinate.longitude))  "
+                + "\(horizontal) [\(tier)]  alt \(altitude)  \(speed) \(course)  \(mode)\(reduced)\n")
+    }
+
+    func error(_ error: CLError) { stream.write("error (\(error.code)): \(error.description)\n") }
+    func diagnostic(code: String, message: String) { stream.write("note: \(message)\n") }
+    func device(_ device: DeviceEvent) {
+        stream.write("device \(device.path) \(device.activated ? "active" : "inactive")\(device.driver.map { " (\($0))" } ?? "")\n")
+    }
+    func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
+        stream.write("authorization: \(status), \(accuracy) accuracy\(reason.map { " — \($0)" } ?? "")\n")
+    }
+    func sky(_ sky: SkyView) {}
+    func finish() { stream.flush() }
+}

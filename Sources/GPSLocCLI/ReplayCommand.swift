@@ -1,0 +1,125 @@
+import Foundation
+import GPSLocation
+
+enum ReplayCommand {
+    static let help = """
+        usage: gpsloc replay FILE|- [--via nmea|gpsd] [--speed X | --fast] [--authorization S] [--accuracy A] [options]
+
+        Plays an NMEA recording through the same pipeline as live data. The output says it is a
+        replay and of which file. A replay shows no live position, so it runs against a simulated
+        authorization gate, authorizedAlways with full accuracy unless told otherwise.
+
+          --via nmea|gpsd            nmea: GPSLocation's own parser, no daemon (default);
+                                     gpsd: a real gpsd through gpsfake (needs gpsd and gpsd-clients)
+          --speed X                  replay at X times real time
+          --fast                     as fast as possible (the default when stdout is not a terminal)
+          --authorization S          notDetermined, restricted, denied, whenInUse or always (default always)
+          --accuracy A               full (default) or reduced
+        \(PipelineOptions.help)
+        """
+
+    static let statuses: [String: CLAuthorizationStatus] = [
+        "notDetermined": .notDetermined, "restricted": .restricted, "denied": .denied,
+        "whenInUse": .authorizedWhenInUse, "always": .authorizedAlways,
+    ]
+
+    static func run(_ argv: [String]) throws(UsageError) -> Int32 {
+        let arguments = try Arguments(
+            argv, valued: PipelineOptions.valued.union(["via", "speed", "authorization", "accuracy"]),
+            flags: PipelineOptions.flags.union(["fast"]))
+        if arguments.has("help") {
+            print(help)
+            return 0
+        }
+        guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
+            throw UsageError("replay needs exactly one recording: a file, or - for standard input")
+        }
+        let options = try PipelineOptions(arguments)
+        let via = arguments["via"] ?? "nmea"
+        guard via == "nmea" || via == "gpsd" else { throw UsageError("--via must be nmea or gpsd, not \(via)") }
+        if arguments.has("fast") && arguments["speed"] != nil { throw UsageError("--speed and --fast cannot be combined") }
+        let speed = try arguments.number("speed", minimum: 0.001)
+        let statusName = arguments["authorization"] ?? "always"
+        guard let status = statuses[statusName] else {
+            throw UsageError("--authorization must be one of \(statuses.keys.sorted().joined(separator: ", ")), not \(statusName)")
+        }
+        let accuracyName = arguments["accuracy"] ?? "full"
+        guard accuracyName == "full" || accuracyName == "reduced" else {
+            throw UsageError("--accuracy must be full or reduced, not \(accuracyName)")
+        }
+        let accuracy: CLAccuracyAuthorization = accuracyName == "full" ? .fullAccuracy : .reducedAccuracy
+
+        let json = options.json || isatty(STDOUT_FILENO) == 0
+        let sink: UpdateSink = json ? NDJSONSink(live: speed != nil) : TextSink()
+        let gate = SimulatedGate(status: status, accuracy: accuracy, appID: options.appID)
+        let session = Session(sink: sink, options: options, gate: gate)
+        let label = path == "-" ? "standard input" : path
+        sink.diagnostic(
+            code: "replay",
+            message: "replaying the recording \(label) via \(via == "nmea" ? "GPSLocation's NMEA parser" : "gpsd (gpsfake)") — recorded data, not a live receiver")
+        sink.authorization(status: status, accuracy: accuracy, reason: "simulated for replay")
+
+        let status32: Int32
+        if via == "gpsd" {
+            status32 = replayThroughGPSD(path: path, session: session)
+        } else {
+            status32 = replayThroughParser(path: path, session: session, speed: speed ?? (arguments.has("fast") || json ? nil : 1))
+        }
+        let authorized = status == .authorizedAlways || status == .authorizedWhenInUse
+        if status32 == 0 && session.fixesSeen == 0 {
+            sink.error(CLError(.locationUnknown, message: "the recording \(label) contains no position report at all — is it NMEA 0183?"))
+        } else if status32 == 0 && authorized && session.delivered == 0 {
+            sink.error(CLError(.locationUnknown, message: "the recording \(label) never has a usable position fix (see the diagnostics above)"))
+        }
+        sink.finish()
+        return status32
+    }
+
+    static func replayThroughGPSD(path: String, session: Session) -> Int32 {
+        guard path != "-" else {
+            session.sink.error(CLError(.locationUnknown, message: "--via gpsd needs a file: gpsfake cannot read standard input"))
+            return 2
+        }
+        let server: GPSFakeServer
+        do {
+            server = try GPSFakeServer(log: URL(fileURLWithPath: path))
+        } catch {
+            session.sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+            return 1
+        }
+        defer { server.stop() }
+        do {
+            try server.waitUntilListeningBlocking()
+        } catch {
+            session.sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+            return 1
+        }
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = ExitStatus()
+        let source = GPSDSource(endpoint: server.endpoint, noDataTimeout: nil)
+        source.start { event in
+            switch event {
+            case .report(.fix(let fix)): session.handle(fix, now: nil)
+            case .report(.device(let device)): session.sink.device(device)
+            case .failed(let error):
+                // gpsfake ends its gpsd when the recording is over: that is the normal end.
+                if error.code != .disconnected {
+                    session.sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+                    outcome.value = 1
+                }
+                finished.signal()
+            default: break
+            }
+        }
+        let signals = SignalTrap { finished.signal() }
+        finished.wait()
+        signals.cancel()
+        source.stop()
+        return outcome.value
+    }
+
+    static func replayThroughParser(path: String, session: Session, speed: Double?) -> Int32 {
+        session.sink.error(CLError(.locationUnknown, message: "--via nmea is not available yet; use --via gpsd"))
+        return 1
+    }
+}

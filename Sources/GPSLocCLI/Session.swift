@@ -1,0 +1,115 @@
+import Foundation
+import GPSLocation
+
+/// Options shared by `watch` and `replay`.
+struct PipelineOptions {
+    var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
+    var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
+    var appID = "gpsloc"
+    var json = false
+    var maximumAge: TimeInterval = 10
+
+    static let valued: Set<String> = ["distance-filter", "desired-accuracy", "app", "max-age"]
+    static let flags: Set<String> = ["json"]
+
+    init() {}
+
+    init(_ arguments: Arguments) throws(UsageError) {
+        if let text = arguments["distance-filter"] {
+            if text == "none" {
+                distanceFilter = kCLDistanceFilterNone
+            } else if let meters = Double(text), meters.isFinite, meters >= 0 {
+                distanceFilter = meters
+            } else {
+                throw UsageError("--distance-filter must be a distance in metres or none, not \(text)")
+            }
+        }
+        if let text = arguments["desired-accuracy"] {
+            guard let value = Self.accuracyNames[text] else {
+                throw UsageError("--desired-accuracy must be one of \(Self.accuracyNames.keys.sorted().joined(separator: ", ")), not \(text)")
+            }
+            desiredAccuracy = value
+        }
+        if let app = arguments["app"] {
+            guard !app.isEmpty, app.allSatisfy({ $0.isLetter || $0.isNumber || "._-".contains($0) }) else {
+                throw UsageError("--app must be letters, digits, '.', '_' or '-', not \(app)")
+            }
+            appID = app
+        }
+        if let age = try arguments.number("max-age", minimum: 0.1) { maximumAge = age }
+        json = arguments.has("json")
+    }
+
+    static let accuracyNames: [String: CLLocationAccuracy] = [
+        "bestForNavigation": kCLLocationAccuracyBestForNavigation, "best": kCLLocationAccuracyBest,
+        "nearestTenMeters": kCLLocationAccuracyNearestTenMeters, "hundredMeters": kCLLocationAccuracyHundredMeters,
+        "kilometer": kCLLocationAccuracyKilometer, "threeKilometers": kCLLocationAccuracyThreeKilometers,
+    ]
+
+    static let help = """
+          --distance-filter M|none   deliver only after moving M metres from the last delivered location
+                                     (or when accuracy at least halves); default none
+          --desired-accuracy NAME    bestForNavigation, best (default), nearestTenMeters, hundredMeters,
+                                     kilometer, threeKilometers
+          --app ID                   the application identity the authorization gate checks (default gpsloc)
+          --max-age SECONDS          fixes older than this are stale and not delivered (default 10)
+          --json                     NDJSON, one object per line (the default when stdout is not a terminal)
+        """
+}
+
+/// Runs fixes through the shared pipeline and reports every outcome to a sink, saying why
+/// nothing is delivered whenever that is the case (once per change of reason).
+// @unchecked Sendable: handed off like the sinks (see `UpdateSink`), never used concurrently.
+final class Session: @unchecked Sendable {
+    let sink: UpdateSink
+    var pipeline: LocationPipeline
+    let options: PipelineOptions
+    private(set) var delivered = 0
+    private(set) var fixesSeen = 0
+    private var lastReason: String?
+    private var recordingNow: Date?
+
+    init(sink: UpdateSink, options: PipelineOptions, gate: any LocationGate) {
+        self.sink = sink
+        self.options = options
+        pipeline = LocationPipeline(
+            validity: ValidityStage(maximumAge: options.maximumAge), gate: gate,
+            distanceFilter: DistanceFilterStage(distanceFilter: options.distanceFilter))
+    }
+
+    /// `now`: the wall clock live; nil in a replay, where the recording's own latest time is used.
+    func handle(_ fix: Fix, now: Date?) {
+        fixesSeen += 1
+        let clock: Date
+        if let now {
+            clock = now
+        } else {
+            if let time = fix.time, time > (recordingNow ?? .distantPast) { recordingNow = time }
+            clock = recordingNow ?? fix.time ?? Date(timeIntervalSince1970: 0)
+        }
+        switch pipeline.process(fix, now: clock) {
+        case .delivered(let location):
+            delivered += 1
+            if lastReason != nil {
+                lastReason = nil
+            }
+            sink.location(location)
+        case .rejected(let rejection):
+            let code: String
+            switch rejection {
+            case .noFix: code = "noFix"
+            case .stale: code = "stale"
+            case .missingTime: code = "noTime"
+            default: code = "invalidFix"
+            }
+            if lastReason != code {
+                lastReason = code
+                sink.diagnostic(code: code, message: rejection.description)
+            }
+        case .withheld(let error):
+            if let error { sink.error(error) }
+        case .filtered:
+            break
+        }
+    }
+}

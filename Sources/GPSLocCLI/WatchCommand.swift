@@ -1,0 +1,92 @@
+import Foundation
+import GPSLocation
+
+enum WatchCommand {
+    static let help = """
+        usage: gpsloc watch [--host H] [--port P] [--device PATH] [--timeout S] [options]
+
+        Live locations from gpsd, as an app receives them: a readable line per location on a
+        terminal, NDJSON with --json or when stdout is not a terminal. Never substitutes recorded
+        data for a missing receiver: when gpsd or a fix is missing it says so and what to do.
+
+          --host H                   gpsd host (default 127.0.0.1)
+          --port P                   gpsd port (default 2947)
+          --device PATH              watch only this receiver (gpsd WATCH_DEVICE)
+          --timeout S                report when gpsd sends no position report for S seconds (default 5)
+        \(PipelineOptions.help)
+        """
+
+    static func run(_ argv: [String]) throws(UsageError) -> Int32 {
+        let arguments = try Arguments(
+            argv, valued: PipelineOptions.valued.union(["host", "port", "device", "timeout"]), flags: PipelineOptions.flags)
+        if arguments.has("help") {
+            print(help)
+            return 0
+        }
+        guard arguments.positionals.isEmpty else { throw UsageError("watch takes no file: did you mean `gpsloc replay FILE`?") }
+        let options = try PipelineOptions(arguments)
+        let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
+        let timeout = try arguments.number("timeout", minimum: 0.1) ?? 5
+        let endpoint = GPSDEndpoint(host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
+
+        let json = options.json || isatty(STDOUT_FILENO) == 0
+        let sink: UpdateSink = json ? NDJSONSink(live: true) : TextSink()
+        let gate = AlwaysAllowGate()
+        let session = Session(sink: sink, options: options, gate: gate)
+        sink.authorization(status: gate.authorizationStatus, accuracy: gate.accuracyAuthorization, reason: nil)
+
+        let source = GPSDSource(endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)))
+        let finished = DispatchSemaphore(value: 0)
+        let exitStatus = ExitStatus()
+        source.start { event in
+            switch event {
+            case .connected:
+                break
+            case .report(.fix(let fix)):
+                session.handle(fix, now: Date())
+            case .report(.device(let device)):
+                sink.device(device)
+            case .report(.sky(let sky)):
+                sink.sky(sky)
+            case .report(.other):
+                break
+            case .noData(let error):
+                sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+            case .failed(let error):
+                sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+                exitStatus.value = 1
+                finished.signal()
+            }
+        }
+        let signals = SignalTrap { finished.signal() }
+        finished.wait()
+        source.stop()
+        signals.cancel()
+        sink.finish()
+        return exitStatus.value
+    }
+}
+
+/// An exit status set from another queue.
+final class ExitStatus: @unchecked Sendable {
+    // @unchecked Sendable: written before the semaphore is signalled, read after it is waited on.
+    var value: Int32 = 0
+}
+
+/// Runs `handler` once on SIGINT or SIGTERM (instead of dying mid-line), so output is flushed
+/// and the terminal left clean.
+final class SignalTrap {
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(_ handler: @escaping @Sendable () -> Void) {
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    func cancel() { sources.forEach { $0.cancel() } }
+}

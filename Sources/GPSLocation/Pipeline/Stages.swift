@@ -1,0 +1,145 @@
+import Foundation
+
+// The pipeline's stages: small synchronous values with typed input and output. None does I/O,
+// touches a queue or reads a clock: "now" is always passed in.
+
+/// Why a fix did not become a location.
+public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
+    /// Mode below 2D (no fix yet, or lost).
+    case noFix(FixMode)
+    /// Mode 2D/3D but a coordinate is missing.
+    case missingCoordinate
+    /// A coordinate outside [−90, 90] × [−180, 180].
+    case outOfRange(latitude: Double, longitude: Double)
+    /// The fix has no time, so its age cannot be known.
+    case missingTime
+    /// Older than the staleness bound, in seconds.
+    case stale(age: TimeInterval)
+
+    public var description: String {
+        switch self {
+        case .noFix(let mode): "no position fix (mode \(mode)): the receiver does not see enough satellites yet"
+        case .missingCoordinate: "the fix has no latitude or longitude"
+        case .outOfRange(let latitude, let longitude): "the position (\(latitude), \(longitude)) is out of range"
+        case .missingTime: "the fix carries no time, so its age is unknown"
+        case .stale(let age): String(format: "the fix is %.1f s old: the receiver stopped reporting fresh positions", age)
+        }
+    }
+}
+
+/// Stage 1: only real positions pass — mode ≥ 2, finite in-range coordinates, a time, and not
+/// older than `maximumAge` relative to the `now` the caller passes (wall clock live, the
+/// recording's clock in a replay). Fixes dated in the future are not stale.
+public struct ValidityStage: Sendable {
+    /// The staleness bound in seconds (default 10).
+    public var maximumAge: TimeInterval
+
+    public init(maximumAge: TimeInterval = 10) { self.maximumAge = maximumAge }
+
+    public func check(_ fix: Fix, now: Date) -> FixRejection? {
+        guard fix.mode >= .twoDimensional else { return .noFix(fix.mode) }
+        guard let latitude = fix.latitude, let longitude = fix.longitude else { return .missingCoordinate }
+        guard CLLocationCoordinate2DIsValid(CLLocationCoordinate2D(latitude: latitude, longitude: longitude)) else {
+            return .outOfRange(latitude: latitude, longitude: longitude)
+        }
+        guard let time = fix.time else { return .missingTime }
+        let age = now.timeIntervalSince(time)
+        if age > maximumAge { return .stale(age: age) }
+        return nil
+    }
+}
+
+/// Stage 2: gpsd's error estimates become CoreLocation accuracies, and each location gets its tier.
+///
+/// gpsd reports `epx`, `epy`, `epv`, `eps`, `epd` at about 95 % confidence (per axis), and
+/// `eph` as a 95 % horizontal radius. Apple's accuracies mean about one standard deviation
+/// (68 %). So, with k = 1.96 (the two-sided 95 % point of a normal distribution):
+/// - `horizontalAccuracy` = √(epx² + epy²) / k — the 1σ per-axis errors combined as a distance
+///   RMS; when epx/epy are missing, `eph / 2` (eph read as a 2DRMS, ≈ 95 %);
+/// - `verticalAccuracy` = epv / k, only for 3D fixes (2D: −1, altitude invalid);
+/// - `speedAccuracy` = eps / k, `courseAccuracy` = epd / k.
+/// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
+/// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
+public struct AccuracyStage: Sendable {
+    public static let confidenceScale = 1.96
+
+    public init() {}
+
+    /// The horizontal accuracy (68 %, metres) of a fix, or nil when gpsd gave no estimate.
+    public static func horizontalAccuracy(_ errors: FixErrors) -> Double? {
+        if let x = errors.longitude, let y = errors.latitude { return (x * x + y * y).squareRoot() / confidenceScale }
+        if let h = errors.horizontal { return h / 2 }
+        return nil
+    }
+
+    public static func classify(horizontalAccuracy: Double?, mode: FixMode) -> AccuracyClass {
+        guard let h = horizontalAccuracy, h.isFinite, h >= 0 else { return .coarse }
+        for tier in AccuracyClass.allCases where h <= tier.threshold {
+            if tier == .bestForNavigation && mode != .threeDimensional { continue }
+            return tier
+        }
+        return .coarse
+    }
+
+    /// Builds the location for a fix that passed validity (coordinates and time present).
+    public func location(from fix: Fix) -> CLLocation {
+        let horizontal = Self.horizontalAccuracy(fix.errors)
+        let is3D = fix.mode == .threeDimensional
+        let vertical: Double =
+            if is3D, let epv = fix.errors.vertical, fix.altitudeMSL != nil || fix.altitudeHAE != nil {
+                max(epv / Self.confidenceScale, .leastNonzeroMagnitude)
+            } else { -1 }
+        let altitudeMSL = fix.altitudeMSL ?? fix.altitudeHAE.map { $0 - (fix.geoidSeparation ?? 0) } ?? 0
+        let altitudeHAE = fix.altitudeHAE ?? fix.altitudeMSL.map { $0 + (fix.geoidSeparation ?? 0) } ?? 0
+        return CLLocation(
+            coordinate: CLLocationCoordinate2D(latitude: fix.latitude ?? 0, longitude: fix.longitude ?? 0),
+            altitude: vertical > 0 ? altitudeMSL : 0,
+            ellipsoidalAltitude: vertical > 0 ? altitudeHAE : 0,
+            horizontalAccuracy: horizontal ?? CLLocationDistanceMax,
+            verticalAccuracy: vertical,
+            course: fix.course ?? -1,
+            courseAccuracy: fix.course != nil ? (fix.errors.course.map { $0 / Self.confidenceScale } ?? -1) : -1,
+            speed: fix.speed ?? -1,
+            speedAccuracy: fix.speed != nil ? (fix.errors.speed.map { $0 / Self.confidenceScale } ?? -1) : -1,
+            timestamp: fix.time ?? Date(timeIntervalSince1970: 0),
+            gnss: GNSSDetails(
+                fixMode: fix.mode, quality: fix.quality,
+                accuracyClass: Self.classify(horizontalAccuracy: horizontal, mode: fix.mode), device: fix.device))
+    }
+
+    /// True when `location` satisfies `desiredAccuracy` (a `kCLLocationAccuracy*` value or metres).
+    public static func meets(_ location: CLLocation, desiredAccuracy: CLLocationAccuracy) -> Bool {
+        let tier = location.gnss?.accuracyClass ?? classify(horizontalAccuracy: location.horizontalAccuracy, mode: .threeDimensional)
+        if desiredAccuracy < 0 { return tier <= AccuracyClass(desiredAccuracy: desiredAccuracy) }
+        return location.horizontalAccuracy >= 0 && location.horizontalAccuracy <= desiredAccuracy
+    }
+}
+
+/// Stage 3: Apple's distance filter, measured from the last *delivered* location.
+///
+/// The exact rule: with `distanceFilter` ≤ 0 (`kCLDistanceFilterNone`) every location passes.
+/// Otherwise a location passes when there is no delivered location yet, or when its WGS 84
+/// geodesic distance from the last delivered one is ≥ `distanceFilter`, or when its accuracy
+/// has improved: its `horizontalAccuracy` is at most half that of the last delivered one.
+/// Call `delivered(_:)` only for locations that actually reached the app (after the gate).
+public struct DistanceFilterStage: Sendable {
+    public var distanceFilter: CLLocationDistance
+    public private(set) var lastDelivered: CLLocation?
+
+    public init(distanceFilter: CLLocationDistance = kCLDistanceFilterNone) { self.distanceFilter = distanceFilter }
+
+    public func admits(_ location: CLLocation) -> Bool {
+        guard distanceFilter > 0, let last = lastDelivered else { return true }
+        if location.horizontalAccuracy >= 0 && last.horizontalAccuracy > 0
+            && location.horizontalAccuracy <= last.horizontalAccuracy / 2
+        {
+            return true
+        }
+        return location.distance(from: last) >= distanceFilter
+    }
+
+    public mutating func delivered(_ location: CLLocation) { lastDelivered = location }
+
+    /// Forget the last delivered location (after `stopUpdatingLocation()`: the next start delivers at once).
+    public mutating func reset() { lastDelivered = nil }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The main job: set up, build, and show the locations an app would receive.
+# With a receiver behind gpsd: `gpsloc watch` (live). Without one (a fresh machine, CI): the
+# bundled recording replayed through the same pipeline, clearly labelled as a replay.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+swift build -c release --product gpsloc >&2
+gpsloc=.build/release/gpsloc
+
+if timeout 4 gpspipe -w -n 12 127.0.0.1:2947 2>/dev/null | grep -q '"class":"TPV"'; then
+  echo "run: gpsd at 127.0.0.1:2947 is reporting — watching the live receiver (Ctrl-C to stop)" >&2
+  exec "$gpsloc" watch "$@"
+fi
+recording=fixtures/drive-1hz-gp.nmea
+echo "run: no receiver reporting through gpsd at 127.0.0.1:2947 — replaying the bundled recording $recording instead" >&2
+echo "run: (this is recorded data, not your position; \`$gpsloc doctor\` explains how to set up a receiver)" >&2
+if [ -t 1 ]; then
+  exec "$gpsloc" replay "$recording" --speed 20 "$@"
+else
+  exec "$gpsloc" replay "$recording" --fast "$@"
+fi

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages GPSLocation builds, runs and tests with. Idempotent: installs
+# only what is missing, and runs `apt-get update` once, only when something must be installed.
+set -euo pipefail
+
+packages=(
+  libgps-dev           # libgps headers + pkg-config (the CGPS module)
+  gpsd                 # the daemon
+  gpsd-clients         # gpsfake, gpspipe, gpsdecode (tests, replay --via gpsd, benchmark)
+  geographiclib-tools  # GeodSolve: the geodesic reference in the tests
+  jq                   # NDJSON checks in the shell tests
+  libxml2-utils        # xmllint
+  tmux                 # terminal tests
+  python3-gps          # gpsfake's own Python module (a dependency of gpsd-clients; named for clarity)
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v swift >/dev/null || { echo "setup: Swift 6.3 is not on PATH — install the toolchain from swift.org first" >&2; exit 1; }
