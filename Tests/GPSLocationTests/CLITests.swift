@@ -1,0 +1,176 @@
+import Foundation
+import GPSLocation
+import Testing
+
+@testable import GPSLocCLI
+
+@Suite("gpsloc argument parsing")
+struct ArgumentTests {
+    @Test func valuesFlagsAndPositionals() throws {
+        let arguments = try Arguments(
+            ["file.nmea", "--via", "gpsd", "--distance-filter=50", "--json", "--", "--odd"],
+            valued: ["via", "distance-filter"], flags: ["json"])
+        #expect(arguments["via"] == "gpsd")
+        #expect(arguments["distance-filter"] == "50")
+        #expect(arguments.has("json"))
+        #expect(arguments.positionals == ["file.nmea", "--odd"])
+    }
+
+    @Test func mistakesAreUsageErrors() {
+        #expect(throws: UsageError("unknown option --bogus")) { try Arguments(["--bogus"], valued: [], flags: []) }
+        #expect(throws: UsageError("--via needs a value")) { try Arguments(["--via"], valued: ["via"], flags: []) }
+        #expect(throws: UsageError("--json takes no value")) { try Arguments(["--json=1"], valued: [], flags: ["json"]) }
+        #expect(throws: UsageError("unknown option -x")) { try Arguments(["-x"], valued: [], flags: []) }
+    }
+
+    @Test func pipelineOptionsValidate() throws {
+        let options = try PipelineOptions(
+            Arguments(["--distance-filter", "none", "--desired-accuracy", "kilometer"], valued: PipelineOptions.valued, flags: []))
+        #expect(options.distanceFilter == kCLDistanceFilterNone)
+        #expect(options.desiredAccuracy == kCLLocationAccuracyKilometer)
+        #expect(throws: UsageError.self) {
+            try PipelineOptions(Arguments(["--distance-filter", "-3"], valued: PipelineOptions.valued, flags: []))
+        }
+        #expect(throws: UsageError.self) {
+            try PipelineOptions(Arguments(["--desired-accuracy", "great"], valued: PipelineOptions.valued, flags: []))
+        }
+    }
+}
+
+/// Runs the built `gpsloc` binary as a user would.
+enum GPSLocBinary {
+    static let path = Paths.packageRoot.appendingPathComponent(".build/debug/gpsloc").path
+
+    static func run(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, stdout: String, stderr: String, seconds: Double) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        let start = ContinuousClock.now
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self), seconds)
+    }
+
+    static func jsonLines(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+}
+
+@Suite("gpsloc as a user runs it", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+struct GPSLocCommandTests {
+    @Test("with no gpsd listening, watch --json fails fast with one clear error line")
+    func watchWithoutGPSD() throws {
+        let port = try FreePortForTests.unused()
+        let result = try GPSLocBinary.run(["watch", "--json", "--port", String(port)])
+        #expect(result.status == 1)
+        #expect(result.seconds < 5)
+        let errors = GPSLocBinary.jsonLines(result.stdout).filter { $0["type"] as? String == "error" }
+        #expect(errors.count == 1)
+        #expect(errors.first?["code"] as? String == "locationUnknown")
+        #expect((errors.first?["message"] as? String)?.contains("127.0.0.1:\(port)") == true)
+        #expect(result.stderr.contains("gpsd is not reachable at 127.0.0.1:\(port)"))
+        #expect(result.stderr.contains("systemctl"))
+    }
+
+    @Test("bad usage exits 2 with the help")
+    func badUsage() throws {
+        let result = try GPSLocBinary.run(["replay"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("usage: gpsloc"))
+        #expect(try GPSLocBinary.run(["watch", "--port", "0"]).status == 2)
+        #expect(try GPSLocBinary.run(["frobnicate"]).status == 2)
+        #expect(try GPSLocBinary.run(["watch", "--help"]).status == 0)
+    }
+
+    @Test(
+        "replay --via gpsd prints schema-valid NDJSON for a fixture",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason)
+    )
+    func replayViaGPSD() throws {
+        let fixture = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        let result = try GPSLocBinary.run(["replay", fixture, "--via", "gpsd", "--json"], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = GPSLocBinary.jsonLines(result.stdout)
+        #expect(lines.count == result.stdout.split(separator: "\n").count, "every line is JSON")
+        let locations = lines.filter { $0["type"] as? String == "location" }
+        #expect(locations.count > 200)
+        for line in lines { NDJSONSchema.check(line) }
+        #expect(lines.first?["type"] as? String == "diagnostic")
+        #expect((lines.first?["message"] as? String)?.contains("drive-1hz-gp.nmea") == true)
+    }
+}
+
+enum FreePortForTests {
+    /// A port nothing listens on (bound once by the kernel, then released).
+    static func unused() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Our schema for gpsloc's NDJSON lines (ARCHITECTURE.md), checked field by field.
+enum NDJSONSchema {
+    static let locationNumbers = [
+        "altitude", "ellipsoidalAltitude", "horizontalAccuracy", "verticalAccuracy", "speed", "speedAccuracy", "course",
+        "courseAccuracy",
+    ]
+    static let accuracyClasses: Set<String> = [
+        "bestForNavigation", "best", "nearestTenMeters", "hundredMeters", "kilometer", "threeKilometers", "coarse",
+    ]
+
+    static func check(_ line: [String: Any], sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let type = line["type"] as? String else {
+            Issue.record("a line without type: \(line)", sourceLocation: sourceLocation)
+            return
+        }
+        switch type {
+        case "location":
+            let expected = Set(["type", "timestamp", "latitude", "longitude", "fixMode", "accuracyClass", "reduced"] + locationNumbers)
+            #expect(Set(line.keys) == expected, "location keys: \(line.keys.sorted())", sourceLocation: sourceLocation)
+            let timestamp = line["timestamp"] as? String ?? ""
+            #expect(timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "timestamp \(timestamp)", sourceLocation: sourceLocation)
+            let latitude = line["latitude"] as? Double ?? .nan
+            let longitude = line["longitude"] as? Double ?? .nan
+            #expect(abs(latitude) <= 90 && abs(longitude) <= 180, sourceLocation: sourceLocation)
+            for key in locationNumbers {
+                let value = line[key]
+                let ok = value is NSNull || ((value as? Double).map { $0.isFinite && $0 >= (key.contains("ltitude") ? -1e6 : 0) } ?? false)
+                #expect(ok, "\(key) = \(String(describing: value))", sourceLocation: sourceLocation)
+            }
+            #expect(["2d", "3d"].contains(line["fixMode"] as? String ?? ""), sourceLocation: sourceLocation)
+            #expect(accuracyClasses.contains(line["accuracyClass"] as? String ?? ""), sourceLocation: sourceLocation)
+            #expect(line["reduced"] is Bool, sourceLocation: sourceLocation)
+            if line["fixMode"] as? String == "2d" {
+                #expect(line["altitude"] is NSNull && line["verticalAccuracy"] is NSNull, sourceLocation: sourceLocation)
+            }
+        case "authorization":
+            #expect(
+                ["notDetermined", "restricted", "denied", "authorizedWhenInUse", "authorizedAlways"].contains(line["status"] as? String ?? ""),
+                sourceLocation: sourceLocation)
+            #expect(["full", "reduced"].contains(line["accuracy"] as? String ?? ""), sourceLocation: sourceLocation)
+        case "error", "diagnostic":
+            #expect(line["code"] is String && !((line["message"] as? String) ?? "").isEmpty, sourceLocation: sourceLocation)
+        case "device":
+            #expect(line["path"] is String && line["activated"] is Bool, sourceLocation: sourceLocation)
+        default:
+            Issue.record("unknown line type \(type)", sourceLocation: sourceLocation)
+        }
+    }
+}
