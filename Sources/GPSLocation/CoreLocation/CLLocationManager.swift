@@ -1,0 +1,421 @@
+import Dispatch
+import Foundation
+
+/// Apple's delegate protocol. Every method is optional (default implementations do nothing).
+public protocol CLLocationManagerDelegate: AnyObject {
+    /// Locations in chronological order, the newest last; never empty.
+    func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation])
+    /// `CLError` values (as `any Error`, like Apple's signature).
+    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error)
+    /// Called once after the manager is created, and on every change of status or accuracy.
+    func locationManagerDidChangeAuthorization(_ manager: CLLocationManager)
+    /// Deprecated by Apple in iOS 14; called alongside `locationManagerDidChangeAuthorization`.
+    func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus)
+}
+
+extension CLLocationManagerDelegate {
+    public func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {}
+    public func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {}
+    public func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {}
+    public func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus) {}
+}
+
+/// CoreLocation's location manager, on Linux, over gpsd.
+///
+/// **Where callbacks arrive.** Apple calls delegates on the run loop of the thread that made the
+/// manager. A Linux CLI or daemon usually runs no run loop, so here every delegate method is
+/// called serially on `delegateQueue`: by default a private serial queue of the manager's own,
+/// which needs nothing running; set it to `.main` in a program that runs `dispatchMain()` or a
+/// main run loop. Locations arrive oldest first; if the delegate is slower than the receiver,
+/// waiting locations are batched into one call (at most `maximumBatch`, the oldest dropped
+/// beyond that). No callback of any kind arrives after `stopUpdatingLocation()` returns.
+///
+/// **Silent failures are errors here.** Starting updates while the status is `notDetermined`
+/// and no authorization was ever requested reports `CLError.promptDeclined` (code 18) to the
+/// delegate and logs one line to stderr; starting without a delegate logs one line too.
+open class CLLocationManager: NSObject, @unchecked Sendable {
+    // @unchecked Sendable: all mutable state is guarded by `lock`; delegate calls happen on
+    // `delegateQueue` outside the lock.
+
+    public weak var delegate: (any CLLocationManagerDelegate)? {
+        get { lock.withLock { storedDelegate } }
+        set { lock.withLock { storedDelegate = newValue } }
+    }
+    /// Default `kCLLocationAccuracyBest`. Used by `requestLocation()` and the tier check.
+    public var desiredAccuracy: CLLocationAccuracy {
+        get { lock.withLock { storedDesiredAccuracy } }
+        set { lock.withLock { storedDesiredAccuracy = newValue } }
+    }
+    /// Metres; `kCLDistanceFilterNone` (the default) delivers every location. See `DistanceFilterStage`.
+    public var distanceFilter: CLLocationDistance {
+        get { lock.withLock { filter.distanceFilter } }
+        set { lock.withLock { filter.distanceFilter = newValue } }
+    }
+    /// Accepted for source compatibility; gpsd receivers do not change behaviour with it.
+    public var activityType: CLActivityType = .other
+    /// Accepted for source compatibility; a Linux process is never suspended.
+    public var allowsBackgroundLocationUpdates = false
+    /// Accepted for source compatibility; updates are never paused automatically on Linux.
+    public var pausesLocationUpdatesAutomatically = false
+    /// The most recent location delivered, or nil.
+    public var location: CLLocation? { lock.withLock { lastLocation } }
+
+    public var authorizationStatus: CLAuthorizationStatus { authorizer.status }
+    public var accuracyAuthorization: CLAccuracyAuthorization { authorizer.accuracy }
+
+    // MARK: GPSLocation additions
+
+    /// The queue delegate methods are called on (see the type's documentation).
+    public var delegateQueue: DispatchQueue {
+        get { lock.withLock { storedQueue } }
+        set {
+            newValue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+            lock.withLock { storedQueue = newValue }
+        }
+    }
+    /// How long `requestLocation()` waits for `desiredAccuracy` before settling for the best
+    /// location seen, or failing with `locationUnknown` (default 10 s).
+    public var requestLocationTimeout: TimeInterval = 10
+    /// Fixes older than this (seconds, by the source's clock) are stale and not delivered.
+    public var maximumLocationAge: TimeInterval {
+        get { lock.withLock { validity.maximumAge } }
+        set { lock.withLock { validity.maximumAge = newValue } }
+    }
+    /// At most this many locations wait for a slow delegate; older ones are dropped.
+    public var maximumBatch = 100
+    public let source: any LocationSource
+    public let authorizer: LocationAuthorizer
+
+    /// The process-wide authorizer managers use unless given one.
+    public static let sharedAuthorizer = LocationAuthorizer()
+
+    /// Locations enabled for this machine (an administrator's policy can turn them off).
+    open class func locationServicesEnabled() -> Bool { true }
+
+    @available(*, deprecated, message: "Use the authorizationStatus instance property")
+    open class func authorizationStatus() -> CLAuthorizationStatus { sharedAuthorizer.status }
+
+    // MARK: State (guarded by `lock`)
+
+    private let lock = NSLock()
+    private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    private weak var storedDelegate: (any CLLocationManagerDelegate)?
+    private var storedDesiredAccuracy = kCLLocationAccuracyBest
+    private var storedQueue: DispatchQueue
+    private var lastLocation: CLLocation?
+    private var validity = ValidityStage()
+    private let accuracyStage = AccuracyStage()
+    private var filter = DistanceFilterStage()
+    private var continuous = false
+    private var oneShot: OneShot?
+    private var sourceRunning = false
+    private var generation = 0
+    private var requested = false
+    private var warnedNoDelegate = false
+    private var pending: [Event] = []
+    private var drainScheduled = false
+
+    private struct OneShot {
+        var best: CLLocation?
+        var timer: any DispatchSourceTimer
+    }
+
+    private enum Event {
+        case locations([CLLocation])
+        case failure(CLError)
+        case authorization
+    }
+
+    public init(
+        source: any LocationSource = GPSDLocationSource(), authorizer: LocationAuthorizer = CLLocationManager.sharedAuthorizer,
+        delegateQueue: DispatchQueue? = nil
+    ) {
+        self.source = source
+        self.authorizer = authorizer
+        storedQueue = delegateQueue ?? DispatchQueue(label: "gpslocation.delegate")
+        super.init()
+        storedQueue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+        // Apple reports the initial authorization once the manager is set up.
+        enqueue(.authorization, generationCheck: false)
+    }
+
+    public override convenience init() { self.init(source: GPSDLocationSource()) }
+
+    deinit {
+        let timer = oneShot?.timer
+        timer?.cancel()
+        if sourceRunning { source.stop() }
+    }
+
+    // MARK: Authorization requests
+
+    public func requestWhenInUseAuthorization() { request(always: false) }
+    public func requestAlwaysAuthorization() { request(always: true) }
+
+    private func request(always: Bool) {
+        lock.withLock { requested = true }
+        switch authorizer.request(always: always) {
+        case .changed:
+            authorizationChanged()
+        case .unchanged:
+            break
+        case .noPrompt(let message):
+            logOnce(message)
+            enqueue(.failure(CLError(.promptDeclined, message: message)))
+        }
+    }
+
+    /// Call after changing `authorizer`'s decision from outside (a settings change): the delegate
+    /// hears of it, and delivery follows the new state before the next fix.
+    public func authorizationChanged() {
+        enqueue(.authorization, generationCheck: false)
+        let status = authorizer.status
+        if status == .denied || status == .restricted {
+            let active = lock.withLock { continuous || oneShot != nil }
+            if active {
+                enqueue(.failure(CLError(.denied, message: "location access for \(authorizer.appID) was \(status == .denied ? "denied" : "restricted")")))
+                halt(keepCallbacks: true)
+            }
+        }
+    }
+
+    // MARK: Updates
+
+    public func startUpdatingLocation() {
+        guard preflight() else { return }
+        let (timer, start) = lock.withLock { () -> ((any DispatchSourceTimer)?, Bool) in
+            let timer = oneShot?.timer
+            oneShot = nil
+            continuous = true
+            let start = !sourceRunning
+            sourceRunning = true
+            return (timer, start)
+        }
+        timer?.cancel()
+        if start { startSource() }
+    }
+
+    public func stopUpdatingLocation() { halt(keepCallbacks: false) }
+
+    /// One location meeting `desiredAccuracy`; after `requestLocationTimeout`, the best one seen;
+    /// with none, `CLError.locationUnknown`. Does nothing while updates are running.
+    public func requestLocation() {
+        guard preflight() else { return }
+        let timeout = requestLocationTimeout
+        let start = lock.withLock { () -> Bool in
+            guard !continuous, oneShot == nil else { return false }
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+            timer.schedule(deadline: .now() + timeout)
+            let expected = generation
+            timer.setEventHandler { [weak self] in self?.oneShotTimedOut(generation: expected) }
+            oneShot = OneShot(best: nil, timer: timer)
+            timer.resume()
+            let start = !sourceRunning
+            sourceRunning = true
+            return start
+        }
+        if start { startSource() }
+    }
+
+    /// Checks the states in which starting would silently do nothing, and reports them.
+    private func preflight() -> Bool {
+        let (hasDelegate, wasRequested) = lock.withLock { (storedDelegate != nil, requested) }
+        if !hasDelegate {
+            let first = lock.withLock { () -> Bool in
+                defer { warnedNoDelegate = true }
+                return !warnedNoDelegate
+            }
+            if first {
+                logOnce("CLLocationManager: updates were started without a delegate, so locations go nowhere — set `manager.delegate` first")
+            }
+        }
+        guard Self.locationServicesEnabled() else {
+            enqueue(.failure(CLError(.denied, message: "location services are disabled on this machine by the administrator")))
+            return false
+        }
+        switch authorizer.status {
+        case .denied, .restricted:
+            enqueue(
+                .failure(
+                    CLError(
+                        .denied,
+                        message: "location access for \(authorizer.appID) is \(authorizer.status) — `gpsloc auth grant \(authorizer.appID) --when-in-use` allows it")))
+            return false
+        case .notDetermined where !wasRequested:
+            let message =
+                "location updates were started for \(authorizer.appID) while authorization is not determined and was never requested — "
+                + "call requestWhenInUseAuthorization() (or requestAlwaysAuthorization()) first; nothing is delivered until it is granted"
+            logOnce(message)
+            enqueue(.failure(CLError(.promptDeclined, message: message)))
+            return true
+        default:
+            return true
+        }
+    }
+
+    private func startSource() {
+        let expected = lock.withLock { generation }
+        source.start { [weak self] event in self?.handle(event, generation: expected) }
+    }
+
+    private func halt(keepCallbacks: Bool) {
+        let (timer, wasRunning) = lock.withLock { () -> ((any DispatchSourceTimer)?, Bool) in
+            let timer = oneShot?.timer
+            oneShot = nil
+            continuous = false
+            let wasRunning = sourceRunning
+            sourceRunning = false
+            filter.reset()
+            if !keepCallbacks {
+                generation += 1
+                pending.removeAll()
+            }
+            return (timer, wasRunning)
+        }
+        timer?.cancel()
+        if wasRunning { source.stop() }
+        if !keepCallbacks {
+            // Wait for a callback already running on the delegate queue, unless we are it.
+            if DispatchQueue.getSpecific(key: queueKey) != ObjectIdentifier(self) {
+                delegateQueue.sync {}
+            }
+        }
+    }
+
+    // MARK: Source events (on the source's queue)
+
+    private func handle(_ event: LocationSourceEvent, generation expected: Int) {
+        switch event {
+        case .fix(let fix):
+            let now = source.now(latestFix: fix)
+            var finishOneShot = false
+            lock.lock()
+            guard expected == generation, continuous || oneShot != nil else {
+                lock.unlock()
+                return
+            }
+            if validity.check(fix, now: now) != nil {
+                lock.unlock()
+                return
+            }
+            let candidate = accuracyStage.location(from: fix)
+            let desired = storedDesiredAccuracy
+            lock.unlock()
+            let decision = authorizer.decide(candidate, now: now)
+            lock.lock()
+            switch decision {
+            case .withhold(let error):
+                lock.unlock()
+                if let error {
+                    enqueue(.failure(error))
+                    if error.code == .denied { halt(keepCallbacks: true) }
+                }
+                return
+            case .deliver(let location):
+                if var shot = oneShot {
+                    if AccuracyStage.meets(location, desiredAccuracy: desired) {
+                        lastLocation = location
+                        finishOneShot = true
+                        pendingAppend(.locations([location]))
+                    } else if shot.best == nil || location.horizontalAccuracy < shot.best!.horizontalAccuracy {
+                        shot.best = location
+                        oneShot = shot
+                    }
+                } else if filter.admits(location) {
+                    filter.delivered(location)
+                    lastLocation = location
+                    pendingAppend(.locations([location]))
+                }
+            }
+            lock.unlock()
+            scheduleDrain()
+            if finishOneShot { halt(keepCallbacks: true) }
+        case .problem(let error, let terminal):
+            enqueue(.failure(error))
+            if terminal {
+                let shot = lock.withLock { oneShot != nil }
+                halt(keepCallbacks: true)
+                if shot {
+                    enqueue(.failure(CLError(.locationUnknown, message: "no location could be determined: \(error.message)")))
+                }
+            }
+        case .sky, .device:
+            break
+        }
+    }
+
+    private func oneShotTimedOut(generation expected: Int) {
+        let best = lock.withLock { () -> CLLocation?? in
+            guard expected == generation, let shot = oneShot else { return .none }
+            return .some(shot.best)
+        }
+        guard case .some(let location) = best else { return }
+        if let location {
+            lock.withLock { lastLocation = location }
+            enqueue(.locations([location]))
+        } else {
+            enqueue(
+                .failure(
+                    CLError(
+                        .locationUnknown,
+                        message: "no location within \(Int(requestLocationTimeout)) s — the receiver has no usable fix (see `gpsloc doctor`)")))
+        }
+        halt(keepCallbacks: true)
+    }
+
+    // MARK: Delivery
+
+    /// Must be called with `lock` held.
+    private func pendingAppend(_ event: Event) {
+        if case .locations(let new) = event, case .locations(let old)? = pending.last {
+            var merged = old + new
+            if merged.count > maximumBatch { merged.removeFirst(merged.count - maximumBatch) }
+            pending[pending.count - 1] = .locations(merged)
+        } else {
+            pending.append(event)
+        }
+    }
+
+    private func enqueue(_ event: Event, generationCheck: Bool = true) {
+        lock.withLock { pendingAppend(event) }
+        scheduleDrain()
+    }
+
+    private func scheduleDrain() {
+        let (queue, expected) = lock.withLock { () -> (DispatchQueue?, Int) in
+            guard !drainScheduled, !pending.isEmpty else { return (nil, generation) }
+            drainScheduled = true
+            return (storedQueue, generation)
+        }
+        queue?.async { [weak self] in self?.drain(generation: expected) }
+    }
+
+    private func drain(generation expected: Int) {
+        while true {
+            let (events, delegate) = lock.withLock { () -> ([Event], (any CLLocationManagerDelegate)?) in
+                guard expected == generation, !pending.isEmpty else {
+                    drainScheduled = false
+                    if expected != generation { pending.removeAll() }
+                    return ([], nil)
+                }
+                defer { pending.removeAll() }
+                return (pending, storedDelegate)
+            }
+            if events.isEmpty { return }
+            for event in events {
+                if lock.withLock({ expected != generation }) { break }
+                switch event {
+                case .locations(let locations): delegate?.locationManager(self, didUpdateLocations: locations)
+                case .failure(let error): delegate?.locationManager(self, didFailWithError: error)
+                case .authorization:
+                    delegate?.locationManagerDidChangeAuthorization(self)
+                    delegate?.locationManager(self, didChangeAuthorization: authorizer.status)
+                }
+            }
+        }
+    }
+
+    private func logOnce(_ message: String) {
+        FileHandle.standardError.write(Data("GPSLocation: \(message)\n".utf8))
+    }
+}

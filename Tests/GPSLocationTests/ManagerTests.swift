@@ -1,0 +1,274 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+
+/// An independent model of the documented rules, written separately from the stages:
+/// Vincenty's inverse formula for distance (accurate to well under a millimetre on these
+/// short lines), and the accuracy conversion spelled out by hand.
+enum IndependentModel {
+    static func vincenty(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
+        let a = 6_378_137.0
+        let f = 1 / 298.257_223_563
+        let b = a * (1 - f)
+        let rad = Double.pi / 180
+        let L = (lon2 - lon1) * rad
+        let U1 = atan((1 - f) * tan(lat1 * rad))
+        let U2 = atan((1 - f) * tan(lat2 * rad))
+        let (sinU1, cosU1, sinU2, cosU2) = (sin(U1), cos(U1), sin(U2), cos(U2))
+        var lambda = L
+        var (sinSigma, cosSigma, sigma, cos2Alpha, cos2SigmaM) = (0.0, 0.0, 0.0, 0.0, 0.0)
+        for _ in 0..<200 {
+            let (sinLambda, cosLambda) = (sin(lambda), cos(lambda))
+            sinSigma = ((cosU2 * sinLambda) * (cosU2 * sinLambda)
+                + (cosU1 * sinU2 - sinU1 * cosU2 * cosLambda) * (cosU1 * sinU2 - sinU1 * cosU2 * cosLambda)).squareRoot()
+            if sinSigma == 0 { return 0 }
+            cosSigma = sinU1 * sinU2 + cosU1 * cosU2 * cosLambda
+            sigma = atan2(sinSigma, cosSigma)
+            let sinAlpha = cosU1 * cosU2 * sinLambda / sinSigma
+            cos2Alpha = 1 - sinAlpha * sinAlpha
+            cos2SigmaM = cos2Alpha != 0 ? cosSigma - 2 * sinU1 * sinU2 / cos2Alpha : 0
+            let C = f / 16 * cos2Alpha * (4 + f * (4 - 3 * cos2Alpha))
+            let previous = lambda
+            lambda = L + (1 - C) * f * sinAlpha * (sigma + C * sinSigma * (cos2SigmaM + C * cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)))
+            if abs(lambda - previous) < 1e-13 { break }
+        }
+        let u2 = cos2Alpha * (a * a - b * b) / (b * b)
+        let A = 1 + u2 / 16384 * (4096 + u2 * (-768 + u2 * (320 - 175 * u2)))
+        let B = u2 / 1024 * (256 + u2 * (-128 + u2 * (74 - 47 * u2)))
+        let deltaSigma = B * sinSigma * (cos2SigmaM + B / 4 * (cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)
+            - B / 6 * cos2SigmaM * (-3 + 4 * sinSigma * sinSigma) * (-3 + 4 * cos2SigmaM * cos2SigmaM)))
+        return b * A * (sigma - deltaSigma)
+    }
+
+    static func horizontal(_ fix: Fix) -> Double? {
+        if let x = fix.errors.longitude, let y = fix.errors.latitude { return sqrt(x * x + y * y) / 1.96 }
+        return fix.errors.horizontal.map { $0 / 2 }
+    }
+
+    /// The times of the fixes the rules say are delivered, in order.
+    static func expectedDeliveries(_ fixes: [Fix], filter: Double, maximumAge: Double = 10) -> [Date] {
+        var latest = Date.distantPast
+        var last: (lat: Double, lon: Double, h: Double?)?
+        var result: [Date] = []
+        for fix in fixes {
+            if let t = fix.time, t > latest { latest = t }
+            guard fix.mode.rawValue >= 2, let lat = fix.latitude, let lon = fix.longitude, let t = fix.time,
+                latest.timeIntervalSince(t) <= maximumAge
+            else { continue }
+            let h = horizontal(fix)
+            var deliver = true
+            if filter > 0, let previous = last {
+                let improved = h != nil && previous.h != nil && previous.h! > 0 && h! <= previous.h! / 2
+                deliver = improved || vincenty(previous.lat, previous.lon, lat, lon) >= filter
+            }
+            if deliver {
+                result.append(t)
+                last = (lat, lon, h)
+            }
+        }
+        return result
+    }
+}
+
+@Suite("CLLocationManager")
+struct ManagerTests {
+    static let filters: [Double] = [kCLDistanceFilterNone, 5, 50, 500]
+    static let accuracies: [Double] = [
+        kCLLocationAccuracyBestForNavigation, kCLLocationAccuracyBest, kCLLocationAccuracyNearestTenMeters,
+        kCLLocationAccuracyHundredMeters, kCLLocationAccuracyKilometer, kCLLocationAccuracyThreeKilometers,
+    ]
+
+    @Test("delivers exactly what the documented rules predict", arguments: filters, ["drive-1hz-gp", "drive-10hz-multi"])
+    func deliversWhatTheRulesPredict(filter: Double, fixture: String) throws {
+        let fixes = try FixtureFixes.load(fixture)
+        let expected = IndependentModel.expectedDeliveries(fixes, filter: filter)
+        #expect(!expected.isEmpty)
+        for accuracy in Self.accuracies {
+            let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
+            let delegate = RecordingDelegate()
+            manager.delegate = delegate
+            manager.distanceFilter = filter
+            manager.desiredAccuracy = accuracy
+            manager.maximumBatch = .max  // the list arrives faster than any delegate: keep every location
+            manager.startUpdatingLocation()
+            #expect(waitUntil { delegate.locations.count >= expected.count })
+            Thread.sleep(forTimeInterval: 0.05)
+            manager.stopUpdatingLocation()
+            let delivered = delegate.locations.map(\.timestamp)
+            #expect(delivered == expected, "filter \(filter), desiredAccuracy \(accuracy): \(delivered.count) vs \(expected.count)")
+            #expect(delegate.errors.isEmpty)
+            #expect(manager.location?.timestamp == expected.last)
+        }
+    }
+
+    @Test("delegate calls are serial, on delegateQueue, oldest first")
+    func serialOnQueue() throws {
+        let fixes = try FixtureFixes.load("drive-10hz-multi")
+        let queue = DispatchQueue(label: "test.delegate.queue")
+        let key = DispatchSpecificKey<Bool>()
+        queue.setSpecific(key: key, value: true)
+        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer(), delegateQueue: queue)
+        let delegate = RecordingDelegate(expectedQueue: key)
+        delegate.callbackDelay = 0.002
+        manager.delegate = delegate
+        manager.maximumBatch = .max
+        manager.startUpdatingLocation()
+        let expected = IndependentModel.expectedDeliveries(fixes, filter: kCLDistanceFilterNone)
+        #expect(waitUntil { delegate.locations.count >= expected.count })
+        manager.stopUpdatingLocation()
+        #expect(delegate.wrongQueue == 0)
+        #expect(delegate.overlap == 0)
+        #expect(delegate.batches.allSatisfy { !$0.isEmpty })
+        let times = delegate.locations.map(\.timestamp)
+        #expect(times == times.sorted())
+        #expect(delegate.batches.count < times.count, "a slow delegate should get batches")
+        #expect(delegate.authorizationCalls == 1)
+        #expect(delegate.deprecatedCalls == 1)
+    }
+
+    @Test("no callback of any kind after stopUpdatingLocation() returns")
+    func nothingAfterStop() throws {
+        let fixes = try FixtureFixes.load("drive-10hz-multi")
+        for _ in 0..<20 {
+            let manager = CLLocationManager(source: FixListSource(fixes, interval: 0.0005), authorizer: grantedAuthorizer())
+            let delegate = RecordingDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            #expect(waitUntil { delegate.locations.count > 5 })
+            manager.stopUpdatingLocation()
+            let count = delegate.callbackCount
+            Thread.sleep(forTimeInterval: 0.05)
+            #expect(delegate.callbackCount == count)
+        }
+    }
+
+    @Test("requestLocation: one location meeting desiredAccuracy, then nothing")
+    func requestLocationMeetsAccuracy() throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.desiredAccuracy = kCLLocationAccuracyHundredMeters
+        manager.requestLocation()
+        #expect(waitUntil { !delegate.locations.isEmpty })
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(delegate.locations.count == 1)
+        #expect(delegate.locations[0].horizontalAccuracy <= 100)
+        let firstGoodEnough = fixes.first {
+            $0.mode.rawValue >= 2 && $0.time != nil && $0.latitude != nil && (IndependentModel.horizontal($0) ?? .infinity) <= 100
+        }
+        #expect(delegate.locations[0].timestamp == firstGoodEnough?.time)
+    }
+
+    @Test("requestLocation: after the timeout, the best location seen")
+    func requestLocationSettlesForBest() throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.desiredAccuracy = 0.01  // unattainable
+        manager.requestLocationTimeout = 0.5
+        manager.requestLocation()
+        #expect(waitUntil { !delegate.locations.isEmpty })
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(delegate.locations.count == 1)
+        let best = fixes.compactMap { IndependentModel.horizontal($0) }.min()!
+        #expect(abs(delegate.locations[0].horizontalAccuracy - best) < 1e-9)
+        #expect(delegate.errors.isEmpty)
+    }
+
+    @Test("requestLocation: with no fix at all, CLError.locationUnknown")
+    func requestLocationFails() {
+        let manager = CLLocationManager(source: FixListSource([Fix(mode: .noFix)]), authorizer: grantedAuthorizer())
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.requestLocationTimeout = 0.2
+        manager.requestLocation()
+        #expect(waitUntil { !delegate.errors.isEmpty })
+        #expect(delegate.errors.map(\.code) == [.locationUnknown])
+        #expect(delegate.locations.isEmpty)
+    }
+
+    @Test("starting while notDetermined without a request is an error, not silence")
+    func notDeterminedIsReported() throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: LocationAuthorizer(appID: "quiet"))
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        #expect(waitUntil { !delegate.errors.isEmpty })
+        Thread.sleep(forTimeInterval: 0.1)
+        manager.stopUpdatingLocation()
+        #expect(delegate.errors.first?.code == .promptDeclined)
+        #expect(delegate.errors.first?.message.contains("requestWhenInUseAuthorization") == true)
+        #expect(delegate.locations.isEmpty, "nothing is delivered without authorization")
+    }
+
+    @Test("a request with a prompt grants, and the delegate hears of it")
+    func promptGrants() throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let authorizer = LocationAuthorizer(appID: "asker", prompt: { _, _ in AuthorizationDecision(status: .authorizedWhenInUse) })
+        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: authorizer)
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.requestWhenInUseAuthorization()
+        #expect(manager.authorizationStatus == .authorizedWhenInUse)
+        manager.requestAlwaysAuthorization()  // one upgrade is allowed; the prompt says when-in-use again: no change
+        manager.startUpdatingLocation()
+        #expect(waitUntil { delegate.locations.count > 10 })
+        manager.stopUpdatingLocation()
+        #expect(delegate.authorizationCalls == 2)
+    }
+
+    @Test("denied: updates end with CLError.denied and nothing is delivered")
+    func deniedEnds() throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer(.denied))
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        #expect(waitUntil { !delegate.errors.isEmpty })
+        #expect(delegate.errors.map(\.code) == [.denied])
+        #expect(delegate.locations.isEmpty)
+    }
+
+    @Test("2D fixes have no valid altitude; accuracies follow the documented conversion")
+    func accuracyConversion() throws {
+        let fix = Fix(
+            mode: .twoDimensional, time: Date(), latitude: 51, longitude: -2, altitudeMSL: 40,
+            errors: FixErrors(longitude: 3, latitude: 4, vertical: 9.8, speed: 1.96))
+        let location = AccuracyStage().location(from: fix)
+        #expect(abs(location.horizontalAccuracy - 5 / 1.96) < 1e-12)
+        #expect(location.verticalAccuracy == -1)
+        #expect(location.altitude == 0 && location.ellipsoidalAltitude == 0)
+        #expect(location.speed == -1 && location.speedAccuracy == -1)
+        #expect(location.gnss?.accuracyClass == .best)  // 2.55 m, but 2D cannot be bestForNavigation
+        var fix3D = fix
+        fix3D.mode = .threeDimensional
+        fix3D.speed = 3
+        let location3D = AccuracyStage().location(from: fix3D)
+        #expect(abs(location3D.verticalAccuracy - 5) < 1e-12)
+        #expect(location3D.altitude == 40)
+        #expect(location3D.speedAccuracy == 1)
+        #expect(location3D.gnss?.accuracyClass == .bestForNavigation)
+        let onlyEph = AccuracyStage().location(from: Fix(mode: .threeDimensional, time: Date(), latitude: 1, longitude: 1, errors: FixErrors(horizontal: 30)))
+        #expect(onlyEph.horizontalAccuracy == 15)
+        #expect(onlyEph.gnss?.accuracyClass == .hundredMeters)
+        let unknown = AccuracyStage().location(from: Fix(mode: .threeDimensional, time: Date(), latitude: 1, longitude: 1))
+        #expect(unknown.horizontalAccuracy == CLLocationDistanceMax)
+        #expect(unknown.gnss?.accuracyClass == .coarse)
+    }
+
+    @Test("validity rejects what is not a position")
+    func validity() {
+        let stage = ValidityStage(maximumAge: 10)
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        #expect(stage.check(Fix(mode: .noFix, time: now, latitude: 1, longitude: 1), now: now) == .noFix(.noFix))
+        #expect(stage.check(Fix(mode: .twoDimensional, time: now, latitude: 1), now: now) == .missingCoordinate)
+        #expect(stage.check(Fix(mode: .twoDimensional, time: now, latitude: 91, longitude: 1), now: now) == .outOfRange(latitude: 91, longitude: 1))
+        #expect(stage.check(Fix(mode: .twoDimensional, latitude: 1, longitude: 1), now: now) == .missingTime)
+        #expect(stage.check(Fix(mode: .twoDimensional, time: now - 11, latitude: 1, longitude: 1), now: now) == .stale(age: 11))
+        #expect(stage.check(Fix(mode: .twoDimensional, time: now - 10, latitude: 90, longitude: -180), now: now) == nil)
+    }
+}
