@@ -1,6 +1,15 @@
 import Dispatch
 import Foundation
 
+/// Holds the factory behind `CLLocationManager.defaultSource()`.
+private final class DefaultSourceFactory: @unchecked Sendable {
+    // @unchecked Sendable: `factory` is guarded by `lock`.
+    private let lock = NSLock()
+    private var factory: @Sendable () -> any LocationSource = { GPSDLocationSource() }
+    func set(_ newFactory: @escaping @Sendable () -> any LocationSource) { lock.withLock { factory = newFactory } }
+    func make() -> any LocationSource { lock.withLock { factory }() }
+}
+
 /// Apple's delegate protocol. Every method is optional (default implementations do nothing).
 public protocol CLLocationManagerDelegate: AnyObject {
     /// Locations in chronological order, the newest last; never empty.
@@ -127,7 +136,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     }
 
     public init(
-        source: any LocationSource = GPSDLocationSource(), authorizer: LocationAuthorizer = CLLocationManager.sharedAuthorizer,
+        source: any LocationSource = CLLocationManager.defaultSource(), authorizer: LocationAuthorizer = CLLocationManager.sharedAuthorizer,
         delegateQueue: DispatchQueue? = nil
     ) {
         self.source = source
@@ -139,7 +148,20 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         enqueue(.authorization, generationCheck: false)
     }
 
-    public override convenience init() { self.init(source: GPSDLocationSource()) }
+    /// Apple's initializer: the source is `CLLocationManager.defaultSource()` (gpsd on
+    /// 127.0.0.1:2947 unless `setDefaultSource` says otherwise), the authorizer is shared.
+    public override convenience init() { self.init(source: CLLocationManager.defaultSource()) }
+
+    private static let defaultSourceFactory = DefaultSourceFactory()
+
+    /// What `CLLocationManager()` and `CLLocationUpdate.liveUpdates()` read from: by default a
+    /// new `GPSDLocationSource()` each time. Programs (and tests) can point them elsewhere —
+    /// another gpsd endpoint, a replay — without changing CoreLocation-style code.
+    public static func setDefaultSource(_ factory: @escaping @Sendable () -> any LocationSource) {
+        defaultSourceFactory.set(factory)
+    }
+
+    public static func defaultSource() -> any LocationSource { defaultSourceFactory.make() }
 
     deinit {
         let timer = oneShot?.timer

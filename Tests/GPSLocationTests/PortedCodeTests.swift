@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+
+/// The CoreLocation-style `LocationService` compiles unchanged and runs against a fixture.
+/// Serialized: it points the process-wide default source and shared authorizer at the fixture.
+@Suite("CoreLocation code ported by changing its import", .serialized)
+struct PortedCodeTests {
+    @Test("LocationService runs against the drive fixture")
+    func runsAgainstFixture() throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        CLLocationManager.setDefaultSource { FixListSource(fixes, interval: 0.0005) }
+        CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedWhenInUse))
+        defer { CLLocationManager.setDefaultSource { GPSDLocationSource() } }
+
+        let service = LocationService()
+        service.start()
+        #expect(waitUntil { service.received > 100 })
+        service.stop()
+        #expect(service.statusLog.first == "full")
+        #expect(service.failures.isEmpty)
+        let coordinate = try #require(service.currentCoordinate)
+        #expect(abs(coordinate.latitude - 51.45) < 0.1 && abs(coordinate.longitude + 2.5) < 0.2)
+        #expect(service.latest != nil)
+    }
+
+    @Test("liveUpdates: an AsyncSequence of locations; cancelling stops the source")
+    func liveUpdates() async throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let source = FixListSource(fixes, interval: 0.001)
+        var locations: [CLLocation] = []
+        for await update in CLLocationUpdate.liveUpdates(source: source, authorizer: grantedAuthorizer()) {
+            if let location = update.location { locations.append(location) }
+            if locations.count == 20 { break }
+        }
+        #expect(locations.count == 20)
+        #expect(locations.map(\.timestamp) == locations.map(\.timestamp).sorted())
+    }
+
+    @Test("liveUpdates says why there is no location when denied")
+    func liveUpdatesDenied() async throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        for await update in CLLocationUpdate.liveUpdates(source: FixListSource(fixes), authorizer: grantedAuthorizer(.denied)) {
+            #expect(update.location == nil)
+            #expect(update.authorizationDenied)
+            #expect(update.message?.contains("denied") == true)
+            break
+        }
+    }
+}
