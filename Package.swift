@@ -25,6 +25,7 @@ let package = Package(
         .target(name: "GPSLocCLI", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .executableTarget(name: "nmea-sim", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
+        .executableTarget(name: "gpsloc-bench", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
         .testTarget(
             name: "GPSLocationTests",
             dependencies: ["GPSLocation", "GPSLocCLI"],

@@ -6,3 +6,5 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 swift build --build-tests
 swift test --skip-build
+# The manager's threading, under Thread Sanitizer (a separate instrumented build).
+swift test --sanitize=thread --filter "ManagerTests|PortedCodeTests"

@@ -46,9 +46,19 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     // @unchecked Sendable: all mutable state is guarded by `lock`; delegate calls happen on
     // `delegateQueue` outside the lock.
 
+    /// Weak, as Apple's. The first delegate set receives the initial authorization state
+    /// (`locationManagerDidChangeAuthorization`) on `delegateQueue`, as Apple reports it after
+    /// the manager is created.
     public weak var delegate: (any CLLocationManagerDelegate)? {
         get { lock.withLock { storedDelegate } }
-        set { lock.withLock { storedDelegate = newValue } }
+        set {
+            let first = lock.withLock { () -> Bool in
+                storedDelegate = newValue
+                defer { if newValue != nil { initialAuthorizationReported = true } }
+                return newValue != nil && !initialAuthorizationReported
+            }
+            if first { enqueue(.authorization) }
+        }
     }
     /// Default `kCLLocationAccuracyBest`. Used by `requestLocation()` and the tier check.
     public var desiredAccuracy: CLLocationAccuracy {
@@ -121,6 +131,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private var generation = 0
     private var requested = false
     private var warnedNoDelegate = false
+    private var initialAuthorizationReported = false
     private var pending: [Event] = []
     private var drainScheduled = false
 
@@ -144,8 +155,6 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         storedQueue = delegateQueue ?? DispatchQueue(label: "gpslocation.delegate")
         super.init()
         storedQueue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
-        // Apple reports the initial authorization once the manager is set up.
-        enqueue(.authorization, generationCheck: false)
     }
 
     /// Apple's initializer: the source is `CLLocationManager.defaultSource()` (gpsd on
@@ -190,7 +199,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// Call after changing `authorizer`'s decision from outside (a settings change): the delegate
     /// hears of it, and delivery follows the new state before the next fix.
     public func authorizationChanged() {
-        enqueue(.authorization, generationCheck: false)
+        enqueue(.authorization)
         let status = authorizer.status
         if status == .denied || status == .restricted {
             let active = lock.withLock { continuous || oneShot != nil }
@@ -398,7 +407,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ event: Event, generationCheck: Bool = true) {
+    private func enqueue(_ event: Event) {
         lock.withLock { pendingAppend(event) }
         scheduleDrain()
     }

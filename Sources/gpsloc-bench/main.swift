@@ -1,0 +1,79 @@
+// gpsloc-bench — throughput of GPSLocation's hot paths, for BENCHMARKS.md.
+// Run through scripts/bench.sh (release build, with the reference tools side by side).
+import Foundation
+import GPSLocation
+
+func seconds(_ body: () -> Void) -> Double {
+    let start = ContinuousClock.now
+    body()
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+/// A one-hour-style 10 Hz drive as Fix values (no parsing): what the pipeline sees.
+func syntheticDrive(count: Int) -> [Fix] {
+    var fixes: [Fix] = []
+    fixes.reserveCapacity(count)
+    var latitude = 51.45
+    var longitude = -2.59
+    let start = Date(timeIntervalSince1970: 1_781_510_400)
+    for index in 0..<count {
+        let t = Double(index) / 10
+        let heading = 72 + 30 * sin(t / 400)
+        latitude += 1.34 * cos(heading * .pi / 180) / 111_132
+        longitude += 1.34 * sin(heading * .pi / 180) / (111_320 * cos(latitude * .pi / 180))
+        fixes.append(
+            Fix(
+                mode: .threeDimensional, time: start.addingTimeInterval(t), latitude: latitude, longitude: longitude,
+                altitudeHAE: 89, altitudeMSL: 41, geoidSeparation: 48,
+                errors: FixErrors(longitude: 4 + Double(index % 7) * 0.1, latitude: 5, vertical: 9, speed: 0.5, course: 3),
+                speed: 13.4, course: heading))
+    }
+    return fixes
+}
+
+let arguments = CommandLine.arguments.dropFirst()
+let count = Int(arguments.first ?? "") ?? 1_000_000
+let fixes = syntheticDrive(count: count)
+print("fixes: \(count) (synthetic 10 Hz drive, 3D, with error estimates)")
+
+for filter in [kCLDistanceFilterNone, 5.0, 50.0] {
+    var pipeline = LocationPipeline(distanceFilter: DistanceFilterStage(distanceFilter: filter))
+    var delivered = 0
+    var best = Double.infinity
+    for _ in 0..<3 {
+        delivered = 0
+        pipeline.distanceFilter.reset()
+        let elapsed = seconds {
+            for fix in fixes {
+                if case .delivered = pipeline.process(fix, now: fix.time!) { delivered += 1 }
+            }
+        }
+        best = min(best, elapsed)
+    }
+    let label = filter < 0 ? "none" : "\(Int(filter)) m"
+    print(String(format: "pipeline (validity+accuracy+gate+filter %@): %.0f fixes/s, %d delivered", label, Double(count) / best, delivered))
+}
+
+var writer = NDJSONWriter()
+let location = AccuracyStage().location(from: fixes[0])
+let ndjsonSeconds = seconds {
+    for _ in 0..<count {
+        writer.location(location)
+        if writer.buffer.count > 1 << 20 { writer.removeAll() }
+    }
+}
+print(String(format: "NDJSON location lines: %.0f lines/s", Double(count) / ndjsonSeconds))
+
+// Geodesic: the same lines GeodSolve is given by scripts/bench.sh.
+if arguments.count >= 2, let path = arguments.dropFirst().first {
+    let text = try String(contentsOfFile: path, encoding: .utf8)
+    let lines = text.split(separator: "\n").map { $0.split(separator: " ").map { Double($0)! } }
+    var sum = 0.0
+    let geodesicSeconds = seconds {
+        for line in lines {
+            sum += Geodesic.wgs84.distance(latitude1: line[0], longitude1: line[1], latitude2: line[2], longitude2: line[3])
+        }
+    }
+    print(String(format: "geodesic inverse (ours, in process): %.0f lines/s (checksum %.3f)", Double(lines.count) / geodesicSeconds, sum))
+}
