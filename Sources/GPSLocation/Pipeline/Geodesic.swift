@@ -355,7 +355,7 @@ public struct Geodesic: Sendable {
     }
 
     /// Clenshaw summation of Σ_{l=1}^{n} c[l] sin(2lσ), with c[0] unused.
-    private static func sinSeries(_ sinx: Double, _ cosx: Double, _ c: [Double]) -> Double {
+    private static func sinSeries<let count: Int>(_ sinx: Double, _ cosx: Double, _ c: InlineArray<count, Double>) -> Double {
         var index = c.count
         var count = c.count - 1
         let ar = 2 * (cosx - sinx) * (cosx + sinx)
@@ -376,31 +376,32 @@ public struct Geodesic: Sendable {
         return 2 * sinx * cosx * y0
     }
 
+    private static let c1Coefficients: [Double] = [-1, 6, -16, 32, -9, 64, -128, 2048, 9, -16, 768, 3, -5, 512, -7, 1280, -7, 2048]
+    private static let c2Coefficients: [Double] = [1, 2, 16, 32, 35, 64, 384, 2048, 15, 80, 768, 7, 35, 512, 63, 1280, 77, 2048]
+
     private static func a1m1(_ eps: Double) -> Double {
-        let coefficients: [Double] = [1, 4, 64, 0, 256]
-        let t = polynomial(coefficients, 0, degree: 3, eps * eps) / coefficients[4]
+        let eps2 = eps * eps
+        let t = (((eps2 + 4) * eps2 + 64) * eps2) / 256
         return (t + eps) / (1 - eps)
     }
 
-    private static func c1(_ eps: Double) -> [Double] {
-        let coefficients: [Double] = [-1, 6, -16, 32, -9, 64, -128, 2048, 9, -16, 768, 3, -5, 512, -7, 1280, -7, 2048]
-        return seriesCoefficients(coefficients, eps)
+    private static func c1(_ eps: Double) -> InlineArray<7, Double> {
+        seriesCoefficients(c1Coefficients, eps)
     }
 
     private static func a2m1(_ eps: Double) -> Double {
-        let coefficients: [Double] = [-11, -28, -192, 0, 256]
-        let t = polynomial(coefficients, 0, degree: 3, eps * eps) / coefficients[4]
+        let eps2 = eps * eps
+        let t = (((-11 * eps2 - 28) * eps2 - 192) * eps2) / 256
         return (t - eps) / (1 + eps)
     }
 
-    private static func c2(_ eps: Double) -> [Double] {
-        let coefficients: [Double] = [1, 2, 16, 32, 35, 64, 384, 2048, 15, 80, 768, 7, 35, 512, 63, 1280, 77, 2048]
-        return seriesCoefficients(coefficients, eps)
+    private static func c2(_ eps: Double) -> InlineArray<7, Double> {
+        seriesCoefficients(c2Coefficients, eps)
     }
 
     /// C1 and C2: c[l] = eps^l · P_l(eps²) / d_l for l = 1…6.
-    private static func seriesCoefficients(_ coefficients: [Double], _ eps: Double) -> [Double] {
-        var c = [Double](repeating: 0, count: order + 1)
+    private static func seriesCoefficients(_ coefficients: [Double], _ eps: Double) -> InlineArray<7, Double> {
+        var c = InlineArray<7, Double>(repeating: 0)
         let eps2 = eps * eps
         var d = eps
         var offset = 0
@@ -447,8 +448,8 @@ public struct Geodesic: Sendable {
         return result
     }
 
-    private func c3(_ eps: Double) -> [Double] {
-        var c = [Double](repeating: 0, count: Self.order)
+    private func c3(_ eps: Double) -> InlineArray<6, Double> {
+        var c = InlineArray<6, Double>(repeating: 0)
         var multiplier = 1.0
         var offset = 0
         for l in 1..<Self.order {
