@@ -8,6 +8,7 @@ public enum GPSLoc {
 
           watch      live locations from gpsd: a table on a terminal, NDJSON with --json
           replay     an NMEA recording through the same pipeline (--via nmea|gpsd)
+          auth       which apps may have the location: status, grant, revoke, reset
           version    versions of gpsloc and the libgps it was built with
         """
 
@@ -22,6 +23,7 @@ public enum GPSLoc {
             switch command {
             case "watch": return try WatchCommand.run(rest)
             case "replay": return try ReplayCommand.run(rest)
+            case "auth": return try AuthCommand.run(rest)
             case "version", "--version":
                 print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
                 return 0

@@ -31,9 +31,43 @@ enum WatchCommand {
 
         let json = options.json || isatty(STDOUT_FILENO) == 0
         let sink: UpdateSink = json ? NDJSONSink(live: true) : TextSink()
-        let gate = AlwaysAllowGate()
-        let session = Session(sink: sink, options: options, gate: gate)
-        sink.authorization(status: gate.authorizationStatus, accuracy: gate.accuracyAuthorization, reason: nil)
+
+        // The real decision store for --app: nothing is delivered without a grant.
+        let store = DecisionStore()
+        var decision = store.decision(for: options.appID)
+        if let problem = store.problem { sink.diagnostic(code: "authorizationStore", message: problem) }
+        if decision == nil, let answer = AuthCommand.prompt(app: options.appID) {
+            decision = answer.decision
+            if answer.store {
+                do {
+                    try store.set(answer.decision, for: options.appID)
+                } catch {
+                    sink.diagnostic(code: "authorizationStore", message: error.description)
+                }
+            }
+        }
+        let authorizer = LocationAuthorizer(appID: options.appID, initial: decision)
+        sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
+        switch authorizer.status {
+        case .notDetermined:
+            sink.error(
+                CLError(
+                    .locationUnknown,
+                    message: "location authorization for \(options.appID) is not determined, so no location is shown — "
+                        + "grant it with `gpsloc auth grant \(options.appID) --when-in-use` (or run gpsloc watch on a terminal to be asked)"))
+            sink.finish()
+            return 1
+        case .denied, .restricted:
+            sink.error(
+                CLError(
+                    .denied,
+                    message: "location access for \(options.appID) is \(authorizer.status) — `gpsloc auth grant \(options.appID) --when-in-use` allows it"))
+            sink.finish()
+            return 1
+        default:
+            break
+        }
+        let session = Session(sink: sink, options: options, gate: authorizer)
 
         let source = GPSDSource(endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)))
         let finished = DispatchSemaphore(value: 0)

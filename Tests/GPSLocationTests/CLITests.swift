@@ -41,10 +41,13 @@ struct ArgumentTests {
 enum GPSLocBinary {
     static let path = Paths.packageRoot.appendingPathComponent(".build/debug/gpsloc").path
 
-    static func run(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, stdout: String, stderr: String, seconds: Double) {
+    static func run(_ arguments: [String], configHome: URL? = nil) throws -> (status: Int32, stdout: String, stderr: String, seconds: Double) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = (configHome ?? emptyConfigHome).path
+        process.environment = environment
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -60,6 +63,14 @@ enum GPSLocBinary {
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self), seconds)
     }
 
+    /// A fresh folder for the decision store, so tests never touch the user's.
+    static func makeConfigHome() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("gpsloc-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+    static let emptyConfigHome = try! makeConfigHome()
+
     static func jsonLines(_ text: String) -> [[String: Any]] {
         text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
@@ -70,7 +81,9 @@ struct GPSLocCommandTests {
     @Test("with no gpsd listening, watch --json fails fast with one clear error line")
     func watchWithoutGPSD() throws {
         let port = try FreePortForTests.unused()
-        let result = try GPSLocBinary.run(["watch", "--json", "--port", String(port)])
+        let config = try GPSLocBinary.makeConfigHome()
+        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
+        let result = try GPSLocBinary.run(["watch", "--json", "--port", String(port)], configHome: config)
         #expect(result.status == 1)
         #expect(result.seconds < 5)
         let errors = GPSLocBinary.jsonLines(result.stdout).filter { $0["type"] as? String == "error" }
@@ -97,7 +110,7 @@ struct GPSLocCommandTests {
     )
     func replayViaGPSD() throws {
         let fixture = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-        let result = try GPSLocBinary.run(["replay", fixture, "--via", "gpsd", "--json"], timeout: 60)
+        let result = try GPSLocBinary.run(["replay", fixture, "--via", "gpsd", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = GPSLocBinary.jsonLines(result.stdout)
         #expect(lines.count == result.stdout.split(separator: "\n").count, "every line is JSON")
@@ -172,5 +185,124 @@ enum NDJSONSchema {
         default:
             Issue.record("unknown line type \(type)", sourceLocation: sourceLocation)
         }
+    }
+}
+
+@Suite("authorization store and gate in gpsloc", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+struct AuthorizationCLITests {
+    @Test("watch without a decision delivers nothing and names the command that grants it")
+    func watchNotDetermined() throws {
+        let result = try GPSLocBinary.run(["watch", "--json", "--app", "fresh-app"])
+        #expect(result.status == 1)
+        let lines = GPSLocBinary.jsonLines(result.stdout)
+        #expect(lines.first?["status"] as? String == "notDetermined")
+        #expect(!lines.contains { $0["type"] as? String == "location" })
+        #expect((lines.last?["message"] as? String)?.contains("gpsloc auth grant fresh-app --when-in-use") == true)
+    }
+
+    @Test("revoked: one denied error line, no location")
+    func watchDenied() throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        #expect(try GPSLocBinary.run(["auth", "revoke", "app1"], configHome: config).status == 0)
+        let result = try GPSLocBinary.run(["watch", "--json", "--app", "app1"], configHome: config)
+        #expect(result.status == 1)
+        let errors = GPSLocBinary.jsonLines(result.stdout).filter { $0["type"] as? String == "error" }
+        #expect(errors.map { $0["code"] as? String } == ["denied"])
+    }
+
+    @Test("8 processes granting at once lose no decision")
+    func concurrentGrants() throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        let processes = (0..<8).map { index -> Process in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
+            process.arguments = ["auth", "grant", "app\(index)", index.isMultiple(of: 2) ? "--always" : "--when-in-use"]
+            var environment = ProcessInfo.processInfo.environment
+            environment["XDG_CONFIG_HOME"] = config.path
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            return process
+        }
+        for process in processes { try process.run() }
+        for process in processes { process.waitUntilExit() }
+        #expect(processes.allSatisfy { $0.terminationStatus == 0 })
+        let store = DecisionStore(directory: config.appendingPathComponent("gpslocation"))
+        let entries = try store.entries()
+        #expect(entries.count == 8)
+        #expect(entries["app0"]?.status == "authorizedAlways" && entries["app1"]?.status == "authorizedWhenInUse")
+        let attributes = try FileManager.default.attributesOfItem(atPath: store.fileURL.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+    }
+
+    @Test("a corrupt store is reported, kept aside, and grants nothing")
+    func corruptStore() throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        let folder = config.appendingPathComponent("gpslocation")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("{\"gpsloc\": {\"status\": \"authorizedAlways\"".utf8).write(to: folder.appendingPathComponent("authorizations.json"))
+        let result = try GPSLocBinary.run(["watch", "--json"], configHome: config)
+        #expect(result.status == 1)
+        let lines = GPSLocBinary.jsonLines(result.stdout)
+        #expect(lines.contains { $0["code"] as? String == "authorizationStore" })
+        #expect(lines.contains { $0["status"] as? String == "notDetermined" })
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(names.contains { $0.hasPrefix("authorizations.json.corrupt-") })
+    }
+
+    @Test(
+        "watch against a real gpsd (gpsfake) delivers schema-valid locations once granted",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason)
+    )
+    func watchAgainstGPSFake() async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
+        let server = try GPSFakeServer(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"))
+        defer { server.stop() }
+        try await server.waitUntilListening()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
+        // The recording is from June 2026: by the wall clock every fix is stale, so widen the bound.
+        process.arguments = ["watch", "--json", "--port", String(server.endpoint.port), "--timeout", "2", "--max-age", "1000000000"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = config.path
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()  // gpsd ends with the recording
+        process.waitUntilExit()
+        let lines = GPSLocBinary.jsonLines(String(decoding: data, as: UTF8.self))
+        let locations = lines.filter { $0["type"] as? String == "location" }
+        #expect(locations.count > 200)
+        for line in lines { NDJSONSchema.check(line) }
+        #expect(lines.contains { $0["type"] as? String == "device" && $0["activated"] as? Bool == false })
+    }
+
+    @Test(
+        "watch says fixes are stale instead of going quiet",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason)
+    )
+    func watchReportsStale() async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
+        let server = try GPSFakeServer(log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"))
+        defer { server.stop() }
+        try await server.waitUntilListening()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
+        process.arguments = ["watch", "--json", "--port", String(server.endpoint.port)]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = config.path
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let lines = GPSLocBinary.jsonLines(String(decoding: data, as: UTF8.self))
+        #expect(!lines.contains { $0["type"] as? String == "location" })
+        #expect(lines.contains { $0["code"] as? String == "stale" })
     }
 }

@@ -94,7 +94,7 @@ public final class LocationAuthorizer: @unchecked Sendable {
     }
 
     /// The gate: what, if anything, of `location` the app receives.
-    func decide(_ location: CLLocation, now: Date) -> GateDecision {
+    public func decide(_ location: CLLocation, now: Date) -> GateDecision {
         lock.withLock {
             switch decision.status {
             case .authorizedAlways, .authorizedWhenInUse:
@@ -116,10 +116,8 @@ public final class LocationAuthorizer: @unchecked Sendable {
     }
 }
 
-/// Adapts an authorizer to the pipeline's gate protocol.
-struct AuthorizerGate: LocationGate {
-    let authorizer: LocationAuthorizer
-    var authorizationStatus: CLAuthorizationStatus { authorizer.status }
-    var accuracyAuthorization: CLAccuracyAuthorization { authorizer.accuracy }
-    func decide(_ location: CLLocation, now: Date) -> GateDecision { authorizer.decide(location, now: now) }
+/// An authorizer is the pipeline's gate for its app.
+extension LocationAuthorizer: LocationGate {
+    public var authorizationStatus: CLAuthorizationStatus { status }
+    public var accuracyAuthorization: CLAccuracyAuthorization { accuracy }
 }

@@ -1,0 +1,94 @@
+import Foundation
+import GPSLocation
+
+enum AuthCommand {
+    static let help = """
+        usage: gpsloc auth status [APP]
+               gpsloc auth grant APP [--when-in-use | --always] [--full | --reduced]
+               gpsloc auth revoke APP        (deny: the app receives nothing)
+               gpsloc auth reset APP         (forget: not determined again)
+
+        The per-user decision store, $XDG_CONFIG_HOME/gpslocation/authorizations.json
+        (~/.config/gpslocation/ by default). `gpsloc watch --app APP` reads it.
+        """
+
+    static func run(_ argv: [String]) throws(UsageError) -> Int32 {
+        let arguments = try Arguments(argv, valued: [], flags: ["when-in-use", "always", "full", "reduced"])
+        if arguments.has("help") {
+            print(help)
+            return 0
+        }
+        guard let verb = arguments.positionals.first else { throw UsageError("auth needs status, grant, revoke or reset") }
+        let app = arguments.positionals.dropFirst().first
+        if let app { try validate(app) }
+        guard arguments.positionals.count <= 2 else { throw UsageError("auth takes one app identifier") }
+        let store = DecisionStore()
+        do {
+            switch verb {
+            case "status":
+                let entries = try store.entries()
+                if let problem = store.problem { FileHandle.standardError.write(Data("gpsloc: \(problem)\n".utf8)) }
+                let apps = app.map { [$0] } ?? entries.keys.sorted()
+                if apps.isEmpty { print("no app has a decision yet (\(store.fileURL.path))") }
+                for name in apps {
+                    if let entry = entries[name] {
+                        print("\(name): \(entry.status), \(entry.accuracy) accuracy, decided \(iso8601Milliseconds(entry.decidedAt))")
+                    } else {
+                        print("\(name): notDetermined")
+                    }
+                }
+            case "grant":
+                guard let app else { throw UsageError("grant needs an app identifier") }
+                if arguments.has("always") && arguments.has("when-in-use") { throw UsageError("choose --always or --when-in-use") }
+                if arguments.has("full") && arguments.has("reduced") { throw UsageError("choose --full or --reduced") }
+                let status: CLAuthorizationStatus = arguments.has("always") ? .authorizedAlways : .authorizedWhenInUse
+                let accuracy: CLAccuracyAuthorization = arguments.has("reduced") ? .reducedAccuracy : .fullAccuracy
+                try store.set(AuthorizationDecision(status: status, accuracy: accuracy), for: app)
+                print("\(app): \(status), \(accuracy) accuracy")
+            case "revoke":
+                guard let app else { throw UsageError("revoke needs an app identifier") }
+                try store.set(AuthorizationDecision(status: .denied), for: app)
+                print("\(app): denied")
+            case "reset":
+                guard let app else { throw UsageError("reset needs an app identifier") }
+                try store.remove(app: app)
+                print("\(app): notDetermined")
+            default:
+                throw UsageError("unknown auth command \(verb): use status, grant, revoke or reset")
+            }
+        } catch let error as DecisionStore.StoreError {
+            FileHandle.standardError.write(Data("gpsloc: \(error.description)\n".utf8))
+            return 1
+        } catch let error as UsageError {
+            throw error
+        } catch {
+            FileHandle.standardError.write(Data("gpsloc: \(error)\n".utf8))
+            return 1
+        }
+        return 0
+    }
+
+    static func validate(_ app: String) throws(UsageError) {
+        guard !app.isEmpty, app.allSatisfy({ $0.isLetter || $0.isNumber || "._-".contains($0) }) else {
+            throw UsageError("an app identifier is letters, digits, '.', '_' or '-', not \(app)")
+        }
+    }
+
+    /// Asks the person at the terminal; nil when stdin is not a terminal. "Allow once" is
+    /// returned but not stored (it lasts until the process ends).
+    static func prompt(app: String) -> (decision: AuthorizationDecision, store: Bool)? {
+        guard isatty(STDIN_FILENO) != 0 else { return nil }
+        FileHandle.standardError.write(
+            Data("Allow \"\(app)\" to use this machine's location? [o]nce / [w]hile running / [a]lways / [d]on't allow: ".utf8))
+        guard let answer = readLine()?.lowercased().first else { return nil }
+        let status: CLAuthorizationStatus
+        switch answer {
+        case "o", "w": status = .authorizedWhenInUse
+        case "a": status = .authorizedAlways
+        default: return (AuthorizationDecision(status: .denied), true)
+        }
+        FileHandle.standardError.write(Data("Precise location? [y/n]: ".utf8))
+        let precise = readLine()?.lowercased().first != "n"
+        return (AuthorizationDecision(status: status, accuracy: precise ? .fullAccuracy : .reducedAccuracy), answer != "o")
+    }
+}
