@@ -82,18 +82,12 @@ enum ReplayCommand {
         }
         let server: GPSFakeServer
         do {
-            server = try GPSFakeServer(log: URL(fileURLWithPath: path))
+            server = try GPSFakeServer.startedBlocking(log: URL(fileURLWithPath: path))
         } catch {
             session.sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
             return 1
         }
         defer { server.stop() }
-        do {
-            try server.waitUntilListeningBlocking()
-        } catch {
-            session.sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
-            return 1
-        }
         let finished = DispatchSemaphore(value: 0)
         let outcome = ExitStatus()
         let source = GPSDSource(endpoint: server.endpoint, noDataTimeout: nil)

@@ -122,6 +122,36 @@ struct GPSLocCommandTests {
     }
 }
 
+/// Runs `gpsloc watch --json` against gpsfake replaying a fixture, until gpsd ends with the
+/// recording; returns the NDJSON lines.
+func runWatch(against fixture: String, _ arguments: [String], configHome: URL) async throws -> [[String: Any]] {
+    await GPSFakeSlots.shared.acquire()
+    let server: GPSFakeServer
+    do {
+        server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent(fixture))
+    } catch {
+        await GPSFakeSlots.shared.release()
+        throw error
+    }
+    defer {
+        server.stop()
+        Task { await GPSFakeSlots.shared.release() }
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
+    process.arguments = ["watch", "--json", "--port", String(server.endpoint.port)] + arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["XDG_CONFIG_HOME"] = configHome.path
+    process.environment = environment
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()  // gpsd ends with the recording
+    process.waitUntilExit()
+    return GPSLocBinary.jsonLines(String(decoding: data, as: UTF8.self))
+}
+
 enum FreePortForTests {
     /// A port nothing listens on (bound once by the kernel, then released).
     static func unused() throws -> Int {
@@ -256,23 +286,9 @@ struct AuthorizationCLITests {
     func watchAgainstGPSFake() async throws {
         let config = try GPSLocBinary.makeConfigHome()
         #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
-        let server = try GPSFakeServer(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"))
-        defer { server.stop() }
-        try await server.waitUntilListening()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
         // The recording is from June 2026: by the wall clock every fix is stale, so widen the bound.
-        process.arguments = ["watch", "--json", "--port", String(server.endpoint.port), "--timeout", "2", "--max-age", "1000000000"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CONFIG_HOME"] = config.path
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()  // gpsd ends with the recording
-        process.waitUntilExit()
-        let lines = GPSLocBinary.jsonLines(String(decoding: data, as: UTF8.self))
+        let lines = try await runWatch(
+            against: "drive-1hz-gp.nmea", ["--timeout", "2", "--max-age", "1000000000"], configHome: config)
         let locations = lines.filter { $0["type"] as? String == "location" }
         #expect(locations.count > 200)
         for line in lines { NDJSONSchema.check(line) }
@@ -286,22 +302,7 @@ struct AuthorizationCLITests {
     func watchReportsStale() async throws {
         let config = try GPSLocBinary.makeConfigHome()
         #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
-        let server = try GPSFakeServer(log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"))
-        defer { server.stop() }
-        try await server.waitUntilListening()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
-        process.arguments = ["watch", "--json", "--port", String(server.endpoint.port)]
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CONFIG_HOME"] = config.path
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let lines = GPSLocBinary.jsonLines(String(decoding: data, as: UTF8.self))
+        let lines = try await runWatch(against: "clean-1hz-multi.nmea", [], configHome: config)
         #expect(!lines.contains { $0["type"] as? String == "location" })
         #expect(lines.contains { $0["code"] as? String == "stale" })
     }

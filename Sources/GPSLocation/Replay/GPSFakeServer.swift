@@ -50,12 +50,47 @@ public final class GPSFakeServer: Sendable {
 
     deinit { stop() }
 
+    /// Starts gpsfake and waits until its gpsd listens, trying again (on a new port) when a
+    /// start fails — under heavy load gpsfake occasionally exits before its gpsd is up.
+    public static func started(log: URL, cycle: Double? = nil, attempts: Int = 3) async throws(GPSFakeError) -> GPSFakeServer {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let server = try GPSFakeServer(log: log, cycle: cycle)
+            do {
+                try await server.waitUntilListening()
+                return server
+            } catch {
+                server.stop()
+                if attempt >= attempts { throw error }
+                try? await Task.sleep(for: .milliseconds(200 * attempt))
+            }
+        }
+    }
+
+    /// The same, blocking the calling thread (for command-line tools).
+    public static func startedBlocking(log: URL, cycle: Double? = nil, attempts: Int = 3) throws(GPSFakeError) -> GPSFakeServer {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let server = try GPSFakeServer(log: log, cycle: cycle)
+            do {
+                try server.waitUntilListeningBlocking()
+                return server
+            } catch {
+                server.stop()
+                if attempt >= attempts { throw error }
+                usleep(UInt32(200_000 * attempt))
+            }
+        }
+    }
+
     /// Polls the port every 10 ms until gpsd accepts connections.
     public func waitUntilListening(timeout: Duration = .seconds(10)) async throws(GPSFakeError) {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if FreePort.accepts(port: endpoint.port) { return }
-            if !child.isRunning { throw .exitedEarly(stderr) }
+            if let status = child.exited { throw .exitedEarly("exit status \(status); \(stderr)") }
             try? await Task.sleep(for: .milliseconds(10))
         }
         throw .notListening(endpoint.port)
@@ -67,7 +102,7 @@ public final class GPSFakeServer: Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if FreePort.accepts(port: endpoint.port) { return }
-            if !child.isRunning { throw .exitedEarly(stderr) }
+            if let status = child.exited { throw .exitedEarly("exit status \(status); \(stderr)") }
             usleep(10_000)
         }
         throw .notListening(endpoint.port)

@@ -3,7 +3,7 @@ import GPSLocation
 
 /// Limits how many gpsfake daemons run at once (the machine has 2 cores).
 actor GPSFakeSlots {
-    static let shared = GPSFakeSlots(limit: 4)
+    static let shared = GPSFakeSlots(limit: 3)
     private var free: Int
     private var waiters: [CheckedContinuation<Void, Never>] = []
     init(limit: Int) { free = limit }
@@ -44,9 +44,8 @@ func replayThroughGPSD(_ log: URL, cycle: Double? = nil) async throws -> (events
 }
 
 private func replayOnce(_ log: URL, cycle: Double?) async throws -> (events: [GPSDEvent], reference: String) {
-    let fake = try GPSFakeServer(log: log, cycle: cycle)
+    let fake = try await GPSFakeServer.started(log: log, cycle: cycle)
     defer { fake.stop() }
-    try await fake.waitUntilListening()
     let source = GPSDSource(endpoint: fake.endpoint, noDataTimeout: nil)
     let watchdog = Task {
         try await Task.sleep(for: .seconds(120))
