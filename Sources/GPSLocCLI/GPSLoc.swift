@@ -9,6 +9,7 @@ public enum GPSLoc {
           watch      live locations from gpsd: a table on a terminal, NDJSON with --json
           replay     an NMEA recording through the same pipeline (--via nmea|gpsd)
           auth       which apps may have the location: status, grant, revoke, reset
+          doctor     what is wrong with this machine's GPS setup, and the commands that fix it
           version    versions of gpsloc and the libgps it was built with
         """
 
@@ -24,6 +25,7 @@ public enum GPSLoc {
             case "watch": return try WatchCommand.run(rest)
             case "replay": return try ReplayCommand.run(rest)
             case "auth": return try AuthCommand.run(rest)
+            case "doctor": return try DoctorCommand.run(rest)
             case "version", "--version":
                 print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
                 return 0

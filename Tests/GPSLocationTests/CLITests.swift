@@ -307,3 +307,27 @@ struct AuthorizationCLITests {
         #expect(lines.contains { $0["code"] as? String == "stale" })
     }
 }
+
+@Suite("gpsloc doctor", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+struct DoctorTests {
+    @Test("with nothing listening it fails and names the fix")
+    func doctorWithoutGPSD() throws {
+        let port = try FreePortForTests.unused()
+        let result = try GPSLocBinary.run(["doctor", "--port", String(port)])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("fail  gpsd is not reachable at 127.0.0.1:\(port)"))
+        #expect(result.stdout.contains("gpsloc auth grant gpsloc --when-in-use"))
+    }
+
+    @Test("with gpsfake running it reports the device and the fix", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+    func doctorWithGPSFake() async throws {
+        await GPSFakeSlots.shared.acquire()
+        defer { Task { await GPSFakeSlots.shared.release() } }
+        let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"))
+        defer { server.stop() }
+        let result = try GPSLocBinary.run(["doctor", "--port", String(server.endpoint.port)])
+        #expect(result.stdout.contains("ok    gpsd answers at 127.0.0.1:\(server.endpoint.port)"), "\(result.stdout)")
+        #expect(result.stdout.contains("ok    gpsd reads /dev/pts/"), "\(result.stdout)")
+        #expect(result.stdout.contains("fix was reported just now"), "\(result.stdout)")
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import GPSLocation
+
+/// `gpsloc doctor`: what is wrong with this machine's GPS setup, one line a check, each with
+/// the command that fixes it. A first version: gpsd, its reachability and devices, receivers,
+/// permissions, and the app's authorization.
+enum DoctorCommand {
+    static let help = """
+        usage: gpsloc doctor [--host H] [--port P] [--app ID]
+
+        Checks, in order: gpsd installed; gpsd reachable; devices gpsd knows and a recent fix;
+        receivers on this machine (/dev/gps*, /dev/ttyACM*, /dev/ttyUSB*, /dev/gnss*); their
+        permissions; the app's location authorization. Each line is ok, warn or fail, with a fix.
+        Exit status 0 when nothing failed, 1 otherwise.
+        """
+
+    static func run(_ argv: [String]) throws(UsageError) -> Int32 {
+        let arguments = try Arguments(argv, valued: ["host", "port", "app"], flags: [])
+        if arguments.has("help") {
+            print(help)
+            return 0
+        }
+        let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
+        let endpoint = GPSDEndpoint(host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port)
+        let app = arguments["app"] ?? "gpsloc"
+        var failed = false
+        func report(_ level: String, _ message: String) {
+            if level == "fail" { failed = true }
+            print("\(level.padding(toLength: 5, withPad: " ", startingAt: 0)) \(message)")
+        }
+
+        let installed = FileManager.default.isExecutableFile(atPath: "/usr/sbin/gpsd")
+        if installed {
+            report("ok", "gpsd is installed (/usr/sbin/gpsd)")
+        } else {
+            report("fail", "gpsd is not installed — `sudo apt-get install gpsd gpsd-clients`")
+        }
+
+        // gpsd reachable, and what it says in the first two seconds.
+        let outcome = probe(endpoint)
+        switch outcome {
+        case .unreachable(let error):
+            report("fail", error.description)
+        case .reached(let devices, let fix):
+            report("ok", "gpsd answers at \(endpoint)")
+            if devices.isEmpty {
+                report(
+                    "fail",
+                    "gpsd knows no receiver — plug one in; with USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd, "
+                        + "or add it by hand: `sudo gpsdctl add /dev/ttyACM0`")
+            } else {
+                for device in devices { report("ok", "gpsd reads \(device.path)\(device.driver.map { " (\($0))" } ?? "")") }
+            }
+            if let fix {
+                report(
+                    fix.mode >= .twoDimensional ? "ok" : "warn",
+                    fix.mode >= .twoDimensional
+                        ? "a \(fix.mode) fix was reported just now"
+                        : "the receiver reports no fix yet — give it a clear view of the sky; a cold start can take minutes")
+            } else if !devices.isEmpty {
+                report("warn", "no position report within 2 s — the receiver may be starting; check `gpspipe -w -n 10`")
+            }
+        }
+
+        // Receivers on this machine.
+        let candidates = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
+            .filter { $0.hasPrefix("gps") || $0.hasPrefix("ttyACM") || $0.hasPrefix("ttyUSB") || $0.hasPrefix("gnss") }
+            .sorted().map { "/dev/" + $0 }
+        if candidates.isEmpty {
+            report("warn", "no receiver device on this machine (/dev/gps*, /dev/ttyACM*, /dev/ttyUSB*, /dev/gnss*) — plug in a USB GPS")
+        } else {
+            for path in candidates {
+                if access(path, R_OK) == 0 {
+                    report("ok", "\(path) is present and readable")
+                } else {
+                    report("warn", "\(path) is not readable by you (gpsd reads it as user gpsd, so this only matters for direct use) — `sudo usermod -aG dialout $USER`")
+                }
+            }
+        }
+
+        // Authorization.
+        let store = DecisionStore()
+        if let decision = store.decision(for: app) {
+            let level = decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse ? "ok" : "warn"
+            report(level, "\(app) is \(decision.status) with \(decision.accuracy) accuracy (\(store.fileURL.path))")
+        } else {
+            report("warn", "\(app) has no location authorization yet — `gpsloc auth grant \(app) --when-in-use`")
+        }
+        if let problem = store.problem { report("fail", problem) }
+        return failed ? 1 : 0
+    }
+
+    enum Probe {
+        case unreachable(GPSDError)
+        case reached(devices: [DeviceEvent], fix: Fix?)
+    }
+
+    /// Connects, watches for two seconds, and reports what gpsd said.
+    static func probe(_ endpoint: GPSDEndpoint) -> Probe {
+        let source = GPSDSource(endpoint: endpoint, noDataTimeout: nil)
+        let collected = Collected()
+        let done = DispatchSemaphore(value: 0)
+        source.start { event in
+            switch event {
+            case .failed(let error):
+                collected.set { $0.error = error }
+                done.signal()
+            case .report(.device(let device)) where device.activated:
+                collected.set { state in
+                    state.devices.removeAll { $0.path == device.path }
+                    state.devices.append(device)
+                }
+            case .report(.fix(let fix)):
+                collected.set { $0.fix = fix }
+            default:
+                break
+            }
+        }
+        _ = done.wait(timeout: .now() + 2)
+        source.stop()
+        let state = collected.value
+        if let error = state.error, error.code == .unreachable { return .unreachable(error) }
+        return .reached(devices: state.devices, fix: state.fix)
+    }
+
+    final class Collected: @unchecked Sendable {
+        // @unchecked Sendable: `state` is guarded by `lock`.
+        struct State {
+            var devices: [DeviceEvent] = []
+            var fix: Fix?
+            var error: GPSDError?
+        }
+        private let lock = NSLock()
+        private var state = State()
+        func set(_ body: (inout State) -> Void) { lock.withLock { body(&state) } }
+        var value: State { lock.withLock { state } }
+    }
+}
