@@ -50,7 +50,8 @@ struct PipelineOptions {
           --distance-filter M|none   deliver only after moving M metres from the last delivered location
                                      (or when accuracy at least halves); default none
           --desired-accuracy NAME    bestForNavigation, best (default), nearestTenMeters, hundredMeters,
-                                     kilometer, threeKilometers
+                                     kilometer, threeKilometers — a hint, as on Apple: continuous updates
+                                     still deliver every location, each labelled with its accuracyClass
           --app ID                   the application identity the authorization gate checks (default gpsloc)
           --max-age SECONDS          fixes older than this are stale and not delivered (default 10)
           --json                     NDJSON, one object per line (the default when stdout is not a terminal)

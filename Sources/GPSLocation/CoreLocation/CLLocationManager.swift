@@ -132,6 +132,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private var requested = false
     private var warnedNoDelegate = false
     private var initialAuthorizationReported = false
+    private var loggedMessages: Set<String> = []
     private var pending: [Event] = []
     private var drainScheduled = false
 
@@ -446,7 +447,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         }
     }
 
+    /// Writes `message` to stderr the first time this manager meets it.
     private func logOnce(_ message: String) {
-        FileHandle.standardError.write(Data("GPSLocation: \(message)\n".utf8))
+        let first = lock.withLock { loggedMessages.insert(message).inserted }
+        if first { FileHandle.standardError.write(Data("GPSLocation: \(message)\n".utf8)) }
     }
 }
