@@ -9,7 +9,8 @@ import Foundation
 ///   `Fix`; sentences without time (GSA, GSV, VTG, PGRME) and GST belong to the open cycle.
 /// - **Mode** is sticky across cycles, as gpsd's is, and each sentence moves it: GSA sets it
 ///   (1–3) unless a GGA/GNS with a fix came earlier in the cycle; RMC `A` and a valid GLL raise it to at least 2D, RMC `V` drops a fix to no-fix;
-///   GGA/GNS quality 0 means no fix, otherwise at least 2D, 3D when it has an altitude and at
+///   GGA/GNS quality 0, or quality 1 with 0 satellites used, means no fix (as gpsd reports
+///   it), otherwise at least 2D, 3D when it has an altitude and at
 ///   most 2D when it has none.
 /// - **Position** comes from this cycle's RMC/GGA/GNS/GLL (the last one wins); a cycle without
 ///   one has no position, never a stale one.
@@ -83,10 +84,12 @@ public struct EpochAssembler: Sendable {
             } else if !valid {
                 mode = mode >= .twoDimensional || mode == .notSeen ? .noFix : mode
             }
-        case .gga(let time, let latitude, let longitude, let quality, _, let hdop, let altitude, let separation):
+        case .gga(let time, let latitude, let longitude, let quality, let satellites, let hdop, let altitude, let separation):
             emitted = boundary(time, .gga)
             cycle.positional = true
-            if quality == 0 || latitude == nil || longitude == nil {
+            // An autonomous fix from no satellites is not credible (Hemisphere sends it while
+            // acquiring); DGPS receivers such as Garmin's report 00 satellites with real fixes.
+            if quality == 0 || (quality == 1 && satellites == 0) || latitude == nil || longitude == nil {
                 mode = .noFix
                 cycle.quality = 0
             } else {
