@@ -16,7 +16,7 @@ recording=fixtures/drive-1hz-gp.nmea
 echo "run: no receiver reporting through gpsd at 127.0.0.1:2947 — replaying the bundled recording $recording instead" >&2
 echo "run: (this is recorded data, not your position; \`$gpsloc doctor\` explains how to set up a receiver)" >&2
 if [ -t 1 ]; then
-  exec "$gpsloc" replay "$recording" --via gpsd "$@"
+  exec "$gpsloc" replay "$recording" --speed 20 "$@"
 else
-  exec "$gpsloc" replay "$recording" --via gpsd "$@"
+  exec "$gpsloc" replay "$recording" --fast "$@"
 fi

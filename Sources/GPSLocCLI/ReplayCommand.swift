@@ -57,6 +57,9 @@ enum ReplayCommand {
         sink.diagnostic(
             code: "replay",
             message: "replaying the recording \(label) via \(via == "nmea" ? "GPSLocation's NMEA parser" : "gpsd (gpsfake)") — recorded data, not a live receiver")
+        if via == "gpsd" && speed != nil {
+            sink.diagnostic(code: "pacing", message: "--speed does not apply to --via gpsd: gpsfake paces the recording itself")
+        }
         sink.authorization(status: status, accuracy: accuracy, reason: "simulated for replay")
 
         let status32: Int32
@@ -113,7 +116,71 @@ enum ReplayCommand {
     }
 
     static func replayThroughParser(path: String, session: Session, speed: Double?) -> Int32 {
-        session.sink.error(CLError(.locationUnknown, message: "--via nmea is not available yet; use --via gpsd"))
-        return 1
+        if path != "-" && !FileManager.default.isReadableFile(atPath: path) {
+            session.sink.error(CLError(.locationUnknown, message: "cannot read the recording \(path) — check the path and its permissions"))
+            return 1
+        }
+        let source = NMEAReplaySource(path: path, pacing: speed.map { .realTime(speed: $0) } ?? .asFastAsPossible)
+        let bar = ProgressBar.forStandardError()
+        if let bar { source.onProgress { read, total in bar.update(read: read, total: total) } }
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = ExitStatus()
+        source.start { event in
+            switch event {
+            case .fix(let fix):
+                session.handle(fix, now: nil)
+            case .problem(let error, let terminal):
+                // The end of the recording is the normal end of a replay.
+                if !error.message.hasPrefix("the replay of ") {
+                    session.sink.error(error)
+                    outcome.value = 1
+                }
+                if terminal { finished.signal() }
+            case .sky, .device:
+                break
+            }
+        }
+        let signals = SignalTrap { finished.signal() }
+        finished.wait()
+        signals.cancel()
+        source.stop()
+        bar?.clear()
+        let statistics = source.statistics
+        let skipped = statistics.badChecksum + statistics.missingChecksum + statistics.tooLong + statistics.noise + statistics.malformed
+        if skipped > 0 {
+            session.sink.diagnostic(
+                code: "skippedInput",
+                message: "skipped \(skipped) unusable line(s) of the recording: \(statistics.badChecksum) bad checksum, "
+                    + "\(statistics.missingChecksum) without checksum, \(statistics.tooLong) too long, \(statistics.noise) noise, "
+                    + "\(statistics.malformed) malformed")
+        }
+        return outcome.value
+    }
+}
+
+/// A one-line progress bar on stderr, only when stderr is a terminal; redrawn at most 10 times a second.
+final class ProgressBar: @unchecked Sendable {
+    // @unchecked Sendable: updated from the replay thread only; `clear` runs after it finished.
+    private var lastDraw = 0.0
+    private var drawn = false
+
+    static func forStandardError() -> ProgressBar? { isatty(STDERR_FILENO) != 0 ? ProgressBar() : nil }
+
+    func update(read: Int, total: Int?) {
+        guard let total, total > 256 * 1024 else { return }
+        let now = MonotonicReplayClock().now()
+        guard now - lastDraw >= 0.1 || read >= total else { return }
+        lastDraw = now
+        let fraction = min(1, Double(read) / Double(total))
+        let width = 30
+        let filled = Int(fraction * Double(width))
+        let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+            + String(format: "%3.0f%% %.1f/%.1f MB", fraction * 100, Double(read) / 1e6, Double(total) / 1e6)
+        FileHandle.standardError.write(Data(line.utf8))
+        drawn = true
+    }
+
+    func clear() {
+        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 }

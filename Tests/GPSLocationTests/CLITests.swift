@@ -41,7 +41,7 @@ struct ArgumentTests {
 enum GPSLocBinary {
     static let path = Paths.packageRoot.appendingPathComponent(".build/debug/gpsloc").path
 
-    static func run(_ arguments: [String], configHome: URL? = nil) throws -> (status: Int32, stdout: String, stderr: String, seconds: Double) {
+    static func run(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) throws -> (status: Int32, stdout: String, stderr: String, seconds: Double) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -52,7 +52,7 @@ enum GPSLocBinary {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = try stdin.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.nullDevice
         let start = ContinuousClock.now
         try process.run()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
@@ -329,5 +329,104 @@ struct DoctorTests {
         #expect(result.stdout.contains("ok    gpsd answers at 127.0.0.1:\(server.endpoint.port)"), "\(result.stdout)")
         #expect(result.stdout.contains("ok    gpsd reads /dev/pts/"), "\(result.stdout)")
         #expect(result.stdout.contains("fix was reported just now"), "\(result.stdout)")
+    }
+}
+
+@Suite("gpsloc replay", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+struct ReplayCommandTests {
+    static let fixtures = ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea"]
+
+    /// The fields that identify a location (accuracies come from different error models: see README).
+    static func identity(_ line: [String: Any]) -> String {
+        ["timestamp", "latitude", "longitude", "altitude", "ellipsoidalAltitude", "speed", "course", "fixMode"]
+            .map { "\(line[$0] ?? "nil")" }.joined(separator: "|")
+    }
+
+    /// The last location line of each timestamp, in order.
+    static func lastPerTimestamp(_ lines: [[String: Any]]) -> [String] {
+        var result: [(String, String)] = []
+        for line in lines where line["type"] as? String == "location" {
+            let time = line["timestamp"] as? String ?? ""
+            if result.last?.0 == time { result.removeLast() }
+            result.append((time, identity(line)))
+        }
+        return result.map(\.1)
+    }
+
+    @Test("--via nmea prints schema-valid NDJSON, labelled as a replay of the file", arguments: fixtures)
+    func viaNMEA(name: String) throws {
+        let path = Paths.fixtures.appendingPathComponent(name).path
+        let result = try GPSLocBinary.run(["replay", path, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = GPSLocBinary.jsonLines(result.stdout)
+        #expect(lines.count == result.stdout.split(separator: "\n").count)
+        for line in lines { NDJSONSchema.check(line) }
+        #expect((lines.first?["message"] as? String)?.contains(name) == true)
+        #expect(lines.filter { $0["type"] as? String == "location" }.count > 100)
+    }
+
+    @Test(
+        "--via nmea and --via gpsd print the same locations",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason), arguments: fixtures)
+    func sameLocationsBothWays(name: String) throws {
+        let path = Paths.fixtures.appendingPathComponent(name).path
+        let ours = try GPSLocBinary.run(["replay", path, "--via", "nmea", "--json"])
+        let gpsd = try GPSLocBinary.run(["replay", path, "--via", "gpsd", "--json"])
+        let a = Self.lastPerTimestamp(GPSLocBinary.jsonLines(ours.stdout))
+        let b = Self.lastPerTimestamp(GPSLocBinary.jsonLines(gpsd.stdout))
+        #expect(a.count > 100)
+        #expect(a == b, "first difference at \(Array(zip(a, b)).firstIndex { $0.0 != $0.1 } ?? min(a.count, b.count))")
+    }
+
+    @Test("--authorization denied: no location, one denied error")
+    func denied() throws {
+        let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        let lines = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--authorization", "denied", "--json"]).stdout)
+        #expect(!lines.contains { $0["type"] as? String == "location" })
+        #expect(lines.filter { $0["type"] as? String == "error" }.map { $0["code"] as? String } == ["denied"])
+    }
+
+    @Test("--authorization notDetermined: the diagnostic, no location")
+    func notDetermined() throws {
+        let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        let lines = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--authorization", "notDetermined", "--json"]).stdout)
+        #expect(!lines.contains { $0["type"] as? String == "location" })
+        let errors = lines.filter { $0["type"] as? String == "error" }
+        #expect(errors.count == 1)
+        #expect((errors.first?["message"] as? String)?.contains("gpsloc auth grant gpsloc") == true)
+    }
+
+    @Test("--accuracy reduced: only grid-snapped locations marked reduced, nothing precise")
+    func reduced() throws {
+        let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        let precise = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--json"]).stdout)
+            .filter { $0["type"] as? String == "location" }
+        let lines = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--accuracy", "reduced", "--json"]).stdout)
+        let locations = lines.filter { $0["type"] as? String == "location" }
+        #expect(!locations.isEmpty)
+        #expect(locations.count <= 1, "at most one location per 15 minutes of a 5-minute recording")
+        for location in locations {
+            #expect(location["reduced"] as? Bool == true)
+            #expect((location["horizontalAccuracy"] as? Double ?? 0) >= 2000)
+            #expect(location["altitude"] is NSNull && location["speed"] is NSNull && location["course"] is NSNull)
+            let latitude = location["latitude"] as? Double ?? 0
+            let longitude = location["longitude"] as? Double ?? 0
+            #expect(!precise.contains { ($0["latitude"] as? Double) == latitude || ($0["longitude"] as? Double) == longitude })
+        }
+    }
+
+    @Test("stdin and a missing file")
+    func stdinAndMissing() throws {
+        let missing = try GPSLocBinary.run(["replay", "/nonexistent/file.nmea", "--json"])
+        #expect(missing.status == 1)
+        #expect(missing.stdout.contains("cannot read the recording /nonexistent/file.nmea"))
+        let empty = try GPSLocBinary.run(["replay", "/dev/null", "--json"])
+        #expect(empty.stdout.contains("contains no position report"))
+        let fixture = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
+        let fromFile = try GPSLocBinary.run(["replay", fixture.path, "--json"])
+        let fromStdin = try GPSLocBinary.run(["replay", "-", "--json"], stdin: fixture)
+        let locations = { (text: String) in text.split(separator: "\n").filter { $0.contains("\"location\"") } }
+        #expect(locations(fromStdin.stdout) == locations(fromFile.stdout))
+        #expect(fromStdin.stdout.contains("replaying the recording standard input"))
     }
 }

@@ -18,7 +18,7 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .noFix(let mode): "no position fix (mode \(mode)): the receiver does not see enough satellites yet"
+        case .noFix: "no position fix: the receiver does not see enough satellites yet (give it a clear view of the sky)"
         case .missingCoordinate: "the fix has no latitude or longitude"
         case .outOfRange(let latitude, let longitude): "the position (\(latitude), \(longitude)) is out of range"
         case .missingTime: "the fix carries no time, so its age is unknown"
