@@ -32,7 +32,31 @@ func syntheticDrive(count: Int) -> [Fix] {
     return fixes
 }
 
-let arguments = CommandLine.arguments.dropFirst()
+var arguments = Array(CommandLine.arguments.dropFirst())
+
+// `gpsloc-bench nmea FILE`: parse + epoch assembly throughput over a recording, best of 3.
+if arguments.first == "nmea", arguments.count >= 2 {
+    let data = try Data(contentsOf: URL(fileURLWithPath: arguments[1]))
+    var best = Double.infinity
+    var fixes = 0
+    var statistics = NMEAStatistics()
+    for _ in 0..<3 {
+        var decoder = NMEADecoder()
+        fixes = 0
+        let elapsed = seconds {
+            decoder.feed(data) { _ in fixes += 1 }
+            decoder.finish { _ in fixes += 1 }
+        }
+        statistics = decoder.statistics
+        best = min(best, elapsed)
+    }
+    print(
+        String(
+            format: "NMEA parse+assembly: %.3f s for %d bytes, %d sentences, %d fixes: %.2f M sentences/s, %.0f MB/s",
+            best, data.count, statistics.sentences, fixes, Double(statistics.sentences) / best / 1e6, Double(data.count) / best / 1e6))
+    exit(0)
+}
+if arguments.first == "pipeline" { arguments.removeFirst() }
 let count = Int(arguments.first ?? "") ?? 1_000_000
 let fixes = syntheticDrive(count: count)
 print("fixes: \(count) (synthetic 10 Hz drive, 3D, with error estimates)")

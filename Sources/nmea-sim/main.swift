@@ -115,6 +115,8 @@ final class Simulator {
     let options: Options
     var random: SeededRandom
     var output = ""
+    /// Where finished text goes, about a megabyte at a time (so a 24-hour recording streams).
+    let sink: FileHandle
     var latitude = 51.453_880  // Bristol, heading out east
     var longitude = -2.597_470
     var heading = 72.0
@@ -122,9 +124,16 @@ final class Simulator {
     var altitude = 41.5
     let geoidSeparation = 48.2
 
-    init(options: Options) {
+    init(options: Options, sink: FileHandle) {
         self.options = options
+        self.sink = sink
         random = SeededRandom(state: options.seed)
+    }
+
+    func flush(force: Bool = false) {
+        guard force || output.utf8.count >= 1 << 20 else { return }
+        sink.write(Data(output.utf8))
+        output = ""
     }
 
     func phase(at t: Double) -> Phase {
@@ -163,7 +172,7 @@ final class Simulator {
         output += "$" + body + "*" + String(format: "%02X", checksum) + "\r\n"
     }
 
-    func run() -> String {
+    func run() {
         let kind = options.faults ? "drive (no-fix start, 2D, tunnel, corrupted lines)" : "clean 3D"
         output += "# GPSLocation nmea-sim: \(options.rate) Hz, \(Int(options.duration)) s, "
             + "\(options.multiGNSS ? "multi-GNSS" : "GPS-only"), \(kind), seed \(options.seed)\n"
@@ -174,8 +183,9 @@ final class Simulator {
             advance(by: step, at: t)
             writeCycle(time: options.start.addingTimeInterval(t), phase: phase(at: t), cycle: cycle)
             if options.faults { corrupt(cycle: cycle, cycles: cycles) }
+            flush()
         }
-        return output
+        flush(force: true)
     }
 
     func advance(by seconds: Double, at t: Double) {
@@ -301,13 +311,13 @@ final class Simulator {
 }
 
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
-let text = Simulator(options: options).run()
+let sink: FileHandle
 if let path = options.output {
-    do {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-    } catch {
-        fail("cannot write \(path): \(error.localizedDescription)")
+    guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+        fail("cannot write \(path): check the folder exists and is writable")
     }
+    sink = handle
 } else {
-    FileHandle.standardOutput.write(Data(text.utf8))
+    sink = FileHandle.standardOutput
 }
+Simulator(options: options, sink: sink).run()

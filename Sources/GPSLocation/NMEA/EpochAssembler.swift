@@ -206,13 +206,8 @@ public struct EpochAssembler: Sendable {
         if let seconds = cycle.time, let date {
             if let last = lastTimeOfDay, seconds < last - 43_200 { dayOffset += 86_400 }
             lastTimeOfDay = seconds
-            var components = DateComponents()
-            components.year = date.year
-            components.month = date.month
-            components.day = date.day
-            if let midnight = EpochAssembler.calendar.date(from: components) {
-                fixTime = midnight.addingTimeInterval(seconds + dayOffset)
-            }
+            let midnight = Double(Self.daysFromCivil(year: date.year, month: date.month, day: date.day)) * 86_400
+            fixTime = Date(timeIntervalSince1970: midnight + seconds + dayOffset)
         }
         let hasPosition = mode >= .twoDimensional && cycle.latitude != nil && cycle.longitude != nil
         let is3D = mode == .threeDimensional
@@ -247,11 +242,15 @@ public struct EpochAssembler: Sendable {
             course: hasPosition ? cycle.course : nil)
     }
 
-    private static let calendar: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar
-    }()
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
 
     static func uere(quality: Int) -> Double {
         switch quality {
@@ -278,7 +277,7 @@ public struct EpochAssembler: Sendable {
 
 /// Bytes of NMEA in, `Fix` values out: `NMEAParser` + `EpochAssembler`.
 public struct NMEADecoder: Sendable {
-    public private(set) var parser = NMEAParser()
+    public private(set) var parser = NMEAParser(collectsSatellites: false)
     private var assembler = EpochAssembler()
 
     public init() {}

@@ -68,11 +68,17 @@ public struct NMEAParser: Sendable {
     /// NMEA allows 82 characters; real receivers exceed it (gpsd accepts up to about 100).
     public static let maximumLineLength = 120
     public private(set) var statistics = NMEAStatistics()
+    /// When false, GSV satellites and GSA satellite lists are not collected (faster when only
+    /// fixes are wanted).
+    public var collectsSatellites: Bool
     /// The partial line carried between `feed` calls.
     private var carry: [UInt8] = []
     private var overflowed = false
 
-    public init() { carry.reserveCapacity(Self.maximumLineLength + 2) }
+    public init(collectsSatellites: Bool = true) {
+        self.collectsSatellites = collectsSatellites
+        carry.reserveCapacity(Self.maximumLineLength + 2)
+    }
 
     /// Parses `bytes`, calling `handle` for each decoded sentence in order.
     public mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ handle: (NMEASentence) -> Void) {
@@ -299,8 +305,10 @@ public struct NMEAParser: Sendable {
     private func gsa(_ f: Fields, talker: UInt16) -> NMEASentence? {
         guard f.count >= 18 else { return nil }
         var used: [Int] = []
-        for index in 3...14 {
-            if let prn = f.integer(index), prn > 0 { used.append(prn) }
+        if collectsSatellites {
+            for index in 3...14 {
+                if let prn = f.integer(index), prn > 0 { used.append(prn) }
+            }
         }
         return .gsa(
             mode: f.integer(2), pdop: f.double(15), hdop: f.double(16), vdop: f.double(17), used: used,
@@ -310,7 +318,7 @@ public struct NMEAParser: Sendable {
     private func gsv(_ f: Fields, talker: UInt16) -> NMEASentence? {
         guard f.count >= 4, let total = f.integer(1), let part = f.integer(2) else { return nil }
         var satellites: [NMEASatellite] = []
-        var index = 4
+        var index = collectsSatellites ? 4 : f.count
         while index < f.count {
             if let prn = f.integer(index), prn > 0 {
                 satellites.append(
