@@ -47,6 +47,18 @@ struct NMEAParserTests {
         #expect(lineSentences == whole)
     }
 
+    @Test("a long noisy line is dropped the same way whole or in pieces (found by the fuzzer)")
+    func longLineChunking() {
+        let line = String(repeating: "x", count: 500) + Self.sentence("GPGLL,4807.038,N,01131.000,E,123520,A,A")
+        let data = Array((line + Self.sentence("GPZDA,123520,01,01,2026,00,00")).utf8)
+        let (whole, wholeStats) = Self.parse(data, chunk: 0)
+        for chunk in [1, 3, 100, 499, 500, 501] {
+            let (pieces, stats) = Self.parse(data, chunk: chunk)
+            #expect(pieces == whole && stats == wholeStats, "chunk \(chunk)")
+        }
+        #expect(wholeStats.tooLong == 1 && whole.count == 1)
+    }
+
     @Test("the drive fixture's three corrupted lines are counted and skipped, nothing else lost")
     func faultsAreCounted() throws {
         let data = [UInt8](try Data(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")))

@@ -67,6 +67,8 @@ public enum NMEASentence: Sendable, Equatable {
 public struct NMEAParser: Sendable {
     /// NMEA allows 82 characters; real receivers exceed it (gpsd accepts up to about 100).
     public static let maximumLineLength = 120
+    /// A raw line (noise before the sentence included) longer than this is dropped whole.
+    public static let maximumRawLineLength = 4 * maximumLineLength
     public private(set) var statistics = NMEAStatistics()
     /// When false, GSV satellites and GSA satellite lists are not collected (faster when only
     /// fixes are wanted).
@@ -129,7 +131,7 @@ public struct NMEAParser: Sendable {
 
     private mutating func appendCarry(_ bytes: UnsafeBufferPointer<UInt8>) {
         if overflowed { return }
-        if carry.count + bytes.count > Self.maximumLineLength * 4 {
+        if carry.count + bytes.count > Self.maximumRawLineLength {
             overflowed = true
             carry.removeAll(keepingCapacity: true)
             return
@@ -139,6 +141,10 @@ public struct NMEAParser: Sendable {
 
     /// One line without its LF.
     private mutating func line(_ raw: UnsafeBufferPointer<UInt8>, _ handle: (NMEASentence) -> Void) {
+        if raw.count > Self.maximumRawLineLength {
+            statistics.tooLong += 1
+            return
+        }
         var end = raw.count
         while end > 0 && (raw[end - 1] == 0x0D || raw[end - 1] == 0x20) { end -= 1 }
         if end == 0 { return }
