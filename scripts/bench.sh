@@ -1,16 +1,60 @@
 #!/usr/bin/env bash
-# Benchmarks, side by side in one run (see BENCHMARKS.md for method and latest figures).
+# Benchmarks, side by side in one run (method and latest figures: BENCHMARKS.md).
+# Usage: scripts/bench.sh [--long]   (--long adds the 24-hour memory run, about 90 s more)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-swift build -c release --product gpsloc-bench >&2
-swift build -c release --product gpsloc >&2
+for product in gpsloc-bench gpsloc nmea-sim; do swift build -c release --product "$product" >&2; done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+bin=.build/release
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(swift --version 2>&1 | head -1)"
 
-# Geodesic lines: short (1–100 km, what a distance filter sees) and random global ones.
+# pynmea2 (PyPI) in a private virtual environment, for the Python comparison.
+if [ ! -x .build/bench-venv/bin/python ]; then
+  python3 -m venv .build/bench-venv >&2 && .build/bench-venv/bin/pip install -q pynmea2 >&2
+fi
+
+echo "== one hour at 10 Hz, multi-GNSS (nmea-sim --rate 10 --duration 3600 --talkers multi --scenario clean)"
+"$bin/nmea-sim" --rate 10 --duration 3600 --talkers multi --scenario clean --output "$out/hour.nmea"
+echo "$(wc -l < "$out/hour.nmea") lines, $(stat -c %s "$out/hour.nmea") bytes"
+
+# best of 3 wall-clock runs of a shell command
+best() {
+  python3 - "$@" <<'PY'
+import subprocess, sys, time
+label, command = sys.argv[1], sys.argv[2]
+times = []
+for _ in range(3):
+    start = time.perf_counter()
+    subprocess.run(command, shell=True, check=True)
+    times.append(time.perf_counter() - start)
+print(f"{label}: {min(times):.3f} s (best of 3)")
+PY
+}
+
+"$bin/gpsloc-bench" nmea "$out/hour.nmea"
+best "gpsloc replay --fast --json > /dev/null (end to end)" "$bin/gpsloc replay $out/hour.nmea --fast --json > /dev/null"
+best "gpsdecode < file > /dev/null (gpsd's own decoder)" "gpsdecode < $out/hour.nmea > /dev/null"
+best "pynmea2.parse on every line (Python, parse only)" ".build/bench-venv/bin/python -c \"
+import pynmea2
+n = 0
+for line in open('$out/hour.nmea', errors='replace'):
+    try:
+        pynmea2.parse(line); n += 1
+    except pynmea2.ParseError:
+        pass
+\""
+
+echo "== memory"
+/usr/bin/time -f "1 hour replay: max RSS %M KB" "$bin/gpsloc" replay - --fast --json < "$out/hour.nmea" > /dev/null
+if [ "${1:-}" = "--long" ]; then
+  "$bin/nmea-sim" --rate 10 --duration 86400 --talkers multi --scenario clean \
+    | /usr/bin/time -f "24 hour replay (streamed from nmea-sim): max RSS %M KB" "$bin/gpsloc" replay - --fast --json > /dev/null
+fi
+
+echo "== pipeline and geodesic (one core)"
 python3 - "$out/lines.txt" <<'PY'
 import random, sys
 random.seed(7)
@@ -22,17 +66,8 @@ with open(sys.argv[1], "w") as f:
         else:
             f.write(f"{lat:.9f} {lon:.9f} {random.uniform(-90, 90):.9f} {random.uniform(-180, 180):.9f}\n")
 PY
+"$bin/gpsloc-bench" pipeline 1000000 "$out/lines.txt"
+best "GeodSolve -i on the same 200,000 lines (text in/out)" "GeodSolve -i -p 9 < $out/lines.txt > /dev/null"
 
-echo "== GPSLocation (one core)"
-.build/release/gpsloc-bench 1000000 "$out/lines.txt"
-
-echo "== GeographicLib GeodSolve on the same 200,000 lines (text in, text out; what people use for geodesics)"
-start=$(date +%s.%N); GeodSolve -i -p 9 < "$out/lines.txt" > /dev/null; end=$(date +%s.%N)
-python3 -c "print(f'GeodSolve: {200000/($end-$start):.0f} lines/s ({$end-$start:.3f} s)')"
-
-echo "== gpsd path end to end: fixtures/drive-10hz-multi.nmea (7,354 sentences) through gpsfake"
-start=$(date +%s.%N); .build/release/gpsloc replay fixtures/drive-10hz-multi.nmea --via gpsd --json > "$out/ours.ndjson"; end=$(date +%s.%N)
-python3 -c "print(f'gpsloc replay --via gpsd --json: {$end-$start:.2f} s, $(grep -c '\"location\"' "$out/ours.ndjson") locations')"
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-start=$(date +%s.%N); TMPDIR=$out gpsfake -1 -p -q -s 38400 -P "$port" fixtures/drive-10hz-multi.nmea > "$out/gpsfake.json" 2>/dev/null; end=$(date +%s.%N)
-python3 -c "print(f'gpsfake -1 -p alone (its own watcher): {$end-$start:.2f} s, $(grep -c TPV "$out/gpsfake.json") TPVs')"
+echo "== gpsd path end to end: fixtures/drive-10hz-multi.nmea through gpsfake"
+best "gpsloc replay --via gpsd --json" "$bin/gpsloc replay fixtures/drive-10hz-multi.nmea --via gpsd --json > /dev/null"

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+
+/// A clock that only moves when the replay sleeps: a one-hour recording replays instantly.
+final class ManualReplayClock: ReplayClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var time = 1000.0
+    private(set) var slept = 0.0
+    func now() -> Double { lock.withLock { time } }
+    func sleep(seconds: Double) {
+        lock.withLock {
+            time += seconds
+            slept += seconds
+        }
+    }
+}
+
+@Suite("NMEA replay source")
+struct ReplaySourceTests {
+    static func collect(_ source: NMEAReplaySource) -> (fixes: [Fix], problems: [CLError]) {
+        let lock = NSLock()
+        nonisolated(unsafe) var fixes: [Fix] = []
+        nonisolated(unsafe) var problems: [CLError] = []
+        let done = DispatchSemaphore(value: 0)
+        source.start { event in
+            switch event {
+            case .fix(let fix): lock.withLock { fixes.append(fix) }
+            case .problem(let error, let terminal):
+                lock.withLock { problems.append(error) }
+                if terminal { done.signal() }
+            default: break
+            }
+        }
+        done.wait()
+        source.stop()
+        return lock.withLock { (fixes, problems) }
+    }
+
+    @Test("real-time pacing follows the recording's clock, scaled by the speed")
+    func pacing() {
+        let clock = ManualReplayClock()
+        let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        let (fixes, problems) = Self.collect(NMEAReplaySource(path: path, pacing: .realTime(speed: 10), clock: clock))
+        let times = fixes.compactMap(\.time)
+        let span = times.last!.timeIntervalSince(times.first!)
+        #expect(abs(clock.slept - span / 10) < 0.5, "slept \(clock.slept) s for a \(span) s recording at 10×")
+        #expect(problems.count == 1 && problems[0].message.contains("ended"))
+    }
+
+    @Test("as fast as possible never sleeps, and gives the same fixes")
+    func fast() throws {
+        let clock = ManualReplayClock()
+        let path = Paths.fixtures.appendingPathComponent("drive-10hz-multi.nmea").path
+        let (fixes, _) = Self.collect(NMEAReplaySource(path: path, pacing: .asFastAsPossible, clock: clock))
+        #expect(clock.slept == 0)
+        #expect(fixes == NMEADecoder.fixes(in: try Data(contentsOf: URL(fileURLWithPath: path))).fixes)
+    }
+
+    @Test("a missing file is a clear terminal problem")
+    func missing() {
+        let (fixes, problems) = Self.collect(NMEAReplaySource(path: "/nonexistent.nmea"))
+        #expect(fixes.isEmpty)
+        #expect(problems.first?.message.contains("cannot read the recording /nonexistent.nmea") == true)
+    }
+
+    @Test("a manager on a replay: staleness and the tunnel follow the recording's time")
+    func managerOnReplay() {
+        let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        let source = NMEAReplaySource(path: path, pacing: .asFastAsPossible)
+        let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
+        manager.maximumBatch = .max
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        #expect(waitUntil { !delegate.errors.isEmpty })
+        manager.stopUpdatingLocation()
+        // 300 s recording: 8 s no fix at the start and a 15 s tunnel; everything else delivered.
+        #expect(delegate.locations.count == 300 - 8 - 15)
+        #expect(delegate.errors.map(\.code) == [.locationUnknown])
+        #expect(delegate.errors.first?.message.contains("ended") == true)
+    }
+}
