@@ -53,52 +53,55 @@ final class OutputStream {
 }
 
 /// NDJSON on stdout (one object per line), and each error also as a sentence on stderr.
+/// Thread-safe: the source's queue and the authorization watcher both write to it.
 final class NDJSONSink: UpdateSink, @unchecked Sendable {
+    private let lock = NSLock()
     private var writer = NDJSONWriter()
     private let stream: OutputStream
     private let errors = OutputStream(descriptor: STDERR_FILENO, flushEachLine: true)
 
     init(live: Bool) { stream = OutputStream(flushEachLine: live) }
 
-    private func emit() {
-        stream.write(writer.buffer)
-        writer.removeAll()
+    /// Writes one line under the lock.
+    private func emit(_ line: (inout NDJSONWriter) -> Void) {
+        lock.withLock {
+            line(&writer)
+            stream.write(writer.buffer)
+            writer.removeAll()
+        }
     }
 
-    func location(_ location: CLLocation) {
-        writer.location(location)
-        emit()
-    }
+    func location(_ location: CLLocation) { emit { $0.location(location) } }
 
     func error(_ error: CLError) {
-        writer.error(error)
-        emit()
-        errors.write("gpsloc: \(error.description)\n")
+        emit { $0.error(error) }
+        lock.withLock { errors.write("gpsloc: \(error.description)\n") }
     }
 
-    func diagnostic(code: String, message: String) {
-        writer.diagnostic(code: code, message: message)
-        emit()
-    }
-
-    func device(_ device: DeviceEvent) {
-        writer.device(device)
-        emit()
-    }
+    func diagnostic(code: String, message: String) { emit { $0.diagnostic(code: code, message: message) } }
+    func device(_ device: DeviceEvent) { emit { $0.device(device) } }
 
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
-        writer.authorization(status: status, accuracy: accuracy, reason: reason)
-        emit()
+        emit { $0.authorization(status: status, accuracy: accuracy, reason: reason) }
     }
 
     func sky(_ sky: SkyView) {}
 
-    func finish() { stream.flush() }
+    func finish() { lock.withLock { stream.flush() } }
 }
 
-/// One readable line per event, for a person at a terminal.
+/// One readable line per event, for a person at a terminal. Each line is one write.
 final class TextSink: UpdateSink, @unchecked Sendable {
-    private let stream = OutputStream(flushEachLine: true)
+    private let lock = NSLock()
+    private let unlockedStream = OutputStream(flushEachLine: true)
+    private var stream: LockedWriter { LockedWriter(lock: lock, stream: unlockedStream) }
+
+    struct LockedWriter {
+        let lock: NSLock
+        let stream: OutputStream
+        func write(_ text: String) { lock.withLock { stream.write(text) } }
+        func flush() { lock.withLock { stream.flush() } }
+    }
 
     func location(_ location: CLLocation) {
         let tier = location.gnss?.accuracyClass.description ?? "?"

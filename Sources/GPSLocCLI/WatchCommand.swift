@@ -13,12 +13,13 @@ enum WatchCommand {
           --port P                   gpsd port (default 2947)
           --device PATH              watch only this receiver (gpsd WATCH_DEVICE)
           --timeout S                report when gpsd sends no position report for S seconds (default 5)
+          --in-use                   count as in use without a terminal (for When-In-Use grants)
         \(PipelineOptions.help)
         """
 
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(
-            argv, valued: PipelineOptions.valued.union(["host", "port", "device", "timeout"]), flags: PipelineOptions.flags)
+            argv, valued: PipelineOptions.valued.union(["host", "port", "device", "timeout"]), flags: PipelineOptions.flags.union(["in-use"]))
         if arguments.has("help") {
             print(help)
             return 0
@@ -32,12 +33,17 @@ enum WatchCommand {
         let json = options.json || isatty(STDOUT_FILENO) == 0
         let sink: UpdateSink = json ? NDJSONSink(live: true) : TextSink()
 
-        // The real decision store for --app: nothing is delivered without a grant.
+        // The real decision store and policy for --app: nothing is delivered without a grant,
+        // and a change made outside (gpsloc auth revoke, an edited policy) applies at once.
         let store = DecisionStore()
-        var decision = store.decision(for: options.appID)
+        let policy = LocationPolicy.load()
+        if let problem = policy.problem { sink.diagnostic(code: "authorizationPolicy", message: problem) }
+        let inUse = isatty(STDIN_FILENO) != 0 || arguments.has("in-use")
+        let authorizer = LocationAuthorizer.persistent(
+            appID: options.appID, usageDescription: "gpsloc shows the locations an app would receive", store: store,
+            isInUse: inUse)
         if let problem = store.problem { sink.diagnostic(code: "authorizationStore", message: problem) }
-        if decision == nil, let answer = AuthCommand.prompt(app: options.appID) {
-            decision = answer.decision
+        if authorizer.status == .notDetermined, let answer = AuthCommand.prompt(app: options.appID) {
             if answer.store {
                 do {
                     try store.set(answer.decision, for: options.appID)
@@ -45,8 +51,8 @@ enum WatchCommand {
                     sink.diagnostic(code: "authorizationStore", message: error.description)
                 }
             }
+            authorizer.set(answer.decision)
         }
-        let authorizer = LocationAuthorizer(appID: options.appID, initial: decision)
         sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
         switch authorizer.status {
         case .notDetermined:
@@ -58,10 +64,20 @@ enum WatchCommand {
             sink.finish()
             return 1
         case .denied, .restricted:
+            let why = policy.decision(for: options.appID) != nil ? " by the administrator's policy (\(LocationPolicy.defaultPath))" : ""
             sink.error(
                 CLError(
                     .denied,
-                    message: "location access for \(options.appID) is \(authorizer.status) — `gpsloc auth grant \(options.appID) --when-in-use` allows it"))
+                    message: "location access for \(options.appID) is \(authorizer.status)\(why) — "
+                        + (why.isEmpty ? "`gpsloc auth grant \(options.appID) --when-in-use` allows it" : "ask the administrator")))
+            sink.finish()
+            return 1
+        case .authorizedWhenInUse where !inUse:
+            sink.error(
+                CLError(
+                    .locationUnknown,
+                    message: "\(options.appID) may use the location only while in use, and without a terminal it is not — "
+                        + "grant Always (`gpsloc auth grant \(options.appID) --always`) or pass --in-use"))
             sink.finish()
             return 1
         default:
@@ -72,6 +88,18 @@ enum WatchCommand {
         let source = GPSDSource(endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)))
         let finished = DispatchSemaphore(value: 0)
         let exitStatus = ExitStatus()
+        authorizer.addObserver {
+            let status = authorizer.status
+            sink.authorization(status: status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
+            if status == .denied || status == .restricted || status == .notDetermined {
+                sink.error(
+                    CLError(
+                        status == .notDetermined ? .locationUnknown : .denied,
+                        message: "location access for \(options.appID) was \(status == .notDetermined ? "reset" : "revoked") while watching — no more locations"))
+                exitStatus.value = 1
+                finished.signal()
+            }
+        }
         source.start { event in
             switch event {
             case .connected:

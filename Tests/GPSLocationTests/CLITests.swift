@@ -285,7 +285,7 @@ struct AuthorizationCLITests {
     )
     func watchAgainstGPSFake() async throws {
         let config = try GPSLocBinary.makeConfigHome()
-        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
+        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
         // The recording is from June 2026: by the wall clock every fix is stale, so widen the bound.
         let lines = try await runWatch(
             against: "drive-1hz-gp.nmea", ["--timeout", "2", "--max-age", "1000000000"], configHome: config)
@@ -302,7 +302,7 @@ struct AuthorizationCLITests {
     func watchReportsStale() async throws {
         let config = try GPSLocBinary.makeConfigHome()
         #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
-        let lines = try await runWatch(against: "clean-1hz-multi.nmea", [], configHome: config)
+        let lines = try await runWatch(against: "clean-1hz-multi.nmea", ["--in-use"], configHome: config)
         #expect(!lines.contains { $0["type"] as? String == "location" })
         #expect(lines.contains { $0["code"] as? String == "stale" })
     }
@@ -428,5 +428,123 @@ struct ReplayCommandTests {
         let locations = { (text: String) in text.split(separator: "\n").filter { $0.contains("\"location\"") } }
         #expect(locations(fromStdin.stdout) == locations(fromFile.stdout))
         #expect(fromStdin.stdout.contains("replaying the recording standard input"))
+    }
+}
+
+@Suite("live authorization changes", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+struct LiveAuthorizationTests {
+    @Test(
+        "revoking while watch runs against gpsfake stops locations within a second, and says why",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+    func revokeWhileWatching() async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
+        await GPSFakeSlots.shared.acquire()
+        defer { Task { await GPSFakeSlots.shared.release() } }
+        // 20 ms between sentences: about five fixes a second, for a minute.
+        let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.02)
+        defer { server.stop() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
+        process.arguments = ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = config.path
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+
+        let reader = LineReader(output.fileHandleForReading)
+        #expect(reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 10 })
+        let revokedAt = Date()
+        #expect(try GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config).status == 0)
+        process.waitUntilExit()
+        let lines = reader.finish()
+        #expect(process.terminationStatus == 1)
+        let lastLocation = lines.last { $0.text.contains("\"location\"") }
+        let delay = lastLocation.map { $0.time.timeIntervalSince(revokedAt) } ?? 0
+        #expect(delay < 1.0, "a location arrived \(delay) s after the revocation")
+        let authorization = lines.first { $0.text.contains("\"changed outside gpsloc\"") }
+        #expect(authorization?.text.contains("\"denied\"") == true)
+        #expect(authorization.map { $0.time.timeIntervalSince(revokedAt) < 1.0 } == true)
+        #expect(lines.contains { $0.text.contains("\"code\":\"denied\"") })
+    }
+
+    @Test("a manager following the store hears of a revocation and gets CLError.denied")
+    func managerFollowsStore() throws {
+        let config = try GPSLocBinary.makeConfigHome().appendingPathComponent("gpslocation")
+        let store = DecisionStore(directory: config)
+        try store.set(AuthorizationDecision(status: .authorizedAlways), for: "follower")
+        let authorizer = LocationAuthorizer.persistent(
+            appID: "follower", store: store, policyPath: config.appendingPathComponent("no-policy.json").path)
+        #expect(authorizer.status == .authorizedAlways)
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let manager = CLLocationManager(source: FixListSource(fixes, interval: 0.01), authorizer: authorizer)
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        #expect(waitUntil { delegate.locations.count > 5 })
+        try store.set(AuthorizationDecision(status: .denied), for: "follower")
+        #expect(waitUntil(timeout: 1) { delegate.errors.contains { $0.code == .denied } })
+        let count = delegate.locations.count
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(delegate.locations.count == count, "nothing after the denial")
+        #expect(delegate.authorizationCalls == 2)
+        manager.stopUpdatingLocation()
+    }
+
+    @Test("the administrator's policy: services off, restricted apps, pre-granted daemons, a broken file")
+    func policy() throws {
+        let folder = try GPSLocBinary.makeConfigHome()
+        let path = folder.appendingPathComponent("policy.json").path
+        try Data(#"{"restricted":["kid"],"granted":{"fleetd":{"status":"authorizedAlways","accuracy":"reduced"}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        var policy = LocationPolicy.load(path: path)
+        #expect(policy.decision(for: "kid") == AuthorizationDecision(status: .restricted))
+        #expect(policy.decision(for: "fleetd") == AuthorizationDecision(status: .authorizedAlways, accuracy: .reducedAccuracy))
+        #expect(policy.decision(for: "other") == nil)
+        try Data(#"{"locationServicesEnabled":false}"#.utf8).write(to: URL(fileURLWithPath: path))
+        policy = LocationPolicy.load(path: path)
+        #expect(policy.decision(for: "fleetd") == AuthorizationDecision(status: .denied))
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: path))
+        policy = LocationPolicy.load(path: path)
+        #expect(!policy.locationServicesEnabled)
+        #expect(policy.problem?.contains(path) == true)
+    }
+}
+
+/// Collects a pipe's lines with the time each arrived.
+final class LineReader: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [(time: Date, text: String)] = []
+    private var partial = ""
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                let now = Date()
+                lock.withLock {
+                    partial += String(decoding: data, as: UTF8.self)
+                    while let newline = partial.firstIndex(of: "\n") {
+                        lines.append((now, String(partial[..<newline])))
+                        partial = String(partial[partial.index(after: newline)...])
+                    }
+                }
+            }
+            done.signal()
+        }
+    }
+
+    func waitFor(timeout: Double, _ condition: ([(time: Date, text: String)]) -> Bool) -> Bool {
+        waitUntil(timeout: timeout) { lock.withLock { condition(lines) } }
+    }
+
+    func finish() -> [(time: Date, text: String)] {
+        done.wait()
+        return lock.withLock { lines }
     }
 }

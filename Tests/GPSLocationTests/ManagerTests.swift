@@ -193,7 +193,7 @@ struct ManagerTests {
     @Test("starting while notDetermined without a request is an error, not silence")
     func notDeterminedIsReported() throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
-        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: LocationAuthorizer(appID: "quiet"))
+        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: LocationAuthorizer(appID: "quiet", isInUse: true))
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
@@ -208,7 +208,9 @@ struct ManagerTests {
     @Test("a request with a prompt grants, and the delegate hears of it")
     func promptGrants() throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
-        let authorizer = LocationAuthorizer(appID: "asker", prompt: { _, _ in AuthorizationDecision(status: .authorizedWhenInUse) })
+        let authorizer = LocationAuthorizer(
+            appID: "asker", usageDescription: "tests", prompt: { _, _ in AuthorizationDecision(status: .authorizedWhenInUse) },
+            isInUse: true)
         let manager = CLLocationManager(source: FixListSource(fixes), authorizer: authorizer)
         let delegate = RecordingDelegate()
         manager.delegate = delegate

@@ -12,6 +12,7 @@ struct PortedCodeTests {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         CLLocationManager.setDefaultSource { FixListSource(fixes, interval: 0.0005) }
         CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedWhenInUse))
+        CLLocationManager.sharedAuthorizer.isInUse = true
         defer { CLLocationManager.setDefaultSource { GPSDLocationSource() } }
 
         let service = LocationService()

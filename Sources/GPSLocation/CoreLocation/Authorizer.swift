@@ -17,25 +17,98 @@ public typealias AuthorizationPrompt = @Sendable (_ appID: String, _ wantsAlways
 /// Decides what a manager's app may receive: holds its status and accuracy, answers requests
 /// following Apple's rules, and gates every location.
 ///
-/// This in-process authorizer starts `notDetermined` (or from `initial`), consults `prompt` on
-/// the first request, and otherwise leaves the status alone with a diagnostic naming the fix.
-/// Requests after a decision do nothing (Apple's rule), except one When-In-Use → Always upgrade.
+/// An authorizer starts `notDetermined` (or from `initial`), consults `prompt` on the first
+/// request — which needs a `usageDescription`, the Linux counterpart of Info.plist's
+/// `NSLocationWhenInUseUsageDescription` — and otherwise leaves the status alone with a
+/// diagnostic naming the fix. Requests after a decision do nothing (Apple's rule), except one
+/// When-In-Use → Always upgrade. `persistent(...)` makes one backed by the decision store and
+/// the administrator's policy, following changes made outside the process within a second.
+///
+/// **In use.** When-In-Use authorization delivers only while `isInUse` is true. By default a
+/// process is in use when its standard input is a terminal (a foreground CLI); a daemon is not.
+/// Hosts set `isInUse` themselves; a change applies before the next location.
 public final class LocationAuthorizer: @unchecked Sendable {
     // @unchecked Sendable: every mutable property is guarded by `lock`.
     public let appID: String
+    /// Why the app wants the location, shown in prompts; requests without one fail loudly.
+    public let usageDescription: String?
     private let lock = NSLock()
     private var decision: AuthorizationDecision
     private var prompt: AuthorizationPrompt?
     private var upgradeUsed = false
     private var fuzzer: LocationFuzzer
     private var deniedReported = false
+    private var notInUseReported = false
+    private var storedInUse: Bool
+    private var observers: [UUID: @Sendable () -> Void] = [:]
+    private var store: DecisionStore?
+    private var policyPath: String?
+    private var watcher: FileChangeWatcher?
 
-    public init(appID: String = LocationAuthorizer.defaultAppID, initial: AuthorizationDecision? = nil, prompt: AuthorizationPrompt? = nil, fuzzer: LocationFuzzer? = nil) {
+    public init(
+        appID: String = LocationAuthorizer.defaultAppID, usageDescription: String? = nil,
+        initial: AuthorizationDecision? = nil, prompt: AuthorizationPrompt? = nil, fuzzer: LocationFuzzer? = nil,
+        isInUse: Bool = isatty(STDIN_FILENO) != 0
+    ) {
         self.appID = appID
+        self.usageDescription = usageDescription
         decision = initial ?? AuthorizationDecision(status: .notDetermined)
         self.prompt = prompt
         self.fuzzer = fuzzer ?? LocationFuzzer(appID: appID)
+        storedInUse = isInUse
     }
+
+    /// An authorizer whose decision comes from the administrator's policy, else the user's
+    /// decision store, and follows both files live (inotify): a `gpsloc auth revoke` or an
+    /// edited policy reaches it within a second and its observers hear of it. Decisions made
+    /// through `prompt` are saved to the store (except "allow once").
+    public static func persistent(
+        appID: String, usageDescription: String? = nil, store: DecisionStore = DecisionStore(),
+        policyPath: String = LocationPolicy.defaultPath, prompt: AuthorizationPrompt? = nil,
+        isInUse: Bool = isatty(STDIN_FILENO) != 0
+    ) -> LocationAuthorizer {
+        let authorizer = LocationAuthorizer(
+            appID: appID, usageDescription: usageDescription, initial: resolve(app: appID, store: store, policyPath: policyPath),
+            prompt: prompt, isInUse: isInUse)
+        authorizer.lock.withLock {
+            authorizer.store = store
+            authorizer.policyPath = policyPath
+        }
+        try? FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
+        let watcher = FileChangeWatcher(paths: [store.fileURL.path, policyPath]) { [weak authorizer] in
+            guard let authorizer else { return }
+            authorizer.set(resolve(app: appID, store: store, policyPath: policyPath) ?? AuthorizationDecision(status: .notDetermined))
+        }
+        authorizer.lock.withLock { authorizer.watcher = watcher }
+        return authorizer
+    }
+
+    /// Policy first, then the user's store.
+    static func resolve(app: String, store: DecisionStore, policyPath: String) -> AuthorizationDecision? {
+        LocationPolicy.load(path: policyPath).decision(for: app) ?? store.decision(for: app)
+    }
+
+    /// Whether the app counts as in use (see the type's documentation).
+    public var isInUse: Bool {
+        get { lock.withLock { storedInUse } }
+        set {
+            lock.withLock {
+                storedInUse = newValue
+                notInUseReported = false
+            }
+        }
+    }
+
+    /// Calls `handler` (on an arbitrary queue) whenever the decision changes; returns a token
+    /// for `removeObserver`.
+    @discardableResult
+    public func addObserver(_ handler: @escaping @Sendable () -> Void) -> UUID {
+        let token = UUID()
+        lock.withLock { observers[token] = handler }
+        return token
+    }
+
+    public func removeObserver(_ token: UUID) { _ = lock.withLock { observers.removeValue(forKey: token) } }
 
     /// The executable's name: how an app is known when it does not say.
     public static var defaultAppID: String {
@@ -53,6 +126,8 @@ public final class LocationAuthorizer: @unchecked Sendable {
         case unchanged
         /// Nobody could be asked; the message says how to grant it.
         case noPrompt(String)
+        /// The app gave no usage description: a programmer error, and the message says so.
+        case missingUsageDescription(String)
     }
 
     /// Apple's request rules. `always`: `requestAlwaysAuthorization()`.
@@ -64,6 +139,13 @@ public final class LocationAuthorizer: @unchecked Sendable {
             lock.unlock()
             return .unchanged
         }
+        guard usageDescription != nil else {
+            lock.unlock()
+            return .missingUsageDescription(
+                "\(appID) requested location authorization without a usage description — Apple's CoreLocation does nothing "
+                    + "without NSLocationWhenInUseUsageDescription; on Linux give the authorizer one: "
+                    + "`LocationAuthorizer(appID: \"\(appID)\", usageDescription: \"why the app needs the location\")`")
+        }
         if canUpgrade { upgradeUsed = true }
         let prompt = self.prompt
         lock.unlock()
@@ -74,29 +156,42 @@ public final class LocationAuthorizer: @unchecked Sendable {
                     + "grant it with `gpsloc auth grant \(appID) \(flag)`, or give the manager's authorizer a prompt")
         }
         guard let answer = prompt(appID, always) else { return .unchanged }
-        return lock.withLock {
-            guard answer != decision else { return .unchanged }
+        let (outcome, store) = lock.withLock { () -> (RequestOutcome, DecisionStore?) in
+            guard answer != decision else { return (.unchanged, nil) }
             decision = answer
             deniedReported = false
-            return .changed
+            return (.changed, self.store)
         }
+        if outcome == .changed, let store { try? store.set(answer, for: appID) }
+        return outcome
     }
 
     /// Sets the decision directly (a settings change, a policy); returns true when it changed.
     @discardableResult
     public func set(_ newDecision: AuthorizationDecision) -> Bool {
-        lock.withLock {
-            guard newDecision != decision else { return false }
+        let handlers = lock.withLock { () -> [@Sendable () -> Void]? in
+            guard newDecision != decision else { return nil }
             decision = newDecision
             deniedReported = false
-            return true
+            return Array(observers.values)
         }
+        guard let handlers else { return false }
+        handlers.forEach { $0() }
+        return true
     }
 
     /// The gate: what, if anything, of `location` the app receives.
     public func decide(_ location: CLLocation, now: Date) -> GateDecision {
         lock.withLock {
             switch decision.status {
+            case .authorizedWhenInUse where !storedInUse:
+                if notInUseReported { return .withhold(error: nil) }
+                notInUseReported = true
+                return .withhold(
+                    error: CLError(
+                        .locationUnknown,
+                        message: "\(appID) is authorized only while in use, and it is not in use (no terminal) — nothing is delivered; "
+                            + "grant Always (`gpsloc auth grant \(appID) --always`) or declare it in use"))
             case .authorizedAlways, .authorizedWhenInUse:
                 if decision.accuracy == .fullAccuracy { return .deliver(location) }
                 guard let reduced = fuzzer.reduce(location, now: now) else { return .withhold(error: nil) }

@@ -108,8 +108,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// The process-wide authorizer managers use unless given one.
     public static let sharedAuthorizer = LocationAuthorizer()
 
-    /// Locations enabled for this machine (an administrator's policy can turn them off).
-    open class func locationServicesEnabled() -> Bool { true }
+    /// Locations enabled for this machine: false when the administrator's policy
+    /// (`LocationPolicy`, /etc/gpslocation/policy.json) turns them off or cannot be read.
+    open class func locationServicesEnabled() -> Bool { LocationPolicy.load().locationServicesEnabled }
 
     @available(*, deprecated, message: "Use the authorizationStatus instance property")
     open class func authorizationStatus() -> CLAuthorizationStatus { sharedAuthorizer.status }
@@ -133,6 +134,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private var warnedNoDelegate = false
     private var initialAuthorizationReported = false
     private var loggedMessages: Set<String> = []
+    private var authorizerObservation: UUID?
     private var pending: [Event] = []
     private var drainScheduled = false
 
@@ -156,6 +158,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         storedQueue = delegateQueue ?? DispatchQueue(label: "gpslocation.delegate")
         super.init()
         storedQueue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+        authorizerObservation = authorizer.addObserver { [weak self] in self?.authorizationChanged() }
     }
 
     /// Apple's initializer: the source is `CLLocationManager.defaultSource()` (gpsd on
@@ -174,6 +177,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public static func defaultSource() -> any LocationSource { defaultSourceFactory.make() }
 
     deinit {
+        if let authorizerObservation { authorizer.removeObserver(authorizerObservation) }
         let timer = oneShot?.timer
         timer?.cancel()
         if sourceRunning { source.stop() }
@@ -191,7 +195,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             authorizationChanged()
         case .unchanged:
             break
-        case .noPrompt(let message):
+        case .noPrompt(let message), .missingUsageDescription(let message):
             logOnce(message)
             enqueue(.failure(CLError(.promptDeclined, message: message)))
         }

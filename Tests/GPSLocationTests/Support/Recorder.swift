@@ -75,5 +75,5 @@ enum FixtureFixes {
 }
 
 func grantedAuthorizer(_ status: CLAuthorizationStatus = .authorizedWhenInUse, accuracy: CLAccuracyAuthorization = .fullAccuracy) -> LocationAuthorizer {
-    LocationAuthorizer(appID: "test", initial: AuthorizationDecision(status: status, accuracy: accuracy))
+    LocationAuthorizer(appID: "test", initial: AuthorizationDecision(status: status, accuracy: accuracy), isInUse: true)
 }
