@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+
+/// Randomised sequences of status, accuracy and in-use changes interleaved with fixes, checked
+/// against an independent model of what may be delivered.
+@Suite("authorization gate against a model")
+struct AuthorizationModelTests {
+    static let statuses: [CLAuthorizationStatus] = [.notDetermined, .restricted, .denied, .authorizedWhenInUse, .authorizedAlways]
+
+    @Test("nothing without authorization, nothing precise under reduced accuracy", arguments: 0..<20)
+    func randomisedSequences(seed: UInt64) {
+        var random = TestRandom(seed: 1000 + seed)
+        let interval = 60.0
+        let authorizer = LocationAuthorizer(
+            appID: "model", initial: AuthorizationDecision(status: .authorizedAlways),
+            fuzzer: LocationFuzzer(appID: "model", gridSize: 2000, minimumInterval: interval, seed: seed), isInUse: true)
+        var status = CLAuthorizationStatus.authorizedAlways
+        var accuracy = CLAccuracyAuthorization.fullAccuracy
+        var inUse = true
+        var time = Date(timeIntervalSince1970: 1_781_510_400)
+        var lastReduced: Date?
+        var delivered = 0
+        var reducedDelivered = 0
+        for _ in 0..<500 {
+            switch random.next() % 10 {
+            case 0:
+                status = Self.statuses[Int(random.next() % 5)]
+                accuracy = random.next() % 2 == 0 ? .fullAccuracy : .reducedAccuracy
+                authorizer.set(AuthorizationDecision(status: status, accuracy: accuracy))
+            case 1:
+                inUse.toggle()
+                authorizer.isInUse = inUse
+            default:
+                time += Double(1 + random.next() % 30)
+                let fix = Fix(
+                    mode: .threeDimensional, time: time, latitude: 51 + random.unit() * 0.5, longitude: -2.5 + random.unit() * 0.5,
+                    altitudeHAE: 90, altitudeMSL: 40, errors: FixErrors(longitude: 3, latitude: 3, vertical: 6, speed: 1, course: 5),
+                    speed: 10, course: 45)
+                let precise = AccuracyStage().location(from: fix)
+                let allowed = status == .authorizedAlways || (status == .authorizedWhenInUse && inUse)
+                switch authorizer.decide(precise, now: time) {
+                case .withhold:
+                    if allowed && accuracy == .fullAccuracy {
+                        Issue.record("withheld an authorized full-accuracy location (\(status), in use \(inUse))")
+                    }
+                    if allowed && accuracy == .reducedAccuracy, lastReduced == nil || time.timeIntervalSince(lastReduced!) >= interval {
+                        Issue.record("withheld a reduced location although the interval had passed")
+                    }
+                case .deliver(let location):
+                    delivered += 1
+                    #expect(allowed, "delivered while \(status), in use \(inUse)")
+                    if accuracy == .fullAccuracy {
+                        #expect(location === precise)
+                    } else {
+                        reducedDelivered += 1
+                        if let last = lastReduced { #expect(time.timeIntervalSince(last) >= interval, "rate limit broken") }
+                        lastReduced = time
+                        Self.expectNothingPrecise(location, precise: precise)
+                    }
+                }
+            }
+        }
+        #expect(delivered > 0)
+        _ = reducedDelivered
+    }
+
+    static func expectNothingPrecise(_ location: CLLocation, precise: CLLocation, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(location.gnss?.reduced == true, sourceLocation: sourceLocation)
+        #expect(location.coordinate.latitude != precise.coordinate.latitude, sourceLocation: sourceLocation)
+        #expect(location.coordinate.longitude != precise.coordinate.longitude, sourceLocation: sourceLocation)
+        #expect(location.horizontalAccuracy >= 2000, sourceLocation: sourceLocation)
+        #expect(location.verticalAccuracy < 0 && location.altitude == 0 && location.ellipsoidalAltitude == 0, sourceLocation: sourceLocation)
+        #expect(location.speed < 0 && location.course < 0 && location.speedAccuracy < 0 && location.courseAccuracy < 0, sourceLocation: sourceLocation)
+        #expect(location.timestamp.timeIntervalSince1970.truncatingRemainder(dividingBy: 60) == 0, sourceLocation: sourceLocation)
+        #expect(location.distance(from: precise) < 2000 * 1.5, "the reduced point stays near", sourceLocation: sourceLocation)
+    }
+
+    @Test("a reduced location depends only on the grid cell, not on where in it the device is")
+    func snappedToCells() {
+        var random = TestRandom(seed: 77)
+        var same = 0
+        let trials = 400
+        for trial in 0..<trials {
+            var fuzzer = LocationFuzzer(appID: "cells", gridSize: 2000, minimumInterval: 0, seed: 5)
+            let latitude = 50 + random.unit() * 5
+            let longitude = -3 + random.unit() * 5
+            let time = Date(timeIntervalSince1970: 1_781_510_400 + Double(trial))
+            let a = fuzzer.reduce(CLLocation(latitude: latitude, longitude: longitude), now: time)!
+            // The same cell most of the time: 20 m apart in a 2 km grid crosses a border ~2 % of the time.
+            let b = fuzzer.reduce(CLLocation(latitude: latitude + 0.0001, longitude: longitude + 0.0001), now: time)!
+            if a.coordinate == b.coordinate { same += 1 }
+        }
+        #expect(Double(same) / Double(trials) > 0.95, "\(same) of \(trials)")
+    }
+
+    @Test("with reduced accuracy the distance filter only ever sees grid points")
+    func filterOnReducedPositions() throws {
+        let fixes = try FixtureFixes.load("drive-10hz-multi")
+        var pipeline = LocationPipeline(
+            gate: SimulatedGate(
+                status: .authorizedAlways, accuracy: .reducedAccuracy,
+                fuzzer: LocationFuzzer(appID: "filter", gridSize: 2000, minimumInterval: 1, seed: 3)),
+            distanceFilter: DistanceFilterStage(distanceFilter: 5))
+        var latest = Date.distantPast
+        var delivered: [CLLocation] = []
+        for fix in fixes {
+            if let time = fix.time { latest = max(latest, time) }
+            if case .delivered(let location) = pipeline.process(fix, now: latest) { delivered.append(location) }
+        }
+        #expect(!delivered.isEmpty)
+        for (previous, next) in zip(delivered, delivered.dropFirst()) {
+            // Consecutive deliveries are different grid points (a filter on precise positions
+            // would deliver the same point again as the car moves 5 m).
+            #expect(previous.coordinate != next.coordinate)
+        }
+        #expect(delivered.allSatisfy { $0.gnss?.reduced == true && $0.horizontalAccuracy >= 2000 })
+    }
+}
