@@ -101,6 +101,9 @@ final class Session: @unchecked Sendable {
             case .noFix: code = "noFix"
             case .stale: code = "stale"
             case .missingTime: code = "noTime"
+            case .future: code = "future"
+            case .backwards: code = "timeWentBack"
+            case .duplicate: return
             default: code = "invalidFix"
             }
             if lastReason != code {

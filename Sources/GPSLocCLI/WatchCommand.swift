@@ -85,7 +85,8 @@ enum WatchCommand {
         }
         let session = Session(sink: sink, options: options, gate: authorizer)
 
-        let source = GPSDSource(endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)))
+        let source = GPSDSource(endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy())
+        let everConnected = ExitStatus()
         let finished = DispatchSemaphore(value: 0)
         let exitStatus = ExitStatus()
         authorizer.addObserver {
@@ -103,7 +104,10 @@ enum WatchCommand {
         source.start { event in
             switch event {
             case .connected:
-                break
+                if everConnected.value > 0 {
+                    sink.diagnostic(code: "reconnected", message: "connected to gpsd at \(endpoint) again")
+                }
+                everConnected.value += 1
             case .report(.fix(let fix)):
                 session.handle(fix, now: Date())
             case .report(.device(let device)):
@@ -114,6 +118,17 @@ enum WatchCommand {
                 break
             case .noData(let error):
                 sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+            case .reconnecting(let error, let attempt, let delay):
+                // Not reachable at start: fail at once. Lost later: say so, and keep trying.
+                guard everConnected.value > 0 else {
+                    sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+                    exitStatus.value = 1
+                    finished.signal()
+                    return
+                }
+                if attempt == 1 { sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error)) }
+                sink.diagnostic(
+                    code: "reconnecting", message: String(format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s)", endpoint.description, attempt, delay))
             case .failed(let error):
                 sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
                 exitStatus.value = 1

@@ -9,8 +9,31 @@ public enum GPSDEvent: Sendable, Equatable {
     case report(GPSDReport)
     /// gpsd sent no TPV for `noDataTimeout`; sent once per silence, then again after data returns.
     case noData(GPSDError)
+    /// The connection could not be made or was lost; the source tries again after `delay`
+    /// seconds (only with a `ReconnectPolicy`). `attempt` counts from 1.
+    case reconnecting(GPSDError, attempt: Int, delay: Double)
     /// The connection could not be made, or was lost. The source has stopped.
     case failed(GPSDError)
+}
+
+/// How a `GPSDSource` reconnects: capped exponential backoff with jitter. Attempt n (from 0)
+/// waits `min(maximumDelay, initialDelay × 2ⁿ)` scaled by a random factor in [0.5, 1], so with
+/// the defaults (0.1 s, 2 s) the first retry comes within 0.1 s and none waits more than 2 s —
+/// a restarted gpsd is found again within 2 s of coming back.
+public struct ReconnectPolicy: Sendable, Equatable {
+    public var initialDelay: Double
+    public var maximumDelay: Double
+
+    public init(initialDelay: Double = 0.1, maximumDelay: Double = 2) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+    }
+
+    /// The delay before attempt `attempt` (0-based), for a jitter value in [0, 1].
+    public func delay(attempt: Int, jitter: Double) -> Double {
+        let exponential = initialDelay * pow(2, Double(min(attempt, 30)))
+        return min(maximumDelay, exponential) * (0.5 + 0.5 * min(max(jitter, 0), 1))
+    }
 }
 
 /// Reads a gpsd daemon through libgps, without ever blocking a Swift concurrency thread.
@@ -38,6 +61,8 @@ public final class GPSDSource: @unchecked Sendable {
         var handler: (@Sendable (GPSDEvent) -> Void)?
         var silent = false
         var running = false
+        var retryTimer: (any DispatchSourceTimer)?
+        var attempts = 0
     }
 
     /// Runs `body` on the state; must be called on `queue`.
@@ -46,9 +71,16 @@ public final class GPSDSource: @unchecked Sendable {
         return body(&queueState)
     }
 
-    public init(endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration? = .seconds(5), label: String = "gpslocation.gpsd") {
+    /// Reconnection after a lost or failed connection; nil: stop and report `.failed`.
+    public let reconnect: ReconnectPolicy?
+
+    public init(
+        endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration? = .seconds(5), reconnect: ReconnectPolicy? = nil,
+        label: String = "gpslocation.gpsd"
+    ) {
         self.endpoint = endpoint
         self.noDataTimeout = noDataTimeout
+        self.reconnect = reconnect
         queue = DispatchQueue(label: label)
         queue.setSpecific(key: queueKey, value: ())
     }
@@ -56,6 +88,7 @@ public final class GPSDSource: @unchecked Sendable {
     deinit {
         // No other reference exists any more, so reading the state off the queue is safe here.
         queueState.timer?.cancel()
+        queueState.retryTimer?.cancel()
         queueState.readSource?.cancel()
     }
 
@@ -99,12 +132,13 @@ public final class GPSDSource: @unchecked Sendable {
     // MARK: - On the queue
 
     private func connect() {
+        guard withState({ $0.running }) else { return }
         let handle = LibGPSHandle()
         do {
             try handle.open(endpoint)
             try handle.watch(endpoint)
         } catch {
-            fail(error)
+            lose(error)
             return
         }
         let source = DispatchSource.makeReadSource(fileDescriptor: handle.fileDescriptor, queue: queue)
@@ -114,6 +148,7 @@ public final class GPSDSource: @unchecked Sendable {
         withState { state in
             state.handle = handle
             state.readSource = source
+            state.attempts = 0
         }
         emit(.connected(endpoint))
         armTimer()
@@ -125,7 +160,7 @@ public final class GPSDSource: @unchecked Sendable {
         while true {
             switch handle.read() {
             case .disconnected(let code):
-                fail(
+                lose(
                     GPSDError(
                         code: .disconnected, endpoint: endpoint, libgpsCode: code == 0 ? nil : code,
                         libgpsMessage: code == 0 ? nil : LibGPSHandle.errorText(code)))
@@ -171,9 +206,31 @@ public final class GPSDSource: @unchecked Sendable {
         if first { emit(.noData(GPSDError(code: .noData, endpoint: endpoint, silence: seconds))) }
     }
 
-    private func fail(_ error: GPSDError) {
-        emit(.failed(error))
-        shutDown()
+    /// The connection failed or was lost: retry under the policy, or stop.
+    private func lose(_ error: GPSDError) {
+        guard let reconnect else {
+            emit(.failed(error))
+            shutDown()
+            return
+        }
+        // Drop the dead connection (its socket closes once the read source is cancelled).
+        let (source, attempt) = withState { state -> ((any DispatchSourceRead)?, Int) in
+            defer {
+                state.readSource = nil
+                state.handle = nil
+                state.attempts += 1
+            }
+            return (state.readSource, state.attempts)
+        }
+        source?.cancel()
+        let delay = reconnect.delay(attempt: attempt, jitter: Double.random(in: 0...1))
+        emit(.reconnecting(error, attempt: attempt + 1, delay: delay))
+        guard withState({ $0.running }) else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + delay)
+        timer.setEventHandler { [weak self] in self?.connect() }
+        withState { $0.retryTimer = timer }
+        timer.resume()
     }
 
     private func emit(_ event: GPSDEvent) {
@@ -182,17 +239,19 @@ public final class GPSDSource: @unchecked Sendable {
     }
 
     private func shutDown() {
-        let (source, timer) = withState { state in
+        let (source, timer, retry) = withState { state in
             defer {
                 state.readSource = nil
                 state.timer = nil
+                state.retryTimer = nil
                 state.handle = nil
                 state.handler = nil
                 state.running = false
             }
-            return (state.readSource, state.timer)
+            return (state.readSource, state.timer, state.retryTimer)
         }
         timer?.cancel()
+        retry?.cancel()
         source?.cancel()
     }
 }

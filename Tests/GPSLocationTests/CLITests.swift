@@ -82,7 +82,7 @@ struct GPSLocCommandTests {
     func watchWithoutGPSD() throws {
         let port = try FreePortForTests.unused()
         let config = try GPSLocBinary.makeConfigHome()
-        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
+        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
         let result = try GPSLocBinary.run(["watch", "--json", "--port", String(port)], configHome: config)
         #expect(result.status == 1)
         #expect(result.seconds < 5)
@@ -147,9 +147,13 @@ func runWatch(against fixture: String, _ arguments: [String], configHome: URL) a
     process.standardOutput = output
     process.standardError = FileHandle.nullDevice
     try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()  // gpsd ends with the recording
+    let reader = LineReader(output.fileHandleForReading)
+    // gpsd ends with the recording; watch then keeps trying to reconnect, so stop it as a user would.
+    await server.waitForExit(timeout: .seconds(120))
+    _ = reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"reconnecting\"") } }
+    process.terminate()
     process.waitUntilExit()
-    return GPSLocBinary.jsonLines(String(decoding: data, as: UTF8.self))
+    return GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
 }
 
 enum FreePortForTests {

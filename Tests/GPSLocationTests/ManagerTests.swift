@@ -50,6 +50,7 @@ enum IndependentModel {
     static func expectedDeliveries(_ fixes: [Fix], filter: Double, maximumAge: Double = 10) -> [Date] {
         var latest = Date.distantPast
         var last: (lat: Double, lon: Double, h: Double?)?
+        var passed: (time: Date, mode: Int, h: Double)?
         var result: [Date] = []
         for fix in fixes {
             if let t = fix.time, t > latest { latest = t }
@@ -57,6 +58,13 @@ enum IndependentModel {
                 latest.timeIntervalSince(t) <= maximumAge
             else { continue }
             let h = horizontal(fix)
+            // Time order: never backwards; the same time only when it refines the last one.
+            let hValue = h ?? .greatestFiniteMagnitude
+            if let p = passed {
+                if t < p.time { continue }
+                if t == p.time && !(fix.mode.rawValue > p.mode || hValue < p.h) { continue }
+            }
+            passed = (t, fix.mode.rawValue, hValue)
             var deliver = true
             if filter > 0, let previous = last {
                 let improved = h != nil && previous.h != nil && previous.h! > 0 && h! <= previous.h! / 2

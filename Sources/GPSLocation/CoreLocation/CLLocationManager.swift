@@ -126,6 +126,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private var validity = ValidityStage()
     private let accuracyStage = AccuracyStage()
     private var filter = DistanceFilterStage()
+    private var timeOrder = TimeOrderStage()
     private var continuous = false
     private var oneShot: OneShot?
     private var sourceRunning = false
@@ -302,6 +303,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             let wasRunning = sourceRunning
             sourceRunning = false
             filter.reset()
+            timeOrder.reset()
             if !keepCallbacks {
                 generation += 1
                 pending.removeAll()
@@ -335,6 +337,10 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 return
             }
             let candidate = accuracyStage.location(from: fix)
+            if timeOrder.check(candidate) != nil {
+                lock.unlock()
+                return
+            }
             let desired = storedDesiredAccuracy
             lock.unlock()
             let decision = authorizer.decide(candidate, now: now)

@@ -23,21 +23,25 @@ extension LocationSource {
     public func now(latestFix: Fix) -> Date { Date() }
 }
 
-/// gpsd through libgps, as a `LocationSource`.
+/// gpsd through libgps, as a `LocationSource`. It reconnects when gpsd goes away or is not
+/// there yet (`ReconnectPolicy`), reporting the loss once as a non-terminal
+/// `CLError.locationUnknown` whose `underlyingError` is the `GPSDError`.
 public final class GPSDLocationSource: LocationSource {
     public let endpoint: GPSDEndpoint
+    public let reconnect: ReconnectPolicy?
     private let noDataTimeout: Duration
     private let lock = NSLock()
     // Guarded by `lock`.
     nonisolated(unsafe) private var source: GPSDSource?
 
-    public init(endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration = .seconds(5)) {
+    public init(endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration = .seconds(5), reconnect: ReconnectPolicy? = ReconnectPolicy()) {
         self.endpoint = endpoint
         self.noDataTimeout = noDataTimeout
+        self.reconnect = reconnect
     }
 
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
-        let source = GPSDSource(endpoint: endpoint, noDataTimeout: noDataTimeout)
+        let source = GPSDSource(endpoint: endpoint, noDataTimeout: noDataTimeout, reconnect: reconnect)
         lock.withLock { self.source = source }
         source.start { event in
             switch event {
@@ -47,6 +51,11 @@ public final class GPSDLocationSource: LocationSource {
             case .report(.device(let device)): handler(.device(device))
             case .noData(let error):
                 handler(.problem(CLError(.locationUnknown, message: error.description, underlyingError: error), terminal: false))
+            case .reconnecting(let error, let attempt, let delay):
+                if attempt == 1 {
+                    let message = error.description + String(format: " Reconnecting (next try in %.1f s).", delay)
+                    handler(.problem(CLError(.locationUnknown, message: message, underlyingError: error), terminal: false))
+                }
             case .failed(let error):
                 handler(.problem(CLError(.locationUnknown, message: error.description, underlyingError: error), terminal: true))
             }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The shared path from a `Fix` to what an app receives:
-/// validity → accuracy (CLLocation + tier) → authorization gate → distance filter.
+/// validity → accuracy (CLLocation + tier) → time order → authorization gate → distance filter.
 ///
 /// The distance filter runs on what the gate lets through, so for a reduced-accuracy app it
 /// only ever compares grid-snapped positions and cannot leak movement below the grid.
@@ -10,6 +10,7 @@ public struct LocationPipeline: Sendable {
     public var accuracy: AccuracyStage
     public var gate: any LocationGate
     public var distanceFilter: DistanceFilterStage
+    public var timeOrder = TimeOrderStage()
 
     public enum Outcome: Sendable {
         /// The app receives this location.
@@ -35,6 +36,7 @@ public struct LocationPipeline: Sendable {
     public mutating func process(_ fix: Fix, now: Date) -> Outcome {
         if let rejection = validity.check(fix, now: now) { return .rejected(rejection) }
         let location = accuracy.location(from: fix)
+        if let rejection = timeOrder.check(location) { return .rejected(rejection) }
         switch gate.decide(location, now: now) {
         case .withhold(let error):
             return .withheld(error)

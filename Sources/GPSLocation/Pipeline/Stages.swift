@@ -15,6 +15,13 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
     case missingTime
     /// Older than the staleness bound, in seconds.
     case stale(age: TimeInterval)
+    /// Dated implausibly far in the future (seconds ahead of now) — e.g. a receiver's
+    /// week-rollover bug, or gpsd 3.22's 1024-week shift of old dates.
+    case future(ahead: TimeInterval)
+    /// Older than the last location that passed: time went backwards (seconds back).
+    case backwards(by: TimeInterval)
+    /// The same time as the last location that passed, and no better: a repeat.
+    case duplicate
 
     public var description: String {
         switch self {
@@ -23,6 +30,10 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         case .outOfRange(let latitude, let longitude): "the position (\(latitude), \(longitude)) is out of range"
         case .missingTime: "the fix carries no time, so its age is unknown"
         case .stale(let age): String(format: "the fix is %.1f s old: the receiver stopped reporting fresh positions", age)
+        case .future(let ahead):
+            String(format: "the fix is dated %.0f s in the future — the receiver's clock (or date rollover) is wrong; check `gpspipe -w` and the receiver's firmware", ahead)
+        case .backwards(let seconds): String(format: "the fix's time went back by %.3f s; it is dropped", seconds)
+        case .duplicate: "a repeat of the last location"
         }
     }
 }
@@ -33,8 +44,13 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
 public struct ValidityStage: Sendable {
     /// The staleness bound in seconds (default 10).
     public var maximumAge: TimeInterval
+    /// How far ahead of now a fix may be dated (default one day).
+    public var maximumFutureSkew: TimeInterval
 
-    public init(maximumAge: TimeInterval = 10) { self.maximumAge = maximumAge }
+    public init(maximumAge: TimeInterval = 10, maximumFutureSkew: TimeInterval = 86_400) {
+        self.maximumAge = maximumAge
+        self.maximumFutureSkew = maximumFutureSkew
+    }
 
     public func check(_ fix: Fix, now: Date) -> FixRejection? {
         guard fix.mode >= .twoDimensional else { return .noFix(fix.mode) }
@@ -45,8 +61,33 @@ public struct ValidityStage: Sendable {
         guard let time = fix.time else { return .missingTime }
         let age = now.timeIntervalSince(time)
         if age > maximumAge { return .stale(age: age) }
+        if -age > maximumFutureSkew { return .future(ahead: -age) }
         return nil
     }
+}
+
+/// Keeps delivery in time order: a location older than the last one that passed is dropped
+/// (time went backwards — after a reconnect, or a confused receiver), and one with the same
+/// time passes only when it refines it (a higher fix mode, or a smaller `horizontalAccuracy`),
+/// as gpsd often reports an epoch more than once while its sentences arrive.
+public struct TimeOrderStage: Sendable {
+    private var last: (time: Date, mode: FixMode, horizontal: Double)?
+
+    public init() {}
+
+    public mutating func check(_ location: CLLocation) -> FixRejection? {
+        let mode = location.gnss?.fixMode ?? .twoDimensional
+        if let last {
+            if location.timestamp < last.time { return .backwards(by: last.time.timeIntervalSince(location.timestamp)) }
+            if location.timestamp == last.time && !(mode > last.mode || location.horizontalAccuracy < last.horizontal) {
+                return .duplicate
+            }
+        }
+        last = (location.timestamp, mode, location.horizontalAccuracy)
+        return nil
+    }
+
+    public mutating func reset() { last = nil }
 }
 
 /// Stage 2: gpsd's error estimates become CoreLocation accuracies, and each location gets its tier.
