@@ -58,13 +58,9 @@ enum IndependentModel {
                 latest.timeIntervalSince(t) <= maximumAge
             else { continue }
             let h = horizontal(fix)
-            // Time order: never backwards; the same time only when it refines the last one.
-            let hValue = h ?? .greatestFiniteMagnitude
-            if let p = passed {
-                if t < p.time { continue }
-                if t == p.time && !(fix.mode.rawValue > p.mode || hValue < p.h) { continue }
-            }
-            passed = (t, fix.mode.rawValue, hValue)
+            // Time order: strictly increasing; the first report of an epoch wins.
+            if let p = passed, t <= p.time { continue }
+            passed = (t, fix.mode.rawValue, h ?? 0)
             var deliver = true
             if filter > 0, let previous = last {
                 let improved = h != nil && previous.h != nil && previous.h! > 0 && h! <= previous.h! / 2

@@ -54,7 +54,9 @@ public struct CLLocationUpdate: Sendable {
             let (stream, continuation) = AsyncStream.makeStream(of: CLLocationUpdate.self, bufferingPolicy: .bufferingNewest(1))
             let bridge = Bridge(continuation: continuation)
             manager.delegate = bridge
-            continuation.onTermination = { _ in manager.stopUpdatingLocation() }
+            // Stop off the terminating thread: it may hold the stream's lock while a delegate
+            // callback waits to yield, and stopUpdatingLocation() waits for that callback.
+            continuation.onTermination = { _ in DispatchQueue.global().async { manager.stopUpdatingLocation() } }
             manager.startUpdatingLocation()
             return Iterator(base: stream.makeAsyncIterator(), bridge: bridge, manager: manager)
         }

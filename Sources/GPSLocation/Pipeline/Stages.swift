@@ -20,7 +20,7 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
     case future(ahead: TimeInterval)
     /// Older than the last location that passed: time went backwards (seconds back).
     case backwards(by: TimeInterval)
-    /// The same time as the last location that passed, and no better: a repeat.
+    /// The same time as the last location that passed: a repeat.
     case duplicate
 
     public var description: String {
@@ -66,24 +66,22 @@ public struct ValidityStage: Sendable {
     }
 }
 
-/// Keeps delivery in time order: a location older than the last one that passed is dropped
-/// (time went backwards — after a reconnect, or a confused receiver), and one with the same
-/// time passes only when it refines it (a higher fix mode, or a smaller `horizontalAccuracy`),
-/// as gpsd often reports an epoch more than once while its sentences arrive.
+/// Keeps delivery in strict time order: a location older than the last one that passed is
+/// dropped (time went backwards — after a reconnect, or a confused receiver), and one with the
+/// same time is a repeat. gpsd reports an epoch more than once while it learns a receiver's
+/// cycle (after every (re)connection); only the first report of each epoch is delivered, so an
+/// app never sees two locations with one timestamp.
 public struct TimeOrderStage: Sendable {
-    private var last: (time: Date, mode: FixMode, horizontal: Double)?
+    private var last: Date?
 
     public init() {}
 
     public mutating func check(_ location: CLLocation) -> FixRejection? {
-        let mode = location.gnss?.fixMode ?? .twoDimensional
         if let last {
-            if location.timestamp < last.time { return .backwards(by: last.time.timeIntervalSince(location.timestamp)) }
-            if location.timestamp == last.time && !(mode > last.mode || location.horizontalAccuracy < last.horizontal) {
-                return .duplicate
-            }
+            if location.timestamp < last { return .backwards(by: last.timeIntervalSince(location.timestamp)) }
+            if location.timestamp == last { return .duplicate }
         }
-        last = (location.timestamp, mode, location.horizontalAccuracy)
+        last = location.timestamp
         return nil
     }
 

@@ -20,12 +20,17 @@ public final class GPSFakeServer: Sendable {
 
     /// Starts gpsfake. `cycle` is the delay between sentences in seconds (gpsfake `-c`);
     /// `baudRate` the fake serial speed (`-s`).
-    public init(log: URL, cycle: Double? = nil, baudRate: Int = 38400) throws(GPSFakeError) {
+    /// `port`: listen there (e.g. to restart gpsd where clients expect it), or nil for a free one.
+    public init(log: URL, cycle: Double? = nil, baudRate: Int = 38400, port requestedPort: Int? = nil) throws(GPSFakeError) {
         guard Self.isInstalled else { throw .notInstalled }
         guard FileManager.default.isReadableFile(atPath: log.path) else { throw .unreadableLog(log.path) }
         self.log = log
         let port: Int
-        do { port = try FreePort.find() } catch { throw .noFreePort }
+        if let requestedPort {
+            port = requestedPort
+        } else {
+            do { port = try FreePort.find() } catch { throw .noFreePort }
+        }
         endpoint = GPSDEndpoint(host: "127.0.0.1", port: port)
         workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("gpslocation-gpsfake-\(UUID().uuidString)")
         watcherFile = workDirectory.appendingPathComponent("watcher.json")

@@ -66,6 +66,16 @@ func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
     return condition()
 }
 
+/// The same, without blocking a concurrency thread.
+func waitUntilAsync(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
 enum FixtureFixes {
     /// gpsd's own TPVs for a fixture (recorded from gpsfake), decoded by the real libgps.
     static func load(_ name: String) throws -> [Fix] {

@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+
+/// Counts this process's open file descriptors.
+func openFileDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+
+@Suite("resilience", .serialized)
+struct ResilienceTests {
+    @Test("backoff delays are capped, jittered, and grow")
+    func backoff() {
+        let policy = ReconnectPolicy()
+        #expect(policy.delay(attempt: 0, jitter: 1) == 0.1)
+        #expect(policy.delay(attempt: 0, jitter: 0) == 0.05)
+        #expect(policy.delay(attempt: 3, jitter: 1) == 0.8)
+        #expect(policy.delay(attempt: 10, jitter: 1) == 2)
+        #expect(policy.delay(attempt: 1000, jitter: 0.5) == 1.5)
+    }
+
+    @Test("time order: no reversals, no repeats")
+    func timeOrder() {
+        var stage = TimeOrderStage()
+        let t = Date(timeIntervalSince1970: 1000)
+        func location(_ time: Date, _ mode: FixMode, _ h: Double) -> CLLocation {
+            CLLocation(
+                coordinate: CLLocationCoordinate2D(latitude: 1, longitude: 1), altitude: 0, ellipsoidalAltitude: 0,
+                horizontalAccuracy: h, verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1,
+                timestamp: time, gnss: GNSSDetails(fixMode: mode, accuracyClass: .best))
+        }
+        #expect(stage.check(location(t, .twoDimensional, 5)) == nil)
+        #expect(stage.check(location(t, .twoDimensional, 5)) == .duplicate)
+        #expect(stage.check(location(t, .threeDimensional, 1)) == .duplicate, "one location per epoch")
+        #expect(stage.check(location(t - 1, .threeDimensional, 1)) == .backwards(by: 1))
+        #expect(stage.check(location(t + 1, .twoDimensional, 9)) == nil)
+    }
+
+    @Test(
+        "gpsd killed and restarted 20 times under a running manager",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+    func killAndRestart() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("segments-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Twenty recordings that continue each other in time: 5 s each at 10 Hz.
+        let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
+        var segments: [URL] = []
+        for index in 0..<20 {
+            let url = folder.appendingPathComponent("segment-\(index).nmea")
+            let start = iso8601Milliseconds(Date(timeIntervalSince1970: 1_781_510_400 + Double(index) * 5)).replacingOccurrences(of: ".000", with: "")
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: simulator)
+            process.arguments = ["--rate", "10", "--duration", "5", "--scenario", "clean", "--start", start, "--seed", "\(index + 1)", "--output", url.path]
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0)
+            segments.append(url)
+        }
+        await GPSFakeSlots.shared.acquire()
+        defer { Task { await GPSFakeSlots.shared.release() } }
+
+        let port = try FreePort.find()
+        let descriptorsBefore = openFileDescriptors()
+        let source = GPSDLocationSource(endpoint: GPSDEndpoint(host: "127.0.0.1", port: port), noDataTimeout: .seconds(30))
+        let authorizer = LocationAuthorizer(appID: "resilience", initial: AuthorizationDecision(status: .authorizedAlways))
+        let manager = CLLocationManager(source: source, authorizer: authorizer)
+        manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
+        manager.maximumBatch = .max
+        let delegate = TimedDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+
+        var lossDelays: [Double] = []
+        var resumeDelays: [Double] = []
+        for (index, segment) in segments.enumerated() {
+            let server = try GPSFakeServer(log: segment, cycle: 0.01, port: port)
+            try await server.waitUntilListening()
+            let listening = Date()
+            let before = delegate.locationCount
+            // gpsfake starts feeding about 1.4 s after it listens; fixes must follow promptly.
+            #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= before + 5 }, "segment \(index): no locations")
+            resumeDelays.append((delegate.firstLocationArrival(after: before) ?? Date()).timeIntervalSince(listening) - 1.4)
+            let errorsBefore = delegate.errorCount
+            let killed = Date()
+            server.stop()
+            #expect(await waitUntilAsync(timeout: 5) { delegate.errorCount > errorsBefore }, "segment \(index): loss not reported")
+            lossDelays.append((delegate.lastErrorArrival ?? Date()).timeIntervalSince(killed))
+        }
+        manager.stopUpdatingLocation()
+        print("resilience: loss reported after max \(lossDelays.max() ?? -1) s; locations resumed max \(resumeDelays.max() ?? -1) s after gpsd fed again")
+        #expect(lossDelays.allSatisfy { $0 < 2 })
+        #expect(resumeDelays.allSatisfy { $0 < 2 })
+        let times = delegate.times
+        #expect(times.count >= 100)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "duplicates or time reversals in the delivered sequence")
+        #expect(delegate.errors.allSatisfy { $0.code == .locationUnknown && $0.underlyingError is GPSDError })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(openFileDescriptors() <= descriptorsBefore + 2, "file descriptors leaked: \(descriptorsBefore) → \(openFileDescriptors())")
+    }
+}
+
+/// Records locations and errors with their arrival times.
+final class TimedDelegate: CLLocationManagerDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var arrivals: [(Date, CLLocation)] = []
+    private var errorArrivals: [(Date, CLError)] = []
+
+    var locationCount: Int { lock.withLock { arrivals.count } }
+    var errorCount: Int { lock.withLock { errorArrivals.count } }
+    var times: [Date] { lock.withLock { arrivals.map(\.1.timestamp) } }
+    var errors: [CLError] { lock.withLock { errorArrivals.map(\.1) } }
+    var lastErrorArrival: Date? { lock.withLock { errorArrivals.last?.0 } }
+    func firstLocationArrival(after index: Int) -> Date? { lock.withLock { index < arrivals.count ? arrivals[index].0 : nil } }
+
+    func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+        let now = Date()
+        lock.withLock { arrivals += locations.map { (now, $0) } }
+    }
+    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
+        let now = Date()
+        lock.withLock { errorArrivals.append((now, error as! CLError)) }
+    }
+}
