@@ -63,6 +63,8 @@ public final class GPSDSource: @unchecked Sendable {
         var running = false
         var retryTimer: (any DispatchSourceTimer)?
         var attempts = 0
+        /// Called once when the source stops (ends an `events()` stream).
+        var onStop: (@Sendable () -> Void)?
     }
 
     /// Runs `body` on the state; must be called on `queue`.
@@ -109,10 +111,16 @@ public final class GPSDSource: @unchecked Sendable {
 
     /// The same events as an `AsyncStream`, buffering without limit so no report is lost
     /// (gpsd sends a few lines a second; a consumer that never reads should call `stop()`).
-    /// Ending the iteration (or cancelling its task) stops the source.
+    /// Ending the iteration (or cancelling its task) stops the source; `stop()` or a final
+    /// `.failed` ends the stream.
     public func events() -> AsyncStream<GPSDEvent> {
         AsyncStream(bufferingPolicy: .unbounded) { continuation in
-            continuation.onTermination = { [weak self] _ in self?.stop() }
+            continuation.onTermination = { [weak self] _ in
+                // Not inline: the stream may be terminated from inside one of our own callbacks.
+                guard let source = self else { return }
+                DispatchQueue.global().async { source.stop() }
+            }
+            queue.async { [self] in withState { $0.onStop = { continuation.finish() } } }
             start { event in
                 continuation.yield(event)
                 if case .failed = event { continuation.finish() }
@@ -239,7 +247,7 @@ public final class GPSDSource: @unchecked Sendable {
     }
 
     private func shutDown() {
-        let (source, timer, retry) = withState { state in
+        let (source, timer, retry, onStop) = withState { state in
             defer {
                 state.readSource = nil
                 state.timer = nil
@@ -247,11 +255,13 @@ public final class GPSDSource: @unchecked Sendable {
                 state.handle = nil
                 state.handler = nil
                 state.running = false
+                state.onStop = nil
             }
-            return (state.readSource, state.timer, state.retryTimer)
+            return (state.readSource, state.timer, state.retryTimer, state.onStop)
         }
         timer?.cancel()
         retry?.cancel()
         source?.cancel()
+        onStop?()
     }
 }

@@ -47,8 +47,11 @@ private func replayOnce(_ log: URL, cycle: Double?) async throws -> (events: [GP
     let fake = try await GPSFakeServer.started(log: log, cycle: cycle)
     defer { fake.stop() }
     let source = GPSDSource(endpoint: fake.endpoint, noDataTimeout: nil)
+    // A replay that never ends (gpsfake stuck under load) must not hang the suite: stop both.
     let watchdog = Task {
-        try await Task.sleep(for: .seconds(120))
+        try await Task.sleep(for: .seconds(60))
+        print("gpsfake replay of \(log.lastPathComponent) did not end within 60 s; stopping it")
+        fake.stop()
         source.stop()
     }
     var events: [GPSDEvent] = []
