@@ -9,7 +9,8 @@ packages=(
   gpsd-clients         # gpsfake, gpspipe, gpsdecode (tests, replay --via gpsd, benchmark)
   geographiclib-tools  # GeodSolve: the geodesic reference in the tests
   jq                   # NDJSON checks in the shell tests
-  libxml2-utils        # xmllint
+  libxml2-utils        # xmllint (GPX checks)
+  gpsbabel             # reads GPX tracks back in the tests
   tmux                 # terminal tests
   python3-gps          # gpsfake's own Python module (a dependency of gpsd-clients; named for clarity)
 )

@@ -9,6 +9,7 @@ public enum GPSLoc {
           watch      live locations from gpsd: a table on a terminal, NDJSON with --json
           replay     an NMEA recording through the same pipeline (--via nmea|gpsd)
           auth       which apps may have the location: status, grant, revoke, reset
+          sky        the satellites gpsd sees: PRN, constellation, elevation, azimuth, SNR, used
           doctor     what is wrong with this machine's GPS setup, and the commands that fix it
           version    versions of gpsloc and the libgps it was built with
         """
@@ -26,6 +27,7 @@ public enum GPSLoc {
             case "replay": return try ReplayCommand.run(rest)
             case "auth": return try AuthCommand.run(rest)
             case "doctor": return try DoctorCommand.run(rest)
+            case "sky": return try SkyCommand.run(rest)
             case "version", "--version":
                 print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
                 return 0

@@ -127,3 +127,55 @@ final class TextSink: UpdateSink, @unchecked Sendable {
     func sky(_ sky: SkyView) {}
     func finish() { stream.flush() }
 }
+
+/// Also records every delivered location in a GPX 1.1 track (`--gpx FILE`).
+final class GPXRecordingSink: UpdateSink, @unchecked Sendable {
+    // @unchecked Sendable: the writer is used under `lock`; `inner` is thread-safe itself.
+    private let inner: UpdateSink
+    private let writer: GPXWriter
+    private let lock = NSLock()
+    private var failed = false
+
+    init(inner: UpdateSink, writer: GPXWriter) {
+        self.inner = inner
+        self.writer = writer
+    }
+
+    func location(_ location: CLLocation) {
+        inner.location(location)
+        let error = lock.withLock { () -> GPXWriter.WriteError? in
+            guard !failed else { return nil }
+            do throws(GPXWriter.WriteError) {
+                try writer.append(location)
+                return nil
+            } catch {
+                failed = true
+                return error
+            }
+        }
+        if let error { inner.diagnostic(code: "gpx", message: error.description + " — the track stops here") }
+    }
+
+    func error(_ error: CLError) { inner.error(error) }
+    func diagnostic(code: String, message: String) { inner.diagnostic(code: code, message: message) }
+    func device(_ device: DeviceEvent) { inner.device(device) }
+    func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
+        inner.authorization(status: status, accuracy: accuracy, reason: reason)
+    }
+    func sky(_ sky: SkyView) { inner.sky(sky) }
+    func finish() { inner.finish() }
+}
+
+extension PipelineOptions {
+    /// The sink for these options: NDJSON or text, recording GPX when asked.
+    func makeSink(live: Bool, trackName: String) throws(UsageError) -> UpdateSink {
+        let json = self.json || isatty(STDOUT_FILENO) == 0
+        let base: UpdateSink = json ? NDJSONSink(live: live) : TextSink()
+        guard let gpx else { return base }
+        do {
+            return GPXRecordingSink(inner: base, writer: try GPXWriter(path: gpx, name: trackName))
+        } catch {
+            throw UsageError(error.description)
+        }
+    }
+}

@@ -50,7 +50,7 @@ enum ReplayCommand {
         let accuracy: CLAccuracyAuthorization = accuracyName == "full" ? .fullAccuracy : .reducedAccuracy
 
         let json = options.json || isatty(STDOUT_FILENO) == 0
-        let sink: UpdateSink = json ? NDJSONSink(live: speed != nil) : TextSink()
+        let sink = try options.makeSink(live: speed != nil, trackName: "replay of \(path == "-" ? "standard input" : path)")
         let gate = SimulatedGate(status: status, accuracy: accuracy, appID: options.appID)
         let session = Session(sink: sink, options: options, gate: gate)
         let label = path == "-" ? "standard input" : path

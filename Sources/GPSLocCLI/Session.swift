@@ -8,8 +8,10 @@ struct PipelineOptions {
     var appID = "gpsloc"
     var json = false
     var maximumAge: TimeInterval = 10
+    /// Also record a GPX 1.1 track here.
+    var gpx: String?
 
-    static let valued: Set<String> = ["distance-filter", "desired-accuracy", "app", "max-age"]
+    static let valued: Set<String> = ["distance-filter", "desired-accuracy", "app", "max-age", "gpx"]
     static let flags: Set<String> = ["json"]
 
     init() {}
@@ -38,6 +40,7 @@ struct PipelineOptions {
         }
         if let age = try arguments.number("max-age", minimum: 0.1) { maximumAge = age }
         json = arguments.has("json")
+        gpx = arguments["gpx"]
     }
 
     static let accuracyNames: [String: CLLocationAccuracy] = [
@@ -55,6 +58,8 @@ struct PipelineOptions {
           --app ID                   the application identity the authorization gate checks (default gpsloc)
           --max-age SECONDS          fixes older than this are stale and not delivered (default 10)
           --json                     NDJSON, one object per line (the default when stdout is not a terminal)
+          --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
+                                     file after every point, even if the process is killed)
         """
 }
 

@@ -3,7 +3,7 @@ import GPSLocation
 
 enum WatchCommand {
     static let help = """
-        usage: gpsloc watch [--host H] [--port P] [--device PATH] [--timeout S] [options]
+        usage: gpsloc watch [--host H] [--port P] [--device PATH] [--timeout S] [--once] [--gpx FILE] [options]
 
         Live locations from gpsd, as an app receives them: a readable line per location on a
         terminal, NDJSON with --json or when stdout is not a terminal. Never substitutes recorded
@@ -14,12 +14,14 @@ enum WatchCommand {
           --device PATH              watch only this receiver (gpsd WATCH_DEVICE)
           --timeout S                report when gpsd sends no position report for S seconds (default 5)
           --in-use                   count as in use without a terminal (for When-In-Use grants)
+          --once                     one location meeting --desired-accuracy (requestLocation), then exit;
+                                     after --timeout (default 10 s) the best one seen, or an error
         \(PipelineOptions.help)
         """
 
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(
-            argv, valued: PipelineOptions.valued.union(["host", "port", "device", "timeout"]), flags: PipelineOptions.flags.union(["in-use"]))
+            argv, valued: PipelineOptions.valued.union(["host", "port", "device", "timeout"]), flags: PipelineOptions.flags.union(["in-use", "once"]))
         if arguments.has("help") {
             print(help)
             return 0
@@ -30,8 +32,7 @@ enum WatchCommand {
         let timeout = try arguments.number("timeout", minimum: 0.1) ?? 5
         let endpoint = GPSDEndpoint(host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
 
-        let json = options.json || isatty(STDOUT_FILENO) == 0
-        let sink: UpdateSink = json ? NDJSONSink(live: true) : TextSink()
+        let sink = try options.makeSink(live: true, trackName: "gpsloc watch \(endpoint)")
 
         // The real decision store and policy for --app: nothing is delivered without a grant,
         // and a change made outside (gpsloc auth revoke, an edited policy) applies at once.
@@ -82,6 +83,9 @@ enum WatchCommand {
             return 1
         default:
             break
+        }
+        if arguments.has("once") {
+            return OnceCommand.run(endpoint: endpoint, options: options, authorizer: authorizer, sink: sink, timeout: arguments["timeout"] == nil ? 10 : timeout)
         }
         let session = Session(sink: sink, options: options, gate: authorizer)
 

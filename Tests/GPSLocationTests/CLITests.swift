@@ -557,3 +557,96 @@ final class LineReader: @unchecked Sendable {
         return lock.withLock { lines }
     }
 }
+
+@Suite(
+    "gpsloc watch --once, --gpx and sky against gpsfake",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"),
+    .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+struct LiveCommandTests {
+    /// Runs `body` with gpsfake replaying a fixture slowly (20 ms a sentence) on its port.
+    static func withGPSFake<T>(_ fixture: String, _ body: (Int) async throws -> T) async throws -> T {
+        await GPSFakeSlots.shared.acquire()
+        defer { Task { await GPSFakeSlots.shared.release() } }
+        let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent(fixture), cycle: 0.02)
+        defer { server.stop() }
+        return try await body(server.endpoint.port)
+    }
+
+    @Test("--once prints one location and exits 0")
+    func once() async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        _ = try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
+        let result = try await Self.withGPSFake("clean-1hz-multi.nmea") { port in
+            try GPSLocBinary.run(["watch", "--once", "--json", "--port", String(port), "--max-age", "1e9"], configHome: config)
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = GPSLocBinary.jsonLines(result.stdout)
+        #expect(lines.filter { $0["type"] as? String == "location" }.count == 1)
+        for line in lines { NDJSONSchema.check(line) }
+    }
+
+    @Test("sky lists the satellites")
+    func sky() async throws {
+        let result = try await Self.withGPSFake("clean-1hz-multi.nmea") { port in
+            try GPSLocBinary.run(["sky", "--json", "--port", String(port)])
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        let sky = try #require(GPSLocBinary.jsonLines(result.stdout).first)
+        #expect(sky["type"] as? String == "sky")
+        let satellites = sky["satellites"] as? [[String: Any]] ?? []
+        #expect(satellites.count >= 10)
+        let constellations = Set(satellites.compactMap { $0["constellation"] as? String })
+        #expect(constellations.isSuperset(of: ["GPS", "GLONASS"]), "\(constellations)")
+    }
+
+    @Test("--gpx stays a valid GPX 1.1 file after kill -9, and a GPX reader gets the same points back")
+    func gpxSurvivesKill() async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        _ = try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
+        let track = config.appendingPathComponent("track.gpx")
+        let output = try await Self.withGPSFake("drive-1hz-gp.nmea") { port -> String in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
+            process.arguments = ["watch", "--json", "--port", String(port), "--max-age", "1e9", "--gpx", track.path]
+            var environment = ProcessInfo.processInfo.environment
+            environment["XDG_CONFIG_HOME"] = config.path
+            process.environment = environment
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let reader = LineReader(pipe.fileHandleForReading)
+            _ = reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 15 }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return reader.finish().map(\.text).joined(separator: "\n")
+        }
+        let delivered = GPSLocBinary.jsonLines(output).filter { $0["type"] as? String == "location" }
+        #expect(delivered.count >= 15)
+        // xmllint: well-formed.
+        #expect(try Self.run("/usr/bin/xmllint", ["--noout", track.path]).status == 0)
+        // gpsbabel reads the track back: the same points, in order.
+        let csv = try Self.run("/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", track.path, "-o", "unicsv", "-F", "-"])
+        let rows = csv.output.split(whereSeparator: \.isNewline).dropFirst().map { $0.split(separator: ",") }
+        #expect(rows.count >= delivered.count - 1 && rows.count <= delivered.count, "\(rows.count) points for \(delivered.count) locations")
+        for (row, location) in zip(rows, delivered) {
+            let latitude = Double(row[1]) ?? 0
+            let longitude = Double(row[2]) ?? 0
+            #expect(abs(latitude - (location["latitude"] as? Double ?? 0)) < 1e-6)
+            #expect(abs(longitude - (location["longitude"] as? Double ?? 0)) < 1e-6)
+        }
+    }
+
+    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}

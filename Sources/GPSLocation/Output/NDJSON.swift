@@ -80,6 +80,41 @@ public struct NDJSONWriter: Sendable {
         append("}\n")
     }
 
+    /// `{"type":"sky","time":…|null,"satellitesVisible":N,"satellitesUsed":N,"hdop":…,"vdop":…,"pdop":…,
+    /// "satellites":[{"prn":…,"constellation":"GPS","svid":…,"elevation":…,"azimuth":…,"signalToNoise":…,"used":…}]}`
+    public mutating func sky(_ sky: SkyView) {
+        append(#"{"type":"sky","time":"#)
+        if let time = sky.time {
+            buffer.append(UInt8(ascii: "\""))
+            appendTimestamp(time)
+            buffer.append(UInt8(ascii: "\""))
+        } else {
+            append("null")
+        }
+        append(#","satellitesVisible":\#(sky.satellitesVisible),"satellitesUsed":\#(sky.satellitesUsed),"hdop":"#)
+        appendOptional(sky.dilution.horizontal, decimals: 2)
+        append(#","vdop":"#)
+        appendOptional(sky.dilution.vertical, decimals: 2)
+        append(#","pdop":"#)
+        appendOptional(sky.dilution.position, decimals: 2)
+        append(#","satellites":["#)
+        for (index, satellite) in sky.satellites.enumerated() {
+            if index > 0 { append(",") }
+            append(#"{"prn":\#(satellite.prn),"constellation":"#)
+            appendString(satellite.constellation.description)
+            append(#","svid":\#(satellite.satelliteID),"elevation":"#)
+            appendOptional(satellite.elevation, decimals: 1)
+            append(#","azimuth":"#)
+            appendOptional(satellite.azimuth, decimals: 1)
+            append(#","signalToNoise":"#)
+            appendOptional(satellite.signalToNoise, decimals: 1)
+            append(#","used":"#)
+            append(satellite.used ? "true" : "false")
+            append("}")
+        }
+        append("]}\n")
+    }
+
     public mutating func diagnostic(code: String, message: String) {
         append(#"{"type":"diagnostic","code":"#)
         appendString(code)

@@ -1,0 +1,91 @@
+import Foundation
+import GPSLocation
+
+/// `gpsloc sky`: the satellites gpsd sees right now.
+enum SkyCommand {
+    static let help = """
+        usage: gpsloc sky [--host H] [--port P] [--device PATH] [--timeout S] [--json]
+
+        Waits for gpsd's next satellite report (at most --timeout seconds, default 5) and prints
+        each satellite: PRN, constellation, elevation, azimuth, signal-to-noise, used in the fix.
+        """
+
+    static func run(_ argv: [String]) throws(UsageError) -> Int32 {
+        let arguments = try Arguments(argv, valued: ["host", "port", "device", "timeout"], flags: ["json"])
+        if arguments.has("help") {
+            print(help)
+            return 0
+        }
+        let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
+        let timeout = try arguments.number("timeout", minimum: 0.1) ?? 5
+        let endpoint = GPSDEndpoint(host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
+        let json = arguments.has("json") || isatty(STDOUT_FILENO) == 0
+        let source = GPSDSource(endpoint: endpoint, noDataTimeout: nil)
+        let done = DispatchSemaphore(value: 0)
+        let result = SkyResult()
+        source.start { event in
+            switch event {
+            case .report(.sky(let sky)) where !sky.satellites.isEmpty:
+                // gpsd reports the sky once per constellation as its GSV sets arrive; take the
+                // fullest report of one receiver cycle (about a second).
+                if result.set(sky: sky) {
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 1.2) { done.signal() }
+                }
+            case .failed(let error):
+                result.set(error: error.description)
+                done.signal()
+            default:
+                break
+            }
+        }
+        let answered = done.wait(timeout: .now() + timeout + 1.2) == .success
+        source.stop()
+        let (sky, error) = result.value
+        var writer = NDJSONWriter()
+        if let sky {
+            if json {
+                writer.sky(sky)
+                FileHandle.standardOutput.write(Data(writer.buffer))
+            } else {
+                print(table(sky))
+            }
+            return 0
+        }
+        let message = error ?? (answered ? "gpsd reported no satellites" : "gpsd at \(endpoint) sent no satellite report within \(timeout) s — is a receiver attached? `gpsloc doctor` checks")
+        if json {
+            writer.error(code: "locationUnknown", message: message)
+            FileHandle.standardOutput.write(Data(writer.buffer))
+        }
+        FileHandle.standardError.write(Data("gpsloc: \(message)\n".utf8))
+        return 1
+    }
+
+    static func table(_ sky: SkyView) -> String {
+        var lines = ["  PRN  GNSS       Elev   Azim   SNR  Used"]
+        for satellite in sky.satellites {
+            let number = { (value: Double?, width: Int) in value.map { String(format: "%\(width).0f", $0) } ?? String(repeating: " ", count: width - 1) + "-" }
+            lines.append(
+                String(format: "%5d  %-9@", satellite.prn, satellite.constellation.description as NSString)
+                    + "  \(number(satellite.elevation, 4))   \(number(satellite.azimuth, 4))  \(number(satellite.signalToNoise, 4))  \(satellite.used ? " yes" : "  no")")
+        }
+        let dop = { (value: Double?) in value.map { String(format: "%.2f", $0) } ?? "-" }
+        lines.append("\(sky.satellitesUsed) used of \(sky.satellitesVisible) seen; HDOP \(dop(sky.dilution.horizontal)), VDOP \(dop(sky.dilution.vertical)), PDOP \(dop(sky.dilution.position))")
+        return lines.joined(separator: "\n")
+    }
+
+    final class SkyResult: @unchecked Sendable {
+        // @unchecked Sendable: guarded by `lock`.
+        private let lock = NSLock()
+        private var sky: SkyView?
+        private var error: String?
+        /// Keeps the report with the most satellites; returns true for the first one.
+        func set(sky: SkyView) -> Bool {
+            lock.withLock {
+                defer { if sky.satellites.count > (self.sky?.satellites.count ?? -1) { self.sky = sky } }
+                return self.sky == nil
+            }
+        }
+        func set(error: String) { lock.withLock { self.error = error } }
+        var value: (SkyView?, String?) { lock.withLock { (sky, error) } }
+    }
+}
