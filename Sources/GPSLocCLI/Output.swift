@@ -168,9 +168,10 @@ final class GPXRecordingSink: UpdateSink, @unchecked Sendable {
 
 extension PipelineOptions {
     /// The sink for these options: NDJSON or text, recording GPX when asked.
-    func makeSink(live: Bool, trackName: String) throws(UsageError) -> UpdateSink {
+    func makeSink(live: Bool, trackName: String, table: Bool = false) throws(UsageError) -> UpdateSink {
         let json = self.json || isatty(STDOUT_FILENO) == 0
-        let base: UpdateSink = json ? NDJSONSink(live: live) : TextSink()
+        let base: UpdateSink =
+            if json { NDJSONSink(live: live) } else if table { TableSink(title: trackName) } else { TextSink() }
         guard let gpx else { return base }
         do {
             return GPXRecordingSink(inner: base, writer: try GPXWriter(path: gpx, name: trackName))

@@ -32,7 +32,7 @@ enum WatchCommand {
         let timeout = try arguments.number("timeout", minimum: 0.1) ?? 5
         let endpoint = GPSDEndpoint(host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
 
-        let sink = try options.makeSink(live: true, trackName: "gpsloc watch \(endpoint)")
+        let sink = try options.makeSink(live: true, trackName: "gpsd at \(endpoint)", table: !arguments.has("once"))
 
         // The real decision store and policy for --app: nothing is delivered without a grant,
         // and a change made outside (gpsloc auth revoke, an edited policy) applies at once.

@@ -1,5 +1,5 @@
 import Foundation
-import GPSLocation
+@testable import GPSLocation
 import Testing
 
 @testable import GPSLocCLI
@@ -648,5 +648,51 @@ struct LiveCommandTests {
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+
+@Suite(
+    "gpsloc watch on a terminal (tmux)",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux"), "tmux not installed: sudo apt-get install tmux"),
+    .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+struct TerminalTableTests {
+    /// Runs tmux with a clean signal state (ChildProcess): a tmux server started from a test
+    /// thread would otherwise inherit a blocked signal mask and never reap its children.
+    static func tmux(_ arguments: [String], capture: Bool = false) async throws -> String {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let child = try ChildProcess(
+            executable: "/usr/bin/tmux", arguments: arguments, environment: ProcessInfo.processInfo.environment,
+            stdoutPath: capture ? output.path : nil)
+        await child.waitForExit(timeout: .seconds(10))
+        return capture ? ((try? String(contentsOf: output, encoding: .utf8)) ?? "") : ""
+    }
+
+    @Test("the table renders, refreshes, fits 80 columns, and survives a resize and Ctrl-C")
+    func table() async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        _ = try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
+        try await LiveCommandTests.withGPSFake("clean-1hz-multi.nmea") { port in
+            let session = "gpsloc-\(UUID().uuidString.prefix(8))"
+            let socket = config.appendingPathComponent("tmux.sock").path
+            let command = "XDG_CONFIG_HOME=\(config.path) \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
+            _ = try await Self.tmux(["-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command])
+            defer { Task { _ = try? await Self.tmux(["-S", socket, "kill-server"]) } }
+            try await Task.sleep(for: .seconds(4))
+            let first = try await Self.tmux(["-S", socket, "capture-pane", "-t", session, "-p"], capture: true)
+            #expect(first.contains("Latitude") && first.contains("Satellites") && first.contains("Authorization"), "\(first)")
+            #expect(first.split(separator: "\n").allSatisfy { $0.count <= 80 })
+            try await Task.sleep(for: .seconds(1.5))
+            let second = try await Self.tmux(["-S", socket, "capture-pane", "-t", session, "-p"], capture: true)
+            let timeLine = { (screen: String) in screen.split(separator: "\n").first { $0.hasPrefix("Time") } }
+            #expect(timeLine(first) != nil && timeLine(first) != timeLine(second), "the table did not refresh")
+            _ = try await Self.tmux(["-S", socket, "resize-window", "-t", session, "-x", "60", "-y", "20"])
+            try await Task.sleep(for: .seconds(1))
+            _ = try await Self.tmux(["-S", socket, "send-keys", "-t", session, "C-c"])
+            try await Task.sleep(for: .seconds(1))
+            let last = try await Self.tmux(["-S", socket, "capture-pane", "-t", session, "-p"], capture: true)
+            #expect(last.contains("EXITED 0"), "\(last)")
+        }
     }
 }

@@ -1,0 +1,122 @@
+import Foundation
+import GPSLocation
+
+/// A table that refreshes in place on a terminal (like gpsd's cgps, but showing what an app
+/// receives). At most 78 columns, so it fits an 80-column terminal; redrawn on every update
+/// and once a second (for the fix's age). `finish()` leaves the cursor below it, visible.
+final class TableSink: UpdateSink, @unchecked Sendable {
+    // @unchecked Sendable: all state is guarded by `lock`.
+    private let lock = NSLock()
+    private let title: String
+    private var location: CLLocation?
+    private var sky: SkyView?
+    private var skyTime = Date.distantPast
+    private var authorization = "—"
+    private var device = "—"
+    private var lastMessage = "—"
+    private var timer: (any DispatchSourceTimer)?
+    private var started = false
+
+    init(title: String) {
+        self.title = title
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpsloc.table"))
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self] in self?.redraw() }
+        self.timer = timer
+        timer.resume()
+    }
+
+    func location(_ location: CLLocation) { update { $0.location = location } }
+    func error(_ error: CLError) { update { $0.lastMessage = "error (\(error.code)): \(error.description)" } }
+    func diagnostic(code: String, message: String) { update { $0.lastMessage = message } }
+    func device(_ device: DeviceEvent) {
+        update { $0.device = "\(device.path) \(device.activated ? "active" : "gone")\(device.driver.map { " (\($0))" } ?? "")" }
+    }
+    func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
+        update { $0.authorization = "\(status), \(accuracy) accuracy" + (reason.map { " (\($0))" } ?? "") }
+    }
+    /// gpsd reports the sky one constellation set at a time: keep the fullest report of the
+    /// last receiver cycle.
+    func sky(_ sky: SkyView) {
+        update { table in
+            let now = Date()
+            if table.sky == nil || sky.satellitesVisible >= (table.sky?.satellitesVisible ?? 0) || now.timeIntervalSince(table.skyTime) > 1.5 {
+                table.sky = sky
+                table.skyTime = now
+            }
+        }
+    }
+
+    func finish() {
+        timer?.cancel()
+        lock.withLock {
+            // Below the table, cursor visible again.
+            write("\u{1B}[?25h\n")
+        }
+    }
+
+    private func update(_ change: (TableSink) -> Void) {
+        lock.withLock { change(self) }
+        redraw()
+    }
+
+    private func redraw() {
+        lock.withLock {
+            var lines: [String] = []
+            lines.append(Self.fit("gpsloc watch — \(title)"))
+            lines.append(String(repeating: "─", count: 78))
+            if let location {
+                let gnss = location.gnss
+                let age = Date().timeIntervalSince(location.timestamp)
+                lines.append(row("Time", "\(iso8601Milliseconds(location.timestamp))  (age \(Self.age(age)))"))
+                lines.append(row("Latitude", String(format: "%12.8f°", location.coordinate.latitude)))
+                lines.append(row("Longitude", String(format: "%12.8f°", location.coordinate.longitude)))
+                lines.append(
+                    row(
+                        "Altitude",
+                        location.verticalAccuracy > 0
+                            ? String(format: "%.1f m MSL, %.1f m ellipsoid", location.altitude, location.ellipsoidalAltitude) : "—"))
+                let horizontal =
+                    location.horizontalAccuracy < CLLocationDistanceMax ? String(format: "±%.1f m", location.horizontalAccuracy) : "unknown"
+                lines.append(row("Horizontal", "\(horizontal)  [\(gnss?.accuracyClass.description ?? "?")]"))
+                lines.append(row("Vertical", location.verticalAccuracy > 0 ? String(format: "±%.1f m", location.verticalAccuracy) : "—"))
+                lines.append(row("Speed", location.speed >= 0 ? String(format: "%.2f m/s (%.1f km/h)", location.speed, location.speed * 3.6) : "—"))
+                lines.append(row("Course", location.course >= 0 ? String(format: "%.1f°", location.course) : "—"))
+                lines.append(
+                    row("Fix", "\(gnss?.fixMode.description ?? "?"), \(gnss?.quality.description ?? "?")\(gnss?.reduced == true ? ", REDUCED" : "")"))
+            } else {
+                lines.append(row("Location", "none yet"))
+                for _ in 0..<8 { lines.append("") }
+            }
+            if let sky {
+                lines.append(row("Satellites", "\(sky.satellitesUsed) used of \(sky.satellitesVisible) seen"))
+            } else {
+                lines.append(row("Satellites", "—"))
+            }
+            lines.append(row("Device", device))
+            lines.append(row("Authorization", authorization))
+            lines.append(row("Last message", lastMessage))
+            lines.append(String(repeating: "─", count: 78))
+            lines.append(Self.fit("Ctrl-C to stop"))
+            var text = started ? "" : "\u{1B}[?25l\u{1B}[H\u{1B}[2J"
+            started = true
+            text += "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
+            write(text)
+        }
+    }
+
+    private func row(_ label: String, _ value: String) -> String {
+        Self.fit(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value)
+    }
+
+    private static func fit(_ text: String) -> String { text.count <= 78 ? text : String(text.prefix(77)) + "…" }
+
+    private static func age(_ seconds: Double) -> String {
+        if seconds < 0 { return "in the future" }
+        if seconds < 120 { return String(format: "%.1f s", seconds) }
+        if seconds < 7200 { return String(format: "%.0f min", seconds / 60) }
+        return String(format: "%.1f days", seconds / 86_400)
+    }
+
+    private func write(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+}
