@@ -10,7 +10,7 @@ enum DoctorCommand {
 
         Checks, in order: gpsd installed; gpsd reachable; devices gpsd knows and a recent fix;
         receivers on this machine (/dev/gps*, /dev/ttyACM*, /dev/ttyUSB*, /dev/gnss*); their
-        permissions; the app's location authorization. Each line is ok, warn or fail, with a fix.
+        permissions; our udev rule and gpsd's USBAUTO; the app's location authorization. Each line is ok, warn or fail, with a fix.
         Exit status 0 when nothing failed, 1 otherwise.
         """
 
@@ -76,6 +76,22 @@ enum DoctorCommand {
                     report("warn", "\(path) is not readable by you (gpsd reads it as user gpsd, so this only matters for direct use) — `sudo usermod -aG dialout $USER`")
                 }
             }
+        }
+
+        // Our udev rule (optional: gpsd's own rules already hot-plug most receivers).
+        let rule = "/etc/udev/rules.d/61-gpslocation-gnss.rules"
+        if FileManager.default.fileExists(atPath: rule) {
+            report("ok", "the GPSLocation udev rule is installed (\(rule))")
+        } else {
+            report(
+                "warn",
+                "the GPSLocation udev rule is not installed (optional; it adds /dev/gpslocation-gnssN) — "
+                    + "`sudo install -m 644 udev/61-gpslocation-gnss.rules /etc/udev/rules.d/ && sudo udevadm control --reload && sudo udevadm trigger`")
+        }
+        if let defaults = try? String(contentsOfFile: "/etc/default/gpsd", encoding: .utf8),
+            !defaults.split(separator: "\n").contains(where: { $0.replacingOccurrences(of: " ", with: "").hasPrefix("USBAUTO=\"true\"") })
+        {
+            report("warn", "gpsd does not take USB receivers from udev — set USBAUTO=\"true\" in /etc/default/gpsd, then `sudo systemctl restart gpsd`")
         }
 
         // Authorization.
