@@ -13,6 +13,7 @@ packages=(
   gpsbabel             # reads GPX tracks back in the tests
   tmux                 # terminal tests
   python3-gps          # gpsfake's own Python module (a dependency of gpsd-clients; named for clarity)
+  python3-venv         # scripts/bench.sh installs pynmea2 into a private venv
 )
 
 missing=()
