@@ -63,6 +63,22 @@ enum GPSLocBinary {
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self), seconds)
     }
 
+    /// Starts gpsloc in the background with its own decision store; its stdout lines are
+    /// collected with their arrival times.
+    static func launch(_ arguments: [String], configHome: URL) throws -> (process: Process, reader: LineReader) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = configHome.path
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, LineReader(output.fileHandleForReading))
+    }
+
     /// A fresh folder for the decision store, so tests never touch the user's.
     static func makeConfigHome() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("gpsloc-config-\(UUID().uuidString)")
@@ -137,17 +153,8 @@ func runWatch(against fixture: String, _ arguments: [String], configHome: URL) a
         server.stop()
         Task { await GPSFakeSlots.shared.release() }
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
-    process.arguments = ["watch", "--json", "--port", String(server.endpoint.port)] + arguments
-    var environment = ProcessInfo.processInfo.environment
-    environment["XDG_CONFIG_HOME"] = configHome.path
-    process.environment = environment
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let reader = LineReader(output.fileHandleForReading)
+    let (process, reader) = try GPSLocBinary.launch(
+        ["watch", "--json", "--port", String(server.endpoint.port)] + arguments, configHome: configHome)
     // gpsd ends with the recording; watch then keeps trying to reconnect, so stop it as a user would.
     await server.waitForExit(timeout: .seconds(120))
     _ = reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"reconnecting\"") } }
@@ -453,18 +460,8 @@ struct LiveAuthorizationTests {
         // 20 ms between sentences: about five fixes a second, for a minute.
         let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.02)
         defer { server.stop() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
-        process.arguments = ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CONFIG_HOME"] = config.path
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-
-        let reader = LineReader(output.fileHandleForReading)
+        let (process, reader) = try GPSLocBinary.launch(
+            ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"], configHome: config)
         #expect(reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 10 })
         let revokedAt = Date()
         #expect(try GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config).status == 0)
@@ -605,17 +602,8 @@ struct LiveCommandTests {
         _ = try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
         let track = config.appendingPathComponent("track.gpx")
         let output = try await Self.withGPSFake("drive-1hz-gp.nmea") { port -> String in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
-            process.arguments = ["watch", "--json", "--port", String(port), "--max-age", "1e9", "--gpx", track.path]
-            var environment = ProcessInfo.processInfo.environment
-            environment["XDG_CONFIG_HOME"] = config.path
-            process.environment = environment
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let reader = LineReader(pipe.fileHandleForReading)
+            let (process, reader) = try GPSLocBinary.launch(
+                ["watch", "--json", "--port", String(port), "--max-age", "1e9", "--gpx", track.path], configHome: config)
             _ = reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 15 }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -15,7 +15,7 @@ struct GPSDCorpusTests {
     func corpusLogMatchesChk(log: URL) async throws {
         let chk = Paths.corpusLogs().first { $0.log == log }!.chk
         let expected = ReferenceTPV.parse(try String(contentsOf: chk, encoding: .utf8))
-        let (events, _) = try await replayThroughGPSD(log)
+        let (events, _) = try await replayThroughGPSD(log, expectedTPVs: expected.count)
         let fixes = events.compactMap { event -> Fix? in
             if case .report(.fix(let fix)) = event { fix } else { nil }
         }
