@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a gpsd daemon listens, and which device to watch.
-public struct GPSDEndpoint: Sendable, Equatable, CustomStringConvertible {
+public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// Host name or address; default `127.0.0.1`.
     public var host: String
     /// TCP port; default 2947 (gpsd's `DEFAULT_GPSD_PORT`).

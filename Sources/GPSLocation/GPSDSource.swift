@@ -20,7 +20,7 @@ public enum GPSDEvent: Sendable, Equatable {
 /// waits `min(maximumDelay, initialDelay × 2ⁿ)` scaled by a random factor in [0.5, 1], so with
 /// the defaults (0.1 s, 2 s) the first retry comes within 0.1 s and none waits more than 2 s —
 /// a restarted gpsd is found again within 2 s of coming back.
-public struct ReconnectPolicy: Sendable, Equatable {
+public struct ReconnectPolicy: Sendable, Hashable {
     public var initialDelay: Double
     public var maximumDelay: Double
 

@@ -121,3 +121,40 @@ final class TimedDelegate: CLLocationManagerDelegate, @unchecked Sendable {
         lock.withLock { errorArrivals.append((now, error as! CLError)) }
     }
 }
+
+@Suite("shared gpsd connection", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+struct SharedConnectionTests {
+    @Test("several managers share one gpsd connection, each with its own filter and gate")
+    func sharing() async throws {
+        await GPSFakeSlots.shared.acquire()
+        defer { Task { await GPSFakeSlots.shared.release() } }
+        let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.01)
+        defer { server.stop() }
+        let connections = { SharedGPSDConnections.shared.connectionCount(to: server.endpoint) }
+        func manager(filter: Double, status: CLAuthorizationStatus) -> (CLLocationManager, TimedDelegate) {
+            let manager = CLLocationManager(
+                source: GPSDLocationSource(endpoint: server.endpoint),
+                authorizer: LocationAuthorizer(appID: "shared", initial: AuthorizationDecision(status: status)))
+            manager.maximumLocationAge = 1e9
+            manager.distanceFilter = filter
+            let delegate = TimedDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            return (manager, delegate)
+        }
+        let (everything, all) = manager(filter: kCLDistanceFilterNone, status: .authorizedAlways)
+        let (sparse, few) = manager(filter: 100, status: .authorizedAlways)
+        let (refused, none) = manager(filter: kCLDistanceFilterNone, status: .denied)
+        #expect(connections() == 1, "one connection for three managers")
+        #expect(await waitUntilAsync(timeout: 20) { all.locationCount >= 60 })
+        #expect(few.locationCount > 0 && few.locationCount < all.locationCount / 3, "\(few.locationCount) vs \(all.locationCount)")
+        #expect(none.locationCount == 0 && none.errors.first?.code == .denied)
+        everything.stopUpdatingLocation()
+        refused.stopUpdatingLocation()
+        #expect(connections() == 1, "still open for the third")
+        let count = few.locationCount
+        #expect(await waitUntilAsync(timeout: 10) { few.locationCount > count }, "the remaining manager keeps receiving")
+        sparse.stopUpdatingLocation()
+        #expect(connections() == 0, "the last stop closes the connection")
+    }
+}

@@ -26,24 +26,23 @@ extension LocationSource {
 /// gpsd through libgps, as a `LocationSource`. It reconnects when gpsd goes away or is not
 /// there yet (`ReconnectPolicy`), reporting the loss once as a non-terminal
 /// `CLError.locationUnknown` whose `underlyingError` is the `GPSDError`.
+///
+/// Sources for the same endpoint share one gpsd connection (reference-counted): several
+/// managers in one process open one socket, and each keeps its own filters and gate. The
+/// connection opens with the first started source and closes when the last one stops.
 public final class GPSDLocationSource: LocationSource {
     public let endpoint: GPSDEndpoint
-    public let reconnect: ReconnectPolicy?
-    private let noDataTimeout: Duration
+    private let key: SharedGPSDConnections.Key
     private let lock = NSLock()
-    // Guarded by `lock`.
-    nonisolated(unsafe) private var source: GPSDSource?
+    nonisolated(unsafe) private var subscription: UUID?  // guarded by `lock`
 
     public init(endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration = .seconds(5), reconnect: ReconnectPolicy? = ReconnectPolicy()) {
         self.endpoint = endpoint
-        self.noDataTimeout = noDataTimeout
-        self.reconnect = reconnect
+        key = SharedGPSDConnections.Key(endpoint: endpoint, noDataTimeout: noDataTimeout, reconnect: reconnect)
     }
 
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
-        let source = GPSDSource(endpoint: endpoint, noDataTimeout: noDataTimeout, reconnect: reconnect)
-        lock.withLock { self.source = source }
-        source.start { event in
+        let token = SharedGPSDConnections.shared.subscribe(key) { event in
             switch event {
             case .connected, .report(.other): break
             case .report(.fix(let fix)): handler(.fix(fix))
@@ -60,14 +59,80 @@ public final class GPSDLocationSource: LocationSource {
                 handler(.problem(CLError(.locationUnknown, message: error.description, underlyingError: error), terminal: true))
             }
         }
+        let previous = lock.withLock { () -> UUID? in
+            defer { subscription = token }
+            return subscription
+        }
+        if let previous { SharedGPSDConnections.shared.unsubscribe(key, previous) }
     }
 
     public func stop() {
-        let source = lock.withLock { () -> GPSDSource? in
-            defer { self.source = nil }
-            return self.source
+        let token = lock.withLock { () -> UUID? in
+            defer { subscription = nil }
+            return subscription
         }
-        source?.stop()
+        if let token { SharedGPSDConnections.shared.unsubscribe(key, token) }
+    }
+}
+
+/// The process-wide table of gpsd connections shared by `GPSDLocationSource`s.
+final class SharedGPSDConnections: @unchecked Sendable {
+    // @unchecked Sendable: `entries` is guarded by `lock`.
+    static let shared = SharedGPSDConnections()
+
+    struct Key: Hashable, Sendable {
+        var endpoint: GPSDEndpoint
+        var noDataTimeout: Duration
+        var reconnect: ReconnectPolicy?
+    }
+
+    private struct Entry {
+        var source: GPSDSource
+        var subscribers: [UUID: @Sendable (GPSDEvent) -> Void]
+    }
+
+    private let lock = NSLock()
+    private var entries: [Key: Entry] = [:]
+
+    /// The number of open shared connections to `endpoint` (for tests and diagnostics).
+    func connectionCount(to endpoint: GPSDEndpoint) -> Int { lock.withLock { entries.keys.count { $0.endpoint == endpoint } } }
+
+    func subscribe(_ key: Key, _ handler: @escaping @Sendable (GPSDEvent) -> Void) -> UUID {
+        let token = UUID()
+        let start = lock.withLock { () -> GPSDSource? in
+            if entries[key] != nil {
+                entries[key]!.subscribers[token] = handler
+                return nil
+            }
+            let source = GPSDSource(endpoint: key.endpoint, noDataTimeout: key.noDataTimeout, reconnect: key.reconnect)
+            entries[key] = Entry(source: source, subscribers: [token: handler])
+            return source
+        }
+        start?.start { [weak self] event in self?.fanOut(key, event) }
+        return token
+    }
+
+    func unsubscribe(_ key: Key, _ token: UUID) {
+        let stop = lock.withLock { () -> GPSDSource? in
+            guard var entry = entries[key] else { return nil }
+            entry.subscribers[token] = nil
+            if entry.subscribers.isEmpty {
+                entries[key] = nil
+                return entry.source
+            }
+            entries[key] = entry
+            return nil
+        }
+        stop?.stop()
+    }
+
+    private func fanOut(_ key: Key, _ event: GPSDEvent) {
+        let handlers = lock.withLock { entries[key].map { Array($0.subscribers.values) } ?? [] }
+        for handler in handlers { handler(event) }
+        if case .failed = event {
+            // The connection is gone for good: the next subscriber opens a new one.
+            lock.withLock { entries[key] = nil }
+        }
     }
 }
 
