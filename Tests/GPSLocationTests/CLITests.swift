@@ -141,18 +141,8 @@ struct GPSLocCommandTests {
 /// Runs `gpsloc watch --json` against gpsfake replaying a fixture, until gpsd ends with the
 /// recording; returns the NDJSON lines.
 func runWatch(against fixture: String, _ arguments: [String], configHome: URL) async throws -> [[String: Any]] {
-    await GPSFakeSlots.shared.acquire()
-    let server: GPSFakeServer
-    do {
-        server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent(fixture))
-    } catch {
-        await GPSFakeSlots.shared.release()
-        throw error
-    }
-    defer {
-        server.stop()
-        Task { await GPSFakeSlots.shared.release() }
-    }
+    let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent(fixture))
+    defer { server.stop() }
     let (process, reader) = try GPSLocBinary.launch(
         ["watch", "--json", "--port", String(server.endpoint.port)] + arguments, configHome: configHome)
     // gpsd ends with the recording; watch then keeps trying to reconnect, so stop it as a user would.
@@ -332,8 +322,6 @@ struct DoctorTests {
 
     @Test("with gpsfake running it reports the device and the fix", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
     func doctorWithGPSFake() async throws {
-        await GPSFakeSlots.shared.acquire()
-        defer { Task { await GPSFakeSlots.shared.release() } }
         let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"))
         defer { server.stop() }
         let result = try GPSLocBinary.run(["doctor", "--port", String(server.endpoint.port)])
@@ -343,7 +331,7 @@ struct DoctorTests {
     }
 }
 
-@Suite("gpsloc replay", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+@Suite("gpsloc replay", .serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
 struct ReplayCommandTests {
     static let fixtures = ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea"]
 
@@ -455,8 +443,6 @@ struct LiveAuthorizationTests {
     func revokeWhileWatching() async throws {
         let config = try GPSLocBinary.makeConfigHome()
         #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
-        await GPSFakeSlots.shared.acquire()
-        defer { Task { await GPSFakeSlots.shared.release() } }
         // 20 ms between sentences: about five fixes a second, for a minute.
         let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.02)
         defer { server.stop() }
@@ -562,8 +548,6 @@ final class LineReader: @unchecked Sendable {
 struct LiveCommandTests {
     /// Runs `body` with gpsfake replaying a fixture slowly (20 ms a sentence) on its port.
     static func withGPSFake<T>(_ fixture: String, _ body: (Int) async throws -> T) async throws -> T {
-        await GPSFakeSlots.shared.acquire()
-        defer { Task { await GPSFakeSlots.shared.release() } }
         let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent(fixture), cycle: 0.02)
         defer { server.stop() }
         return try await body(server.endpoint.port)

@@ -56,8 +56,6 @@ struct ResilienceTests {
             try #require(process.terminationStatus == 0)
             segments.append(url)
         }
-        await GPSFakeSlots.shared.acquire()
-        defer { Task { await GPSFakeSlots.shared.release() } }
 
         let port = try FreePort.find()
         let descriptorsBefore = openFileDescriptors()
@@ -126,8 +124,6 @@ final class TimedDelegate: CLLocationManagerDelegate, @unchecked Sendable {
 struct SharedConnectionTests {
     @Test("several managers share one gpsd connection, each with its own filter and gate")
     func sharing() async throws {
-        await GPSFakeSlots.shared.acquire()
-        defer { Task { await GPSFakeSlots.shared.release() } }
         let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.01)
         defer { server.stop() }
         let connections = { SharedGPSDConnections.shared.connectionCount(to: server.endpoint) }

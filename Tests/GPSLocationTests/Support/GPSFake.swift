@@ -1,24 +1,6 @@
 import Foundation
 import GPSLocation
 
-/// Limits how many gpsfake daemons run at once (the machine has 2 cores).
-actor GPSFakeSlots {
-    static let shared = GPSFakeSlots(limit: 3)
-    private var free: Int
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-    init(limit: Int) { free = limit }
-    func acquire() async {
-        if free > 0 {
-            free -= 1
-            return
-        }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-    func release() {
-        if waiters.isEmpty { free += 1 } else { waiters.removeFirst().resume() }
-    }
-}
-
 /// Replays `log` through a real gpsd (gpsfake) and collects every event our `GPSDSource` sees
 /// until gpsd goes away at the end of the log, plus what gpsfake's own watcher received.
 ///
@@ -27,23 +9,14 @@ actor GPSFakeSlots {
 /// different number of TPVs than gpsfake's own watcher is tried again (at most three times,
 /// saying so). The last attempt is returned as it is, for the test to judge.
 func replayThroughGPSD(_ log: URL, cycle: Double? = nil, expectedTPVs: Int? = nil) async throws -> (events: [GPSDEvent], reference: String) {
-    await GPSFakeSlots.shared.acquire()
-    do {
-        var attempt = 0
-        while true {
-            attempt += 1
-            let result = try await replayOnce(log, cycle: cycle)
-            let ours = result.events.count { if case .report(.fix) = $0 { true } else { false } }
-            let theirs = expectedTPVs ?? ReferenceTPV.parse(result.reference).count
-            if ours == theirs || attempt == 3 {
-                await GPSFakeSlots.shared.release()
-                return result
-            }
-            print("gpsfake replay of \(log.lastPathComponent): our client saw \(ours) TPVs, gpsd reported \(theirs) (a late start or a slow gpsfake under load); retrying")
-        }
-    } catch {
-        await GPSFakeSlots.shared.release()
-        throw error
+    var attempt = 0
+    while true {
+        attempt += 1
+        let result = try await replayOnce(log, cycle: cycle)
+        let ours = result.events.count { if case .report(.fix) = $0 { true } else { false } }
+        let theirs = expectedTPVs ?? ReferenceTPV.parse(result.reference).count
+        if ours == theirs || attempt == 3 { return result }
+        print("gpsfake replay of \(log.lastPathComponent): our client saw \(ours) TPVs, gpsd reported \(theirs) (a late start or a slow gpsfake under load); retrying")
     }
 }
 
