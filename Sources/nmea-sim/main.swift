@@ -3,6 +3,7 @@
 // The output is deterministic for a given set of options (seeded random numbers).
 // See fixtures/README.md for the scenario and `nmea-sim --help` for the options.
 import Foundation
+import GPSLocation
 
 let usage = """
     usage: nmea-sim [--rate HZ] [--duration SECONDS] [--talkers gp|multi] [--scenario drive|clean]
@@ -79,18 +80,13 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-/// SplitMix64: small, fast, deterministic.
+/// Seeded random numbers for the simulation (the library's SplitMix64).
 struct SeededRandom {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    var generator: SplitMix64
+    init(state: UInt64) { generator = SplitMix64(seed: state) }
+    mutating func next() -> UInt64 { generator.next() }
     /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    mutating func unit() -> Double { generator.unit() }
     /// Roughly normal (sum of uniforms), mean 0, standard deviation `sigma`.
     mutating func gaussian(_ sigma: Double) -> Double {
         var sum = 0.0

@@ -93,18 +93,12 @@ struct GeodesicTests {
     }
 }
 
-/// Deterministic random numbers for tests (SplitMix64).
+/// Deterministic random numbers for tests (the library's SplitMix64).
 struct TestRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    var generator: SplitMix64
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
+    mutating func next() -> UInt64 { generator.next() }
+    mutating func unit() -> Double { generator.unit() }
     mutating func latitude() -> Double { unit() * 180 - 90 }
     mutating func longitude() -> Double { unit() * 360 - 180 }
 }

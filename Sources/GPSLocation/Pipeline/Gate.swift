@@ -93,31 +93,22 @@ public struct LocationFuzzer: Sendable {
     /// Current secret offset in metres (north, east); drifts by a bounded random walk.
     private var offsetNorth: Double
     private var offsetEast: Double
-    private var random: UInt64
+    private var random: SplitMix64
     private var lastOutput: Date?
     private var lastDrift: Date?
 
     public init(appID: String, gridSize: Double = 2000, minimumInterval: TimeInterval = 900, seed: UInt64? = nil) {
         self.gridSize = gridSize
         self.minimumInterval = minimumInterval
-        var state = seed ?? Self.secretSeed(appID)
-        random = state
-        offsetNorth = Self.uniform(&state) * gridSize
-        offsetEast = Self.uniform(&state) * gridSize
-        random = state
+        var random = SplitMix64(seed: seed ?? Self.secretSeed(appID))
+        offsetNorth = random.unit() * gridSize
+        offsetEast = random.unit() * gridSize
+        self.random = random
     }
 
     private static func secretSeed(_ appID: String) -> UInt64 {
         var generator = SystemRandomNumberGenerator()
         return generator.next() ^ UInt64(truncatingIfNeeded: appID.hashValue)
-    }
-
-    private static func uniform(_ state: inout UInt64) -> Double {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
     }
 
     /// The reduced form of `location`, or nil while the rate limit holds.
@@ -154,7 +145,7 @@ public struct LocationFuzzer: Sendable {
         guard let lastDrift else { return }
         let hours = max(0, now.timeIntervalSince(lastDrift)) / 3600
         let step = 0.05 * gridSize * min(1, hours)
-        offsetNorth = (offsetNorth + (Self.uniform(&random) * 2 - 1) * step).truncatingRemainder(dividingBy: gridSize)
-        offsetEast = (offsetEast + (Self.uniform(&random) * 2 - 1) * step).truncatingRemainder(dividingBy: gridSize)
+        offsetNorth = (offsetNorth + (random.unit() * 2 - 1) * step).truncatingRemainder(dividingBy: gridSize)
+        offsetEast = (offsetEast + (random.unit() * 2 - 1) * step).truncatingRemainder(dividingBy: gridSize)
     }
 }
