@@ -96,9 +96,7 @@ final class Session: @unchecked Sendable {
         switch pipeline.process(fix, now: clock) {
         case .delivered(let location):
             delivered += 1
-            if lastReason != nil {
-                lastReason = nil
-            }
+            lastReason = nil
             sink.location(location)
         case .rejected(let rejection):
             let code: String
