@@ -10,8 +10,10 @@ struct PipelineOptions {
     var maximumAge: TimeInterval = 10
     /// Also record a GPX 1.1 track here.
     var gpx: String?
+    /// Seconds without a usable fix before saying so; nil: three receiver cycles, at least 1 s.
+    var staleAfter: TimeInterval?
 
-    static let valued: Set<String> = ["distance-filter", "desired-accuracy", "app", "max-age", "gpx"]
+    static let valued: Set<String> = ["distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after"]
     static let flags: Set<String> = ["json"]
 
     init() {}
@@ -39,6 +41,7 @@ struct PipelineOptions {
             appID = app
         }
         if let age = try arguments.number("max-age", minimum: 0.1) { maximumAge = age }
+        staleAfter = try arguments.number("stale-after", minimum: 0.1)
         json = arguments.has("json")
         gpx = arguments["gpx"]
     }
@@ -57,6 +60,8 @@ struct PipelineOptions {
                                      still deliver every location, each labelled with its accuracyClass
           --app ID                   the application identity the authorization gate checks (default gpsloc)
           --max-age SECONDS          fixes older than this are stale and not delivered (default 10)
+          --stale-after SECONDS      say so (once) when no usable fix has come for this long; the last
+                                     location is kept (default: three receiver cycles, at least 1 s)
           --json                     NDJSON, one object per line (the default when stdout is not a terminal)
           --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
                                      file after every point, even if the process is killed)
@@ -64,16 +69,25 @@ struct PipelineOptions {
 }
 
 /// Runs fixes through the shared pipeline and reports every outcome to a sink, saying why
-/// nothing is delivered whenever that is the case (once per change of reason).
-// @unchecked Sendable: handed off like the sinks (see `UpdateSink`), never used concurrently.
+/// nothing is delivered whenever that is the case (once per change of reason), and when no
+/// usable fix has come for a few receiver cycles (`FixStalenessMonitor`, once per stretch).
+// @unchecked Sendable: all state is guarded by `lock` (fixes arrive on the source's queue,
+// the staleness timer on its own).
 final class Session: @unchecked Sendable {
     let sink: UpdateSink
-    var pipeline: LocationPipeline
     let options: PipelineOptions
-    private(set) var delivered = 0
-    private(set) var fixesSeen = 0
+    var delivered: Int { lock.withLock { deliveredCount } }
+    var fixesSeen: Int { lock.withLock { fixCount } }
+    private let lock = NSLock()
+    private var pipeline: LocationPipeline
+    private var deliveredCount = 0
+    private var fixCount = 0
     private var lastReason: String?
     private var recordingNow: Date?
+    private var staleness: FixStalenessMonitor
+    private var lastDelivered: Date?
+    /// Live sessions only: fires once at the staleness deadline (no wakeups otherwise).
+    private var timer: (any DispatchSourceTimer)?
 
     init(sink: UpdateSink, options: PipelineOptions, gate: any LocationGate) {
         self.sink = sink
@@ -81,11 +95,42 @@ final class Session: @unchecked Sendable {
         pipeline = LocationPipeline(
             validity: ValidityStage(maximumAge: options.maximumAge), gate: gate,
             distanceFilter: DistanceFilterStage(distanceFilter: options.distanceFilter))
+        staleness = FixStalenessMonitor(timeout: options.staleAfter)
     }
+
+    deinit { timer?.cancel() }
 
     /// `now`: the wall clock live; nil in a replay, where the recording's own latest time is used.
     func handle(_ fix: Fix, now: Date?) {
-        fixesSeen += 1
+        lock.withLock { handleLocked(fix, now: now) }
+    }
+
+    /// Live: the staleness deadline passed with no usable fix (by the wall clock).
+    private func timerFired() {
+        lock.withLock { checkStaleness(clock: Date()) }
+    }
+
+    /// Something else already told the user no location is coming (gpsd lost or silent).
+    func reportedElsewhere() { lock.withLock { staleness.reportedElsewhere() } }
+
+    private func checkStaleness(clock: Date) {
+        if let silence = staleness.check(clock: clock) {
+            sink.error(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: silence, lastLocationTime: lastDelivered)))
+        }
+    }
+
+    private func armTimer(_ seconds: TimeInterval) {
+        if timer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpsloc.staleness"))
+            timer.setEventHandler { [weak self] in self?.timerFired() }
+            timer.resume()
+            self.timer = timer
+        }
+        timer?.schedule(deadline: .now() + seconds, repeating: .never, leeway: .milliseconds(50))
+    }
+
+    private func handleLocked(_ fix: Fix, now: Date?) {
+        fixCount += 1
         let clock: Date
         if let now {
             clock = now
@@ -93,10 +138,22 @@ final class Session: @unchecked Sendable {
             if let time = fix.time, time > (recordingNow ?? .distantPast) { recordingNow = time }
             clock = recordingNow ?? fix.time ?? Date(timeIntervalSince1970: 0)
         }
-        switch pipeline.process(fix, now: clock) {
+        staleness.heard(clock: clock)
+        let outcome = pipeline.process(fix, now: clock)
+        switch outcome {
+        case .rejected(let rejection):
+            if case .duplicate = rejection {} else { checkStaleness(clock: clock) }
+        case .delivered, .withheld, .filtered:
+            if let time = fix.time {
+                staleness.fix(time: time, clock: clock)
+                if now != nil { armTimer(staleness.effectiveTimeout) }
+            }
+        }
+        switch outcome {
         case .delivered(let location):
-            delivered += 1
+            deliveredCount += 1
             lastReason = nil
+            lastDelivered = location.timestamp
             sink.location(location)
         case .rejected(let rejection):
             let code: String

@@ -121,6 +121,7 @@ enum WatchCommand {
             case .report(.other):
                 break
             case .noData(let error):
+                session.reportedElsewhere()
                 sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
             case .reconnecting(let error, let attempt, let delay):
                 // Not reachable at start: fail at once. Lost later: say so, and keep trying.
@@ -130,6 +131,7 @@ enum WatchCommand {
                     finished.signal()
                     return
                 }
+                session.reportedElsewhere()
                 if attempt == 1 { sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error)) }
                 sink.diagnostic(
                     code: "reconnecting", message: String(format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s)", endpoint.description, attempt, delay))

@@ -74,11 +74,14 @@ struct ReplaySourceTests {
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(waitUntil { !delegate.errors.isEmpty })
+        #expect(waitUntil { delegate.errors.contains { $0.message.contains("ended") } })
         manager.stopUpdatingLocation()
-        // 300 s recording: 8 s no fix at the start and a 15 s tunnel; everything else delivered.
+        // 300 s recording: 8 s no fix at the start and a 15 s tunnel, each reported once by the
+        // recording's clock; everything else delivered; then the end of the recording.
         #expect(delegate.locations.count == 300 - 8 - 15)
-        #expect(delegate.errors.map(\.code) == [.locationUnknown])
-        #expect(delegate.errors.first?.message.contains("ended") == true)
+        #expect(delegate.errors.map(\.code) == [.locationUnknown, .locationUnknown, .locationUnknown])
+        #expect(delegate.errors.first?.message.contains("no usable position fix yet after 3.0 s") == true)
+        #expect(delegate.errors.dropFirst().first?.message.contains("no usable position fix for 3.0 s") == true)
+        #expect(delegate.errors.last?.message.contains("ended") == true)
     }
 }

@@ -102,6 +102,25 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     }
     /// At most this many locations wait for a slow delegate; older ones are dropped.
     public var maximumBatch = 100
+    /// Seconds without a usable fix, while updating, before the delegate gets
+    /// `CLError.locationUnknown` (once per stretch). nil (the default): three receiver cycles,
+    /// at least 1 s — see `FixStalenessMonitor`. `location` is kept meanwhile and
+    /// `isLocationStale` is true; the next fix is delivered as usual, with no extra callback.
+    public var staleFixTimeout: TimeInterval? {
+        get { lock.withLock { staleness.timeout } }
+        set { lock.withLock { staleness.timeout = newValue } }
+    }
+    /// True while updates run and no usable fix has come for `staleFixTimeout`: `location`
+    /// is the last one known, not the current position.
+    public var isLocationStale: Bool { lock.withLock { staleness.isStale } }
+    /// The age of `location` in seconds by the source's clock (the wall clock live, the
+    /// recording's in a replay), or nil without a location.
+    public var locationAge: TimeInterval? {
+        let (location, seen) = lock.withLock { (lastLocation, lastSeenFix) }
+        guard let location else { return nil }
+        let now = seen.map { source.now(latestFix: $0) } ?? Date()
+        return now.timeIntervalSince(location.timestamp)
+    }
     public let source: any LocationSource
     public let authorizer: LocationAuthorizer
 
@@ -127,6 +146,10 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private let accuracyStage = AccuracyStage()
     private var filter = DistanceFilterStage()
     private var timeOrder = TimeOrderStage()
+    private var staleness = FixStalenessMonitor()
+    private var lastSeenFix: Fix?
+    /// Fires once when the staleness deadline passes; idle (no wakeups) otherwise.
+    private var stalenessTimer: (any DispatchSourceTimer)?
     private var continuous = false
     private var oneShot: OneShot?
     private var sourceRunning = false
@@ -148,7 +171,17 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         case locations([CLLocation])
         case failure(CLError)
         case authorization
+        case sourceEnded
     }
+
+    /// Called on `delegateQueue` after the delegate has heard that the source stopped for good
+    /// (a terminal error: a replay ended, gpsd gone without reconnection). `liveUpdates` uses
+    /// it to end its sequence instead of waiting forever.
+    var onSourceEnded: (@Sendable () -> Void)? {
+        get { lock.withLock { storedOnSourceEnded } }
+        set { lock.withLock { storedOnSourceEnded = newValue } }
+    }
+    private var storedOnSourceEnded: (@Sendable () -> Void)?
 
     public init(
         source: any LocationSource = CLLocationManager.defaultSource(), authorizer: LocationAuthorizer = CLLocationManager.sharedAuthorizer,
@@ -181,6 +214,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         if let authorizerObservation { authorizer.removeObserver(authorizerObservation) }
         let timer = oneShot?.timer
         timer?.cancel()
+        stalenessTimer?.cancel()
         if sourceRunning { source.stop() }
     }
 
@@ -291,7 +325,15 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     }
 
     private func startSource() {
-        let expected = lock.withLock { generation }
+        let live = source.isLive
+        let expected = lock.withLock { () -> Int in
+            if live && continuous {
+                // Live: the wait for the first usable fix starts now, even if nothing arrives.
+                staleness.heard(clock: Date())
+                armStalenessTimer(after: staleness.effectiveTimeout)
+            }
+            return generation
+        }
         source.start { [weak self] event in self?.handle(event, generation: expected) }
     }
 
@@ -304,6 +346,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             sourceRunning = false
             filter.reset()
             timeOrder.reset()
+            staleness.reset()
+            lastSeenFix = nil
+            stalenessTimer?.schedule(deadline: .distantFuture)
             if !keepCallbacks {
                 generation += 1
                 pending.removeAll()
@@ -332,14 +377,25 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 lock.unlock()
                 return
             }
+            lastSeenFix = fix
+            // A replay's clock is known only from fixes that carry a time.
+            let clockKnown = source.isLive || fix.time != nil
+            if clockKnown { staleness.heard(clock: now) }
             if validity.check(fix, now: now) != nil {
+                let stale = continuous && clockKnown ? staleness.check(clock: now) : nil
+                let last = lastLocation?.timestamp
                 lock.unlock()
+                if let stale { enqueue(.failure(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last)))) }
                 return
             }
             let candidate = accuracyStage.location(from: fix)
             if timeOrder.check(candidate) != nil {
                 lock.unlock()
                 return
+            }
+            if continuous {
+                staleness.fix(time: candidate.timestamp, clock: now)
+                armStalenessTimer(after: staleness.effectiveTimeout)
             }
             let desired = storedDesiredAccuracy
             lock.unlock()
@@ -373,17 +429,56 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             scheduleDrain()
             if finishOneShot { halt(keepCallbacks: true) }
         case .problem(let error, let terminal):
-            enqueue(.failure(error))
-            if terminal {
-                let shot = lock.withLock { oneShot != nil }
-                halt(keepCallbacks: true)
-                if shot {
-                    enqueue(.failure(CLError(.locationUnknown, message: "no location could be determined: \(error.message)")))
-                }
+            guard lock.withLock({ expected == generation }) else { return }
+            if error.code == .locationUnknown { lock.withLock { staleness.reportedElsewhere() } }
+            guard terminal else {
+                enqueue(.failure(error))
+                return
             }
+            // The source has stopped for good. A pending requestLocation() settles now: the best
+            // location seen, or one error saying why there is none.
+            let shot = lock.withLock { oneShot }
+            halt(keepCallbacks: true)
+            if let shot {
+                if let best = shot.best {
+                    lock.withLock { lastLocation = best }
+                    enqueue(.locations([best]))
+                } else {
+                    enqueue(
+                        .failure(CLError(.locationUnknown, message: "no location could be determined: \(error.message)", underlyingError: error.underlyingError)))
+                }
+            } else {
+                enqueue(.failure(error))
+            }
+            enqueue(.sourceEnded)
         case .sky, .device:
             break
         }
+    }
+
+    /// Must be called with `lock` held.
+    private func armStalenessTimer(after seconds: TimeInterval) {
+        let timer: any DispatchSourceTimer
+        if let existing = stalenessTimer {
+            timer = existing
+        } else {
+            timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+            timer.setEventHandler { [weak self] in self?.stalenessTimerFired() }
+            stalenessTimer = timer
+            timer.resume()
+        }
+        timer.schedule(deadline: .now() + seconds, repeating: .never, leeway: .milliseconds(50))
+    }
+
+    private func stalenessTimerFired() {
+        guard let (fix, last) = lock.withLock({ () -> (Fix?, Date?)? in
+            guard continuous else { return nil }
+            return (lastSeenFix, lastLocation?.timestamp)
+        }) else { return }
+        // The source's clock: a replay that is not moving is not stale.
+        guard let now = source.isLive ? Date() : fix.map({ source.now(latestFix: $0) }) else { return }
+        let stale = lock.withLock { continuous ? staleness.check(clock: now) : nil }
+        if let stale { enqueue(.failure(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last)))) }
     }
 
     private func oneShotTimedOut(generation expected: Int) {
@@ -424,34 +519,38 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     }
 
     private func scheduleDrain() {
-        let (queue, expected) = lock.withLock { () -> (DispatchQueue?, Int) in
-            guard !drainScheduled, !pending.isEmpty else { return (nil, generation) }
+        let queue = lock.withLock { () -> DispatchQueue? in
+            guard !drainScheduled, !pending.isEmpty else { return nil }
             drainScheduled = true
-            return (storedQueue, generation)
+            return storedQueue
         }
-        queue?.async { [weak self] in self?.drain(generation: expected) }
+        queue?.async { [weak self] in self?.drain() }
     }
 
-    private func drain(generation expected: Int) {
+    /// Delivers what is pending. `halt` empties `pending` and bumps `generation` under the lock,
+    /// so whatever is taken here belongs to the current generation; a stop that happens while
+    /// the batch is being delivered ends it.
+    private func drain() {
         while true {
-            let (events, delegate) = lock.withLock { () -> ([Event], (any CLLocationManagerDelegate)?) in
-                guard expected == generation, !pending.isEmpty else {
+            let (events, delegate, taken) = lock.withLock { () -> ([Event], (any CLLocationManagerDelegate)?, Int) in
+                guard !pending.isEmpty else {
                     drainScheduled = false
-                    if expected != generation { pending.removeAll() }
-                    return ([], nil)
+                    return ([], nil, generation)
                 }
                 defer { pending.removeAll() }
-                return (pending, storedDelegate)
+                return (pending, storedDelegate, generation)
             }
             if events.isEmpty { return }
             for event in events {
-                if lock.withLock({ expected != generation }) { break }
+                if lock.withLock({ taken != generation }) { break }
                 switch event {
                 case .locations(let locations): delegate?.locationManager(self, didUpdateLocations: locations)
                 case .failure(let error): delegate?.locationManager(self, didFailWithError: error)
                 case .authorization:
                     delegate?.locationManagerDidChangeAuthorization(self)
                     delegate?.locationManager(self, didChangeAuthorization: authorizer.status)
+                case .sourceEnded:
+                    onSourceEnded?()
                 }
             }
         }

@@ -44,7 +44,9 @@ public struct CLLocationUpdate: Sendable {
 
     /// An `AsyncSequence` of updates. Buffering: **latest wins** — if the consumer is slower
     /// than the receiver, only the newest waiting update is kept. Iteration starts the
-    /// underlying manager; ending it (break, or cancelling the task) stops the source.
+    /// underlying manager; ending it (break, or cancelling the task) stops the source. When the
+    /// source stops for good (a replay reaches its end, gpsd is gone and no reconnection is
+    /// configured), the last update says why and the sequence ends.
     public struct Updates: AsyncSequence, Sendable {
         public typealias Element = CLLocationUpdate
         let makeManager: @Sendable () -> CLLocationManager
@@ -54,6 +56,7 @@ public struct CLLocationUpdate: Sendable {
             let (stream, continuation) = AsyncStream.makeStream(of: CLLocationUpdate.self, bufferingPolicy: .bufferingNewest(1))
             let bridge = Bridge(continuation: continuation)
             manager.delegate = bridge
+            manager.onSourceEnded = { continuation.finish() }
             // Stop off the terminating thread: it may hold the stream's lock while a delegate
             // callback waits to yield, and stopUpdatingLocation() waits for that callback.
             continuation.onTermination = { _ in DispatchQueue.global().async { manager.stopUpdatingLocation() } }

@@ -17,10 +17,14 @@ public protocol LocationSource: AnyObject, Sendable {
     func stop()
     /// "Now" for staleness checks: the wall clock for live sources, the recording's clock for replays.
     func now(latestFix: Fix) -> Date
+    /// True (the default) when the source's clock is the wall clock; false for replays, whose
+    /// clock is the recording's own and is known only from fixes that carry a time.
+    var isLive: Bool { get }
 }
 
 extension LocationSource {
     public func now(latestFix: Fix) -> Date { Date() }
+    public var isLive: Bool { true }
 }
 
 /// gpsd through libgps, as a `LocationSource`. It reconnects when gpsd goes away or is not
@@ -137,20 +141,27 @@ final class SharedGPSDConnections: @unchecked Sendable {
 }
 
 /// A fixed list of fixes delivered in order on a private queue — for tests and examples.
-/// "Now" is the latest fix time seen, so staleness follows the list's own clock.
+/// "Now" is the latest fix time seen, so staleness follows the list's own clock. After the
+/// last fix it reports the end as a terminal `locationUnknown` ("the list of N fixes ended"),
+/// so a consumer never waits for fixes that cannot come.
 public final class FixListSource: LocationSource {
     private let fixes: [Fix]
     private let queue = DispatchQueue(label: "gpslocation.fixlist")
     private let onQueue = DispatchSpecificKey<Bool>()
     private let interval: Double
+    private let reportsEnd: Bool
     private let lock = NSLock()
     nonisolated(unsafe) private var running = false  // guarded by `lock`
     nonisolated(unsafe) private var latest: Date?  // guarded by `lock`
 
-    /// - Parameter interval: seconds between fixes (0: as fast as possible).
-    public init(_ fixes: [Fix], interval: Double = 0) {
+    /// - Parameters:
+    ///   - interval: seconds between fixes (0: as fast as possible).
+    ///   - reportsEnd: report the end of the list (default); false: just stop sending, like a
+    ///     receiver that goes quiet.
+    public init(_ fixes: [Fix], interval: Double = 0, reportsEnd: Bool = true) {
         self.fixes = fixes
         self.interval = interval
+        self.reportsEnd = reportsEnd
         queue.setSpecific(key: onQueue, value: true)
     }
 
@@ -163,6 +174,8 @@ public final class FixListSource: LocationSource {
                 handler(.fix(fix))
                 if interval > 0 { Thread.sleep(forTimeInterval: interval) }
             }
+            guard reportsEnd, lock.withLock({ running }) else { return }
+            handler(.problem(CLError(.locationUnknown, message: "the list of \(fixes.count) fixes ended"), terminal: true))
         }
     }
 
@@ -173,4 +186,7 @@ public final class FixListSource: LocationSource {
     }
 
     public func now(latestFix: Fix) -> Date { lock.withLock { latest ?? latestFix.time ?? Date() } }
+    public var isLive: Bool { false }
+    /// Between `start` and `stop`.
+    public var isRunning: Bool { lock.withLock { running } }
 }

@@ -83,6 +83,7 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
     }
 
     public func now(latestFix: Fix) -> Date { lock.withLock { latest ?? latestFix.time ?? Date() } }
+    public var isLive: Bool { false }
 
     /// Blocks until the recording has been read to the end (or `stop()`).
     public func waitUntilFinished() {

@@ -1,0 +1,105 @@
+import Foundation
+
+/// Notices when usable fixes stop coming — the sky is lost, the antenna is unplugged, the
+/// receiver keeps sending "no fix" reports — so the app hears of it once instead of silence.
+///
+/// The rule: after a usable fix — or after the first report of any kind, when there has been
+/// no usable fix yet — if `timeout` seconds pass (by the caller's clock: the wall clock live,
+/// the recording's clock in a replay) with no usable fix, the monitor says so once (`check`
+/// returns the silence). The last location is kept — it is only
+/// *marked* stale — and the next usable fix clears the state silently (`fix` returns whether
+/// an outage just ended, for callers that want to log it).
+///
+/// The default timeout follows the receiver: three of its cycles, learned as the median of
+/// the last eight intervals between usable fixes' own timestamps, and never less than one
+/// second (so a 10 Hz receiver gets 1 s, a 1 Hz receiver 3 s, a 0.2 Hz one 15 s). Before two
+/// fixes have been seen, a 1 s cycle is assumed.
+public struct FixStalenessMonitor: Sendable {
+    /// Seconds without a usable fix before the report; nil: automatic (see the type).
+    public var timeout: TimeInterval?
+    public static let automaticCycles = 3.0
+    public static let minimumAutomaticTimeout = 1.0
+
+    /// The source's clock at the last usable fix (or at the first report, before any fix).
+    public private(set) var lastFixClock: Date?
+    /// True between the report and the next usable fix.
+    public private(set) var isStale = false
+    private var lastFixTime: Date?
+    private var intervals: [TimeInterval] = []
+    private var reported = false
+
+    public init(timeout: TimeInterval? = nil) { self.timeout = timeout }
+
+    /// The receiver's cycle as learned so far (seconds), or nil.
+    public var cycle: TimeInterval? {
+        guard !intervals.isEmpty else { return nil }
+        return intervals.sorted()[intervals.count / 2]
+    }
+
+    /// The timeout in force now.
+    public var effectiveTimeout: TimeInterval {
+        timeout ?? max(Self.minimumAutomaticTimeout, Self.automaticCycles * (cycle ?? 1))
+    }
+
+    /// A report of any kind arrived at `clock`: starts the wait for the first fix.
+    public mutating func heard(clock: Date) {
+        if lastFixClock == nil { lastFixClock = clock }
+    }
+
+    /// A usable fix with receiver time `time` arrived when the source's clock read `clock`.
+    /// Returns true when this ends a stale stretch.
+    @discardableResult
+    public mutating func fix(time: Date, clock: Date) -> Bool {
+        if let last = lastFixTime {
+            let interval = time.timeIntervalSince(last)
+            // The median of eight ignores an outage's single long gap.
+            if interval > 0.001 && interval <= 60 {
+                intervals.append(interval)
+                if intervals.count > 8 { intervals.removeFirst() }
+            }
+        }
+        lastFixTime = time
+        lastFixClock = clock
+        let recovered = isStale
+        isStale = false
+        reported = false
+        return recovered
+    }
+
+    /// Something else already told the app that no location is coming (gpsd lost, for
+    /// example): mark the stretch stale without a second report.
+    public mutating func reportedElsewhere() { reported = true }
+
+    /// Checks the silence at `clock`. Returns the seconds without a usable fix the first time
+    /// they reach the timeout in a stretch (report it); nil otherwise.
+    public mutating func check(clock: Date) -> TimeInterval? {
+        guard let last = lastFixClock else { return nil }
+        let silence = clock.timeIntervalSince(last)
+        guard silence >= effectiveTimeout else { return nil }
+        isStale = true
+        if reported { return nil }
+        reported = true
+        return silence
+    }
+
+    /// When (by the source's clock) the next check could report; nil when nothing is pending.
+    public var deadline: Date? {
+        guard let last = lastFixClock, !isStale else { return nil }
+        return last.addingTimeInterval(effectiveTimeout)
+    }
+
+    /// Forget everything (updates stopped).
+    public mutating func reset() { self = FixStalenessMonitor(timeout: timeout) }
+
+    /// The message an app sees, in words.
+    public static func message(silence: TimeInterval, lastLocationTime: Date?) -> String {
+        guard let lastLocationTime else {
+            return String(format: "no usable position fix yet after %.1f s", silence)
+                + " — the receiver is still searching for satellites (a cold start can take a minute or more under open sky;"
+                + " indoors it may never fix) — `gpsloc doctor` shows what it sees"
+        }
+        return String(format: "no usable position fix for %.1f s", silence)
+            + " — the last location (\(iso8601Milliseconds(lastLocationTime))) is kept but is getting old;"
+            + " the receiver has lost its fix (check its view of the sky and the antenna, or `gpsloc doctor`)"
+    }
+}
