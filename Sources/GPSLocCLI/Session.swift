@@ -113,7 +113,24 @@ final class Session: @unchecked Sendable {
     /// Something else already told the user no location is coming (gpsd lost or silent).
     func reportedElsewhere() { lock.withLock { staleness.reportedElsewhere() } }
 
+    /// gpsd activated or deactivated a receiver: a device line, and when the receiver went away,
+    /// an error saying so (once; the staleness report is then not repeated).
+    func device(_ event: DeviceEvent) {
+        lock.withLock {
+            sink.device(event)
+            guard !event.activated else { return }
+            staleness.reportedElsewhere()
+            var message = "gpsd deactivated the receiver \(event.path) (unplugged, or removed with `gpsdctl remove`)"
+            if let lastDelivered { message += "; the last location (\(iso8601Milliseconds(lastDelivered))) is kept" }
+            sink.error(CLError(.locationUnknown, message: message + " — locations resume when it is back; check the cable and `gpsloc doctor`"))
+        }
+    }
+
+    /// Staleness is news only to an app that may receive locations; a denied or undetermined
+    /// one has already been told why it gets none.
     private func checkStaleness(clock: Date) {
+        let status = pipeline.gate.authorizationStatus
+        guard status == .authorizedAlways || status == .authorizedWhenInUse else { return }
         if let silence = staleness.check(clock: clock) {
             sink.error(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: silence, lastLocationTime: lastDelivered)))
         }

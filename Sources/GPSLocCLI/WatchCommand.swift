@@ -115,7 +115,7 @@ enum WatchCommand {
             case .report(.fix(let fix)):
                 session.handle(fix, now: Date())
             case .report(.device(let device)):
-                sink.device(device)
+                session.device(device)
             case .report(.sky(let sky)):
                 sink.sky(sky)
             case .report(.other):

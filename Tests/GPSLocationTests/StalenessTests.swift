@@ -128,25 +128,41 @@ struct StalenessTests {
     }
 
     @Test(
-        "live against gpsfake: the tunnel is reported once and locations resume",
+        "live against a real gpsd: the tunnel is reported once and locations resume",
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
-    func managerGPSFake() async throws {
-        let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.01)
+    func managerGPSD() async throws {
+        // The drive around its 15 s tunnel (20 cycles either side), played at ten times its rate
+        // by a simulated receiver on a pseudo-terminal that a real gpsd reads.
+        let text = try String(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), encoding: .utf8)
+        var cycles: [[Substring]] = []
+        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("$") {
+            if line.dropFirst(3).hasPrefix("RMC") || cycles.isEmpty { cycles.append([]) }
+            cycles[cycles.count - 1].append(line)
+        }
+        let tunnel = try #require(cycles.indices.dropFirst(40).first { cycles[$0][0].contains(",V,") })
+        let excerpt = cycles[(tunnel - 20)..<(tunnel + 35)].flatMap { $0 }.joined(separator: "\r\n")
+        let receiver = try PseudoTerminalReceiver(recording: excerpt, interval: 0.1)
+        receiver.start(loop: false)
+        defer { receiver.stop() }
+        let server = try GPSDServer(devices: [receiver.path])
         defer { server.stop() }
+        try server.waitUntilListening()
+
         let manager = CLLocationManager(
             source: GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: .seconds(30), reconnect: nil), authorizer: grantedAuthorizer())
         manager.maximumLocationAge = 1e9
         manager.maximumBatch = .max
-        manager.staleFixTimeout = 0.4  // gpsfake plays the 15 s tunnel in about 1.3 s
+        manager.staleFixTimeout = 0.5  // cycles come every 0.1 s; the tunnel lasts 1.5 s
         let delegate = StalenessDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(await waitUntilAsync(timeout: 60) { delegate.locationCount >= 270 })
+        // Stop before the excerpt ends (which would be reported too).
+        #expect(await waitUntilAsync(timeout: 20) { delegate.locationsAfterFirstReport >= 15 })
         manager.stopUpdatingLocation()
         let lost = delegate.reports.filter { $0.message.contains("no usable position fix for") }
         #expect(lost.count == 1, "\(delegate.reports.map(\.message))")
         #expect(lost.first?.hadLocation == true && lost.first?.stale == true)
-        #expect(delegate.locationsAfterFirstReport > 50, "locations resume after the tunnel")
+        #expect(delegate.errorsAfterRecovery == 0, "recovery is silent")
     }
 }
 
@@ -161,14 +177,14 @@ final class StalenessDelegate: CLLocationManagerDelegate, @unchecked Sendable {
     private let lock = NSLock()
     private var locations = 0
     private var _reports: [Report] = []
-    private var locationsAtLastReport = 0
+    private var locationsAtFirstReport: Int?
     private var _errorsAfterRecovery = 0
     private var recovered = false
 
     var locationCount: Int { lock.withLock { locations } }
     var reports: [Report] { lock.withLock { _reports } }
     var errorsAfterRecovery: Int { lock.withLock { _errorsAfterRecovery } }
-    var locationsAfterFirstReport: Int { lock.withLock { locations - locationsAtLastReport } }
+    var locationsAfterFirstReport: Int { lock.withLock { locationsAtFirstReport.map { locations - $0 } ?? 0 } }
 
     func locationManager(_ manager: CLLocationManager, didUpdateLocations batch: [CLLocation]) {
         lock.withLock {
@@ -184,7 +200,7 @@ final class StalenessDelegate: CLLocationManagerDelegate, @unchecked Sendable {
                 return
             } else if error.message.contains("no usable position fix") {
                 _reports.append(report)
-                locationsAtLastReport = locations
+                if locationsAtFirstReport == nil { locationsAtFirstReport = locations }
                 recovered = false
             } else if recovered {
                 _errorsAfterRecovery += 1

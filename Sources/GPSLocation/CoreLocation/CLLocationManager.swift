@@ -20,6 +20,10 @@ public protocol CLLocationManagerDelegate: AnyObject {
     func locationManagerDidChangeAuthorization(_ manager: CLLocationManager)
     /// Deprecated by Apple in iOS 14; called alongside `locationManagerDidChangeAuthorization`.
     func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus)
+    /// A GPSLocation addition: gpsd activated or deactivated a receiver (plugged in, unplugged,
+    /// `gpsdctl add/remove`). When the receiver being followed goes away, the delegate also
+    /// gets `CLError.locationUnknown` saying so.
+    func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent)
 }
 
 extension CLLocationManagerDelegate {
@@ -27,6 +31,7 @@ extension CLLocationManagerDelegate {
     public func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {}
     public func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {}
     public func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus) {}
+    public func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {}
 }
 
 /// CoreLocation's location manager, on Linux, over gpsd.
@@ -110,6 +115,14 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         get { lock.withLock { staleness.timeout } }
         set { lock.withLock { staleness.timeout = newValue } }
     }
+    /// Which receiver to follow when gpsd reports several (default `.bestFix`; see
+    /// `ReceiverSelectionStage` for the exact rule).
+    public var receiverSelection: ReceiverSelection {
+        get { lock.withLock { receivers.selection } }
+        set { lock.withLock { receivers.selection = newValue } }
+    }
+    /// The device path whose fixes are being delivered, once one has been chosen.
+    public var followedReceiver: String? { lock.withLock { receivers.selected } }
     /// True while updates run and no usable fix has come for `staleFixTimeout`: `location`
     /// is the last one known, not the current position.
     public var isLocationStale: Bool { lock.withLock { staleness.isStale } }
@@ -147,6 +160,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private var filter = DistanceFilterStage()
     private var timeOrder = TimeOrderStage()
     private var staleness = FixStalenessMonitor()
+    private var receivers = ReceiverSelectionStage()
     private var lastSeenFix: Fix?
     /// Fires once when the staleness deadline passes; idle (no wakeups) otherwise.
     private var stalenessTimer: (any DispatchSourceTimer)?
@@ -172,6 +186,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         case failure(CLError)
         case authorization
         case sourceEnded
+        case receiver(DeviceEvent)
     }
 
     /// Called on `delegateQueue` after the delegate has heard that the source stopped for good
@@ -347,6 +362,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             filter.reset()
             timeOrder.reset()
             staleness.reset()
+            receivers.reset()
             lastSeenFix = nil
             stalenessTimer?.schedule(deadline: .distantFuture)
             if !keepCallbacks {
@@ -381,14 +397,20 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             // A replay's clock is known only from fixes that carry a time.
             let clockKnown = source.isLive || fix.time != nil
             if clockKnown { staleness.heard(clock: now) }
-            if validity.check(fix, now: now) != nil {
+            let rejection = validity.check(fix, now: now)
+            let candidate = rejection == nil ? accuracyStage.location(from: fix) : nil
+            receivers.lossTimeout = staleness.effectiveTimeout
+            guard receivers.admits(device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: now) else {
+                lock.unlock()
+                return
+            }
+            guard let candidate else {
                 let stale = continuous && clockKnown ? staleness.check(clock: now) : nil
                 let last = lastLocation?.timestamp
                 lock.unlock()
                 if let stale { enqueue(.failure(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last)))) }
                 return
             }
-            let candidate = accuracyStage.location(from: fix)
             if timeOrder.check(candidate) != nil {
                 lock.unlock()
                 return
@@ -451,7 +473,23 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 enqueue(.failure(error))
             }
             enqueue(.sourceEnded)
-        case .sky, .device:
+        case .device(let event):
+            let (active, lostFollowed, last) = lock.withLock { () -> (Bool, Bool, Date?) in
+                guard expected == generation, continuous || oneShot != nil else { return (false, false, nil) }
+                let lost = receivers.deviceChanged(event)
+                let none = !event.activated && receivers.selected == nil
+                if lost || none { staleness.reportedElsewhere() }
+                return (true, lost || none, lastLocation?.timestamp)
+            }
+            guard active else { return }
+            enqueue(.receiver(event))
+            if lostFollowed {
+                var message = "gpsd deactivated the receiver \(event.path) (unplugged, or removed with `gpsdctl remove`)"
+                if let last { message += "; the last location (\(iso8601Milliseconds(last))) is kept" }
+                message += " — locations resume when it or another receiver is back; check the cable and `gpsloc doctor`"
+                enqueue(.failure(CLError(.locationUnknown, message: message)))
+            }
+        case .sky:
             break
         }
     }
@@ -551,6 +589,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                     delegate?.locationManager(self, didChangeAuthorization: authorizer.status)
                 case .sourceEnded:
                     onSourceEnded?()
+                case .receiver(let event):
+                    delegate?.locationManager(self, didChangeReceiver: event)
                 }
             }
         }

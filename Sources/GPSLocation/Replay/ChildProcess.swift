@@ -76,6 +76,20 @@ final class ChildProcess: @unchecked Sendable {
         return true
     }
 
+    /// The process IDs of the child's own children (from /proc), e.g. the gpsd a gpsfake started.
+    func grandchildren() -> [pid_t] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+        return entries.compactMap { entry -> pid_t? in
+            guard let candidate = pid_t(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // After "pid (comm) ": the state, then the parent's PID.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && pid_t(fields[1]) == pid ? candidate : nil
+        }
+    }
+
     /// SIGTERM, then SIGKILL after two seconds, and reaps the child. Idempotent.
     func terminate() {
         guard isRunning else { return }

@@ -21,9 +21,11 @@ public final class GPSFakeServer: Sendable {
     /// Starts gpsfake. `cycle` is the delay between sentences in seconds (gpsfake `-c`);
     /// `baudRate` the fake serial speed (`-s`).
     /// `port`: listen there (e.g. to restart gpsd where clients expect it), or nil for a free one.
-    public init(log: URL, cycle: Double? = nil, baudRate: Int = 38400, port requestedPort: Int? = nil) throws(GPSFakeError) {
+    /// `moreLogs`: further recordings, each played on its own pseudo-terminal, so gpsd sees
+    /// several receivers at once.
+    public init(log: URL, moreLogs: [URL] = [], cycle: Double? = nil, baudRate: Int = 38400, port requestedPort: Int? = nil) throws(GPSFakeError) {
         guard Self.isInstalled else { throw .notInstalled }
-        guard FileManager.default.isReadableFile(atPath: log.path) else { throw .unreadableLog(log.path) }
+        for file in [log] + moreLogs where !FileManager.default.isReadableFile(atPath: file.path) { throw .unreadableLog(file.path) }
         self.log = log
         let port: Int
         if let requestedPort {
@@ -41,7 +43,7 @@ public final class GPSFakeServer: Sendable {
         }
         var arguments = ["-P", String(port), "-1", "-p", "-q", "-s", String(baudRate)]
         if let cycle { arguments += ["-c", String(cycle)] }
-        arguments.append(log.path)
+        arguments += ([log] + moreLogs).map(\.path)
         var environment = ProcessInfo.processInfo.environment
         environment["TMPDIR"] = workDirectory.path
         do {
@@ -57,11 +59,11 @@ public final class GPSFakeServer: Sendable {
 
     /// Starts gpsfake and waits until its gpsd listens, trying again (on a new port) when a
     /// start fails — under heavy load gpsfake occasionally exits before its gpsd is up.
-    public static func started(log: URL, cycle: Double? = nil, attempts: Int = 3) async throws(GPSFakeError) -> GPSFakeServer {
+    public static func started(log: URL, moreLogs: [URL] = [], cycle: Double? = nil, attempts: Int = 3) async throws(GPSFakeError) -> GPSFakeServer {
         var attempt = 0
         while true {
             attempt += 1
-            let server = try GPSFakeServer(log: log, cycle: cycle)
+            let server = try GPSFakeServer(log: log, moreLogs: moreLogs, cycle: cycle)
             do {
                 try await server.waitUntilListening()
                 return server
@@ -121,7 +123,15 @@ public final class GPSFakeServer: Sendable {
 
     /// Stops gpsfake (and with it its gpsd) by PID, and removes its TMPDIR.
     public func stop() {
+        // gpsfake stops its gpsd when it handles SIGTERM; if it is too slow to (a loaded
+        // machine) it gets SIGKILL, and its gpsd would live on, holding the port: stop that too.
+        let daemons = child.isRunning ? child.grandchildren() : []
         child.terminate()
+        for daemon in daemons where kill(daemon, 0) == 0 {
+            kill(daemon, SIGTERM)
+            for _ in 0..<100 where kill(daemon, 0) == 0 { usleep(10_000) }
+            if kill(daemon, 0) == 0 { kill(daemon, SIGKILL) }
+        }
         try? FileManager.default.removeItem(at: workDirectory)
     }
 

@@ -1,0 +1,107 @@
+import Foundation
+
+/// Which receiver a manager follows when gpsd reports several.
+///
+/// Interleaving two receivers would make the location jump between their (different) errors
+/// every epoch, so the pipeline delivers one receiver's fixes at a time.
+public enum ReceiverSelection: Sendable, Hashable, CustomStringConvertible {
+    /// The receiver with the best fix (the default; see `ReceiverSelectionStage` for the rule).
+    case bestFix
+    /// Only this device path (e.g. `/dev/ttyACM0`); fixes from others are ignored. To have gpsd
+    /// itself send only one device, use `GPSDEndpoint.device` instead (or as well).
+    case path(String)
+
+    public var description: String {
+        switch self {
+        case .bestFix: "the receiver with the best fix"
+        case .path(let path): path
+        }
+    }
+}
+
+/// Chooses the receiver whose fixes are delivered.
+///
+/// The rule for `.bestFix`: the first receiver with a usable fix is followed. Another one takes
+/// over when the followed one
+/// - is deactivated by gpsd (unplugged, or removed with `gpsdctl remove`), or
+/// - has had no usable fix for `lossTimeout` seconds (by the source's clock), or
+/// - reports a lower fix mode than the other (2D against 3D), or
+/// - is at least twice less accurate (68 % horizontal) than the other at the same mode for
+///   `betterStreak` consecutive fixes of the other (hysteresis: no flapping between two similar
+///   receivers).
+///
+/// Fixes that name no device (an NMEA replay, one receiver) always pass.
+public struct ReceiverSelectionStage: Sendable {
+    public var selection: ReceiverSelection
+    /// Seconds without a usable fix after which the followed receiver is given up.
+    public var lossTimeout: TimeInterval
+    public var betterStreak: Int
+    /// The device followed now, if any.
+    public private(set) var selected: String?
+
+    private struct Record {
+        var usable = false
+        var mode = FixMode.notSeen
+        var horizontal = Double.infinity
+        var lastUsable: Date?
+        var streak = 0
+    }
+    private var records: [String: Record] = [:]
+
+    public init(selection: ReceiverSelection = .bestFix, lossTimeout: TimeInterval = 3, betterStreak: Int = 5) {
+        self.selection = selection
+        self.lossTimeout = lossTimeout
+        self.betterStreak = betterStreak
+    }
+
+    /// Whether a fix from `device` goes on. `horizontalAccuracy` is nil for an unusable fix
+    /// (no fix, or rejected as invalid) and `.infinity` when the receiver gave no estimate.
+    public mutating func admits(device: String?, mode: FixMode, horizontalAccuracy: Double?, clock: Date) -> Bool {
+        guard let device else { return true }
+        var record = records[device] ?? Record()
+        record.usable = horizontalAccuracy != nil
+        record.mode = mode
+        record.horizontal = horizontalAccuracy ?? .infinity
+        if record.usable { record.lastUsable = clock }
+        records[device] = record
+
+        if case .path(let path) = selection {
+            if device == path { selected = path }
+            return device == path
+        }
+        guard record.usable else { return device == selected }
+        guard let current = selected, current != device, let followed = records[current] else {
+            selected = device
+            return true
+        }
+        // Silent, or reporting no fix, for too long.
+        let lost = clock.timeIntervalSince(followed.lastUsable ?? .distantPast) >= lossTimeout
+        let higherMode = followed.usable && record.mode > followed.mode
+        if record.mode == followed.mode && record.horizontal <= followed.horizontal / 2 {
+            records[device]?.streak += 1
+        } else {
+            records[device]?.streak = 0
+        }
+        if lost || higherMode || (records[device]?.streak ?? 0) >= betterStreak {
+            selected = device
+            for key in records.keys { records[key]?.streak = 0 }
+            return true
+        }
+        return false
+    }
+
+    /// gpsd activated or deactivated a device. Returns true when the followed receiver went away.
+    @discardableResult
+    public mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
+        guard !event.activated else { return false }
+        records[event.path] = nil
+        guard event.path == selected else { return false }
+        if case .bestFix = selection { selected = nil }
+        return true
+    }
+
+    public mutating func reset() {
+        records.removeAll()
+        selected = nil
+    }
+}

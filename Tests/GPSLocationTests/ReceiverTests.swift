@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+
+@Suite("receivers: selection among several, removal and return")
+struct ReceiverSelectionTests {
+    let t0 = Date(timeIntervalSince1970: 1_781_510_400)
+
+    @Test("the first usable receiver is followed; a similar one never takes over")
+    func followFirst() {
+        let stage = SelectionBox(ReceiverSelectionStage())
+        #expect(!stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0), "no fix yet")
+        #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: t0))
+        #expect(stage.selected == "/dev/b")
+        for second in 1...30 {
+            let clock = t0 + Double(second)
+            #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3, clock: clock))
+            #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: clock))
+        }
+        #expect(stage.admits(device: nil, mode: .twoDimensional, horizontalAccuracy: 9, clock: t0), "fixes naming no device always pass")
+    }
+
+    @Test("3D beats 2D at once; twice as accurate takes over after five fixes in a row")
+    func takeOver() {
+        let stage = SelectionBox(ReceiverSelectionStage())
+        #expect(stage.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 5, clock: t0))
+        #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1), "higher mode")
+        #expect(stage.selected == "/dev/b")
+        var clock = t0 + 2
+        // One fix that is not twice as good starts the count again.
+        #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock))
+        #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 4.1, clock: clock))
+        for index in 1...5 {
+            clock += 1
+            #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: clock) == (index < 5 || stage.selected == "/dev/b"))
+            let admitted = stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock)
+            #expect(admitted == (index == 5), "fix \(index)")
+        }
+        #expect(stage.selected == "/dev/a")
+    }
+
+    @Test("a receiver without a usable fix for lossTimeout is given up")
+    func lost() {
+        let stage = SelectionBox(ReceiverSelectionStage(lossTimeout: 3))
+        #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
+        #expect(stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0 + 1), "the followed receiver's no-fix goes on (to the staleness check)")
+        #expect(!stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 2), "a dropout is not a loss yet")
+        #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 3))
+        #expect(stage.selected == "/dev/b")
+    }
+
+    @Test("deactivation hands over to the next receiver with a fix; a pinned path never changes")
+    func deactivation() {
+        let stage = SelectionBox(ReceiverSelectionStage())
+        #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
+        #expect(!stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one")
+        #expect(stage.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
+        #expect(stage.selected == nil)
+        #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 30, clock: t0 + 0.1))
+
+        let pinned = SelectionBox(ReceiverSelectionStage(selection: .path("/dev/a")))
+        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0))
+        #expect(pinned.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 50, clock: t0))
+        #expect(pinned.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
+        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 + 10))
+    }
+
+    static let gpsdctlAvailable = Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: GPSDServer.gpsdctlExecutable)
+
+    /// A simulated receiver on a pseudo-terminal playing a fixture at ten times its rate.
+    static func receiver(_ fixture: String) throws -> PseudoTerminalReceiver {
+        let text = try String(contentsOf: Paths.fixtures.appendingPathComponent(fixture), encoding: .utf8)
+        let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
+        receiver.start()
+        return receiver
+    }
+
+    @Test("gpsdctl remove and add during a replay: reported both ways, updates resume", .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
+    func removeAndAdd() async throws {
+        let receiver = try Self.receiver("clean-1hz-multi.nmea")
+        defer { receiver.stop() }
+        let server = try GPSDServer(devices: [receiver.path])
+        defer { server.stop() }
+        try server.waitUntilListening()
+        let (manager, delegate) = Self.manager(server.endpoint)
+        defer { manager.stopUpdatingLocation() }
+        #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 5 })
+        #expect(manager.followedReceiver == receiver.path)
+
+        let removed = Date()
+        #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
+        #expect(await waitUntilAsync(timeout: 2) { delegate.receiverEvents.contains { !$0.activated } }, "deactivation reported")
+        #expect(await waitUntilAsync(timeout: 2) { delegate.errors.contains { $0.message.contains("gpsd deactivated the receiver \(receiver.path)") } })
+        let lossDelay = (delegate.firstDeactivation ?? Date()).timeIntervalSince(removed)
+        try await Task.sleep(for: .milliseconds(300))
+        let whileRemoved = delegate.locationCount
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(delegate.locationCount == whileRemoved, "nothing while the receiver is out")
+        #expect(!delegate.errors.contains { $0.message.hasPrefix("no usable position fix") }, "the removal was reported once, not again as staleness")
+
+        let added = Date()
+        #expect(try server.gpsdctl("add", device: receiver.path) == 0)
+        #expect(await waitUntilAsync(timeout: 3) { delegate.receiverEvents.last?.activated == true }, "reactivation reported: \(delegate.receiverEvents)")
+        #expect(await waitUntilAsync(timeout: 3) { delegate.locationCount >= whileRemoved + 5 }, "locations resume")
+        let resumeDelay = (delegate.arrival(of: whileRemoved) ?? Date()).timeIntervalSince(added)
+        print(String(format: "receivers: deactivation reported %.3f s after gpsdctl remove; locations resumed %.3f s after gpsdctl add", lossDelay, resumeDelay))
+        #expect(lossDelay < 2 && resumeDelay < 2)
+        let times = delegate.times
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals")
+        #expect(delegate.receiverEvents.map(\.path).allSatisfy { $0 == receiver.path })
+    }
+
+    @Test("two receivers: one is followed, never interleaved; removing it hands over to the other", .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
+    func twoReceivers() async throws {
+        // clean-1hz-multi has a 3D fix from its first cycles; the drive starts with 8 s of no fix.
+        let clean = try Self.receiver("clean-1hz-multi.nmea")
+        defer { clean.stop() }
+        let drive = try Self.receiver("drive-1hz-gp.nmea")
+        defer { drive.stop() }
+        let server = try GPSDServer(devices: [clean.path, drive.path])
+        defer { server.stop() }
+        try server.waitUntilListening()
+        let (manager, delegate) = Self.manager(server.endpoint)
+        defer { manager.stopUpdatingLocation() }
+        #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 20 })
+        #expect(manager.followedReceiver == clean.path, "the first receiver with a fix")
+        #expect(Set(delegate.devices) == [clean.path], "one receiver at a time")
+        let before = delegate.locationCount
+        #expect(try server.gpsdctl("remove", device: clean.path) == 0)
+        #expect(await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 }, "the other receiver takes over")
+        #expect(manager.followedReceiver == drive.path)
+        // The device sequence switches exactly once.
+        let devices = delegate.devices
+        let switches = zip(devices, devices.dropFirst()).count { $0 != $1 }
+        #expect(switches == 1 && devices.last == drive.path, "\(devices)")
+        let times = delegate.times
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals across the switch")
+    }
+
+    static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {
+        let manager = CLLocationManager(
+            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)), authorizer: grantedAuthorizer(.authorizedAlways))
+        manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
+        manager.maximumBatch = .max
+        let delegate = ReceiverDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        return (manager, delegate)
+    }
+}
+
+/// The stage behind a reference, so `#expect` can call its mutating methods.
+final class SelectionBox {
+    var stage: ReceiverSelectionStage
+    init(_ stage: ReceiverSelectionStage) { self.stage = stage }
+    var selected: String? { stage.selected }
+    func admits(device: String?, mode: FixMode, horizontalAccuracy: Double?, clock: Date) -> Bool {
+        stage.admits(device: device, mode: mode, horizontalAccuracy: horizontalAccuracy, clock: clock)
+    }
+    func deviceChanged(_ event: DeviceEvent) -> Bool { stage.deviceChanged(event) }
+}
+
+/// Records locations (with their devices and arrival times), errors and receiver events.
+final class ReceiverDelegate: CLLocationManagerDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var locations: [(Date, CLLocation)] = []
+    private var _errors: [CLError] = []
+    private var events: [(Date, DeviceEvent)] = []
+
+    var locationCount: Int { lock.withLock { locations.count } }
+    var times: [Date] { lock.withLock { locations.map(\.1.timestamp) } }
+    var devices: [String] { lock.withLock { locations.map { $0.1.gnss?.device ?? "?" } } }
+    var errors: [CLError] { lock.withLock { _errors } }
+    var receiverEvents: [DeviceEvent] { lock.withLock { events.map(\.1) } }
+    var firstDeactivation: Date? { lock.withLock { events.first { !$0.1.activated }?.0 } }
+    func arrival(of index: Int) -> Date? { lock.withLock { index < locations.count ? locations[index].0 : nil } }
+
+    func locationManager(_ manager: CLLocationManager, didUpdateLocations batch: [CLLocation]) {
+        let now = Date()
+        lock.withLock { locations += batch.map { (now, $0) } }
+    }
+    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
+        lock.withLock { _errors.append(error as! CLError) }
+    }
+    func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {
+        let now = Date()
+        lock.withLock { events.append((now, receiver)) }
+    }
+}
