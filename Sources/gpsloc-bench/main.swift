@@ -34,6 +34,23 @@ func syntheticDrive(count: Int) -> [Fix] {
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 
+// The soak benchmark's processes (Soak.swift).
+if arguments.first == "serve" {
+    try serve(Array(arguments.dropFirst()))
+    exit(0)
+}
+if arguments.first == "baseline" {
+    // A process that has used Dispatch once and then only waits: the wakeup floor of any
+    // Dispatch-based program on Linux, for comparison.
+    DispatchQueue.global().async {}
+    waitForSignals()
+    exit(0)
+}
+if arguments.first == "consume" {
+    try consume(Array(arguments.dropFirst()))
+    exit(0)
+}
+
 // `gpsloc-bench nmea FILE`: parse + epoch assembly throughput over a recording, best of 3.
 if arguments.first == "nmea", arguments.count >= 2 {
     let data = try Data(contentsOf: URL(fileURLWithPath: arguments[1]))
