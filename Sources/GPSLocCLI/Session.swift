@@ -156,7 +156,10 @@ final class Session: @unchecked Sendable {
             clock = recordingNow ?? fix.time ?? Date(timeIntervalSince1970: 0)
         }
         staleness.heard(clock: clock)
-        let outcome = pipeline.process(fix, now: clock)
+        let outcome = pipeline.process(fix, now: clock, arrival: now != nil ? TimeOrderStage.monotonicNow() : nil)
+        if let step = pipeline.timeOrder.resynchronized {
+            sink.diagnostic(code: "timeResynchronized", message: String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", step))
+        }
         switch outcome {
         case .rejected(let rejection):
             if case .duplicate = rejection {} else { checkStaleness(clock: clock) }
@@ -173,16 +176,8 @@ final class Session: @unchecked Sendable {
             lastDelivered = location.timestamp
             sink.location(location)
         case .rejected(let rejection):
-            let code: String
-            switch rejection {
-            case .noFix: code = "noFix"
-            case .stale: code = "stale"
-            case .missingTime: code = "noTime"
-            case .future: code = "future"
-            case .backwards: code = "timeWentBack"
-            case .duplicate: return
-            default: code = "invalidFix"
-            }
+            if case .duplicate = rejection { return }
+            let code = rejection.code
             if lastReason != code {
                 lastReason = code
                 sink.diagnostic(code: code, message: rejection.description)

@@ -138,6 +138,37 @@ struct ReceiverSelectionTests {
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals across the switch")
     }
 
+    @Test(
+        "gpsloc watch: an unplugged receiver is a device line and one error; plugged back, locations again",
+        .enabled(if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), Conditions.gpsdMissingReason))
+    func watchSeesRemoval() throws {
+        let receiver = try Self.receiver("clean-1hz-multi.nmea")
+        defer { receiver.stop() }
+        let server = try GPSDServer(devices: [receiver.path])
+        defer { server.stop() }
+        try server.waitUntilListening()
+        let config = try GPSLocBinary.makeConfigHome()
+        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
+        let (process, reader) = try GPSLocBinary.launch(
+            ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1e9"], configHome: config)
+        let locations = { (lines: [(time: Date, text: String)]) in lines.count { $0.text.contains("\"type\":\"location\"") } }
+        #expect(reader.waitFor(timeout: 10) { locations($0) >= 5 })
+        #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
+        #expect(reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"activated\":false") } })
+        Thread.sleep(forTimeInterval: 1.5)  // long enough for a staleness report, which must not come
+        #expect(try server.gpsdctl("add", device: receiver.path) == 0)
+        var before = 0
+        _ = reader.waitFor(timeout: 0) { before = locations($0); return true }
+        #expect(reader.waitFor(timeout: 5) { locations($0) >= before + 5 }, "locations again after gpsdctl add")
+        process.terminate()
+        process.waitUntilExit()
+        let lines = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
+        let errors = lines.filter { $0["type"] as? String == "error" }.compactMap { $0["message"] as? String }
+        #expect(errors.count == 1 && errors.first?.contains("gpsd deactivated the receiver \(receiver.path)") == true, "\(errors)")
+        let devices = lines.filter { $0["type"] as? String == "device" }.compactMap { $0["activated"] as? Bool }
+        #expect(devices.first == true && devices.contains(false) && devices.last == true, "\(devices)")
+    }
+
     static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {
         let manager = CLLocationManager(
             source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)), authorizer: grantedAuthorizer(.authorizedAlways))

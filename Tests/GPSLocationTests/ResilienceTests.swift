@@ -33,6 +33,31 @@ struct ResilienceTests {
         #expect(stage.check(location(t, .threeDimensional, 1)) == .duplicate, "one location per epoch")
         #expect(stage.check(location(t - 1, .threeDimensional, 1)) == .backwards(by: 1))
         #expect(stage.check(location(t + 1, .twoDimensional, 9)) == nil)
+
+        // Live: a fix dated far ahead of the time that has passed is dropped, and does not hold
+        // back the correct fixes after it.
+        var live = TimeOrderStage()
+        #expect(live.check(location(t, .threeDimensional, 3), arrival: 100) == nil)
+        #expect(live.check(location(t + 3600, .threeDimensional, 3), arrival: 101) == .jumped(ahead: 3599))
+        #expect(live.check(location(t + 2, .threeDimensional, 3), arrival: 102) == nil)
+        #expect(live.check(location(t + 60, .threeDimensional, 3), arrival: 160) == nil, "a real outage is no jump")
+        // A clock that really stepped is followed after three consistent fixes, and says so.
+        #expect(live.check(location(t + 7260, .threeDimensional, 3), arrival: 161) != nil)
+        #expect(live.check(location(t + 7261, .threeDimensional, 3), arrival: 162) != nil)
+        #expect(live.check(location(t + 7262, .threeDimensional, 3), arrival: 163) == nil)
+        #expect(live.resynchronized == 7202)
+        #expect(live.check(location(t + 7263, .threeDimensional, 3), arrival: 164) == nil)
+        #expect(live.resynchronized == nil)
+
+        // A replay that loops back in time is followed again after three fixes.
+        var replay = TimeOrderStage()
+        #expect(replay.check(location(t, .threeDimensional, 3)) == nil)
+        #expect(replay.check(location(t + 1, .threeDimensional, 3)) == nil)
+        #expect(replay.check(location(t + 9000, .threeDimensional, 3)) == nil, "no jump check without arrival times")
+        #expect(replay.check(location(t - 50, .threeDimensional, 3)) == .backwards(by: 9050))
+        #expect(replay.check(location(t - 49, .threeDimensional, 3)) == .backwards(by: 9049))
+        #expect(replay.check(location(t - 48, .threeDimensional, 3)) == nil)
+        #expect(replay.resynchronized == -9048)
     }
 
     @Test(

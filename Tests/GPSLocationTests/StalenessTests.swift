@@ -117,7 +117,9 @@ struct StalenessTests {
         #expect(waitUntil(timeout: 5) { delegate.reports.count == 1 })
         let sent = Date()
         let report = try #require(delegate.reports.first)
-        #expect(report.message.contains("no usable position fix for 1.0 s"), "10 Hz → 1 s: \(report.message)")
+        // 10 Hz → 1 s (the timer may fire a little late on a loaded machine; the message says when).
+        let silence = report.message.split(separator: " ").dropFirst(5).first.flatMap { Double($0) } ?? 0
+        #expect(report.message.hasPrefix("no usable position fix for ") && silence >= 1 && silence < 2.5, "\(report.message)")
         #expect(report.stale && report.hadLocation)
         Thread.sleep(forTimeInterval: 1.5)
         #expect(delegate.reports.count == 1, "once")

@@ -172,6 +172,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private var warnedNoDelegate = false
     private var initialAuthorizationReported = false
     private var loggedMessages: Set<String> = []
+    private var lastDiagnostic: [String: Date] = [:]
     private var authorizerObservation: UUID?
     private var pending: [Event] = []
     private var drainScheduled = false
@@ -411,16 +412,26 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 if let stale { enqueue(.failure(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last)))) }
                 return
             }
-            if timeOrder.check(candidate) != nil {
+            let rejected = timeOrder.check(candidate, arrival: source.isLive ? TimeOrderStage.monotonicNow() : nil)
+            let stepped = timeOrder.resynchronized
+            if let rejected {
                 lock.unlock()
+                switch rejected {
+                case .backwards, .jumped: diagnose(rejected.code, rejected.description)
+                default: break
+                }
                 return
             }
+
             if continuous {
                 staleness.fix(time: candidate.timestamp, clock: now)
                 armStalenessTimer(after: staleness.effectiveTimeout)
             }
             let desired = storedDesiredAccuracy
             lock.unlock()
+            if let stepped {
+                diagnose("timeResynchronized", String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", stepped))
+            }
             let decision = authorizer.decide(candidate, now: now)
             lock.lock()
             switch decision {
@@ -594,6 +605,27 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// How much further ahead of the last location a live fix may be dated than the time that
+    /// has passed since it (default 5 s; see `TimeOrderStage`). `.infinity` turns the check off —
+    /// for a gpsd fed faster than real time (gpsfake with a short cycle), where recorded gaps
+    /// pass quicker than they did.
+    public var timeJumpTolerance: TimeInterval {
+        get { lock.withLock { timeOrder.jumpTolerance } }
+        set { lock.withLock { timeOrder.jumpTolerance = newValue } }
+    }
+
+    /// Dropped fixes are not errors for the app, but must not vanish without a word: one line
+    /// to stderr per kind per minute.
+    private func diagnose(_ code: String, _ message: String) {
+        let now = Date()
+        let due = lock.withLock { () -> Bool in
+            if let last = lastDiagnostic[code], now.timeIntervalSince(last) < 60 { return false }
+            lastDiagnostic[code] = now
+            return true
+        }
+        if due { FileHandle.standardError.write(Data("GPSLocation: \(message) [\(code)]\n".utf8)) }
     }
 
     /// Writes `message` to stderr the first time this manager meets it.

@@ -33,10 +33,11 @@ public struct LocationPipeline: Sendable {
         self.distanceFilter = distanceFilter
     }
 
-    public mutating func process(_ fix: Fix, now: Date) -> Outcome {
+    /// `arrival`: when the fix arrived by a monotonic clock, live (see `TimeOrderStage`); nil in a replay.
+    public mutating func process(_ fix: Fix, now: Date, arrival: Double? = nil) -> Outcome {
         if let rejection = validity.check(fix, now: now) { return .rejected(rejection) }
         let location = accuracy.location(from: fix)
-        if let rejection = timeOrder.check(location) { return .rejected(rejection) }
+        if let rejection = timeOrder.check(location, arrival: arrival) { return .rejected(rejection) }
         switch gate.decide(location, now: now) {
         case .withhold(let error):
             return .withheld(error)

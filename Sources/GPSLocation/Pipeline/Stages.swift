@@ -20,8 +20,25 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
     case future(ahead: TimeInterval)
     /// Older than the last location that passed: time went backwards (seconds back).
     case backwards(by: TimeInterval)
+    /// Live: dated further ahead of the last location than the time that has passed since it
+    /// (seconds too far ahead) — a wrongly dated fix.
+    case jumped(ahead: TimeInterval)
     /// The same time as the last location that passed: a repeat.
     case duplicate
+
+    /// A short stable name (the NDJSON diagnostic `code`).
+    public var code: String {
+        switch self {
+        case .noFix: "noFix"
+        case .missingCoordinate, .outOfRange: "invalidFix"
+        case .missingTime: "noTime"
+        case .stale: "stale"
+        case .future: "future"
+        case .backwards: "timeWentBack"
+        case .jumped: "timeJumped"
+        case .duplicate: "duplicate"
+        }
+    }
 
     public var description: String {
         switch self {
@@ -33,6 +50,8 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         case .future(let ahead):
             String(format: "the fix is dated %.0f s in the future — the receiver's clock (or date rollover) is wrong; check `gpspipe -w` and the receiver's firmware", ahead)
         case .backwards(let seconds): String(format: "the fix's time went back by %.3f s; it is dropped", seconds)
+        case .jumped(let seconds):
+            String(format: "the fix's time jumped %.1f s further ahead than the time that has passed; it is dropped (followed once the receiver keeps to it)", seconds)
         case .duplicate: "a repeat of the last location"
         }
     }
@@ -66,26 +85,95 @@ public struct ValidityStage: Sendable {
     }
 }
 
-/// Keeps delivery in strict time order: a location older than the last one that passed is
-/// dropped (time went backwards — after a reconnect, or a confused receiver), and one with the
-/// same time is a repeat. gpsd reports an epoch more than once while it learns a receiver's
-/// cycle (after every (re)connection); only the first report of each epoch is delivered, so an
-/// app never sees two locations with one timestamp.
+/// Keeps delivery in time order and rejects implausible time jumps.
+///
+/// - A location older than the last one that passed is dropped (`backwards`: after a
+///   reconnect, or a confused receiver), and one with the same time is a repeat (`duplicate`):
+///   gpsd reports an epoch more than once while it learns a receiver's cycle (after every
+///   (re)connection), and only the first report of each epoch is delivered.
+/// - Live (when the caller passes `arrival`, a monotonic clock in seconds), a location dated
+///   further ahead of the last one than the time that has passed since that one arrived, plus
+///   `jumpTolerance`, is dropped (`jumped`): one wrongly dated fix must not be delivered, nor
+///   hold back every correct fix after it.
+/// - A receiver whose clock really did step (set after a cold start, a corrected week
+///   rollover, a recording that loops) is followed again after `confirmations` consecutive
+///   fixes that agree with each other on the new time; `resynchronized` then says by how much
+///   time stepped, for the caller to report.
 public struct TimeOrderStage: Sendable {
+    /// Seconds a live fix may run ahead of the elapsed time since the last one (default 5).
+    public var jumpTolerance: TimeInterval
+    /// Consistent fixes that confirm a stepped clock (default 3).
+    public var confirmations: Int
+    /// Set by the `check` that accepted a new timeline: the step in seconds (negative: back).
+    public private(set) var resynchronized: TimeInterval?
+
     private var last: Date?
+    private var lastArrival: Double?
+    private var candidate: (time: Date, arrival: Double?, count: Int)?
 
-    public init() {}
-
-    public mutating func check(_ location: CLLocation) -> FixRejection? {
-        if let last {
-            if location.timestamp < last { return .backwards(by: last.timeIntervalSince(location.timestamp)) }
-            if location.timestamp == last { return .duplicate }
-        }
-        last = location.timestamp
-        return nil
+    public init(jumpTolerance: TimeInterval = 5, confirmations: Int = 3) {
+        self.jumpTolerance = jumpTolerance
+        self.confirmations = confirmations
     }
 
-    public mutating func reset() { last = nil }
+    /// Checks `location`; `arrival` is when it arrived by a monotonic clock (live), or nil
+    /// (a replay, whose gaps are the recording's own).
+    public mutating func check(_ location: CLLocation, arrival: Double? = nil) -> FixRejection? {
+        resynchronized = nil
+        let time = location.timestamp
+        guard let last else {
+            accept(time, arrival)
+            return nil
+        }
+        let step = time.timeIntervalSince(last)
+        if step == 0 { return .duplicate }
+        var rejection: FixRejection?
+        if step < 0 {
+            rejection = .backwards(by: -step)
+        } else if let arrival, let lastArrival, step > arrival - lastArrival + jumpTolerance {
+            rejection = .jumped(ahead: step - (arrival - lastArrival))
+        }
+        guard let rejection else {
+            candidate = nil
+            accept(time, arrival)
+            return nil
+        }
+        // Does this fix continue the timeline of the rejected ones before it?
+        if let previous = candidate, time > previous.time,
+            arrival == nil || previous.arrival == nil
+                || time.timeIntervalSince(previous.time) <= arrival! - previous.arrival! + jumpTolerance
+        {
+            candidate = (time, arrival, previous.count + 1)
+        } else {
+            candidate = (time, arrival, 1)
+        }
+        if let confirmed = candidate, confirmed.count >= confirmations {
+            candidate = nil
+            accept(time, arrival)
+            resynchronized = step
+            return nil
+        }
+        return rejection
+    }
+
+    private mutating func accept(_ time: Date, _ arrival: Double?) {
+        last = time
+        lastArrival = arrival
+    }
+
+    public mutating func reset() {
+        last = nil
+        lastArrival = nil
+        candidate = nil
+        resynchronized = nil
+    }
+
+    /// A monotonic clock in seconds, for `arrival`.
+    public static func monotonicNow() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
 }
 
 /// Stage 2: gpsd's error estimates become CoreLocation accuracies, and each location gets its tier.
