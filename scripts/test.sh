@@ -18,4 +18,4 @@ if [ "$status" -eq 124 ]; then
 fi
 [ "$status" -eq 0 ] || exit "$status"
 # The manager's threading, under Thread Sanitizer (a separate instrumented build).
-timeout 1200 swift test --sanitize=thread --filter "ManagerTests|PortedCodeTests"
+timeout 1200 swift test --sanitize=thread --filter "ManagerTests|PortedCodeTests|StalenessTests"
