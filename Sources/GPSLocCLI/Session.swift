@@ -85,6 +85,8 @@ final class Session: @unchecked Sendable {
     private var lastReason: String?
     private var recordingNow: Date?
     private var staleness: FixStalenessMonitor
+    /// With several receivers, the one whose fixes are shown (the best fix; see `ReceiverSelectionStage`).
+    private var receivers = ReceiverSelectionStage()
     private var lastDelivered: Date?
     /// Live sessions only: fires once at the staleness deadline (no wakeups otherwise).
     private var timer: (any DispatchSourceTimer)?
@@ -118,7 +120,9 @@ final class Session: @unchecked Sendable {
     func device(_ event: DeviceEvent) {
         lock.withLock {
             sink.device(event)
-            guard !event.activated else { return }
+            let followed = receivers.deviceChanged(event)
+            // Another receiver that was not being shown going away changes nothing.
+            guard !event.activated, followed || receivers.selected == nil else { return }
             staleness.reportedElsewhere()
             var message = "gpsd deactivated the receiver \(event.path) (unplugged, or removed with `gpsdctl remove`)"
             if let lastDelivered { message += "; the last location (\(iso8601Milliseconds(lastDelivered))) is kept" }
@@ -156,6 +160,13 @@ final class Session: @unchecked Sendable {
             clock = recordingNow ?? fix.time ?? Date(timeIntervalSince1970: 0)
         }
         staleness.heard(clock: clock)
+        let usable = pipeline.validity.check(fix, now: clock) == nil
+        receivers.lossTimeout = staleness.effectiveTimeout
+        guard
+            receivers.admits(
+                device: fix.device, mode: fix.mode, horizontalAccuracy: usable ? AccuracyStage.horizontalAccuracy(fix.errors) ?? .infinity : nil,
+                clock: clock)
+        else { return }
         let outcome = pipeline.process(fix, now: clock, arrival: now != nil ? TimeOrderStage.monotonicNow() : nil)
         if let step = pipeline.timeOrder.resynchronized {
             sink.diagnostic(code: "timeResynchronized", message: String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", step))

@@ -10,7 +10,8 @@ struct ReceiverSelectionTests {
     @Test("the first usable receiver is followed; a similar one never takes over")
     func followFirst() {
         let stage = SelectionBox(ReceiverSelectionStage())
-        #expect(!stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0), "no fix yet")
+        #expect(stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0), "no fix yet: goes on to be diagnosed")
+        #expect(stage.selected == nil)
         #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: t0))
         #expect(stage.selected == "/dev/b")
         for second in 1...30 {
@@ -68,17 +69,31 @@ struct ReceiverSelectionTests {
 
     static let gpsdctlAvailable = Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: GPSDServer.gpsdctlExecutable)
 
-    /// A simulated receiver on a pseudo-terminal playing a fixture at ten times its rate.
+    /// A simulated receiver on a pseudo-terminal playing a recording at ten times its rate, once
+    /// (a loop would step its time back). "clean" is ten minutes of 1 Hz multi-GNSS from
+    /// `nmea-sim` (a minute of playing), so a slow test run never reaches its end.
     static func receiver(_ fixture: String) throws -> PseudoTerminalReceiver {
-        let text = try String(contentsOf: Paths.fixtures.appendingPathComponent(fixture), encoding: .utf8)
+        let text: String
+        if fixture == "clean" {
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("receiver-clean-\(UUID().uuidString).nmea")
+            defer { try? FileManager.default.removeItem(at: url) }
+            let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
+            let process = try ChildProcessForTests.run(simulator, [
+                "--rate", "1", "--duration", "600", "--talkers", "multi", "--scenario", "clean", "--seed", "3", "--output", url.path,
+            ])
+            guard process == 0 else { throw PseudoTerminalError.emptyRecording }
+            text = try String(contentsOf: url, encoding: .utf8)
+        } else {
+            text = try String(contentsOf: Paths.fixtures.appendingPathComponent(fixture), encoding: .utf8)
+        }
         let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
-        receiver.start()
+        receiver.start(loop: false)
         return receiver
     }
 
     @Test("gpsdctl remove and add during a replay: reported both ways, updates resume", .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
     func removeAndAdd() async throws {
-        let receiver = try Self.receiver("clean-1hz-multi.nmea")
+        let receiver = try Self.receiver("clean")
         defer { receiver.stop() }
         let server = try GPSDServer(devices: [receiver.path])
         defer { server.stop() }
@@ -113,8 +128,8 @@ struct ReceiverSelectionTests {
 
     @Test("two receivers: one is followed, never interleaved; removing it hands over to the other", .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
     func twoReceivers() async throws {
-        // clean-1hz-multi has a 3D fix from its first cycles; the drive starts with 8 s of no fix.
-        let clean = try Self.receiver("clean-1hz-multi.nmea")
+        // The clean recording has a 3D fix from its first cycles; the drive starts with 8 s of no fix.
+        let clean = try Self.receiver("clean")
         defer { clean.stop() }
         let drive = try Self.receiver("drive-1hz-gp.nmea")
         defer { drive.stop() }
@@ -142,7 +157,7 @@ struct ReceiverSelectionTests {
         "gpsloc watch: an unplugged receiver is a device line and one error; plugged back, locations again",
         .enabled(if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), Conditions.gpsdMissingReason))
     func watchSeesRemoval() throws {
-        let receiver = try Self.receiver("clean-1hz-multi.nmea")
+        let receiver = try Self.receiver("clean")
         defer { receiver.stop() }
         let server = try GPSDServer(devices: [receiver.path])
         defer { server.stop() }
@@ -178,6 +193,18 @@ struct ReceiverSelectionTests {
         manager.delegate = delegate
         manager.startUpdatingLocation()
         return (manager, delegate)
+    }
+}
+
+enum ChildProcessForTests {
+    /// Runs a program to its end; returns its exit status.
+    static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 }
 

@@ -96,8 +96,7 @@ struct ResilienceTests {
         var lossDelays: [Double] = []
         var resumeDelays: [Double] = []
         for (index, segment) in segments.enumerated() {
-            let server = try GPSFakeServer(log: segment, cycle: 0.01, port: port)
-            try await server.waitUntilListening()
+            let server = try await Self.startGPSFake(segment, port: port, label: "segment \(index)")
             let listening = Date()
             let before = delegate.locationCount
             // gpsfake starts feeding about 1.4 s after it listens; fixes must follow promptly.
@@ -119,6 +118,27 @@ struct ResilienceTests {
         #expect(delegate.errors.allSatisfy { $0.code == .locationUnknown && $0.underlyingError is GPSDError })
         try await Task.sleep(for: .milliseconds(200))
         #expect(openFileDescriptors() <= descriptorsBefore + 2, "file descriptors leaked: \(descriptorsBefore) → \(openFileDescriptors())")
+    }
+}
+
+extension ResilienceTests {
+    /// gpsfake on a given port. The port was just released by the previous gpsd; under load a new
+    /// gpsd can fail to bind it for a moment (gpsfake then exits at once): try again, as systemd would.
+    static func startGPSFake(_ log: URL, port: Int, label: String) async throws -> GPSFakeServer {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let server = try GPSFakeServer(log: log, cycle: 0.01, port: port)
+            do {
+                try await server.waitUntilListening()
+                return server
+            } catch {
+                server.stop()
+                if attempt >= 5 { throw error }
+                print("\(label): \(error); starting gpsfake again")
+                try await Task.sleep(for: .milliseconds(300))
+            }
+        }
     }
 }
 

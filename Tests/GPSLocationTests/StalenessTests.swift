@@ -133,7 +133,7 @@ struct StalenessTests {
         "live against a real gpsd: the tunnel is reported once and locations resume",
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
     func managerGPSD() async throws {
-        // The drive around its 15 s tunnel (20 cycles either side), played at ten times its rate
+        // The drive around its 15 s tunnel (20 cycles either side), played at five times its rate
         // by a simulated receiver on a pseudo-terminal that a real gpsd reads.
         let text = try String(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), encoding: .utf8)
         var cycles: [[Substring]] = []
@@ -143,7 +143,7 @@ struct StalenessTests {
         }
         let tunnel = try #require(cycles.indices.dropFirst(40).first { cycles[$0][0].contains(",V,") })
         let excerpt = cycles[(tunnel - 20)..<(tunnel + 35)].flatMap { $0 }.joined(separator: "\r\n")
-        let receiver = try PseudoTerminalReceiver(recording: excerpt, interval: 0.1)
+        let receiver = try PseudoTerminalReceiver(recording: excerpt, interval: 0.2)
         receiver.start(loop: false)
         defer { receiver.stop() }
         let server = try GPSDServer(devices: [receiver.path])
@@ -154,12 +154,12 @@ struct StalenessTests {
             source: GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: .seconds(30), reconnect: nil), authorizer: grantedAuthorizer())
         manager.maximumLocationAge = 1e9
         manager.maximumBatch = .max
-        manager.staleFixTimeout = 0.5  // cycles come every 0.1 s; the tunnel lasts 1.5 s
+        manager.staleFixTimeout = 1  // cycles come every 0.2 s; the tunnel lasts 3 s
         let delegate = StalenessDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
         // Stop before the excerpt ends (which would be reported too).
-        #expect(await waitUntilAsync(timeout: 20) { delegate.locationsAfterFirstReport >= 15 })
+        #expect(await waitUntilAsync(timeout: 30) { delegate.locationsAfterFirstReport >= 15 })
         manager.stopUpdatingLocation()
         let lost = delegate.reports.filter { $0.message.contains("no usable position fix for") }
         #expect(lost.count == 1, "\(delegate.reports.map(\.message))")

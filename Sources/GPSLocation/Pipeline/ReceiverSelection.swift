@@ -69,7 +69,9 @@ public struct ReceiverSelectionStage: Sendable {
             if device == path { selected = path }
             return device == path
         }
-        guard record.usable else { return device == selected }
+        // An unusable fix goes on (to be diagnosed, and to count for staleness) from the followed
+        // receiver, or from any while none is followed yet.
+        guard record.usable else { return selected == nil || device == selected }
         guard let current = selected, current != device, let followed = records[current] else {
             selected = device
             return true
