@@ -109,12 +109,13 @@ public final class GPSDSource: @unchecked Sendable {
         }
     }
 
-    /// The same events as an `AsyncStream`, buffering without limit so no report is lost
-    /// (gpsd sends a few lines a second; a consumer that never reads should call `stop()`).
-    /// Ending the iteration (or cancelling its task) stops the source; `stop()` or a final
-    /// `.failed` ends the stream.
-    public func events() -> AsyncStream<GPSDEvent> {
-        AsyncStream(bufferingPolicy: .unbounded) { continuation in
+    /// The same events as an `AsyncStream`. Up to `limit` events wait for a slow consumer
+    /// (10,000 by default: over ten minutes of a 10 Hz receiver's reports, so nothing is lost to
+    /// a consumer that keeps up on average); beyond that the oldest are dropped, so memory stays
+    /// bounded even if nobody reads. Ending the iteration (or cancelling its task) stops the
+    /// source; `stop()` or a final `.failed` ends the stream.
+    public func events(bufferingNewest limit: Int = 10_000) -> AsyncStream<GPSDEvent> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(max(1, limit))) { continuation in
             continuation.onTermination = { [weak self] _ in
                 // Not inline: the stream may be terminated from inside one of our own callbacks.
                 guard let source = self else { return }

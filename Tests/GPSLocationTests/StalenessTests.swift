@@ -133,7 +133,7 @@ struct StalenessTests {
         "live against a real gpsd: the tunnel is reported once and locations resume",
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
     func managerGPSD() async throws {
-        // The drive around its 15 s tunnel (20 cycles either side), played at five times its rate
+        // The drive around its 15 s tunnel (20 cycles before, 45 after), played at five times its rate
         // by a simulated receiver on a pseudo-terminal that a real gpsd reads.
         let text = try String(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), encoding: .utf8)
         var cycles: [[Substring]] = []
@@ -142,7 +142,7 @@ struct StalenessTests {
             cycles[cycles.count - 1].append(line)
         }
         let tunnel = try #require(cycles.indices.dropFirst(40).first { cycles[$0][0].contains(",V,") })
-        let excerpt = cycles[(tunnel - 20)..<(tunnel + 35)].flatMap { $0 }.joined(separator: "\r\n")
+        let excerpt = cycles[(tunnel - 20)..<(tunnel + 60)].flatMap { $0 }.joined(separator: "\r\n")
         let receiver = try PseudoTerminalReceiver(recording: excerpt, interval: 0.2)
         receiver.start(loop: false)
         defer { receiver.stop() }
