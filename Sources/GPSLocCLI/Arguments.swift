@@ -67,7 +67,8 @@ public struct Arguments: Equatable {
     public func integer(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            throw UsageError("--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
+            throw UsageError(
+                "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(text)")
         }
         return value
     }

@@ -18,7 +18,9 @@ enum AuthCommand {
             print(help)
             return 0
         }
-        guard let verb = arguments.positionals.first else { throw UsageError("auth needs status, grant, revoke or reset") }
+        guard let verb = arguments.positionals.first else {
+            throw UsageError("auth needs status, grant, revoke or reset")
+        }
         let app = arguments.positionals.dropFirst().first
         if let app { try validate(app) }
         guard arguments.positionals.count <= 2 else { throw UsageError("auth takes one app identifier") }
@@ -32,14 +34,18 @@ enum AuthCommand {
                 if apps.isEmpty { print("no app has a decision yet (\(store.fileURL.path))") }
                 for name in apps {
                     if let entry = entries[name] {
-                        print("\(name): \(entry.status), \(entry.accuracy) accuracy, decided \(iso8601Milliseconds(entry.decidedAt))")
+                        print(
+                            "\(name): \(entry.status), \(entry.accuracy) accuracy, decided \(iso8601Milliseconds(entry.decidedAt))"
+                        )
                     } else {
                         print("\(name): notDetermined")
                     }
                 }
             case "grant":
                 guard let app else { throw UsageError("grant needs an app identifier") }
-                if arguments.has("always") && arguments.has("when-in-use") { throw UsageError("choose --always or --when-in-use") }
+                if arguments.has("always") && arguments.has("when-in-use") {
+                    throw UsageError("choose --always or --when-in-use")
+                }
                 if arguments.has("full") && arguments.has("reduced") { throw UsageError("choose --full or --reduced") }
                 let status: CLAuthorizationStatus = arguments.has("always") ? .authorizedAlways : .authorizedWhenInUse
                 let accuracy: CLAccuracyAuthorization = arguments.has("reduced") ? .reducedAccuracy : .fullAccuracy
@@ -79,7 +85,9 @@ enum AuthCommand {
     static func prompt(app: String) -> (decision: AuthorizationDecision, store: Bool)? {
         guard isatty(STDIN_FILENO) != 0 else { return nil }
         FileHandle.standardError.write(
-            Data("Allow \"\(app)\" to use this machine's location? [o]nce / [w]hile running / [a]lways / [d]on't allow: ".utf8))
+            Data(
+                "Allow \"\(app)\" to use this machine's location? [o]nce / [w]hile running / [a]lways / [d]on't allow: "
+                    .utf8))
         guard let answer = readLine()?.lowercased().first else { return nil }
         let status: CLAuthorizationStatus
         switch answer {
@@ -89,6 +97,8 @@ enum AuthCommand {
         }
         FileHandle.standardError.write(Data("Precise location? [y/n]: ".utf8))
         let precise = readLine()?.lowercased().first != "n"
-        return (AuthorizationDecision(status: status, accuracy: precise ? .fullAccuracy : .reducedAccuracy), answer != "o")
+        return (
+            AuthorizationDecision(status: status, accuracy: precise ? .fullAccuracy : .reducedAccuracy), answer != "o"
+        )
     }
 }

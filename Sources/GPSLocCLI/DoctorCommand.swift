@@ -49,14 +49,17 @@ enum DoctorCommand {
                     "gpsd knows no receiver — plug one in; with USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd, "
                         + "or add it by hand: `sudo gpsdctl add /dev/ttyACM0`")
             } else {
-                for device in devices { report("ok", "gpsd reads \(device.path)\(device.driver.map { " (\($0))" } ?? "")") }
+                for device in devices {
+                    report("ok", "gpsd reads \(device.path)\(device.driver.map { " (\($0))" } ?? "")")
+                }
             }
             if let fix {
                 report(
                     fix.mode >= .twoDimensional ? "ok" : "warn",
                     fix.mode >= .twoDimensional
                         ? "a \(fix.mode) fix was reported just now"
-                        : "the receiver reports no fix yet — give it a clear view of the sky; a cold start can take minutes")
+                        : "the receiver reports no fix yet — give it a clear view of the sky; a cold start can take minutes"
+                )
             } else if !devices.isEmpty {
                 report("warn", "no position report within 2 s — the receiver may be starting; check `gpspipe -w -n 10`")
             }
@@ -67,13 +70,19 @@ enum DoctorCommand {
             .filter { $0.hasPrefix("gps") || $0.hasPrefix("ttyACM") || $0.hasPrefix("ttyUSB") || $0.hasPrefix("gnss") }
             .sorted().map { "/dev/" + $0 }
         if candidates.isEmpty {
-            report("warn", "no receiver device on this machine (/dev/gps*, /dev/ttyACM*, /dev/ttyUSB*, /dev/gnss*) — plug in a USB GPS")
+            report(
+                "warn",
+                "no receiver device on this machine (/dev/gps*, /dev/ttyACM*, /dev/ttyUSB*, /dev/gnss*) — plug in a USB GPS"
+            )
         } else {
             for path in candidates {
                 if access(path, R_OK) == 0 {
                     report("ok", "\(path) is present and readable")
                 } else {
-                    report("warn", "\(path) is not readable by you (gpsd reads it as user gpsd, so this only matters for direct use) — `sudo usermod -aG dialout $USER`")
+                    report(
+                        "warn",
+                        "\(path) is not readable by you (gpsd reads it as user gpsd, so this only matters for direct use) — `sudo usermod -aG dialout $USER`"
+                    )
                 }
             }
         }
@@ -86,12 +95,18 @@ enum DoctorCommand {
             report(
                 "warn",
                 "the GPSLocation udev rule is not installed (optional; it adds /dev/gpslocation-gnssN) — "
-                    + "`sudo install -m 644 udev/61-gpslocation-gnss.rules /etc/udev/rules.d/ && sudo udevadm control --reload && sudo udevadm trigger`")
+                    + "`sudo install -m 644 udev/61-gpslocation-gnss.rules /etc/udev/rules.d/ && sudo udevadm control --reload && sudo udevadm trigger`"
+            )
         }
         if let defaults = try? String(contentsOfFile: "/etc/default/gpsd", encoding: .utf8),
-            !defaults.split(separator: "\n").contains(where: { $0.replacingOccurrences(of: " ", with: "").hasPrefix("USBAUTO=\"true\"") })
+            !defaults.split(separator: "\n").contains(where: {
+                $0.replacingOccurrences(of: " ", with: "").hasPrefix("USBAUTO=\"true\"")
+            })
         {
-            report("warn", "gpsd does not take USB receivers from udev — set USBAUTO=\"true\" in /etc/default/gpsd, then `sudo systemctl restart gpsd`")
+            report(
+                "warn",
+                "gpsd does not take USB receivers from udev — set USBAUTO=\"true\" in /etc/default/gpsd, then `sudo systemctl restart gpsd`"
+            )
         }
 
         // Authorization.

@@ -4,9 +4,13 @@ import GPSLocation
 /// `gpsloc watch --once`: one location through `CLLocationManager.requestLocation()`.
 enum OnceCommand {
     /// Runs a one-shot request against gpsd; exit 0 with one location, 1 without.
-    static func run(endpoint: GPSDEndpoint, options: PipelineOptions, authorizer: LocationAuthorizer, sink: UpdateSink, timeout: Double) -> Int32 {
+    static func run(
+        endpoint: GPSDEndpoint, options: PipelineOptions, authorizer: LocationAuthorizer, sink: UpdateSink,
+        timeout: Double
+    ) -> Int32 {
         let manager = CLLocationManager(
-            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout)))), authorizer: authorizer)
+            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout)))),
+            authorizer: authorizer)
         manager.desiredAccuracy = options.desiredAccuracy
         manager.maximumLocationAge = options.maximumAge
         manager.requestLocationTimeout = timeout

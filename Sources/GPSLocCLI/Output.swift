@@ -105,8 +105,12 @@ final class TextSink: UpdateSink, @unchecked Sendable {
 
     func location(_ location: CLLocation) {
         let tier = location.gnss?.accuracyClass.description ?? "?"
-        let horizontal = location.horizontalAccuracy < CLLocationDistanceMax ? String(format: "±%.1f m", location.horizontalAccuracy) : "± ?"
-        let altitude = location.verticalAccuracy > 0 ? String(format: "%.1f m (±%.1f)", location.altitude, location.verticalAccuracy) : "—"
+        let horizontal =
+            location.horizontalAccuracy < CLLocationDistanceMax
+            ? String(format: "±%.1f m", location.horizontalAccuracy) : "± ?"
+        let altitude =
+            location.verticalAccuracy > 0
+            ? String(format: "%.1f m (±%.1f)", location.altitude, location.verticalAccuracy) : "—"
         let speed = location.speed >= 0 ? String(format: "%.1f m/s", location.speed) : "—"
         let course = location.course >= 0 ? String(format: "%.0f°", location.course) : "—"
         let mode = location.gnss?.fixMode.description ?? ""
@@ -119,7 +123,9 @@ final class TextSink: UpdateSink, @unchecked Sendable {
     func error(_ error: CLError) { stream.write("error (\(error.code)): \(error.description)\n") }
     func diagnostic(code: String, message: String) { stream.write("note: \(message)\n") }
     func device(_ device: DeviceEvent) {
-        stream.write("device \(device.path) \(device.activated ? "active" : "inactive")\(device.driver.map { " (\($0))" } ?? "")\n")
+        stream.write(
+            "device \(device.path) \(device.activated ? "active" : "inactive")\(device.driver.map { " (\($0))" } ?? "")\n"
+        )
     }
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
         stream.write("authorization: \(status), \(accuracy) accuracy\(reason.map { " — \($0)" } ?? "")\n")

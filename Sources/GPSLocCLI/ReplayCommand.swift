@@ -37,11 +37,14 @@ enum ReplayCommand {
         let options = try PipelineOptions(arguments)
         let via = arguments["via"] ?? "nmea"
         guard via == "nmea" || via == "gpsd" else { throw UsageError("--via must be nmea or gpsd, not \(via)") }
-        if arguments.has("fast") && arguments["speed"] != nil { throw UsageError("--speed and --fast cannot be combined") }
+        if arguments.has("fast") && arguments["speed"] != nil {
+            throw UsageError("--speed and --fast cannot be combined")
+        }
         let speed = try arguments.number("speed", minimum: 0.001)
         let statusName = arguments["authorization"] ?? "always"
         guard let status = statuses[statusName] else {
-            throw UsageError("--authorization must be one of \(statuses.keys.sorted().joined(separator: ", ")), not \(statusName)")
+            throw UsageError(
+                "--authorization must be one of \(statuses.keys.sorted().joined(separator: ", ")), not \(statusName)")
         }
         let accuracyName = arguments["accuracy"] ?? "full"
         guard accuracyName == "full" || accuracyName == "reduced" else {
@@ -50,15 +53,19 @@ enum ReplayCommand {
         let accuracy: CLAccuracyAuthorization = accuracyName == "full" ? .fullAccuracy : .reducedAccuracy
 
         let json = options.json || isatty(STDOUT_FILENO) == 0
-        let sink = try options.makeSink(live: speed != nil, trackName: "replay of \(path == "-" ? "standard input" : path)")
+        let sink = try options.makeSink(
+            live: speed != nil, trackName: "replay of \(path == "-" ? "standard input" : path)")
         let gate = SimulatedGate(status: status, accuracy: accuracy, appID: options.appID)
         let session = Session(sink: sink, options: options, gate: gate)
         let label = path == "-" ? "standard input" : path
         sink.diagnostic(
             code: "replay",
-            message: "replaying the recording \(label) via \(via == "nmea" ? "GPSLocation's NMEA parser" : "gpsd (gpsfake)") — recorded data, not a live receiver")
+            message:
+                "replaying the recording \(label) via \(via == "nmea" ? "GPSLocation's NMEA parser" : "gpsd (gpsfake)") — recorded data, not a live receiver"
+        )
         if via == "gpsd" && speed != nil {
-            sink.diagnostic(code: "pacing", message: "--speed does not apply to --via gpsd: gpsfake paces the recording itself")
+            sink.diagnostic(
+                code: "pacing", message: "--speed does not apply to --via gpsd: gpsfake paces the recording itself")
         }
         sink.authorization(status: status, accuracy: accuracy, reason: "simulated for replay")
 
@@ -66,13 +73,20 @@ enum ReplayCommand {
         if via == "gpsd" {
             status32 = replayThroughGPSD(path: path, session: session)
         } else {
-            status32 = replayThroughParser(path: path, session: session, speed: speed ?? (arguments.has("fast") || json ? nil : 1))
+            status32 = replayThroughParser(
+                path: path, session: session, speed: speed ?? (arguments.has("fast") || json ? nil : 1))
         }
         let authorized = status == .authorizedAlways || status == .authorizedWhenInUse
         if status32 == 0 && session.fixesSeen == 0 {
-            sink.error(CLError(.locationUnknown, message: "the recording \(label) contains no position report at all — is it NMEA 0183?"))
+            sink.error(
+                CLError(
+                    .locationUnknown,
+                    message: "the recording \(label) contains no position report at all — is it NMEA 0183?"))
         } else if status32 == 0 && authorized && session.delivered == 0 {
-            sink.error(CLError(.locationUnknown, message: "the recording \(label) never has a usable position fix (see the diagnostics above)"))
+            sink.error(
+                CLError(
+                    .locationUnknown,
+                    message: "the recording \(label) never has a usable position fix (see the diagnostics above)"))
         }
         sink.finish()
         return status32
@@ -80,7 +94,8 @@ enum ReplayCommand {
 
     static func replayThroughGPSD(path: String, session: Session) -> Int32 {
         guard path != "-" else {
-            session.sink.error(CLError(.locationUnknown, message: "--via gpsd needs a file: gpsfake cannot read standard input"))
+            session.sink.error(
+                CLError(.locationUnknown, message: "--via gpsd needs a file: gpsfake cannot read standard input"))
             return 2
         }
         let server: GPSFakeServer
@@ -117,7 +132,10 @@ enum ReplayCommand {
 
     static func replayThroughParser(path: String, session: Session, speed: Double?) -> Int32 {
         if path != "-" && !FileManager.default.isReadableFile(atPath: path) {
-            session.sink.error(CLError(.locationUnknown, message: "cannot read the recording \(path) — check the path and its permissions"))
+            session.sink.error(
+                CLError(
+                    .locationUnknown, message: "cannot read the recording \(path) — check the path and its permissions")
+            )
             return 1
         }
         let source = NMEAReplaySource(path: path, pacing: speed.map { .realTime(speed: $0) } ?? .asFastAsPossible)
@@ -146,11 +164,14 @@ enum ReplayCommand {
         source.stop()
         bar?.clear()
         let statistics = source.statistics
-        let skipped = statistics.badChecksum + statistics.missingChecksum + statistics.tooLong + statistics.noise + statistics.malformed
+        let skipped =
+            statistics.badChecksum + statistics.missingChecksum + statistics.tooLong + statistics.noise
+            + statistics.malformed
         if skipped > 0 {
             session.sink.diagnostic(
                 code: "skippedInput",
-                message: "skipped \(skipped) unusable line(s) of the recording: \(statistics.badChecksum) bad checksum, "
+                message:
+                    "skipped \(skipped) unusable line(s) of the recording: \(statistics.badChecksum) bad checksum, "
                     + "\(statistics.missingChecksum) without checksum, \(statistics.tooLong) too long, \(statistics.noise) noise, "
                     + "\(statistics.malformed) malformed")
         }
@@ -174,7 +195,8 @@ final class ProgressBar: @unchecked Sendable {
         let fraction = min(1, Double(read) / Double(total))
         let width = 30
         let filled = Int(fraction * Double(width))
-        let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+        let line =
+            "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
             + String(format: "%3.0f%% %.1f/%.1f MB", fraction * 100, Double(read) / 1e6, Double(total) / 1e6)
         FileHandle.standardError.write(Data(line.utf8))
         drawn = true

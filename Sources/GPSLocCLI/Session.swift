@@ -30,7 +30,9 @@ struct PipelineOptions {
         }
         if let text = arguments["desired-accuracy"] {
             guard let value = Self.accuracyNames[text] else {
-                throw UsageError("--desired-accuracy must be one of \(Self.accuracyNames.keys.sorted().joined(separator: ", ")), not \(text)")
+                throw UsageError(
+                    "--desired-accuracy must be one of \(Self.accuracyNames.keys.sorted().joined(separator: ", ")), not \(text)"
+                )
             }
             desiredAccuracy = value
         }
@@ -126,7 +128,10 @@ final class Session: @unchecked Sendable {
             staleness.reportedElsewhere()
             var message = "gpsd deactivated the receiver \(event.path) (unplugged, or removed with `gpsdctl remove`)"
             if let lastDelivered { message += "; the last location (\(iso8601Milliseconds(lastDelivered))) is kept" }
-            sink.error(CLError(.locationUnknown, message: message + " — locations resume when it is back; check the cable and `gpsloc doctor`"))
+            sink.error(
+                CLError(
+                    .locationUnknown,
+                    message: message + " — locations resume when it is back; check the cable and `gpsloc doctor`"))
         }
     }
 
@@ -136,7 +141,10 @@ final class Session: @unchecked Sendable {
         let status = pipeline.gate.authorizationStatus
         guard status == .authorizedAlways || status == .authorizedWhenInUse else { return }
         if let silence = staleness.check(clock: clock) {
-            sink.error(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: silence, lastLocationTime: lastDelivered)))
+            sink.error(
+                CLError(
+                    .locationUnknown,
+                    message: FixStalenessMonitor.message(silence: silence, lastLocationTime: lastDelivered)))
         }
     }
 
@@ -164,12 +172,15 @@ final class Session: @unchecked Sendable {
         receivers.lossTimeout = staleness.effectiveTimeout
         guard
             receivers.admits(
-                device: fix.device, mode: fix.mode, horizontalAccuracy: usable ? AccuracyStage.horizontalAccuracy(fix.errors) ?? .infinity : nil,
+                device: fix.device, mode: fix.mode,
+                horizontalAccuracy: usable ? AccuracyStage.horizontalAccuracy(fix.errors) ?? .infinity : nil,
                 clock: clock)
         else { return }
         let outcome = pipeline.process(fix, now: clock, arrival: now != nil ? TimeOrderStage.monotonicNow() : nil)
         if let step = pipeline.timeOrder.resynchronized {
-            sink.diagnostic(code: "timeResynchronized", message: String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", step))
+            sink.diagnostic(
+                code: "timeResynchronized",
+                message: String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", step))
         }
         switch outcome {
         case .rejected(let rejection):

@@ -18,7 +18,8 @@ enum SkyCommand {
         }
         let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
         let timeout = try arguments.number("timeout", minimum: 0.1) ?? 5
-        let endpoint = GPSDEndpoint(host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
+        let endpoint = GPSDEndpoint(
+            host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
         let json = arguments.has("json") || isatty(STDOUT_FILENO) == 0
         let source = GPSDSource(endpoint: endpoint, noDataTimeout: nil)
         let done = DispatchSemaphore(value: 0)
@@ -51,7 +52,11 @@ enum SkyCommand {
             }
             return 0
         }
-        let message = error ?? (answered ? "gpsd reported no satellites" : "gpsd at \(endpoint) sent no satellite report within \(timeout) s — is a receiver attached? `gpsloc doctor` checks")
+        let message =
+            error
+            ?? (answered
+                ? "gpsd reported no satellites"
+                : "gpsd at \(endpoint) sent no satellite report within \(timeout) s — is a receiver attached? `gpsloc doctor` checks")
         if json {
             writer.error(code: "locationUnknown", message: message)
             FileHandle.standardOutput.write(Data(writer.buffer))
@@ -63,13 +68,18 @@ enum SkyCommand {
     static func table(_ sky: SkyView) -> String {
         var lines = ["  PRN  GNSS       Elev   Azim   SNR  Used"]
         for satellite in sky.satellites {
-            let number = { (value: Double?, width: Int) in value.map { String(format: "%\(width).0f", $0) } ?? String(repeating: " ", count: width - 1) + "-" }
+            let number = { (value: Double?, width: Int) in
+                value.map { String(format: "%\(width).0f", $0) } ?? String(repeating: " ", count: width - 1) + "-"
+            }
             lines.append(
                 String(format: "%5d  %-9@", satellite.prn, satellite.constellation.description as NSString)
-                    + "  \(number(satellite.elevation, 4))   \(number(satellite.azimuth, 4))  \(number(satellite.signalToNoise, 4))  \(satellite.used ? " yes" : "  no")")
+                    + "  \(number(satellite.elevation, 4))   \(number(satellite.azimuth, 4))  \(number(satellite.signalToNoise, 4))  \(satellite.used ? " yes" : "  no")"
+            )
         }
         let dop = { (value: Double?) in value.map { String(format: "%.2f", $0) } ?? "-" }
-        lines.append("\(sky.satellitesUsed) used of \(sky.satellitesVisible) seen; HDOP \(dop(sky.dilution.horizontal)), VDOP \(dop(sky.dilution.vertical)), PDOP \(dop(sky.dilution.position))")
+        lines.append(
+            "\(sky.satellitesUsed) used of \(sky.satellitesVisible) seen; HDOP \(dop(sky.dilution.horizontal)), VDOP \(dop(sky.dilution.vertical)), PDOP \(dop(sky.dilution.position))"
+        )
         return lines.joined(separator: "\n")
     }
 

@@ -30,7 +30,10 @@ final class TableSink: UpdateSink, @unchecked Sendable {
     func error(_ error: CLError) { update { $0.lastMessage = "error (\(error.code)): \(error.description)" } }
     func diagnostic(code: String, message: String) { update { $0.lastMessage = message } }
     func device(_ device: DeviceEvent) {
-        update { $0.device = "\(device.path) \(device.activated ? "active" : "gone")\(device.driver.map { " (\($0))" } ?? "")" }
+        update {
+            $0.device =
+                "\(device.path) \(device.activated ? "active" : "gone")\(device.driver.map { " (\($0))" } ?? "")"
+        }
     }
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
         update { $0.authorization = "\(status), \(accuracy) accuracy" + (reason.map { " (\($0))" } ?? "") }
@@ -40,7 +43,9 @@ final class TableSink: UpdateSink, @unchecked Sendable {
     func sky(_ sky: SkyView) {
         update { table in
             let now = Date()
-            if table.sky == nil || sky.satellitesVisible >= (table.sky?.satellitesVisible ?? 0) || now.timeIntervalSince(table.skyTime) > 1.5 {
+            if table.sky == nil || sky.satellitesVisible >= (table.sky?.satellitesVisible ?? 0)
+                || now.timeIntervalSince(table.skyTime) > 1.5
+            {
                 table.sky = sky
                 table.skyTime = now
             }
@@ -75,15 +80,28 @@ final class TableSink: UpdateSink, @unchecked Sendable {
                     row(
                         "Altitude",
                         location.verticalAccuracy > 0
-                            ? String(format: "%.1f m MSL, %.1f m ellipsoid", location.altitude, location.ellipsoidalAltitude) : "—"))
+                            ? String(
+                                format: "%.1f m MSL, %.1f m ellipsoid", location.altitude, location.ellipsoidalAltitude)
+                            : "—"))
                 let horizontal =
-                    location.horizontalAccuracy < CLLocationDistanceMax ? String(format: "±%.1f m", location.horizontalAccuracy) : "unknown"
+                    location.horizontalAccuracy < CLLocationDistanceMax
+                    ? String(format: "±%.1f m", location.horizontalAccuracy) : "unknown"
                 lines.append(row("Horizontal", "\(horizontal)  [\(gnss?.accuracyClass.description ?? "?")]"))
-                lines.append(row("Vertical", location.verticalAccuracy > 0 ? String(format: "±%.1f m", location.verticalAccuracy) : "—"))
-                lines.append(row("Speed", location.speed >= 0 ? String(format: "%.2f m/s (%.1f km/h)", location.speed, location.speed * 3.6) : "—"))
+                lines.append(
+                    row(
+                        "Vertical",
+                        location.verticalAccuracy > 0 ? String(format: "±%.1f m", location.verticalAccuracy) : "—"))
+                lines.append(
+                    row(
+                        "Speed",
+                        location.speed >= 0
+                            ? String(format: "%.2f m/s (%.1f km/h)", location.speed, location.speed * 3.6) : "—"))
                 lines.append(row("Course", location.course >= 0 ? String(format: "%.1f°", location.course) : "—"))
                 lines.append(
-                    row("Fix", "\(gnss?.fixMode.description ?? "?"), \(gnss?.quality.description ?? "?")\(gnss?.reduced == true ? ", REDUCED" : "")"))
+                    row(
+                        "Fix",
+                        "\(gnss?.fixMode.description ?? "?"), \(gnss?.quality.description ?? "?")\(gnss?.reduced == true ? ", REDUCED" : "")"
+                    ))
             } else {
                 lines.append(row("Location", "none yet"))
                 for _ in 0..<8 { lines.append("") }

@@ -21,16 +21,20 @@ enum WatchCommand {
 
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(
-            argv, valued: PipelineOptions.valued.union(["host", "port", "device", "timeout"]), flags: PipelineOptions.flags.union(["in-use", "once"]))
+            argv, valued: PipelineOptions.valued.union(["host", "port", "device", "timeout"]),
+            flags: PipelineOptions.flags.union(["in-use", "once"]))
         if arguments.has("help") {
             print(help)
             return 0
         }
-        guard arguments.positionals.isEmpty else { throw UsageError("watch takes no file: did you mean `gpsloc replay FILE`?") }
+        guard arguments.positionals.isEmpty else {
+            throw UsageError("watch takes no file: did you mean `gpsloc replay FILE`?")
+        }
         let options = try PipelineOptions(arguments)
         let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
         let timeout = try arguments.number("timeout", minimum: 0.1) ?? 5
-        let endpoint = GPSDEndpoint(host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
+        let endpoint = GPSDEndpoint(
+            host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
 
         let sink = try options.makeSink(live: true, trackName: "gpsd at \(endpoint)", table: !arguments.has("once"))
 
@@ -61,23 +65,29 @@ enum WatchCommand {
                 CLError(
                     .locationUnknown,
                     message: "location authorization for \(options.appID) is not determined, so no location is shown — "
-                        + "grant it with `gpsloc auth grant \(options.appID) --when-in-use` (or run gpsloc watch on a terminal to be asked)"))
+                        + "grant it with `gpsloc auth grant \(options.appID) --when-in-use` (or run gpsloc watch on a terminal to be asked)"
+                ))
             sink.finish()
             return 1
         case .denied, .restricted:
-            let why = policy.decision(for: options.appID) != nil ? " by the administrator's policy (\(LocationPolicy.defaultPath))" : ""
+            let why =
+                policy.decision(for: options.appID) != nil
+                ? " by the administrator's policy (\(LocationPolicy.defaultPath))" : ""
             sink.error(
                 CLError(
                     .denied,
                     message: "location access for \(options.appID) is \(authorizer.status)\(why) — "
-                        + (why.isEmpty ? "`gpsloc auth grant \(options.appID) --when-in-use` allows it" : "ask the administrator")))
+                        + (why.isEmpty
+                            ? "`gpsloc auth grant \(options.appID) --when-in-use` allows it" : "ask the administrator"))
+            )
             sink.finish()
             return 1
         case .authorizedWhenInUse where !inUse:
             sink.error(
                 CLError(
                     .locationUnknown,
-                    message: "\(options.appID) may use the location only while in use, and without a terminal it is not — "
+                    message:
+                        "\(options.appID) may use the location only while in use, and without a terminal it is not — "
                         + "grant Always (`gpsloc auth grant \(options.appID) --always`) or pass --in-use"))
             sink.finish()
             return 1
@@ -85,11 +95,14 @@ enum WatchCommand {
             break
         }
         if arguments.has("once") {
-            return OnceCommand.run(endpoint: endpoint, options: options, authorizer: authorizer, sink: sink, timeout: arguments["timeout"] == nil ? 10 : timeout)
+            return OnceCommand.run(
+                endpoint: endpoint, options: options, authorizer: authorizer, sink: sink,
+                timeout: arguments["timeout"] == nil ? 10 : timeout)
         }
         let session = Session(sink: sink, options: options, gate: authorizer)
 
-        let source = GPSDSource(endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy())
+        let source = GPSDSource(
+            endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy())
         let everConnected = ExitStatus()
         let finished = DispatchSemaphore(value: 0)
         let exitStatus = ExitStatus()
@@ -100,7 +113,9 @@ enum WatchCommand {
                 sink.error(
                     CLError(
                         status == .notDetermined ? .locationUnknown : .denied,
-                        message: "location access for \(options.appID) was \(status == .notDetermined ? "reset" : "revoked") while watching — no more locations"))
+                        message:
+                            "location access for \(options.appID) was \(status == .notDetermined ? "reset" : "revoked") while watching — no more locations"
+                    ))
                 exitStatus.value = 1
                 finished.signal()
             }
@@ -132,9 +147,14 @@ enum WatchCommand {
                     return
                 }
                 session.reportedElsewhere()
-                if attempt == 1 { sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error)) }
+                if attempt == 1 {
+                    sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+                }
                 sink.diagnostic(
-                    code: "reconnecting", message: String(format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s)", endpoint.description, attempt, delay))
+                    code: "reconnecting",
+                    message: String(
+                        format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s)", endpoint.description, attempt,
+                        delay))
             case .failed(let error):
                 sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
                 exitStatus.value = 1
@@ -171,5 +191,5 @@ final class SignalTrap {
         }
     }
 
-    func cancel() { sources.forEach { $0.cancel() } }
+    func cancel() { for source in sources { source.cancel() } }
 }

@@ -174,7 +174,14 @@ public struct DilutionOfPrecision: Sendable, Equatable {
 
 /// The satellite constellation a signal belongs to (gpsd/u-blox `gnssid`).
 public enum Constellation: Int, Sendable, CustomStringConvertible {
-    case gps = 0, sbas = 1, galileo = 2, beidou = 3, imes = 4, qzss = 5, glonass = 6, navic = 7
+    case gps = 0
+    case sbas = 1
+    case galileo = 2
+    case beidou = 3
+    case imes = 4
+    case qzss = 5
+    case glonass = 6
+    case navic = 7
     case unknown = -1
 
     public var description: String {

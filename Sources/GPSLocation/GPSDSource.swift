@@ -77,7 +77,8 @@ public final class GPSDSource: @unchecked Sendable {
     public let reconnect: ReconnectPolicy?
 
     public init(
-        endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration? = .seconds(5), reconnect: ReconnectPolicy? = nil,
+        endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration? = .seconds(5),
+        reconnect: ReconnectPolicy? = nil,
         label: String = "gpslocation.gpsd"
     ) {
         self.endpoint = endpoint

@@ -53,7 +53,8 @@ final class LibGPSHandle {
             }
         if result != 0 {
             let code = errno != 0 ? errno : Int32(result)
-            throw GPSDError(code: .watchFailed, endpoint: endpoint, libgpsCode: code, libgpsMessage: Self.errorText(code))
+            throw GPSDError(
+                code: .watchFailed, endpoint: endpoint, libgpsCode: code, libgpsMessage: Self.errorText(code))
         }
     }
 
@@ -152,7 +153,8 @@ final class LibGPSHandle {
             index += 1
         }
         let time: Date? =
-            raw.time_seconds == 0 ? nil : Date(timeIntervalSince1970: Double(raw.time_seconds) + Double(raw.time_nanoseconds) / 1e9)
+            raw.time_seconds == 0
+            ? nil : Date(timeIntervalSince1970: Double(raw.time_seconds) + Double(raw.time_nanoseconds) / 1e9)
         return SkyView(
             time: time, satellites: satellites,
             dilution: DilutionOfPrecision(

@@ -27,13 +27,14 @@ func waitForSignals(onUSR1: @escaping @Sendable () -> Void = {}) {
         sources.append(source)
     }
     done.wait()
-    sources.forEach { $0.cancel() }
+    for source in sources { source.cancel() }
 }
 
 func serve(_ arguments: [String]) throws {
     guard let path = arguments.first else { throw BenchError("serve needs a recording") }
     let rate = Double(flag("--rate", in: arguments) ?? "10") ?? 10
-    let receiver = try PseudoTerminalReceiver(recording: try String(contentsOfFile: path, encoding: .utf8), interval: 1 / rate)
+    let receiver = try PseudoTerminalReceiver(
+        recording: try String(contentsOfFile: path, encoding: .utf8), interval: 1 / rate)
     let server = try GPSDServer(devices: [receiver.path])
     try server.waitUntilListening()
     receiver.start(loop: false)
@@ -73,14 +74,17 @@ func consume(_ arguments: [String]) throws {
     let sleep = Double(flag("--sleep", in: arguments) ?? "0.5") ?? 0.5
     let manager = CLLocationManager(
         source: GPSDLocationSource(endpoint: GPSDEndpoint(host: "127.0.0.1", port: port)),
-        authorizer: LocationAuthorizer(appID: "gpsloc-bench", initial: AuthorizationDecision(status: .authorizedAlways)))
+        authorizer: LocationAuthorizer(appID: "gpsloc-bench", initial: AuthorizationDecision(status: .authorizedAlways))
+    )
     manager.maximumLocationAge = 1e9  // simulated recordings carry their own (past) dates
     let delegate = SleepyDelegate(sleep: sleep)
     manager.delegate = delegate
     manager.startUpdatingLocation()
     waitForSignals()
     manager.stopUpdatingLocation()
-    print("locations \(delegate.locations) batches \(delegate.batches) largest batch \(delegate.largestBatch) errors \(delegate.errors.count)")
+    print(
+        "locations \(delegate.locations) batches \(delegate.batches) largest batch \(delegate.largestBatch) errors \(delegate.errors.count)"
+    )
     for error in delegate.errors.prefix(5) { print("error: \(error)") }
 }
 

@@ -26,7 +26,8 @@ func syntheticDrive(count: Int) -> [Fix] {
             Fix(
                 mode: .threeDimensional, time: start.addingTimeInterval(t), latitude: latitude, longitude: longitude,
                 altitudeHAE: 89, altitudeMSL: 41, geoidSeparation: 48,
-                errors: FixErrors(longitude: 4 + Double(index % 7) * 0.1, latitude: 5, vertical: 9, speed: 0.5, course: 3),
+                errors: FixErrors(
+                    longitude: 4 + Double(index % 7) * 0.1, latitude: 5, vertical: 9, speed: 0.5, course: 3),
                 speed: 13.4, course: heading))
     }
     return fixes
@@ -70,7 +71,8 @@ if arguments.first == "nmea", arguments.count >= 2 {
     print(
         String(
             format: "NMEA parse+assembly: %.3f s for %d bytes, %d sentences, %d fixes: %.2f M sentences/s, %.0f MB/s",
-            best, data.count, statistics.sentences, fixes, Double(statistics.sentences) / best / 1e6, Double(data.count) / best / 1e6))
+            best, data.count, statistics.sentences, fixes, Double(statistics.sentences) / best / 1e6,
+            Double(data.count) / best / 1e6))
     exit(0)
 }
 if arguments.first == "pipeline" { arguments.removeFirst() }
@@ -93,7 +95,10 @@ for filter in [kCLDistanceFilterNone, 5.0, 50.0] {
         best = min(best, elapsed)
     }
     let label = filter < 0 ? "none" : "\(Int(filter)) m"
-    print(String(format: "pipeline (validity+accuracy+gate+filter %@): %.0f fixes/s, %d delivered", label, Double(count) / best, delivered))
+    print(
+        String(
+            format: "pipeline (validity+accuracy+gate+filter %@): %.0f fixes/s, %d delivered", label,
+            Double(count) / best, delivered))
 }
 
 var writer = NDJSONWriter()
@@ -113,8 +118,12 @@ if arguments.count >= 2, let path = arguments.dropFirst().first {
     var sum = 0.0
     let geodesicSeconds = seconds {
         for line in lines {
-            sum += Geodesic.wgs84.distance(latitude1: line[0], longitude1: line[1], latitude2: line[2], longitude2: line[3])
+            sum += Geodesic.wgs84.distance(
+                latitude1: line[0], longitude1: line[1], latitude2: line[2], longitude2: line[3])
         }
     }
-    print(String(format: "geodesic inverse (ours, in process): %.0f lines/s (checksum %.3f)", Double(lines.count) / geodesicSeconds, sum))
+    print(
+        String(
+            format: "geodesic inverse (ours, in process): %.0f lines/s (checksum %.3f)",
+            Double(lines.count) / geodesicSeconds, sum))
 }

@@ -39,10 +39,14 @@ func parseOptions(_ arguments: [String]) -> Options {
     while let argument = iterator.next() {
         switch argument {
         case "--rate":
-            guard let rate = Int(value(argument)), [1, 2, 5, 10].contains(rate) else { fail("--rate must be 1, 2, 5 or 10") }
+            guard let rate = Int(value(argument)), [1, 2, 5, 10].contains(rate) else {
+                fail("--rate must be 1, 2, 5 or 10")
+            }
             options.rate = rate
         case "--duration":
-            guard let seconds = Double(value(argument)), seconds > 0 else { fail("--duration must be a positive number") }
+            guard let seconds = Double(value(argument)), seconds > 0 else {
+                fail("--duration must be a positive number")
+            }
             options.duration = seconds
         case "--talkers":
             switch value(argument) {
@@ -58,7 +62,9 @@ func parseOptions(_ arguments: [String]) -> Options {
             }
         case "--start":
             let text = value(argument)
-            guard let date = ISO8601DateFormatter().date(from: text) else { fail("--start must be ISO 8601, e.g. 2026-06-15T08:00:00Z") }
+            guard let date = ISO8601DateFormatter().date(from: text) else {
+                fail("--start must be ISO 8601, e.g. 2026-06-15T08:00:00Z")
+            }
             options.start = date
         case "--seed":
             guard let seed = UInt64(value(argument)) else { fail("--seed must be a whole number") }
@@ -170,7 +176,8 @@ final class Simulator {
 
     func run() {
         let kind = options.faults ? "drive (no-fix start, 2D, tunnel, corrupted lines)" : "clean 3D"
-        output += "# GPSLocation nmea-sim: \(options.rate) Hz, \(Int(options.duration)) s, "
+        output +=
+            "# GPSLocation nmea-sim: \(options.rate) Hz, \(Int(options.duration)) s, "
             + "\(options.multiGNSS ? "multi-GNSS" : "GPS-only"), \(kind), seed \(options.seed)\n"
         let cycles = Int(options.duration * Double(options.rate))
         let step = 1.0 / Double(options.rate)
@@ -203,7 +210,8 @@ final class Simulator {
         let talker = options.multiGNSS ? "GN" : "GP"
         let components = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: time)
         let centiseconds = Int((time.timeIntervalSince1970 * 100).rounded()) % 100
-        let hms = String(format: "%02d%02d%02d.%02d", components.hour!, components.minute!, components.second!, centiseconds)
+        let hms = String(
+            format: "%02d%02d%02d.%02d", components.hour!, components.minute!, components.second!, centiseconds)
         let dmy = String(format: "%02d%02d%02d", components.day!, components.month!, components.year! % 100)
         let used = hasFix ? satellites.filter { $0.elevation > 12 } : []
         let hdop = hasFix ? 0.8 + Double(cycle % 7) * 0.05 : 99.99
@@ -218,7 +226,8 @@ final class Simulator {
         let rmcMode = hasFix ? "A" : "N"
         if hasFix {
             emit(
-                "\(talker)RMC,\(hms),A,\(position),\(String(format: "%.3f", knots)),\(String(format: "%.2f", heading)),\(dmy),,,\(rmcMode)")
+                "\(talker)RMC,\(hms),A,\(position),\(String(format: "%.3f", knots)),\(String(format: "%.2f", heading)),\(dmy),,,\(rmcMode)"
+            )
         } else {
             emit("\(talker)RMC,\(hms),V,,,,,,,\(dmy),,,\(rmcMode)")
         }
@@ -227,7 +236,9 @@ final class Simulator {
         case .noFix:
             emit("\(talker)GGA,\(hms),,,,,0,00,99.99,,,,,,")
         case .twoD:
-            emit("\(talker)GGA,\(hms),\(position),1,\(String(format: "%02d", used.count)),\(String(format: "%.2f", hdop)),,,,,,")
+            emit(
+                "\(talker)GGA,\(hms),\(position),1,\(String(format: "%02d", used.count)),\(String(format: "%.2f", hdop)),,,,,,"
+            )
         case .threeD:
             emit(
                 "\(talker)GGA,\(hms),\(position),1,\(String(format: "%02d", min(used.count, 12))),\(String(format: "%.2f", hdop)),"
@@ -239,10 +250,13 @@ final class Simulator {
         if !options.multiGNSS || cycle % options.rate == 0 {
             if options.multiGNSS {
                 for systemID in 1...4 {
-                    let prns = (systems.first { $0.key == systemID }?.value ?? []).prefix(12).map { String(format: "%02d", $0.prn) }
+                    let prns = (systems.first { $0.key == systemID }?.value ?? []).prefix(12).map {
+                        String(format: "%02d", $0.prn)
+                    }
                     let fields = (prns + Array(repeating: "", count: 12 - prns.count)).joined(separator: ",")
                     emit(
-                        "GNGSA,A,\(gsaMode),\(fields),\(String(format: "%.2f,%.2f,%.2f", pdop, hdop, vdop)),\(systemID)")
+                        "GNGSA,A,\(gsaMode),\(fields),\(String(format: "%.2f,%.2f,%.2f", pdop, hdop, vdop)),\(systemID)"
+                    )
                 }
             } else {
                 let prns = used.prefix(12).map { String(format: "%02d", $0.prn) }
@@ -259,7 +273,8 @@ final class Simulator {
         // VTG
         if hasFix {
             emit(
-                "\(talker)VTG,\(String(format: "%.2f", heading)),T,,M,\(String(format: "%.3f", knots)),N,\(String(format: "%.3f", speed * 3.6)),K,A")
+                "\(talker)VTG,\(String(format: "%.2f", heading)),T,,M,\(String(format: "%.3f", knots)),N,\(String(format: "%.3f", speed * 3.6)),K,A"
+            )
         } else {
             emit("\(talker)VTG,,T,,M,,N,,K,N")
         }
@@ -272,15 +287,19 @@ final class Simulator {
                 for message in 0..<messages {
                     let group = inView[(message * 4)..<min(inView.count, message * 4 + 4)]
                     let fields = group.map { sat in
-                        String(format: "%02d,%02d,%03d,", sat.prn, sat.elevation, sat.azimuth) + (hasFix ? String(format: "%02d", sat.snr) : "")
+                        String(format: "%02d,%02d,%03d,", sat.prn, sat.elevation, sat.azimuth)
+                            + (hasFix ? String(format: "%02d", sat.snr) : "")
                     }
-                    emit("\(talkerID)GSV,\(messages),\(message + 1),\(String(format: "%02d", inView.count)),\(fields.joined(separator: ","))")
+                    emit(
+                        "\(talkerID)GSV,\(messages),\(message + 1),\(String(format: "%02d", inView.count)),\(fields.joined(separator: ","))"
+                    )
                 }
             }
         }
         // ZDA closes the cycle.
         emit(
-            "\(talker)ZDA,\(hms),\(String(format: "%02d,%02d,%04d", components.day!, components.month!, components.year!)),00,00")
+            "\(talker)ZDA,\(hms),\(String(format: "%02d,%02d,%04d", components.day!, components.month!, components.year!)),00,00"
+        )
     }
 
     /// A few realistic faults: a bad checksum, a truncated line, and line noise with NUL bytes.
@@ -309,7 +328,8 @@ final class Simulator {
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
 let sink: FileHandle
 if let path = options.output {
-    guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+    guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path)
+    else {
         fail("cannot write \(path): check the folder exists and is writable")
     }
     sink = handle

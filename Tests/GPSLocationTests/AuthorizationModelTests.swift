@@ -7,7 +7,9 @@ import Testing
 /// against an independent model of what may be delivered.
 @Suite("authorization gate against a model")
 struct AuthorizationModelTests {
-    static let statuses: [CLAuthorizationStatus] = [.notDetermined, .restricted, .denied, .authorizedWhenInUse, .authorizedAlways]
+    static let statuses: [CLAuthorizationStatus] = [
+        .notDetermined, .restricted, .denied, .authorizedWhenInUse, .authorizedAlways,
+    ]
 
     @Test("nothing without authorization, nothing precise under reduced accuracy", arguments: 0..<20)
     func randomisedSequences(seed: UInt64) {
@@ -15,7 +17,8 @@ struct AuthorizationModelTests {
         let interval = 60.0
         let authorizer = LocationAuthorizer(
             appID: "model", initial: AuthorizationDecision(status: .authorizedAlways),
-            fuzzer: LocationFuzzer(appID: "model", gridSize: 2000, minimumInterval: interval, seed: seed), isInUse: true)
+            fuzzer: LocationFuzzer(appID: "model", gridSize: 2000, minimumInterval: interval, seed: seed), isInUse: true
+        )
         var status = CLAuthorizationStatus.authorizedAlways
         var accuracy = CLAccuracyAuthorization.fullAccuracy
         var inUse = true
@@ -35,8 +38,10 @@ struct AuthorizationModelTests {
             default:
                 time += Double(1 + random.next() % 30)
                 let fix = Fix(
-                    mode: .threeDimensional, time: time, latitude: 51 + random.unit() * 0.5, longitude: -2.5 + random.unit() * 0.5,
-                    altitudeHAE: 90, altitudeMSL: 40, errors: FixErrors(longitude: 3, latitude: 3, vertical: 6, speed: 1, course: 5),
+                    mode: .threeDimensional, time: time, latitude: 51 + random.unit() * 0.5,
+                    longitude: -2.5 + random.unit() * 0.5,
+                    altitudeHAE: 90, altitudeMSL: 40,
+                    errors: FixErrors(longitude: 3, latitude: 3, vertical: 6, speed: 1, course: 5),
                     speed: 10, course: 45)
                 let precise = AccuracyStage().location(from: fix)
                 let allowed = status == .authorizedAlways || (status == .authorizedWhenInUse && inUse)
@@ -45,7 +50,9 @@ struct AuthorizationModelTests {
                     if allowed && accuracy == .fullAccuracy {
                         Issue.record("withheld an authorized full-accuracy location (\(status), in use \(inUse))")
                     }
-                    if allowed && accuracy == .reducedAccuracy, lastReduced == nil || time.timeIntervalSince(lastReduced!) >= interval {
+                    if allowed && accuracy == .reducedAccuracy,
+                        lastReduced == nil || time.timeIntervalSince(lastReduced!) >= interval
+                    {
                         Issue.record("withheld a reduced location although the interval had passed")
                     }
                 case .deliver(let location):
@@ -55,7 +62,9 @@ struct AuthorizationModelTests {
                         #expect(location === precise)
                     } else {
                         reducedDelivered += 1
-                        if let last = lastReduced { #expect(time.timeIntervalSince(last) >= interval, "rate limit broken") }
+                        if let last = lastReduced {
+                            #expect(time.timeIntervalSince(last) >= interval, "rate limit broken")
+                        }
                         lastReduced = time
                         Self.expectNothingPrecise(location, precise: precise)
                     }
@@ -66,15 +75,25 @@ struct AuthorizationModelTests {
         _ = reducedDelivered
     }
 
-    static func expectNothingPrecise(_ location: CLLocation, precise: CLLocation, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectNothingPrecise(
+        _ location: CLLocation, precise: CLLocation, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(location.gnss?.reduced == true, sourceLocation: sourceLocation)
         #expect(location.coordinate.latitude != precise.coordinate.latitude, sourceLocation: sourceLocation)
         #expect(location.coordinate.longitude != precise.coordinate.longitude, sourceLocation: sourceLocation)
         #expect(location.horizontalAccuracy >= 2000, sourceLocation: sourceLocation)
-        #expect(location.verticalAccuracy < 0 && location.altitude == 0 && location.ellipsoidalAltitude == 0, sourceLocation: sourceLocation)
-        #expect(location.speed < 0 && location.course < 0 && location.speedAccuracy < 0 && location.courseAccuracy < 0, sourceLocation: sourceLocation)
-        #expect(location.timestamp.timeIntervalSince1970.truncatingRemainder(dividingBy: 60) == 0, sourceLocation: sourceLocation)
-        #expect(location.distance(from: precise) < 2000 * 1.5, "the reduced point stays near", sourceLocation: sourceLocation)
+        #expect(
+            location.verticalAccuracy < 0 && location.altitude == 0 && location.ellipsoidalAltitude == 0,
+            sourceLocation: sourceLocation)
+        #expect(
+            location.speed < 0 && location.course < 0 && location.speedAccuracy < 0 && location.courseAccuracy < 0,
+            sourceLocation: sourceLocation)
+        #expect(
+            location.timestamp.timeIntervalSince1970.truncatingRemainder(dividingBy: 60) == 0,
+            sourceLocation: sourceLocation)
+        #expect(
+            location.distance(from: precise) < 2000 * 1.5, "the reduced point stays near",
+            sourceLocation: sourceLocation)
     }
 
     @Test("a reduced location depends only on the grid cell, not on where in it the device is")

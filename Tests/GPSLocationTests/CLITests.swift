@@ -1,8 +1,8 @@
 import Foundation
-@testable import GPSLocation
 import Testing
 
 @testable import GPSLocCLI
+@testable import GPSLocation
 
 @Suite("gpsloc argument parsing")
 struct ArgumentTests {
@@ -19,13 +19,17 @@ struct ArgumentTests {
     @Test func mistakesAreUsageErrors() {
         #expect(throws: UsageError("unknown option --bogus")) { try Arguments(["--bogus"], valued: [], flags: []) }
         #expect(throws: UsageError("--via needs a value")) { try Arguments(["--via"], valued: ["via"], flags: []) }
-        #expect(throws: UsageError("--json takes no value")) { try Arguments(["--json=1"], valued: [], flags: ["json"]) }
+        #expect(throws: UsageError("--json takes no value")) {
+            try Arguments(["--json=1"], valued: [], flags: ["json"])
+        }
         #expect(throws: UsageError("unknown option -x")) { try Arguments(["-x"], valued: [], flags: []) }
     }
 
     @Test func pipelineOptionsValidate() throws {
         let options = try PipelineOptions(
-            Arguments(["--distance-filter", "none", "--desired-accuracy", "kilometer"], valued: PipelineOptions.valued, flags: []))
+            Arguments(
+                ["--distance-filter", "none", "--desired-accuracy", "kilometer"], valued: PipelineOptions.valued,
+                flags: []))
         #expect(options.distanceFilter == kCLDistanceFilterNone)
         #expect(options.desiredAccuracy == kCLLocationAccuracyKilometer)
         #expect(throws: UsageError.self) {
@@ -41,7 +45,9 @@ struct ArgumentTests {
 enum GPSLocBinary {
     static let path = Paths.packageRoot.appendingPathComponent(".build/debug/gpsloc").path
 
-    static func run(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) throws -> (status: Int32, stdout: String, stderr: String, seconds: Double) {
+    static func run(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) throws -> (
+        status: Int32, stdout: String, stderr: String, seconds: Double
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -60,7 +66,10 @@ enum GPSLocBinary {
         process.waitUntilExit()
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self), seconds)
+        return (
+            process.terminationStatus, String(decoding: outData, as: UTF8.self),
+            String(decoding: errData, as: UTF8.self), seconds
+        )
     }
 
     /// Starts gpsloc in the background with its own decision store; its stdout lines are
@@ -88,11 +97,15 @@ enum GPSLocBinary {
     static let emptyConfigHome = try! makeConfigHome()
 
     static func jsonLines(_ text: String) -> [[String: Any]] {
-        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
     }
 }
 
-@Suite("gpsloc as a user runs it", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+@Suite(
+    "gpsloc as a user runs it",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
 struct GPSLocCommandTests {
     @Test("with no gpsd listening, watch --json fails fast with one clear error line")
     func watchWithoutGPSD() throws {
@@ -163,7 +176,9 @@ enum FreePortForTests {
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         return Int(UInt16(bigEndian: address.sin_port))
     }
@@ -186,31 +201,39 @@ enum NDJSONSchema {
         }
         switch type {
         case "location":
-            let expected = Set(["type", "timestamp", "latitude", "longitude", "fixMode", "accuracyClass", "reduced"] + locationNumbers)
+            let expected = Set(
+                ["type", "timestamp", "latitude", "longitude", "fixMode", "accuracyClass", "reduced"] + locationNumbers)
             #expect(Set(line.keys) == expected, "location keys: \(line.keys.sorted())", sourceLocation: sourceLocation)
             let timestamp = line["timestamp"] as? String ?? ""
-            #expect(timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "timestamp \(timestamp)", sourceLocation: sourceLocation)
+            #expect(
+                timestamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "timestamp \(timestamp)",
+                sourceLocation: sourceLocation)
             let latitude = line["latitude"] as? Double ?? .nan
             let longitude = line["longitude"] as? Double ?? .nan
             #expect(abs(latitude) <= 90 && abs(longitude) <= 180, sourceLocation: sourceLocation)
             for key in locationNumbers {
                 let value = line[key]
-                let ok = value is NSNull || ((value as? Double).map { $0.isFinite && $0 >= (key.contains("ltitude") ? -1e6 : 0) } ?? false)
+                let ok =
+                    value is NSNull
+                    || ((value as? Double).map { $0.isFinite && $0 >= (key.contains("ltitude") ? -1e6 : 0) } ?? false)
                 #expect(ok, "\(key) = \(String(describing: value))", sourceLocation: sourceLocation)
             }
             #expect(["2d", "3d"].contains(line["fixMode"] as? String ?? ""), sourceLocation: sourceLocation)
             #expect(accuracyClasses.contains(line["accuracyClass"] as? String ?? ""), sourceLocation: sourceLocation)
             #expect(line["reduced"] is Bool, sourceLocation: sourceLocation)
             if line["fixMode"] as? String == "2d" {
-                #expect(line["altitude"] is NSNull && line["verticalAccuracy"] is NSNull, sourceLocation: sourceLocation)
+                #expect(
+                    line["altitude"] is NSNull && line["verticalAccuracy"] is NSNull, sourceLocation: sourceLocation)
             }
         case "authorization":
             #expect(
-                ["notDetermined", "restricted", "denied", "authorizedWhenInUse", "authorizedAlways"].contains(line["status"] as? String ?? ""),
+                ["notDetermined", "restricted", "denied", "authorizedWhenInUse", "authorizedAlways"].contains(
+                    line["status"] as? String ?? ""),
                 sourceLocation: sourceLocation)
             #expect(["full", "reduced"].contains(line["accuracy"] as? String ?? ""), sourceLocation: sourceLocation)
         case "error", "diagnostic":
-            #expect(line["code"] is String && !((line["message"] as? String) ?? "").isEmpty, sourceLocation: sourceLocation)
+            #expect(
+                line["code"] is String && !((line["message"] as? String) ?? "").isEmpty, sourceLocation: sourceLocation)
         case "device":
             #expect(line["path"] is String && line["activated"] is Bool, sourceLocation: sourceLocation)
         default:
@@ -219,7 +242,9 @@ enum NDJSONSchema {
     }
 }
 
-@Suite("authorization store and gate in gpsloc", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+@Suite(
+    "authorization store and gate in gpsloc",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
 struct AuthorizationCLITests {
     @Test("watch without a decision delivers nothing and names the command that grants it")
     func watchNotDetermined() throws {
@@ -247,7 +272,9 @@ struct AuthorizationCLITests {
         let processes = (0..<8).map { index -> Process in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
-            process.arguments = ["auth", "grant", "app\(index)", index.isMultiple(of: 2) ? "--always" : "--when-in-use"]
+            process.arguments = [
+                "auth", "grant", "app\(index)", index.isMultiple(of: 2) ? "--always" : "--when-in-use",
+            ]
             var environment = ProcessInfo.processInfo.environment
             environment["XDG_CONFIG_HOME"] = config.path
             process.environment = environment
@@ -270,7 +297,8 @@ struct AuthorizationCLITests {
         let config = try GPSLocBinary.makeConfigHome()
         let folder = config.appendingPathComponent("gpslocation")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data("{\"gpsloc\": {\"status\": \"authorizedAlways\"".utf8).write(to: folder.appendingPathComponent("authorizations.json"))
+        try Data("{\"gpsloc\": {\"status\": \"authorizedAlways\"".utf8).write(
+            to: folder.appendingPathComponent("authorizations.json"))
         let result = try GPSLocBinary.run(["watch", "--json"], configHome: config)
         #expect(result.status == 1)
         let lines = GPSLocBinary.jsonLines(result.stdout)
@@ -309,7 +337,9 @@ struct AuthorizationCLITests {
     }
 }
 
-@Suite("gpsloc doctor", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+@Suite(
+    "gpsloc doctor", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first")
+)
 struct DoctorTests {
     @Test("with nothing listening it fails and names the fix")
     func doctorWithoutGPSD() throws {
@@ -320,7 +350,9 @@ struct DoctorTests {
         #expect(result.stdout.contains("gpsloc auth grant gpsloc --when-in-use"))
     }
 
-    @Test("with gpsfake running it reports the device and the fix", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+    @Test(
+        "with gpsfake running it reports the device and the fix",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
     func doctorWithGPSFake() async throws {
         let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"))
         defer { server.stop() }
@@ -331,7 +363,9 @@ struct DoctorTests {
     }
 }
 
-@Suite("gpsloc replay", .serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+@Suite(
+    "gpsloc replay", .serialized,
+    .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
 struct ReplayCommandTests {
     static let fixtures = ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea"]
 
@@ -379,13 +413,16 @@ struct ReplayCommandTests {
         // its first location can lack what the rest of that cycle adds (altitude, 3D). Position
         // and time agree; from the second epoch on, everything does.
         #expect(a.first?.split(separator: "|").prefix(3) == b.first?.split(separator: "|").prefix(3))
-        #expect(Array(a.dropFirst()) == Array(b.dropFirst()), "first difference at \(Array(zip(a, b)).firstIndex { $0.0 != $0.1 } ?? min(a.count, b.count))")
+        #expect(
+            Array(a.dropFirst()) == Array(b.dropFirst()),
+            "first difference at \(Array(zip(a, b)).firstIndex { $0.0 != $0.1 } ?? min(a.count, b.count))")
     }
 
     @Test("--authorization denied: no location, one denied error")
     func denied() throws {
         let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-        let lines = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--authorization", "denied", "--json"]).stdout)
+        let lines = GPSLocBinary.jsonLines(
+            try GPSLocBinary.run(["replay", path, "--authorization", "denied", "--json"]).stdout)
         #expect(!lines.contains { $0["type"] as? String == "location" })
         #expect(lines.filter { $0["type"] as? String == "error" }.map { $0["code"] as? String } == ["denied"])
     }
@@ -393,7 +430,8 @@ struct ReplayCommandTests {
     @Test("--authorization notDetermined: the diagnostic, no location")
     func notDetermined() throws {
         let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-        let lines = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--authorization", "notDetermined", "--json"]).stdout)
+        let lines = GPSLocBinary.jsonLines(
+            try GPSLocBinary.run(["replay", path, "--authorization", "notDetermined", "--json"]).stdout)
         #expect(!lines.contains { $0["type"] as? String == "location" })
         let errors = lines.filter { $0["type"] as? String == "error" }
         #expect(errors.count == 1)
@@ -405,7 +443,8 @@ struct ReplayCommandTests {
         let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
         let precise = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--json"]).stdout)
             .filter { $0["type"] as? String == "location" }
-        let lines = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--accuracy", "reduced", "--json"]).stdout)
+        let lines = GPSLocBinary.jsonLines(
+            try GPSLocBinary.run(["replay", path, "--accuracy", "reduced", "--json"]).stdout)
         let locations = lines.filter { $0["type"] as? String == "location" }
         #expect(!locations.isEmpty)
         #expect(locations.count <= 1, "at most one location per 15 minutes of a 5-minute recording")
@@ -415,7 +454,10 @@ struct ReplayCommandTests {
             #expect(location["altitude"] is NSNull && location["speed"] is NSNull && location["course"] is NSNull)
             let latitude = location["latitude"] as? Double ?? 0
             let longitude = location["longitude"] as? Double ?? 0
-            #expect(!precise.contains { ($0["latitude"] as? Double) == latitude || ($0["longitude"] as? Double) == longitude })
+            #expect(
+                !precise.contains {
+                    ($0["latitude"] as? Double) == latitude || ($0["longitude"] as? Double) == longitude
+                })
         }
     }
 
@@ -435,7 +477,9 @@ struct ReplayCommandTests {
     }
 }
 
-@Suite("live authorization changes", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
+@Suite(
+    "live authorization changes",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
 struct LiveAuthorizationTests {
     @Test(
         "revoking while watch runs against gpsfake stops locations within a second, and says why",
@@ -444,7 +488,8 @@ struct LiveAuthorizationTests {
         let config = try GPSLocBinary.makeConfigHome()
         #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
         // 20 ms between sentences: about five fixes a second, for a minute.
-        let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.02)
+        let server = try await GPSFakeServer.started(
+            log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.02)
         defer { server.stop() }
         let (process, reader) = try GPSLocBinary.launch(
             ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"], configHome: config)
@@ -490,11 +535,15 @@ struct LiveAuthorizationTests {
     func policy() throws {
         let folder = try GPSLocBinary.makeConfigHome()
         let path = folder.appendingPathComponent("policy.json").path
-        try Data(#"{"restricted":["kid"],"granted":{"fleetd":{"status":"authorizedAlways","accuracy":"reduced"}}}"#.utf8)
-            .write(to: URL(fileURLWithPath: path))
+        try Data(
+            #"{"restricted":["kid"],"granted":{"fleetd":{"status":"authorizedAlways","accuracy":"reduced"}}}"#.utf8
+        )
+        .write(to: URL(fileURLWithPath: path))
         var policy = LocationPolicy.load(path: path)
         #expect(policy.decision(for: "kid") == AuthorizationDecision(status: .restricted))
-        #expect(policy.decision(for: "fleetd") == AuthorizationDecision(status: .authorizedAlways, accuracy: .reducedAccuracy))
+        #expect(
+            policy.decision(for: "fleetd")
+                == AuthorizationDecision(status: .authorizedAlways, accuracy: .reducedAccuracy))
         #expect(policy.decision(for: "other") == nil)
         try Data(#"{"locationServicesEnabled":false}"#.utf8).write(to: URL(fileURLWithPath: path))
         policy = LocationPolicy.load(path: path)
@@ -558,7 +607,8 @@ struct LiveCommandTests {
         let config = try GPSLocBinary.makeConfigHome()
         _ = try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
         let result = try await Self.withGPSFake("clean-1hz-multi.nmea") { port in
-            try GPSLocBinary.run(["watch", "--once", "--json", "--port", String(port), "--max-age", "1e9"], configHome: config)
+            try GPSLocBinary.run(
+                ["watch", "--once", "--json", "--port", String(port), "--max-age", "1e9"], configHome: config)
         }
         #expect(result.status == 0, "\(result.stderr)")
         let lines = GPSLocBinary.jsonLines(result.stdout)
@@ -587,7 +637,8 @@ struct LiveCommandTests {
         let track = config.appendingPathComponent("track.gpx")
         let output = try await Self.withGPSFake("drive-1hz-gp.nmea") { port -> String in
             let (process, reader) = try GPSLocBinary.launch(
-                ["watch", "--json", "--port", String(port), "--max-age", "1e9", "--gpx", track.path], configHome: config)
+                ["watch", "--json", "--port", String(port), "--max-age", "1e9", "--gpx", track.path], configHome: config
+            )
             _ = reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 15 }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -600,7 +651,9 @@ struct LiveCommandTests {
         // gpsbabel reads the track back: the same points, in order.
         let csv = try Self.run("/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", track.path, "-o", "unicsv", "-F", "-"])
         let rows = csv.output.split(whereSeparator: \.isNewline).dropFirst().map { $0.split(separator: ",") }
-        #expect(rows.count >= delivered.count - 1 && rows.count <= delivered.count, "\(rows.count) points for \(delivered.count) locations")
+        #expect(
+            rows.count >= delivered.count - 1 && rows.count <= delivered.count,
+            "\(rows.count) points for \(delivered.count) locations")
         for (row, location) in zip(rows, delivered) {
             let latitude = Double(row[1]) ?? 0
             let longitude = Double(row[2]) ?? 0
@@ -626,7 +679,9 @@ struct LiveCommandTests {
 @Suite(
     "gpsloc watch on a terminal (tmux)",
     .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"),
-    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux"), "tmux not installed: sudo apt-get install tmux"),
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux"),
+        "tmux not installed: sudo apt-get install tmux"),
     .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
 struct TerminalTableTests {
     /// Runs tmux with a clean signal state (ChildProcess): a tmux server started from a test
@@ -648,12 +703,15 @@ struct TerminalTableTests {
         try await LiveCommandTests.withGPSFake("clean-1hz-multi.nmea") { port in
             let session = "gpsloc-\(UUID().uuidString.prefix(8))"
             let socket = config.appendingPathComponent("tmux.sock").path
-            let command = "XDG_CONFIG_HOME=\(config.path) \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
+            let command =
+                "XDG_CONFIG_HOME=\(config.path) \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
             _ = try await Self.tmux(["-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command])
             defer { Task { _ = try? await Self.tmux(["-S", socket, "kill-server"]) } }
             try await Task.sleep(for: .seconds(4))
             let first = try await Self.tmux(["-S", socket, "capture-pane", "-t", session, "-p"], capture: true)
-            #expect(first.contains("Latitude") && first.contains("Satellites") && first.contains("Authorization"), "\(first)")
+            #expect(
+                first.contains("Latitude") && first.contains("Satellites") && first.contains("Authorization"),
+                "\(first)")
             #expect(first.split(separator: "\n").allSatisfy { $0.count <= 80 })
             try await Task.sleep(for: .seconds(1.5))
             let second = try await Self.tmux(["-S", socket, "capture-pane", "-t", session, "-p"], capture: true)

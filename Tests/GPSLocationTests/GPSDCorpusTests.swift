@@ -29,7 +29,8 @@ struct GPSDCorpusTests {
 func assertSameFixes(
     _ fixes: [Fix], _ expected: [ReferenceTPV], name: String, sourceLocation: SourceLocation = #_sourceLocation
 ) {
-    #expect(fixes.count == expected.count, "\(name): \(fixes.count) fixes, gpsd reported \(expected.count) TPVs",
+    #expect(
+        fixes.count == expected.count, "\(name): \(fixes.count) fixes, gpsd reported \(expected.count) TPVs",
         sourceLocation: sourceLocation)
     for (index, (fix, tpv)) in zip(fixes, expected).enumerated() {
         let label = "\(name) TPV #\(index)"
@@ -37,10 +38,13 @@ func assertSameFixes(
         switch (fix.time, tpv.time) {
         case (nil, nil): break
         case (let ours?, let theirs?):
-            #expect(abs(ours.timeIntervalSince(theirs)) < 0.0005, "\(label): time \(ours) vs \(tpv.timeText ?? "")",
+            #expect(
+                abs(ours.timeIntervalSince(theirs)) < 0.0005, "\(label): time \(ours) vs \(tpv.timeText ?? "")",
                 sourceLocation: sourceLocation)
         default:
-            Issue.record("\(label): time \(String(describing: fix.time)) vs \(tpv.timeText ?? "nil")", sourceLocation: sourceLocation)
+            Issue.record(
+                "\(label): time \(String(describing: fix.time)) vs \(tpv.timeText ?? "nil")",
+                sourceLocation: sourceLocation)
         }
         #expect(nearlyEqual(fix.latitude, tpv.latitude), "\(label): latitude", sourceLocation: sourceLocation)
         #expect(nearlyEqual(fix.longitude, tpv.longitude), "\(label): longitude", sourceLocation: sourceLocation)

@@ -4,7 +4,9 @@ import Testing
 
 /// The project's own recordings through the real gpsd: what gpsd's own watcher saw is what our
 /// source decodes, TPV for TPV; devices are reported; SKY reports carry satellites.
-@Suite("gpsd integration: project fixtures", .serialized, .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+@Suite(
+    "gpsd integration: project fixtures", .serialized,
+    .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
 struct GPSDFixtureTests {
     static let fixtures = ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea"]
 

@@ -24,7 +24,8 @@ struct GeodesicTests {
     func knownLines() {
         for (lat1, lon1, lat2, lon2, expected) in Self.known {
             let distance = Geodesic.wgs84.distance(latitude1: lat1, longitude1: lon1, latitude2: lat2, longitude2: lon2)
-            #expect(abs(distance - expected) < 1e-6, "(\(lat1),\(lon1)) → (\(lat2),\(lon2)): \(distance) vs \(expected)")
+            #expect(
+                abs(distance - expected) < 1e-6, "(\(lat1),\(lon1)) → (\(lat2),\(lon2)): \(distance) vs \(expected)")
         }
     }
 
@@ -42,7 +43,8 @@ struct GeodesicTests {
 
     @Test(
         "agrees with GeodSolve within 1 mm on 1,000 random and 500 nearly antipodal lines",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/GeodSolve") || Conditions.underCI,
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/GeodSolve") || Conditions.underCI,
             "GeodSolve not installed: sudo apt-get install geographiclib-tools")
     )
     func matchesGeodSolve() throws {
@@ -59,7 +61,8 @@ struct GeodesicTests {
             let lon2 = remainder(lon1 + 180 + (random.unit() - 0.5) * 2, 360)
             lines.append((lat1, lon1, lat2, lon2))
         }
-        let input = lines.map { String(format: "%.12f %.12f %.12f %.12f", $0.0, $0.1, $0.2, $0.3) }.joined(separator: "\n")
+        let input = lines.map { String(format: "%.12f %.12f %.12f %.12f", $0.0, $0.1, $0.2, $0.3) }.joined(
+            separator: "\n")
         let output = try runGeodSolve(input + "\n")
         let reference = output.split(separator: "\n").map { Double($0.split(separator: " ")[2])! }
         try #require(reference.count == lines.count)

@@ -20,8 +20,10 @@ enum IndependentModel {
         var (sinSigma, cosSigma, sigma, cos2Alpha, cos2SigmaM) = (0.0, 0.0, 0.0, 0.0, 0.0)
         for _ in 0..<200 {
             let (sinLambda, cosLambda) = (sin(lambda), cos(lambda))
-            sinSigma = ((cosU2 * sinLambda) * (cosU2 * sinLambda)
-                + (cosU1 * sinU2 - sinU1 * cosU2 * cosLambda) * (cosU1 * sinU2 - sinU1 * cosU2 * cosLambda)).squareRoot()
+            sinSigma =
+                ((cosU2 * sinLambda) * (cosU2 * sinLambda)
+                + (cosU1 * sinU2 - sinU1 * cosU2 * cosLambda) * (cosU1 * sinU2 - sinU1 * cosU2 * cosLambda))
+                .squareRoot()
             if sinSigma == 0 { return 0 }
             cosSigma = sinU1 * sinU2 + cosU1 * cosU2 * cosLambda
             sigma = atan2(sinSigma, cosSigma)
@@ -30,14 +32,19 @@ enum IndependentModel {
             cos2SigmaM = cos2Alpha != 0 ? cosSigma - 2 * sinU1 * sinU2 / cos2Alpha : 0
             let C = f / 16 * cos2Alpha * (4 + f * (4 - 3 * cos2Alpha))
             let previous = lambda
-            lambda = L + (1 - C) * f * sinAlpha * (sigma + C * sinSigma * (cos2SigmaM + C * cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)))
+            lambda =
+                L + (1 - C) * f * sinAlpha
+                * (sigma + C * sinSigma * (cos2SigmaM + C * cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)))
             if abs(lambda - previous) < 1e-13 { break }
         }
         let u2 = cos2Alpha * (a * a - b * b) / (b * b)
         let A = 1 + u2 / 16384 * (4096 + u2 * (-768 + u2 * (320 - 175 * u2)))
         let B = u2 / 1024 * (256 + u2 * (-128 + u2 * (74 - 47 * u2)))
-        let deltaSigma = B * sinSigma * (cos2SigmaM + B / 4 * (cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)
-            - B / 6 * cos2SigmaM * (-3 + 4 * sinSigma * sinSigma) * (-3 + 4 * cos2SigmaM * cos2SigmaM)))
+        let deltaSigma =
+            B * sinSigma
+            * (cos2SigmaM + B / 4
+                * (cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)
+                    - B / 6 * cos2SigmaM * (-3 + 4 * sinSigma * sinSigma) * (-3 + 4 * cos2SigmaM * cos2SigmaM)))
         return b * A * (sigma - deltaSigma)
     }
 
@@ -83,7 +90,8 @@ struct ManagerTests {
         kCLLocationAccuracyHundredMeters, kCLLocationAccuracyKilometer, kCLLocationAccuracyThreeKilometers,
     ]
 
-    @Test("delivers exactly what the documented rules predict", arguments: filters, ["drive-1hz-gp", "drive-10hz-multi"])
+    @Test(
+        "delivers exactly what the documented rules predict", arguments: filters, ["drive-1hz-gp", "drive-10hz-multi"])
     func deliversWhatTheRulesPredict(filter: Double, fixture: String) throws {
         let fixes = try FixtureFixes.load(fixture)
         let expected = IndependentModel.expectedDeliveries(fixes, filter: filter)
@@ -100,11 +108,15 @@ struct ManagerTests {
             Thread.sleep(forTimeInterval: 0.05)
             manager.stopUpdatingLocation()
             let delivered = delegate.locations.map(\.timestamp)
-            #expect(delivered == expected, "filter \(filter), desiredAccuracy \(accuracy): \(delivered.count) vs \(expected.count)")
+            #expect(
+                delivered == expected,
+                "filter \(filter), desiredAccuracy \(accuracy): \(delivered.count) vs \(expected.count)")
             // The drives start without a fix and have a tunnel: each is reported once, nothing else.
             // The end of the list may be reported too, if it came before the stop.
             let errors = delegate.errors.filter { !$0.message.hasSuffix("fixes ended") }
-            #expect(errors.count == 2 && errors.allSatisfy { $0.message.hasPrefix("no usable position fix") }, "\(delegate.errors)")
+            #expect(
+                errors.count == 2 && errors.allSatisfy { $0.message.hasPrefix("no usable position fix") },
+                "\(delegate.errors)")
             #expect(manager.location?.timestamp == expected.last)
         }
     }
@@ -115,7 +127,8 @@ struct ManagerTests {
         let queue = DispatchQueue(label: "test.delegate.queue")
         let key = DispatchSpecificKey<Bool>()
         queue.setSpecific(key: key, value: true)
-        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer(), delegateQueue: queue)
+        let manager = CLLocationManager(
+            source: FixListSource(fixes), authorizer: grantedAuthorizer(), delegateQueue: queue)
         let delegate = RecordingDelegate(expectedQueue: key)
         delegate.callbackDelay = 0.002
         manager.delegate = delegate
@@ -138,7 +151,8 @@ struct ManagerTests {
     func nothingAfterStop() throws {
         let fixes = try FixtureFixes.load("drive-10hz-multi")
         for _ in 0..<20 {
-            let manager = CLLocationManager(source: FixListSource(fixes, interval: 0.0005), authorizer: grantedAuthorizer())
+            let manager = CLLocationManager(
+                source: FixListSource(fixes, interval: 0.0005), authorizer: grantedAuthorizer())
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
@@ -163,7 +177,8 @@ struct ManagerTests {
         #expect(delegate.locations.count == 1)
         #expect(delegate.locations[0].horizontalAccuracy <= 100)
         let firstGoodEnough = fixes.first {
-            $0.mode.rawValue >= 2 && $0.time != nil && $0.latitude != nil && (IndependentModel.horizontal($0) ?? .infinity) <= 100
+            $0.mode.rawValue >= 2 && $0.time != nil && $0.latitude != nil
+                && (IndependentModel.horizontal($0) ?? .infinity) <= 100
         }
         #expect(delegate.locations[0].timestamp == firstGoodEnough?.time)
     }
@@ -200,7 +215,8 @@ struct ManagerTests {
     @Test("starting while notDetermined without a request is an error, not silence")
     func notDeterminedIsReported() throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
-        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: LocationAuthorizer(appID: "quiet", isInUse: true))
+        let manager = CLLocationManager(
+            source: FixListSource(fixes), authorizer: LocationAuthorizer(appID: "quiet", isInUse: true))
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
@@ -216,7 +232,8 @@ struct ManagerTests {
     func promptGrants() throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         let authorizer = LocationAuthorizer(
-            appID: "asker", usageDescription: "tests", prompt: { _, _ in AuthorizationDecision(status: .authorizedWhenInUse) },
+            appID: "asker", usageDescription: "tests",
+            prompt: { _, _ in AuthorizationDecision(status: .authorizedWhenInUse) },
             isInUse: true)
         let manager = CLLocationManager(source: FixListSource(fixes), authorizer: authorizer)
         let delegate = RecordingDelegate()
@@ -261,10 +278,13 @@ struct ManagerTests {
         #expect(location3D.altitude == 40)
         #expect(location3D.speedAccuracy == 1)
         #expect(location3D.gnss?.accuracyClass == .bestForNavigation)
-        let onlyEph = AccuracyStage().location(from: Fix(mode: .threeDimensional, time: Date(), latitude: 1, longitude: 1, errors: FixErrors(horizontal: 30)))
+        let onlyEph = AccuracyStage().location(
+            from: Fix(
+                mode: .threeDimensional, time: Date(), latitude: 1, longitude: 1, errors: FixErrors(horizontal: 30)))
         #expect(onlyEph.horizontalAccuracy == 15)
         #expect(onlyEph.gnss?.accuracyClass == .hundredMeters)
-        let unknown = AccuracyStage().location(from: Fix(mode: .threeDimensional, time: Date(), latitude: 1, longitude: 1))
+        let unknown = AccuracyStage().location(
+            from: Fix(mode: .threeDimensional, time: Date(), latitude: 1, longitude: 1))
         #expect(unknown.horizontalAccuracy == CLLocationDistanceMax)
         #expect(unknown.gnss?.accuracyClass == .coarse)
     }
@@ -275,9 +295,13 @@ struct ManagerTests {
         let now = Date(timeIntervalSince1970: 1_000_000)
         #expect(stage.check(Fix(mode: .noFix, time: now, latitude: 1, longitude: 1), now: now) == .noFix(.noFix))
         #expect(stage.check(Fix(mode: .twoDimensional, time: now, latitude: 1), now: now) == .missingCoordinate)
-        #expect(stage.check(Fix(mode: .twoDimensional, time: now, latitude: 91, longitude: 1), now: now) == .outOfRange(latitude: 91, longitude: 1))
+        #expect(
+            stage.check(Fix(mode: .twoDimensional, time: now, latitude: 91, longitude: 1), now: now)
+                == .outOfRange(latitude: 91, longitude: 1))
         #expect(stage.check(Fix(mode: .twoDimensional, latitude: 1, longitude: 1), now: now) == .missingTime)
-        #expect(stage.check(Fix(mode: .twoDimensional, time: now - 11, latitude: 1, longitude: 1), now: now) == .stale(age: 11))
+        #expect(
+            stage.check(Fix(mode: .twoDimensional, time: now - 11, latitude: 1, longitude: 1), now: now)
+                == .stale(age: 11))
         #expect(stage.check(Fix(mode: .twoDimensional, time: now - 10, latitude: 90, longitude: -180), now: now) == nil)
     }
 }

@@ -17,7 +17,9 @@ struct Agreement: CustomStringConvertible {
     var perfect: Bool { matched == gpsdEpochs && extra.isEmpty }
 
     var description: String {
-        String(format: "%-34@ %5d %5d %6.1f%% %4d %4d %4d", name as NSString, gpsdEpochs, matched, percent, missing.count, different.count, extra.count)
+        String(
+            format: "%-34@ %5d %5d %6.1f%% %4d %4d %4d", name as NSString, gpsdEpochs, matched, percent, missing.count,
+            different.count, extra.count)
     }
 
     static func timeOfDay(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) % 86_400_000 }
@@ -47,7 +49,8 @@ struct Agreement: CustomStringConvertible {
                 result.matched += 1
             } else {
                 result.different.append(
-                    "\(tpv.timeText ?? "?"): ours mode \(fix.mode.rawValue) \(fix.latitude ?? .nan),\(fix.longitude ?? .nan); gpsd mode \(tpv.mode) \(tpv.latitude ?? .nan),\(tpv.longitude ?? .nan)")
+                    "\(tpv.timeText ?? "?"): ours mode \(fix.mode.rawValue) \(fix.latitude ?? .nan),\(fix.longitude ?? .nan); gpsd mode \(tpv.mode) \(tpv.latitude ?? .nan),\(tpv.longitude ?? .nan)"
+                )
             }
         }
         for key in mine.keys.sorted() where reference[key] == nil { result.extra.append(String(key)) }
@@ -68,7 +71,9 @@ struct NMEAConformanceTests {
         print("log                                epochs match  agree  miss diff extra")
         for row in rows { print(row) }
         for row in rows where !row.perfect {
-            print("\(row.name): missing \(row.missing.prefix(3)) different \(row.different.prefix(2)) extra \(row.extra.prefix(3))")
+            print(
+                "\(row.name): missing \(row.missing.prefix(3)) different \(row.different.prefix(2)) extra \(row.extra.prefix(3))"
+            )
         }
         let perfect = rows.filter(\.perfect).count
         print("perfect agreement on \(perfect) of \(rows.count) logs")

@@ -79,12 +79,16 @@ struct NMEAParserTests {
             ("$GPRMC,123519,A,4807.038,N,01131.0\r\n", \.missingChecksum),
             ("\u{0}\u{1}\u{2}\u{0}garbage\u{0}\r\n", \.noise),
             ("$GPGGA," + String(repeating: "9", count: 300) + "*00\r\n", \.tooLong),
-            ("$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,4" + Self.sentence("GPGLL,4807.038,N,01131.000,E,123520,A,A"), \.sentences),
+            (
+                "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,4"
+                    + Self.sentence("GPGLL,4807.038,N,01131.000,E,123520,A,A"), \.sentences
+            ),
         ]
         let latitude: Double = 48 + 7.038 / 60
         let longitude: Double = 11 + 31.0 / 60
         let expected = NMEASentence.gga(
-            time: 45319, latitude: latitude, longitude: longitude, quality: 1, satellites: 8, hdop: 0.9, altitude: 545.4,
+            time: 45319, latitude: latitude, longitude: longitude, quality: 1, satellites: 8, hdop: 0.9,
+            altitude: 545.4,
             geoidSeparation: 46.9)
         for (bad, counter) in cases {
             let (sentences, stats) = Self.parse(Array((bad + good).utf8), chunk: 0)
@@ -138,13 +142,19 @@ struct EpochAssemblerTests {
     func fixturesMatchGPSD(name: String) throws {
         let (fixes, _) = NMEADecoder.fixes(in: try Data(contentsOf: Paths.fixtures.appendingPathComponent(name)))
         let reference = ReferenceTPV.parse(
-            try String(contentsOf: Paths.fixtures.appendingPathComponent(name.replacingOccurrences(of: ".nmea", with: ".gpsd.json")), encoding: .utf8))
+            try String(
+                contentsOf: Paths.fixtures.appendingPathComponent(
+                    name.replacingOccurrences(of: ".nmea", with: ".gpsd.json")), encoding: .utf8))
         let agreement = Agreement.measure(name: name, ours: fixes, gpsd: reference)
-        #expect(agreement.perfect, "\(agreement) missing \(agreement.missing.prefix(3)) different \(agreement.different.prefix(2)) extra \(agreement.extra.prefix(3))")
+        #expect(
+            agreement.perfect,
+            "\(agreement) missing \(agreement.missing.prefix(3)) different \(agreement.different.prefix(2)) extra \(agreement.extra.prefix(3))"
+        )
         // Full dates: the fixtures are from 2026, where gpsd and we agree on the whole time.
         let milliseconds = { (date: Date) in Int64((date.timeIntervalSince1970 * 1000).rounded()) }
         let ourTimes = Set(fixes.filter(\.hasPosition).compactMap(\.time).map(milliseconds))
-        let gpsdTimes = Set(reference.filter { $0.mode >= 2 && $0.latitude != nil }.compactMap(\.time).map(milliseconds))
+        let gpsdTimes = Set(
+            reference.filter { $0.mode >= 2 && $0.latitude != nil }.compactMap(\.time).map(milliseconds))
         #expect(ourTimes == gpsdTimes)
     }
 
@@ -154,20 +164,27 @@ struct EpochAssemblerTests {
         var fixes: [Fix] = []
         let sentences: [NMEASentence] = [
             .zda(time: 100, day: 1, month: 1, year: 2026),
-            .gga(time: 100, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10, geoidSeparation: 5),
+            .gga(
+                time: 100, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10,
+                geoidSeparation: 5),
             .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
             .gst(time: 100, latitudeError: 2, longitudeError: 3, altitudeError: 4),
             .zda(time: 101, day: 1, month: 1, year: 2026),
-            .gga(time: 101, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10, geoidSeparation: 5),
+            .gga(
+                time: 101, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10,
+                geoidSeparation: 5),
             .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
             .zda(time: 102, day: 1, month: 1, year: 2026),
         ]
         for sentence in sentences { assembler.add(sentence) { fixes.append($0) } }
         #expect(fixes.count == 2)
-        #expect(fixes[0].errors.latitude == 2 * 1.96 && fixes[0].errors.longitude == 3 * 1.96 && fixes[0].errors.vertical == 4 * 1.96)
+        #expect(
+            fixes[0].errors.latitude == 2 * 1.96 && fixes[0].errors.longitude == 3 * 1.96
+                && fixes[0].errors.vertical == 4 * 1.96)
         #expect(abs(fixes[0].altitudeHAE! - 15) < 1e-12)
         let axis = 1.96 * 1.0 * 4.0 / 2.0.squareRoot()
         #expect(abs(fixes[1].errors.latitude! - axis) < 1e-12)
-        #expect(abs(AccuracyStage.horizontalAccuracy(fixes[1].errors)! - 4.0) < 1e-12, "HDOP 1 × UERE 4 m = 4 m at 68 %")
+        #expect(
+            abs(AccuracyStage.horizontalAccuracy(fixes[1].errors)! - 4.0) < 1e-12, "HDOP 1 × UERE 4 m = 4 m at 68 %")
     }
 }

@@ -56,7 +56,8 @@ struct PortedCodeTests {
         let fixes = try FixtureFixes.load("clean-1hz-multi")
         var last: CLLocationUpdate?
         var count = 0
-        for await update in CLLocationUpdate.liveUpdates(source: FixListSource(fixes), authorizer: grantedAuthorizer()) {
+        for await update in CLLocationUpdate.liveUpdates(source: FixListSource(fixes), authorizer: grantedAuthorizer())
+        {
             last = update
             count += 1
         }
@@ -68,7 +69,9 @@ struct PortedCodeTests {
     @Test("liveUpdates says why there is no location when denied")
     func liveUpdatesDenied() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
-        for await update in CLLocationUpdate.liveUpdates(source: FixListSource(fixes), authorizer: grantedAuthorizer(.denied)) {
+        for await update in CLLocationUpdate.liveUpdates(
+            source: FixListSource(fixes), authorizer: grantedAuthorizer(.denied))
+        {
             #expect(update.location == nil)
             #expect(update.authorizationDenied)
             #expect(update.message?.contains("denied") == true)

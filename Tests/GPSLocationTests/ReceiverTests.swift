@@ -10,7 +10,9 @@ struct ReceiverSelectionTests {
     @Test("the first usable receiver is followed; a similar one never takes over")
     func followFirst() {
         let stage = SelectionBox(ReceiverSelectionStage())
-        #expect(stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0), "no fix yet: goes on to be diagnosed")
+        #expect(
+            stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0),
+            "no fix yet: goes on to be diagnosed")
         #expect(stage.selected == nil)
         #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: t0))
         #expect(stage.selected == "/dev/b")
@@ -19,14 +21,18 @@ struct ReceiverSelectionTests {
             #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3, clock: clock))
             #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: clock))
         }
-        #expect(stage.admits(device: nil, mode: .twoDimensional, horizontalAccuracy: 9, clock: t0), "fixes naming no device always pass")
+        #expect(
+            stage.admits(device: nil, mode: .twoDimensional, horizontalAccuracy: 9, clock: t0),
+            "fixes naming no device always pass")
     }
 
     @Test("3D beats 2D at once; twice as accurate takes over after five fixes in a row")
     func takeOver() {
         let stage = SelectionBox(ReceiverSelectionStage())
         #expect(stage.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 5, clock: t0))
-        #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1), "higher mode")
+        #expect(
+            stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1), "higher mode"
+        )
         #expect(stage.selected == "/dev/b")
         var clock = t0 + 2
         // One fix that is not twice as good starts the count again.
@@ -34,8 +40,11 @@ struct ReceiverSelectionTests {
         #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 4.1, clock: clock))
         for index in 1...5 {
             clock += 1
-            #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: clock) == (index < 5 || stage.selected == "/dev/b"))
-            let admitted = stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock)
+            #expect(
+                stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: clock)
+                    == (index < 5 || stage.selected == "/dev/b"))
+            let admitted = stage.admits(
+                device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock)
             #expect(admitted == (index == 5), "fix \(index)")
         }
         #expect(stage.selected == "/dev/a")
@@ -45,8 +54,12 @@ struct ReceiverSelectionTests {
     func lost() {
         let stage = SelectionBox(ReceiverSelectionStage(lossTimeout: 3))
         #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
-        #expect(stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0 + 1), "the followed receiver's no-fix goes on (to the staleness check)")
-        #expect(!stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 2), "a dropout is not a loss yet")
+        #expect(
+            stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0 + 1),
+            "the followed receiver's no-fix goes on (to the staleness check)")
+        #expect(
+            !stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 2),
+            "a dropout is not a loss yet")
         #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 3))
         #expect(stage.selected == "/dev/b")
     }
@@ -55,7 +68,8 @@ struct ReceiverSelectionTests {
     func deactivation() {
         let stage = SelectionBox(ReceiverSelectionStage())
         #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
-        #expect(!stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one")
+        #expect(
+            !stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one")
         #expect(stage.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
         #expect(stage.selected == nil)
         #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 30, clock: t0 + 0.1))
@@ -67,7 +81,8 @@ struct ReceiverSelectionTests {
         #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 + 10))
     }
 
-    static let gpsdctlAvailable = Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: GPSDServer.gpsdctlExecutable)
+    static let gpsdctlAvailable =
+        Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: GPSDServer.gpsdctlExecutable)
 
     /// A simulated receiver on a pseudo-terminal playing a recording at ten times its rate, once
     /// (a loop would step its time back). "clean" is ten minutes of 1 Hz multi-GNSS from
@@ -75,12 +90,16 @@ struct ReceiverSelectionTests {
     static func receiver(_ fixture: String) throws -> PseudoTerminalReceiver {
         let text: String
         if fixture == "clean" {
-            let url = FileManager.default.temporaryDirectory.appendingPathComponent("receiver-clean-\(UUID().uuidString).nmea")
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "receiver-clean-\(UUID().uuidString).nmea")
             defer { try? FileManager.default.removeItem(at: url) }
             let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
-            let process = try ChildProcessForTests.run(simulator, [
-                "--rate", "1", "--duration", "600", "--talkers", "multi", "--scenario", "clean", "--seed", "3", "--output", url.path,
-            ])
+            let process = try ChildProcessForTests.run(
+                simulator,
+                [
+                    "--rate", "1", "--duration", "600", "--talkers", "multi", "--scenario", "clean", "--seed", "3",
+                    "--output", url.path,
+                ])
             guard process == 0 else { throw PseudoTerminalError.emptyRecording }
             text = try String(contentsOf: url, encoding: .utf8)
         } else {
@@ -91,7 +110,9 @@ struct ReceiverSelectionTests {
         return receiver
     }
 
-    @Test("gpsdctl remove and add during a replay: reported both ways, updates resume", .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
+    @Test(
+        "gpsdctl remove and add during a replay: reported both ways, updates resume",
+        .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
     func removeAndAdd() async throws {
         let receiver = try Self.receiver("clean")
         defer { receiver.stop() }
@@ -105,28 +126,43 @@ struct ReceiverSelectionTests {
 
         let removed = Date()
         #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
-        #expect(await waitUntilAsync(timeout: 2) { delegate.receiverEvents.contains { !$0.activated } }, "deactivation reported")
-        #expect(await waitUntilAsync(timeout: 2) { delegate.errors.contains { $0.message.contains("gpsd deactivated the receiver \(receiver.path)") } })
+        #expect(
+            await waitUntilAsync(timeout: 2) { delegate.receiverEvents.contains { !$0.activated } },
+            "deactivation reported")
+        #expect(
+            await waitUntilAsync(timeout: 2) {
+                delegate.errors.contains { $0.message.contains("gpsd deactivated the receiver \(receiver.path)") }
+            })
         let lossDelay = (delegate.firstDeactivation ?? Date()).timeIntervalSince(removed)
         try await Task.sleep(for: .milliseconds(300))
         let whileRemoved = delegate.locationCount
         try await Task.sleep(for: .milliseconds(700))
         #expect(delegate.locationCount == whileRemoved, "nothing while the receiver is out")
-        #expect(!delegate.errors.contains { $0.message.hasPrefix("no usable position fix") }, "the removal was reported once, not again as staleness")
+        #expect(
+            !delegate.errors.contains { $0.message.hasPrefix("no usable position fix") },
+            "the removal was reported once, not again as staleness")
 
         let added = Date()
         #expect(try server.gpsdctl("add", device: receiver.path) == 0)
-        #expect(await waitUntilAsync(timeout: 3) { delegate.receiverEvents.last?.activated == true }, "reactivation reported: \(delegate.receiverEvents)")
+        #expect(
+            await waitUntilAsync(timeout: 3) { delegate.receiverEvents.last?.activated == true },
+            "reactivation reported: \(delegate.receiverEvents)")
         #expect(await waitUntilAsync(timeout: 3) { delegate.locationCount >= whileRemoved + 5 }, "locations resume")
         let resumeDelay = (delegate.arrival(of: whileRemoved) ?? Date()).timeIntervalSince(added)
-        print(String(format: "receivers: deactivation reported %.3f s after gpsdctl remove; locations resumed %.3f s after gpsdctl add", lossDelay, resumeDelay))
+        print(
+            String(
+                format:
+                    "receivers: deactivation reported %.3f s after gpsdctl remove; locations resumed %.3f s after gpsdctl add",
+                lossDelay, resumeDelay))
         #expect(lossDelay < 2 && resumeDelay < 2)
         let times = delegate.times
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals")
         #expect(delegate.receiverEvents.map(\.path).allSatisfy { $0 == receiver.path })
     }
 
-    @Test("two receivers: one is followed, never interleaved; removing it hands over to the other", .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
+    @Test(
+        "two receivers: one is followed, never interleaved; removing it hands over to the other",
+        .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
     func twoReceivers() async throws {
         // The clean recording has a 3D fix from its first cycles; the drive starts with 8 s of no fix.
         let clean = try Self.receiver("clean")
@@ -143,7 +179,8 @@ struct ReceiverSelectionTests {
         #expect(Set(delegate.devices) == [clean.path], "one receiver at a time")
         let before = delegate.locationCount
         #expect(try server.gpsdctl("remove", device: clean.path) == 0)
-        #expect(await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 }, "the other receiver takes over")
+        #expect(
+            await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 }, "the other receiver takes over")
         #expect(manager.followedReceiver == drive.path)
         // The device sequence switches exactly once.
         let devices = delegate.devices
@@ -155,7 +192,9 @@ struct ReceiverSelectionTests {
 
     @Test(
         "gpsloc watch: an unplugged receiver is a device line and one error; plugged back, locations again",
-        .enabled(if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), Conditions.gpsdMissingReason))
+        .enabled(
+            if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path),
+            Conditions.gpsdMissingReason))
     func watchSeesRemoval() throws {
         let receiver = try Self.receiver("clean")
         defer { receiver.stop() }
@@ -166,27 +205,35 @@ struct ReceiverSelectionTests {
         #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
         let (process, reader) = try GPSLocBinary.launch(
             ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1e9"], configHome: config)
-        let locations = { (lines: [(time: Date, text: String)]) in lines.count { $0.text.contains("\"type\":\"location\"") } }
+        let locations = { (lines: [(time: Date, text: String)]) in
+            lines.count { $0.text.contains("\"type\":\"location\"") }
+        }
         #expect(reader.waitFor(timeout: 10) { locations($0) >= 5 })
         #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
         #expect(reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"activated\":false") } })
         Thread.sleep(forTimeInterval: 1.5)  // long enough for a staleness report, which must not come
         #expect(try server.gpsdctl("add", device: receiver.path) == 0)
         var before = 0
-        _ = reader.waitFor(timeout: 0) { before = locations($0); return true }
+        _ = reader.waitFor(timeout: 0) {
+            before = locations($0)
+            return true
+        }
         #expect(reader.waitFor(timeout: 5) { locations($0) >= before + 5 }, "locations again after gpsdctl add")
         process.terminate()
         process.waitUntilExit()
         let lines = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
         let errors = lines.filter { $0["type"] as? String == "error" }.compactMap { $0["message"] as? String }
-        #expect(errors.count == 1 && errors.first?.contains("gpsd deactivated the receiver \(receiver.path)") == true, "\(errors)")
+        #expect(
+            errors.count == 1 && errors.first?.contains("gpsd deactivated the receiver \(receiver.path)") == true,
+            "\(errors)")
         let devices = lines.filter { $0["type"] as? String == "device" }.compactMap { $0["activated"] as? Bool }
         #expect(devices.first == true && devices.contains(false) && devices.last == true, "\(devices)")
     }
 
     static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {
         let manager = CLLocationManager(
-            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)), authorizer: grantedAuthorizer(.authorizedAlways))
+            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)),
+            authorizer: grantedAuthorizer(.authorizedAlways))
         manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
         manager.maximumBatch = .max
         let delegate = ReceiverDelegate()

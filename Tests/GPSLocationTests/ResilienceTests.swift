@@ -4,7 +4,9 @@ import Testing
 @testable import GPSLocation
 
 /// Counts this process's open file descriptors.
-func openFileDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+func openFileDescriptors() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
 
 @Suite("resilience", .serialized)
 struct ResilienceTests {
@@ -25,7 +27,8 @@ struct ResilienceTests {
         func location(_ time: Date, _ mode: FixMode, _ h: Double) -> CLLocation {
             CLLocation(
                 coordinate: CLLocationCoordinate2D(latitude: 1, longitude: 1), altitude: 0, ellipsoidalAltitude: 0,
-                horizontalAccuracy: h, verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1,
+                horizontalAccuracy: h, verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1,
+                speedAccuracy: -1,
                 timestamp: time, gnss: GNSSDetails(fixMode: mode, accuracyClass: .best))
         }
         #expect(stage.check(location(t, .twoDimensional, 5)) == nil)
@@ -72,10 +75,14 @@ struct ResilienceTests {
         var segments: [URL] = []
         for index in 0..<20 {
             let url = folder.appendingPathComponent("segment-\(index).nmea")
-            let start = iso8601Milliseconds(Date(timeIntervalSince1970: 1_781_510_400 + Double(index) * 5)).replacingOccurrences(of: ".000", with: "")
+            let start = iso8601Milliseconds(Date(timeIntervalSince1970: 1_781_510_400 + Double(index) * 5))
+                .replacingOccurrences(of: ".000", with: "")
             let process = Process()
             process.executableURL = URL(fileURLWithPath: simulator)
-            process.arguments = ["--rate", "10", "--duration", "5", "--scenario", "clean", "--start", start, "--seed", "\(index + 1)", "--output", url.path]
+            process.arguments = [
+                "--rate", "10", "--duration", "5", "--scenario", "clean", "--start", start, "--seed", "\(index + 1)",
+                "--output", url.path,
+            ]
             try process.run()
             process.waitUntilExit()
             try #require(process.terminationStatus == 0)
@@ -84,8 +91,10 @@ struct ResilienceTests {
 
         let port = try FreePort.find()
         let descriptorsBefore = openFileDescriptors()
-        let source = GPSDLocationSource(endpoint: GPSDEndpoint(host: "127.0.0.1", port: port), noDataTimeout: .seconds(30))
-        let authorizer = LocationAuthorizer(appID: "resilience", initial: AuthorizationDecision(status: .authorizedAlways))
+        let source = GPSDLocationSource(
+            endpoint: GPSDEndpoint(host: "127.0.0.1", port: port), noDataTimeout: .seconds(30))
+        let authorizer = LocationAuthorizer(
+            appID: "resilience", initial: AuthorizationDecision(status: .authorizedAlways))
         let manager = CLLocationManager(source: source, authorizer: authorizer)
         manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
         manager.maximumBatch = .max
@@ -100,24 +109,35 @@ struct ResilienceTests {
             let listening = Date()
             let before = delegate.locationCount
             // gpsfake starts feeding about 1.4 s after it listens; fixes must follow promptly.
-            #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= before + 5 }, "segment \(index): no locations")
-            resumeDelays.append((delegate.firstLocationArrival(after: before) ?? Date()).timeIntervalSince(listening) - 1.4)
+            #expect(
+                await waitUntilAsync(timeout: 10) { delegate.locationCount >= before + 5 },
+                "segment \(index): no locations")
+            resumeDelays.append(
+                (delegate.firstLocationArrival(after: before) ?? Date()).timeIntervalSince(listening) - 1.4)
             let errorsBefore = delegate.errorCount
             let killed = Date()
             server.stop()
-            #expect(await waitUntilAsync(timeout: 5) { delegate.errorCount > errorsBefore }, "segment \(index): loss not reported")
+            #expect(
+                await waitUntilAsync(timeout: 5) { delegate.errorCount > errorsBefore },
+                "segment \(index): loss not reported")
             lossDelays.append((delegate.lastErrorArrival ?? Date()).timeIntervalSince(killed))
         }
         manager.stopUpdatingLocation()
-        print("resilience: loss reported after max \(lossDelays.max() ?? -1) s; locations resumed max \(resumeDelays.max() ?? -1) s after gpsd fed again")
+        print(
+            "resilience: loss reported after max \(lossDelays.max() ?? -1) s; locations resumed max \(resumeDelays.max() ?? -1) s after gpsd fed again"
+        )
         #expect(lossDelays.allSatisfy { $0 < 2 })
         #expect(resumeDelays.allSatisfy { $0 < 2 })
         let times = delegate.times
         #expect(times.count >= 100)
-        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "duplicates or time reversals in the delivered sequence")
+        #expect(
+            zip(times, times.dropFirst()).allSatisfy { $0 < $1 },
+            "duplicates or time reversals in the delivered sequence")
         #expect(delegate.errors.allSatisfy { $0.code == .locationUnknown && $0.underlyingError is GPSDError })
         try await Task.sleep(for: .milliseconds(200))
-        #expect(openFileDescriptors() <= descriptorsBefore + 2, "file descriptors leaked: \(descriptorsBefore) → \(openFileDescriptors())")
+        #expect(
+            openFileDescriptors() <= descriptorsBefore + 2,
+            "file descriptors leaked: \(descriptorsBefore) → \(openFileDescriptors())")
     }
 }
 
@@ -153,7 +173,9 @@ final class TimedDelegate: CLLocationManagerDelegate, @unchecked Sendable {
     var times: [Date] { lock.withLock { arrivals.map(\.1.timestamp) } }
     var errors: [CLError] { lock.withLock { errorArrivals.map(\.1) } }
     var lastErrorArrival: Date? { lock.withLock { errorArrivals.last?.0 } }
-    func firstLocationArrival(after index: Int) -> Date? { lock.withLock { index < arrivals.count ? arrivals[index].0 : nil } }
+    func firstLocationArrival(after index: Int) -> Date? {
+        lock.withLock { index < arrivals.count ? arrivals[index].0 : nil }
+    }
 
     func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
         let now = Date()
@@ -169,7 +191,8 @@ final class TimedDelegate: CLLocationManagerDelegate, @unchecked Sendable {
 struct SharedConnectionTests {
     @Test("several managers share one gpsd connection, each with its own filter and gate")
     func sharing() async throws {
-        let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.01)
+        let server = try await GPSFakeServer.started(
+            log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.01)
         defer { server.stop() }
         let connections = { SharedGPSDConnections.shared.connectionCount(to: server.endpoint) }
         func manager(filter: Double, status: CLAuthorizationStatus) -> (CLLocationManager, TimedDelegate) {
@@ -188,13 +211,16 @@ struct SharedConnectionTests {
         let (refused, none) = manager(filter: kCLDistanceFilterNone, status: .denied)
         #expect(connections() == 1, "one connection for three managers")
         #expect(await waitUntilAsync(timeout: 20) { all.locationCount >= 60 })
-        #expect(few.locationCount > 0 && few.locationCount < all.locationCount / 3, "\(few.locationCount) vs \(all.locationCount)")
+        #expect(
+            few.locationCount > 0 && few.locationCount < all.locationCount / 3,
+            "\(few.locationCount) vs \(all.locationCount)")
         #expect(none.locationCount == 0 && none.errors.first?.code == .denied)
         everything.stopUpdatingLocation()
         refused.stopUpdatingLocation()
         #expect(connections() == 1, "still open for the third")
         let count = few.locationCount
-        #expect(await waitUntilAsync(timeout: 10) { few.locationCount > count }, "the remaining manager keeps receiving")
+        #expect(
+            await waitUntilAsync(timeout: 10) { few.locationCount > count }, "the remaining manager keeps receiving")
         sparse.stopUpdatingLocation()
         #expect(connections() == 0, "the last stop closes the connection")
     }

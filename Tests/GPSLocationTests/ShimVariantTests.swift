@@ -4,7 +4,9 @@ import Testing
 /// The C shim compiles against libgps API 9 through 16 — the header differences are reproduced
 /// in Tests/ShimVariants/gps-variant.h — and refuses API 8 with a clear #error. The Swift layer
 /// sees only the shim's own structs, so it has no version #if at all.
-@Suite("CGPS shim across libgps API versions", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/gcc"), "needs gcc"))
+@Suite(
+    "CGPS shim across libgps API versions",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/gcc"), "needs gcc"))
 struct ShimVariantTests {
     static func compile(api: Int) throws -> (status: Int32, output: String) {
         let process = Process()
@@ -44,7 +46,10 @@ struct ShimVariantTests {
     func installed() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/gcc")
-        process.arguments = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I", Paths.packageRoot.appendingPathComponent("Sources/CGPS").path, "-x", "c", "-"]
+        process.arguments = [
+            "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I",
+            Paths.packageRoot.appendingPathComponent("Sources/CGPS").path, "-x", "c", "-",
+        ]
         let input = Pipe()
         process.standardInput = input
         try process.run()

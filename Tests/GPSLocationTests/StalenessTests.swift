@@ -66,9 +66,12 @@ struct StalenessTests {
 
     @Test("messages say what is kept and what to do")
     func messages() {
-        #expect(FixStalenessMonitor.message(silence: 3, lastLocationTime: nil).contains("no usable position fix yet after 3.0 s"))
+        #expect(
+            FixStalenessMonitor.message(silence: 3, lastLocationTime: nil).contains(
+                "no usable position fix yet after 3.0 s"))
         let lost = FixStalenessMonitor.message(silence: 4.2, lastLocationTime: t0)
-        #expect(lost.contains("for 4.2 s") && lost.contains("2026-06-15T08:00:00.000Z") && lost.contains("gpsloc doctor"))
+        #expect(
+            lost.contains("for 4.2 s") && lost.contains("2026-06-15T08:00:00.000Z") && lost.contains("gpsloc doctor"))
     }
 
     @Test("a replay: the manager reports the start and the tunnel once each, and recovers silently")
@@ -119,7 +122,9 @@ struct StalenessTests {
         let report = try #require(delegate.reports.first)
         // 10 Hz → 1 s (the timer may fire a little late on a loaded machine; the message says when).
         let silence = report.message.split(separator: " ").dropFirst(5).first.flatMap { Double($0) } ?? 0
-        #expect(report.message.hasPrefix("no usable position fix for ") && silence >= 1 && silence < 2.5, "\(report.message)")
+        #expect(
+            report.message.hasPrefix("no usable position fix for ") && silence >= 1 && silence < 2.5,
+            "\(report.message)")
         #expect(report.stale && report.hadLocation)
         Thread.sleep(forTimeInterval: 1.5)
         #expect(delegate.reports.count == 1, "once")
@@ -151,7 +156,8 @@ struct StalenessTests {
         try server.waitUntilListening()
 
         let manager = CLLocationManager(
-            source: GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: .seconds(30), reconnect: nil), authorizer: grantedAuthorizer())
+            source: GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: .seconds(30), reconnect: nil),
+            authorizer: grantedAuthorizer())
         manager.maximumLocationAge = 1e9
         manager.maximumBatch = .max
         manager.staleFixTimeout = 1  // cycles come every 0.2 s; the tunnel lasts 3 s
@@ -196,7 +202,9 @@ final class StalenessDelegate: CLLocationManagerDelegate, @unchecked Sendable {
     }
     func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
         let error = error as! CLError
-        let report = Report(message: error.message, hadLocation: manager.location != nil, stale: manager.isLocationStale, age: manager.locationAge)
+        let report = Report(
+            message: error.message, hadLocation: manager.location != nil, stale: manager.isLocationStale,
+            age: manager.locationAge)
         lock.withLock {
             if error.message.hasSuffix("fixes ended") {
                 return
@@ -231,7 +239,8 @@ final class LiveBurstSource: LocationSource, @unchecked Sendable {
             for index in 0..<count {
                 guard lock.withLock({ running }) else { return }
                 let fix = Fix(
-                    mode: .threeDimensional, time: Date(), latitude: 51.45, longitude: -2.58 + Double(index) * 1e-5, altitudeMSL: 10,
+                    mode: .threeDimensional, time: Date(), latitude: 51.45, longitude: -2.58 + Double(index) * 1e-5,
+                    altitudeMSL: 10,
                     errors: FixErrors(longitude: 3, latitude: 3, vertical: 5))
                 handler(.fix(fix))
                 Thread.sleep(forTimeInterval: interval)

@@ -10,10 +10,18 @@ struct UdevRules {
         var value: String
     }
 
-    enum ParseError: Error, Equatable { case malformed(line: Int, text: String), unknownKey(line: Int, key: String) }
+    enum ParseError: Error, Equatable {
+        case malformed(line: Int, text: String)
+        case unknownKey(line: Int, key: String)
+    }
 
-    static let matchKeys: Set<String> = ["ACTION", "SUBSYSTEM", "SUBSYSTEMS", "KERNEL", "KERNELS", "DRIVER", "DRIVERS", "ATTR", "ATTRS", "ENV", "TAG", "TAGS", "DEVPATH", "NAME", "SYMLINK", "TEST", "PROGRAM", "RESULT"]
-    static let assignKeys: Set<String> = ["SYMLINK", "TAG", "ENV", "GOTO", "LABEL", "GROUP", "MODE", "OWNER", "RUN", "NAME", "ATTR", "OPTIONS"]
+    static let matchKeys: Set<String> = [
+        "ACTION", "SUBSYSTEM", "SUBSYSTEMS", "KERNEL", "KERNELS", "DRIVER", "DRIVERS", "ATTR", "ATTRS", "ENV", "TAG",
+        "TAGS", "DEVPATH", "NAME", "SYMLINK", "TEST", "PROGRAM", "RESULT",
+    ]
+    static let assignKeys: Set<String> = [
+        "SYMLINK", "TAG", "ENV", "GOTO", "LABEL", "GROUP", "MODE", "OWNER", "RUN", "NAME", "ATTR", "OPTIONS",
+    ]
 
     var rules: [(line: Int, pairs: [Pair])] = []
 
@@ -24,8 +32,12 @@ struct UdevRules {
             if line.isEmpty || line.hasPrefix("#") { continue }
             var pairs: [Pair] = []
             for part in Self.splitPairs(line) {
-                guard let match = part.wholeMatch(of: pattern) else { throw ParseError.malformed(line: index + 1, text: part) }
-                let pair = Pair(key: String(match.1), attribute: match.3.map(String.init), op: String(match.4), value: String(match.5))
+                guard let match = part.wholeMatch(of: pattern) else {
+                    throw ParseError.malformed(line: index + 1, text: part)
+                }
+                let pair = Pair(
+                    key: String(match.1), attribute: match.3.map(String.init), op: String(match.4),
+                    value: String(match.5))
                 let known = pair.op == "==" || pair.op == "!=" ? Self.matchKeys : Self.assignKeys
                 guard known.contains(pair.key) else { throw ParseError.unknownKey(line: index + 1, key: pair.key) }
                 pairs.append(pair)
@@ -88,7 +100,10 @@ struct UdevRules {
 @Suite("udev rules")
 struct UdevRulesTests {
     static func load() throws -> UdevRules {
-        try UdevRules(String(contentsOf: Paths.packageRoot.appendingPathComponent("udev/61-gpslocation-gnss.rules"), encoding: .utf8))
+        try UdevRules(
+            String(
+                contentsOf: Paths.packageRoot.appendingPathComponent("udev/61-gpslocation-gnss.rules"), encoding: .utf8)
+        )
     }
 
     @Test("parses, and every GOTO has its LABEL")
@@ -108,10 +123,15 @@ struct UdevRulesTests {
         for rule in rules.rules {
             for pair in rule.pairs {
                 if pair.key == "SYMLINK" && pair.op != "==" { #expect(pair.op == "+=", "line \(rule.line)") }
-                if pair.key == "ENV" && pair.attribute == "SYSTEMD_WANTS" { #expect(pair.op == "+=", "line \(rule.line)") }
-                if pair.key == "SYMLINK" { #expect(!pair.value.hasPrefix("gps%"), "line \(rule.line) takes gpsd's name") }
+                if pair.key == "ENV" && pair.attribute == "SYSTEMD_WANTS" {
+                    #expect(pair.op == "+=", "line \(rule.line)")
+                }
+                if pair.key == "SYMLINK" {
+                    #expect(!pair.value.hasPrefix("gps%"), "line \(rule.line) takes gpsd's name")
+                }
                 if pair.key == "ACTION" { #expect(!(pair.op == "==" && pair.value == "remove"), "line \(rule.line)") }
-                #expect(!["GROUP", "MODE", "OWNER", "RUN", "NAME"].contains(pair.key), "line \(rule.line): \(pair.key)")
+                #expect(
+                    !["GROUP", "MODE", "OWNER", "RUN", "NAME"].contains(pair.key), "line \(rule.line): \(pair.key)")
             }
         }
         // Bare USB-serial bridges appear only narrowed by a product string.
@@ -120,7 +140,9 @@ struct UdevRulesTests {
             let vendor = rule.pairs.first { $0.attribute == "idVendor" }?.value ?? ""
             let product = rule.pairs.first { $0.attribute == "idProduct" }?.value ?? ""
             if bridges.contains("\(vendor):\(product)") {
-                #expect(rule.pairs.contains { $0.attribute == "product" && $0.op == "==" }, "line \(rule.line): a bare bridge")
+                #expect(
+                    rule.pairs.contains { $0.attribute == "product" && $0.op == "==" },
+                    "line \(rule.line): a bare bridge")
             }
         }
     }
@@ -129,7 +151,10 @@ struct UdevRulesTests {
     func matching() throws {
         let rules = try Self.load()
         func tty(_ vendor: String, _ product: String, _ name: String = "", action: String = "add") -> [String: String] {
-            ["ACTION": action, "SUBSYSTEM": "tty", "ATTRS{idVendor}": vendor, "ATTRS{idProduct}": product, "ATTRS{product}": name]
+            [
+                "ACTION": action, "SUBSYSTEM": "tty", "ATTRS{idVendor}": vendor, "ATTRS{idProduct}": product,
+                "ATTRS{product}": name,
+            ]
         }
         for id in ["01a5", "01a6", "01a7", "01a8", "01a9"] {
             #expect(rules.evaluate(tty("1546", id, "u-blox GNSS receiver")).symlinks == ["gpslocation-gnss%n"])
@@ -143,7 +168,10 @@ struct UdevRulesTests {
         #expect(quectel.symlinks == ["gpslocation-gnss%n"] && quectel.wants == ["gpsdctl@%k.service"])
         #expect(rules.evaluate(tty("1546", "01a8", action: "remove")).symlinks.isEmpty)
         #expect(rules.evaluate(["ACTION": "add", "SUBSYSTEM": "gnss"]).symlinks == ["gpslocation-gnss%n"])
-        #expect(rules.evaluate(["ACTION": "add", "SUBSYSTEM": "block", "ATTRS{idVendor}": "1546", "ATTRS{idProduct}": "01a8"]).symlinks.isEmpty)
+        #expect(
+            rules.evaluate([
+                "ACTION": "add", "SUBSYSTEM": "block", "ATTRS{idVendor}": "1546", "ATTRS{idProduct}": "01a8",
+            ]).symlinks.isEmpty)
     }
 
     @Test("the parser rejects what udev would")

@@ -67,7 +67,8 @@ public final class DecisionStore: @unchecked Sendable {
     public func set(_ decision: AuthorizationDecision, for app: String, at date: Date = Date()) throws(StoreError) {
         try withFileLock(exclusive: true) {
             var entries = readEntries()
-            entries[app] = Entry(status: decision.status.description, accuracy: decision.accuracy.description, decidedAt: date)
+            entries[app] = Entry(
+                status: decision.status.description, accuracy: decision.accuracy.description, decidedAt: date)
             try write(entries)
         }
     }
@@ -90,14 +91,16 @@ public final class DecisionStore: @unchecked Sendable {
         case "authorizedAlways": status = .authorizedAlways
         default: return nil
         }
-        return AuthorizationDecision(status: status, accuracy: entry.accuracy == "reduced" ? .reducedAccuracy : .fullAccuracy)
+        return AuthorizationDecision(
+            status: status, accuracy: entry.accuracy == "reduced" ? .reducedAccuracy : .fullAccuracy)
     }
 
     // MARK: - File handling
 
     private func withFileLock<T>(exclusive: Bool, _ body: () throws -> T) throws(StoreError) -> T {
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw .io("cannot create \(directory.path): \(error.localizedDescription) — check the folder's permissions")
         }
@@ -144,7 +147,9 @@ public final class DecisionStore: @unchecked Sendable {
         let data = try encoder.encode(entries)
         let temporary = directory.appendingPathComponent(".authorizations.json.\(getpid()).tmp")
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError.io("cannot write \(temporary.path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw StoreError.io("cannot write \(temporary.path): \(String(cString: strerror(errno)))")
+        }
         let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)

@@ -41,10 +41,15 @@ public struct LocationPolicy: Sendable, Equatable {
                 policy.restricted = Set(names)
             }
             if let granted = object["granted"] {
-                guard let entries = granted as? [String: [String: String]] else { throw CocoaError(.fileReadCorruptFile) }
+                guard let entries = granted as? [String: [String: String]] else {
+                    throw CocoaError(.fileReadCorruptFile)
+                }
                 for (app, entry) in entries {
-                    let stored = DecisionStore.Entry(status: entry["status"] ?? "", accuracy: entry["accuracy"] ?? "full", decidedAt: Date())
-                    guard let decision = DecisionStore.decision(from: stored) else { throw CocoaError(.fileReadCorruptFile) }
+                    let stored = DecisionStore.Entry(
+                        status: entry["status"] ?? "", accuracy: entry["accuracy"] ?? "full", decidedAt: Date())
+                    guard let decision = DecisionStore.decision(from: stored) else {
+                        throw CocoaError(.fileReadCorruptFile)
+                    }
                     policy.granted[app] = decision
                 }
             }

@@ -68,7 +68,8 @@ public final class LocationAuthorizer: @unchecked Sendable {
         isInUse: Bool = isatty(STDIN_FILENO) != 0
     ) -> LocationAuthorizer {
         let authorizer = LocationAuthorizer(
-            appID: appID, usageDescription: usageDescription, initial: resolve(app: appID, store: store, policyPath: policyPath),
+            appID: appID, usageDescription: usageDescription,
+            initial: resolve(app: appID, store: store, policyPath: policyPath),
             prompt: prompt, isInUse: isInUse)
         authorizer.lock.withLock {
             authorizer.store = store
@@ -77,7 +78,9 @@ public final class LocationAuthorizer: @unchecked Sendable {
         try? FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
         let watcher = FileChangeWatcher(paths: [store.fileURL.path, policyPath]) { [weak authorizer] in
             guard let authorizer else { return }
-            authorizer.set(resolve(app: appID, store: store, policyPath: policyPath) ?? AuthorizationDecision(status: .notDetermined))
+            authorizer.set(
+                resolve(app: appID, store: store, policyPath: policyPath)
+                    ?? AuthorizationDecision(status: .notDetermined))
         }
         authorizer.lock.withLock { authorizer.watcher = watcher }
         return authorizer
@@ -176,7 +179,7 @@ public final class LocationAuthorizer: @unchecked Sendable {
             return Array(observers.values)
         }
         guard let handlers else { return false }
-        handlers.forEach { $0() }
+        for handler in handlers { handler() }
         return true
     }
 
@@ -190,7 +193,8 @@ public final class LocationAuthorizer: @unchecked Sendable {
                 return .withhold(
                     error: CLError(
                         .locationUnknown,
-                        message: "\(appID) is authorized only while in use, and it is not in use (no terminal) — nothing is delivered; "
+                        message:
+                            "\(appID) is authorized only while in use, and it is not in use (no terminal) — nothing is delivered; "
                             + "grant Always (`gpsloc auth grant \(appID) --always`) or declare it in use"))
             case .authorizedAlways, .authorizedWhenInUse:
                 if decision.accuracy == .fullAccuracy { return .deliver(location) }
@@ -204,7 +208,8 @@ public final class LocationAuthorizer: @unchecked Sendable {
                 return .withhold(
                     error: CLError(
                         .denied,
-                        message: "location access for \(appID) is \(decision.status == .denied ? "denied" : "restricted") — "
+                        message:
+                            "location access for \(appID) is \(decision.status == .denied ? "denied" : "restricted") — "
                             + "no location is delivered; `gpsloc auth grant \(appID) --when-in-use` allows it"))
             }
         }

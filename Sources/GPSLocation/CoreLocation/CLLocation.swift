@@ -67,7 +67,10 @@ public struct GNSSDetails: Sendable, Equatable {
     /// The receiver, when known.
     public var device: String?
 
-    public init(fixMode: FixMode, quality: FixQuality = .unknown, accuracyClass: AccuracyClass, reduced: Bool = false, device: String? = nil) {
+    public init(
+        fixMode: FixMode, quality: FixQuality = .unknown, accuracyClass: AccuracyClass, reduced: Bool = false,
+        device: String? = nil
+    ) {
         self.fixMode = fixMode
         self.quality = quality
         self.accuracyClass = accuracyClass

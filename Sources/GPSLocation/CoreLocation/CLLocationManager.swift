@@ -200,7 +200,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private var storedOnSourceEnded: (@Sendable () -> Void)?
 
     public init(
-        source: any LocationSource = CLLocationManager.defaultSource(), authorizer: LocationAuthorizer = CLLocationManager.sharedAuthorizer,
+        source: any LocationSource = CLLocationManager.defaultSource(),
+        authorizer: LocationAuthorizer = CLLocationManager.sharedAuthorizer,
         delegateQueue: DispatchQueue? = nil
     ) {
         self.source = source
@@ -260,7 +261,13 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         if status == .denied || status == .restricted {
             let active = lock.withLock { continuous || oneShot != nil }
             if active {
-                enqueue(.failure(CLError(.denied, message: "location access for \(authorizer.appID) was \(status == .denied ? "denied" : "restricted")")))
+                enqueue(
+                    .failure(
+                        CLError(
+                            .denied,
+                            message:
+                                "location access for \(authorizer.appID) was \(status == .denied ? "denied" : "restricted")"
+                        )))
                 halt(keepCallbacks: true)
             }
         }
@@ -313,11 +320,15 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 return !warnedNoDelegate
             }
             if first {
-                logOnce("CLLocationManager: updates were started without a delegate, so locations go nowhere — set `manager.delegate` first")
+                logOnce(
+                    "CLLocationManager: updates were started without a delegate, so locations go nowhere — set `manager.delegate` first"
+                )
             }
         }
         guard Self.locationServicesEnabled() else {
-            enqueue(.failure(CLError(.denied, message: "location services are disabled on this machine by the administrator")))
+            enqueue(
+                .failure(
+                    CLError(.denied, message: "location services are disabled on this machine by the administrator")))
             return false
         }
         switch authorizer.status {
@@ -326,7 +337,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 .failure(
                     CLError(
                         .denied,
-                        message: "location access for \(authorizer.appID) is \(authorizer.status) — `gpsloc auth grant \(authorizer.appID) --when-in-use` allows it")))
+                        message:
+                            "location access for \(authorizer.appID) is \(authorizer.status) — `gpsloc auth grant \(authorizer.appID) --when-in-use` allows it"
+                    )))
             return false
         case .notDetermined where !wasRequested:
             let message =
@@ -401,7 +414,10 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             let rejection = validity.check(fix, now: now)
             let candidate = rejection == nil ? accuracyStage.location(from: fix) : nil
             receivers.lossTimeout = staleness.effectiveTimeout
-            guard receivers.admits(device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: now) else {
+            guard
+                receivers.admits(
+                    device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: now)
+            else {
                 lock.unlock()
                 return
             }
@@ -409,7 +425,13 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 let stale = continuous && clockKnown ? staleness.check(clock: now) : nil
                 let last = lastLocation?.timestamp
                 lock.unlock()
-                if let stale { enqueue(.failure(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last)))) }
+                if let stale {
+                    enqueue(
+                        .failure(
+                            CLError(
+                                .locationUnknown,
+                                message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last))))
+                }
                 return
             }
             let rejected = timeOrder.check(candidate, arrival: source.isLive ? TimeOrderStage.monotonicNow() : nil)
@@ -430,7 +452,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             let desired = storedDesiredAccuracy
             lock.unlock()
             if let stepped {
-                diagnose("timeResynchronized", String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", stepped))
+                diagnose(
+                    "timeResynchronized",
+                    String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", stepped))
             }
             let decision = authorizer.decide(candidate, now: now)
             lock.lock()
@@ -478,7 +502,10 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                     enqueue(.locations([best]))
                 } else {
                     enqueue(
-                        .failure(CLError(.locationUnknown, message: "no location could be determined: \(error.message)", underlyingError: error.underlyingError)))
+                        .failure(
+                            CLError(
+                                .locationUnknown, message: "no location could be determined: \(error.message)",
+                                underlyingError: error.underlyingError)))
                 }
             } else {
                 enqueue(.failure(error))
@@ -495,9 +522,11 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             guard active else { return }
             enqueue(.receiver(event))
             if lostFollowed {
-                var message = "gpsd deactivated the receiver \(event.path) (unplugged, or removed with `gpsdctl remove`)"
+                var message =
+                    "gpsd deactivated the receiver \(event.path) (unplugged, or removed with `gpsdctl remove`)"
                 if let last { message += "; the last location (\(iso8601Milliseconds(last))) is kept" }
-                message += " — locations resume when it or another receiver is back; check the cable and `gpsloc doctor`"
+                message +=
+                    " — locations resume when it or another receiver is back; check the cable and `gpsloc doctor`"
                 enqueue(.failure(CLError(.locationUnknown, message: message)))
             }
         case .sky:
@@ -520,14 +549,22 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     }
 
     private func stalenessTimerFired() {
-        guard let (fix, last) = lock.withLock({ () -> (Fix?, Date?)? in
-            guard continuous else { return nil }
-            return (lastSeenFix, lastLocation?.timestamp)
-        }) else { return }
+        guard
+            let (fix, last) = lock.withLock({ () -> (Fix?, Date?)? in
+                guard continuous else { return nil }
+                return (lastSeenFix, lastLocation?.timestamp)
+            })
+        else { return }
         // The source's clock: a replay that is not moving is not stale.
         guard let now = source.isLive ? Date() : fix.map({ source.now(latestFix: $0) }) else { return }
         let stale = lock.withLock { continuous ? staleness.check(clock: now) : nil }
-        if let stale { enqueue(.failure(CLError(.locationUnknown, message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last)))) }
+        if let stale {
+            enqueue(
+                .failure(
+                    CLError(
+                        .locationUnknown, message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last)))
+            )
+        }
     }
 
     private func oneShotTimedOut(generation expected: Int) {
@@ -544,7 +581,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 .failure(
                     CLError(
                         .locationUnknown,
-                        message: "no location within \(Int(requestLocationTimeout)) s — the receiver has no usable fix (see `gpsloc doctor`)")))
+                        message:
+                            "no location within \(Int(requestLocationTimeout)) s — the receiver has no usable fix (see `gpsloc doctor`)"
+                    )))
         }
         halt(keepCallbacks: true)
     }

@@ -29,7 +29,8 @@ public struct CLLocationUpdate: Sendable {
 
     /// Apple's configurations; accepted for source compatibility (they do not change gpsd).
     public enum LiveConfiguration: Int, Sendable {
-        case `default` = 0, automotiveNavigation, otherNavigation, fitness, airborne
+        case `default` = 0
+        case automotiveNavigation, otherNavigation, fitness, airborne
     }
 
     /// Live updates from `CLLocationManager.defaultSource()` through the shared authorizer.
@@ -53,7 +54,8 @@ public struct CLLocationUpdate: Sendable {
 
         public func makeAsyncIterator() -> Iterator {
             let manager = makeManager()
-            let (stream, continuation) = AsyncStream.makeStream(of: CLLocationUpdate.self, bufferingPolicy: .bufferingNewest(1))
+            let (stream, continuation) = AsyncStream.makeStream(
+                of: CLLocationUpdate.self, bufferingPolicy: .bufferingNewest(1))
             let bridge = Bridge(continuation: continuation)
             manager.delegate = bridge
             manager.onSourceEnded = { continuation.finish() }
@@ -79,7 +81,8 @@ public struct CLLocationUpdate: Sendable {
 
         func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
             for location in locations {
-                continuation.yield(CLLocationUpdate(location: location, accuracyLimited: location.gnss?.reduced == true))
+                continuation.yield(
+                    CLLocationUpdate(location: location, accuracyLimited: location.gnss?.reduced == true))
             }
         }
 

@@ -56,7 +56,9 @@ public func CLLocationCoordinate2DIsValid(_ coordinate: CLLocationCoordinate2D) 
         && abs(coordinate.longitude) <= 180
 }
 
-public func CLLocationCoordinate2DMake(_ latitude: CLLocationDegrees, _ longitude: CLLocationDegrees) -> CLLocationCoordinate2D {
+public func CLLocationCoordinate2DMake(_ latitude: CLLocationDegrees, _ longitude: CLLocationDegrees)
+    -> CLLocationCoordinate2D
+{
     CLLocationCoordinate2D(latitude: latitude, longitude: longitude)
 }
 

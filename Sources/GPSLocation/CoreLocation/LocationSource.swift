@@ -40,7 +40,10 @@ public final class GPSDLocationSource: LocationSource {
     private let lock = NSLock()
     nonisolated(unsafe) private var subscription: UUID?  // guarded by `lock`
 
-    public init(endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration = .seconds(5), reconnect: ReconnectPolicy? = ReconnectPolicy()) {
+    public init(
+        endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration = .seconds(5),
+        reconnect: ReconnectPolicy? = ReconnectPolicy()
+    ) {
         self.endpoint = endpoint
         key = SharedGPSDConnections.Key(endpoint: endpoint, noDataTimeout: noDataTimeout, reconnect: reconnect)
     }
@@ -53,14 +56,19 @@ public final class GPSDLocationSource: LocationSource {
             case .report(.sky(let sky)): handler(.sky(sky))
             case .report(.device(let device)): handler(.device(device))
             case .noData(let error):
-                handler(.problem(CLError(.locationUnknown, message: error.description, underlyingError: error), terminal: false))
+                handler(
+                    .problem(
+                        CLError(.locationUnknown, message: error.description, underlyingError: error), terminal: false))
             case .reconnecting(let error, let attempt, let delay):
                 if attempt == 1 {
                     let message = error.description + String(format: " Reconnecting (next try in %.1f s).", delay)
-                    handler(.problem(CLError(.locationUnknown, message: message, underlyingError: error), terminal: false))
+                    handler(
+                        .problem(CLError(.locationUnknown, message: message, underlyingError: error), terminal: false))
                 }
             case .failed(let error):
-                handler(.problem(CLError(.locationUnknown, message: error.description, underlyingError: error), terminal: true))
+                handler(
+                    .problem(
+                        CLError(.locationUnknown, message: error.description, underlyingError: error), terminal: true))
             }
         }
         let previous = lock.withLock { () -> UUID? in
@@ -99,7 +107,9 @@ final class SharedGPSDConnections: @unchecked Sendable {
     private var entries: [Key: Entry] = [:]
 
     /// The number of open shared connections to `endpoint` (for tests and diagnostics).
-    func connectionCount(to endpoint: GPSDEndpoint) -> Int { lock.withLock { entries.keys.count { $0.endpoint == endpoint } } }
+    func connectionCount(to endpoint: GPSDEndpoint) -> Int {
+        lock.withLock { entries.keys.count { $0.endpoint == endpoint } }
+    }
 
     func subscribe(_ key: Key, _ handler: @escaping @Sendable (GPSDEvent) -> Void) -> UUID {
         let token = UUID()
@@ -175,7 +185,8 @@ public final class FixListSource: LocationSource {
                 if interval > 0 { Thread.sleep(forTimeInterval: interval) }
             }
             guard reportsEnd, lock.withLock({ running }) else { return }
-            handler(.problem(CLError(.locationUnknown, message: "the list of \(fixes.count) fixes ended"), terminal: true))
+            handler(
+                .problem(CLError(.locationUnknown, message: "the list of \(fixes.count) fixes ended"), terminal: true))
         }
     }
 

@@ -84,7 +84,8 @@ public struct EpochAssembler: Sendable {
             } else if !valid {
                 mode = mode >= .twoDimensional || mode == .notSeen ? .noFix : mode
             }
-        case .gga(let time, let latitude, let longitude, let quality, let satellites, let hdop, let altitude, let separation):
+        case .gga(
+            let time, let latitude, let longitude, let quality, let satellites, let hdop, let altitude, let separation):
             emitted = boundary(time, .gga)
             cycle.positional = true
             // An autonomous fix from no satellites is not credible (Hemisphere sends it while

@@ -40,9 +40,13 @@ public struct NMEASatellite: Sendable, Equatable {
 /// One decoded sentence, with the values GPSLocation uses. Numbers are nil when the field is empty.
 public enum NMEASentence: Sendable, Equatable {
     /// RMC. `valid`: status A.
-    case rmc(time: Double?, valid: Bool, latitude: Double?, longitude: Double?, speedKnots: Double?, course: Double?, date: NMEADate?, modeIndicator: UInt8?)
+    case rmc(
+        time: Double?, valid: Bool, latitude: Double?, longitude: Double?, speedKnots: Double?, course: Double?,
+        date: NMEADate?, modeIndicator: UInt8?)
     /// GGA / GNS: quality 0 means no fix.
-    case gga(time: Double?, latitude: Double?, longitude: Double?, quality: Int, satellites: Int?, hdop: Double?, altitude: Double?, geoidSeparation: Double?)
+    case gga(
+        time: Double?, latitude: Double?, longitude: Double?, quality: Int, satellites: Int?, hdop: Double?,
+        altitude: Double?, geoidSeparation: Double?)
     /// GLL: `valid`: status A and mode indicator not N.
     case gll(time: Double?, latitude: Double?, longitude: Double?, valid: Bool)
     /// GSA: fix mode 1–3, DOPs, the satellites used and the NMEA 4.10 system id.
@@ -224,7 +228,8 @@ public struct NMEAParser: Sendable {
         }
         // Proprietary sentences start with P; standard ones have a two-letter talker.
         if tag[0] == UInt8(ascii: "P") {
-            if tag.count == 5 && tag[1] == UInt8(ascii: "G") && tag[2] == UInt8(ascii: "R") && tag[3] == UInt8(ascii: "M")
+            if tag.count == 5 && tag[1] == UInt8(ascii: "G") && tag[2] == UInt8(ascii: "R")
+                && tag[3] == UInt8(ascii: "M")
                 && tag[4] == UInt8(ascii: "E")
             {
                 return .pgrme(horizontal: fields.double(1), vertical: fields.double(3))
@@ -269,7 +274,8 @@ public struct NMEAParser: Sendable {
         let position = f.position(3)
         return .rmc(
             time: f.time(1), valid: status == UInt8(ascii: "A"), latitude: position?.0, longitude: position?.1,
-            speedKnots: f.double(7), course: f.double(8), date: f.ddmmyy(9), modeIndicator: f.count > 12 ? f.byte(12) : nil)
+            speedKnots: f.double(7), course: f.double(8), date: f.ddmmyy(9),
+            modeIndicator: f.count > 12 ? f.byte(12) : nil)
     }
 
     private func gga(_ f: Fields) -> NMEASentence? {
@@ -328,11 +334,14 @@ public struct NMEAParser: Sendable {
         while index < f.count {
             if let prn = f.integer(index), prn > 0 {
                 satellites.append(
-                    NMEASatellite(prn: prn, elevation: f.double(index + 1), azimuth: f.double(index + 2), signalToNoise: f.double(index + 3)))
+                    NMEASatellite(
+                        prn: prn, elevation: f.double(index + 1), azimuth: f.double(index + 2),
+                        signalToNoise: f.double(index + 3)))
             }
             index += 4
         }
-        return .gsv(talker: talker, total: total, part: part, inView: f.integer(3) ?? satellites.count, satellites: satellites)
+        return .gsv(
+            talker: talker, total: total, part: part, inView: f.integer(3) ?? satellites.count, satellites: satellites)
     }
 
     private func vtg(_ f: Fields) -> NMEASentence? {
@@ -344,7 +353,8 @@ public struct NMEAParser: Sendable {
 
     private func gst(_ f: Fields) -> NMEASentence? {
         guard f.count >= 9 else { return nil }
-        return .gst(time: f.time(1), latitudeError: f.double(6), longitudeError: f.double(7), altitudeError: f.double(8))
+        return .gst(
+            time: f.time(1), latitudeError: f.double(6), longitudeError: f.double(7), altitudeError: f.double(8))
     }
 
     private func zda(_ f: Fields) -> NMEASentence? {
@@ -359,15 +369,20 @@ public struct NMEAParser: Sendable {
 struct Fields {
     private let body: UnsafeBufferPointer<UInt8>
     /// starts[i] ..< ends[i] is field i (field 0 is the tag).
-    private var starts: (
-        Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
-        Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
-        Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
-        Int16
-    ) = (
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-    )
+    private var starts:
+        (
+            Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
+            Int16,
+            Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
+            Int16,
+            Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
+            Int16,
+            Int16
+        ) = (
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        )
     private(set) var count = 0
     static let capacity = 48
 
@@ -482,7 +497,9 @@ struct Fields {
         guard hours < 24, minutes < 60, seconds < 61 else { return nil }
         var fraction = 0.0
         if field.count > 6 {
-            guard field[6] == UInt8(ascii: "."), let parsed = Self.parseDecimal(UnsafeBufferPointer(rebasing: field[6...])) else {
+            guard field[6] == UInt8(ascii: "."),
+                let parsed = Self.parseDecimal(UnsafeBufferPointer(rebasing: field[6...]))
+            else {
                 return nil
             }
             fraction = parsed.value
@@ -508,7 +525,8 @@ struct Fields {
         else { return nil }
         let north = byte(index + 1)
         let east = byte(index + 3)
-        guard north == UInt8(ascii: "N") || north == UInt8(ascii: "S"), east == UInt8(ascii: "E") || east == UInt8(ascii: "W"),
+        guard north == UInt8(ascii: "N") || north == UInt8(ascii: "S"),
+            east == UInt8(ascii: "E") || east == UInt8(ascii: "W"),
             latitude <= 90, longitude <= 180
         else { return nil }
         return (north == UInt8(ascii: "S") ? -latitude : latitude, east == UInt8(ascii: "W") ? -longitude : longitude)

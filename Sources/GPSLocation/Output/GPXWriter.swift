@@ -46,7 +46,8 @@ public final class GPXWriter {
 
     /// Appends one track point (elevation only when the altitude is valid).
     public func append(_ location: CLLocation) throws(WriteError) {
-        var point = String(format: "   <trkpt lat=\"%.9f\" lon=\"%.9f\">", location.coordinate.latitude, location.coordinate.longitude)
+        var point = String(
+            format: "   <trkpt lat=\"%.9f\" lon=\"%.9f\">", location.coordinate.latitude, location.coordinate.longitude)
         if location.verticalAccuracy > 0 { point += String(format: "<ele>%.3f</ele>", location.altitude) }
         point += "<time>\(iso8601Milliseconds(location.timestamp))</time>"
         if let gnss = location.gnss { point += "<fix>\(gnss.fixMode == .threeDimensional ? "3d" : "2d")</fix>" }

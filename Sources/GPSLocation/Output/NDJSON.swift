@@ -42,7 +42,8 @@ public struct NDJSONWriter: Sendable {
         append(gnss?.fixMode == .threeDimensional ? "3d" : "2d")
         append(#"","accuracyClass":""#)
         append(
-            (gnss?.accuracyClass ?? AccuracyStage.classify(horizontalAccuracy: horizontal, mode: .twoDimensional)).description)
+            (gnss?.accuracyClass ?? AccuracyStage.classify(horizontalAccuracy: horizontal, mode: .twoDimensional))
+                .description)
         append(#"","reduced":"#)
         append(gnss?.reduced == true ? "true" : "false")
         append("}\n")
@@ -56,9 +57,13 @@ public struct NDJSONWriter: Sendable {
         append("}\n")
     }
 
-    public mutating func error(_ error: CLError) { self.error(code: error.code.description, message: error.description) }
+    public mutating func error(_ error: CLError) {
+        self.error(code: error.code.description, message: error.description)
+    }
 
-    public mutating func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String? = nil) {
+    public mutating func authorization(
+        status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String? = nil
+    ) {
         append(#"{"type":"authorization","status":"#)
         appendString(status.description)
         append(#","accuracy":"#)

@@ -64,7 +64,8 @@ public struct SimulatedGate: LocationGate {
                     ? nil
                     : CLError(
                         .locationUnknown,
-                        message: "location authorization for \(appID) is not determined: no location is delivered until it is granted — "
+                        message:
+                            "location authorization for \(appID) is not determined: no location is delivered until it is granted — "
                             + "`gpsloc auth grant \(appID) --when-in-use` (or `--always`)"))
         case .denied, .restricted:
             defer { reported = true }
@@ -75,7 +76,8 @@ public struct SimulatedGate: LocationGate {
                     : CLError(
                         .denied,
                         message: "location access for \(appID) is \(why) — no location is delivered; "
-                            + (authorizationStatus == .denied ? "`gpsloc auth grant \(appID) --when-in-use` allows it" : "ask the administrator")))
+                            + (authorizationStatus == .denied
+                                ? "`gpsloc auth grant \(appID) --when-in-use` allows it" : "ask the administrator")))
         }
     }
 }
@@ -126,7 +128,8 @@ public struct LocationFuzzer: Sendable {
         let snappedEast = ((eastMetres / gridSize).rounded(.down) + 0.5) * gridSize - offsetEast
         var longitude = snappedEast / metresPerDegreeLongitude
         longitude = remainder(longitude, 360)
-        let accuracy = max(gridSize, location.horizontalAccuracy < CLLocationDistanceMax ? location.horizontalAccuracy : gridSize)
+        let accuracy = max(
+            gridSize, location.horizontalAccuracy < CLLocationDistanceMax ? location.horizontalAccuracy : gridSize)
         // The timestamp is coarsened to the minute so it does not pin the precise fix.
         let minute = (now.timeIntervalSince1970 / 60).rounded(.down) * 60
         return CLLocation(

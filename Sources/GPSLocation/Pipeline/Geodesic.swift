@@ -355,7 +355,9 @@ public struct Geodesic: Sendable {
     }
 
     /// Clenshaw summation of Σ_{l=1}^{n} c[l] sin(2lσ), with c[0] unused.
-    private static func sinSeries<let count: Int>(_ sinx: Double, _ cosx: Double, _ c: InlineArray<count, Double>) -> Double {
+    private static func sinSeries<let count: Int>(_ sinx: Double, _ cosx: Double, _ c: InlineArray<count, Double>)
+        -> Double
+    {
         var index = c.count
         var count = c.count - 1
         let ar = 2 * (cosx - sinx) * (cosx + sinx)
@@ -376,8 +378,12 @@ public struct Geodesic: Sendable {
         return 2 * sinx * cosx * y0
     }
 
-    private static let c1Coefficients: [Double] = [-1, 6, -16, 32, -9, 64, -128, 2048, 9, -16, 768, 3, -5, 512, -7, 1280, -7, 2048]
-    private static let c2Coefficients: [Double] = [1, 2, 16, 32, 35, 64, 384, 2048, 15, 80, 768, 7, 35, 512, 63, 1280, 77, 2048]
+    private static let c1Coefficients: [Double] = [
+        -1, 6, -16, 32, -9, 64, -128, 2048, 9, -16, 768, 3, -5, 512, -7, 1280, -7, 2048,
+    ]
+    private static let c2Coefficients: [Double] = [
+        1, 2, 16, 32, 35, 64, 384, 2048, 15, 80, 768, 7, 35, 512, 63, 1280, 77, 2048,
+    ]
 
     private static func a1m1(_ eps: Double) -> Double {
         let eps2 = eps * eps

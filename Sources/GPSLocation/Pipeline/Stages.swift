@@ -42,16 +42,24 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .noFix: "no position fix: the receiver does not see enough satellites yet (give it a clear view of the sky)"
+        case .noFix:
+            "no position fix: the receiver does not see enough satellites yet (give it a clear view of the sky)"
         case .missingCoordinate: "the fix has no latitude or longitude"
         case .outOfRange(let latitude, let longitude): "the position (\(latitude), \(longitude)) is out of range"
         case .missingTime: "the fix carries no time, so its age is unknown"
-        case .stale(let age): String(format: "the fix is %.1f s old: the receiver stopped reporting fresh positions", age)
+        case .stale(let age):
+            String(format: "the fix is %.1f s old: the receiver stopped reporting fresh positions", age)
         case .future(let ahead):
-            String(format: "the fix is dated %.0f s in the future — the receiver's clock (or date rollover) is wrong; check `gpspipe -w` and the receiver's firmware", ahead)
+            String(
+                format:
+                    "the fix is dated %.0f s in the future — the receiver's clock (or date rollover) is wrong; check `gpspipe -w` and the receiver's firmware",
+                ahead)
         case .backwards(let seconds): String(format: "the fix's time went back by %.3f s; it is dropped", seconds)
         case .jumped(let seconds):
-            String(format: "the fix's time jumped %.1f s further ahead than the time that has passed; it is dropped (followed once the receiver keeps to it)", seconds)
+            String(
+                format:
+                    "the fix's time jumped %.1f s further ahead than the time that has passed; it is dropped (followed once the receiver keeps to it)",
+                seconds)
         case .duplicate: "a repeat of the last location"
         }
     }
@@ -236,7 +244,9 @@ public struct AccuracyStage: Sendable {
 
     /// True when `location` satisfies `desiredAccuracy` (a `kCLLocationAccuracy*` value or metres).
     public static func meets(_ location: CLLocation, desiredAccuracy: CLLocationAccuracy) -> Bool {
-        let tier = location.gnss?.accuracyClass ?? classify(horizontalAccuracy: location.horizontalAccuracy, mode: .threeDimensional)
+        let tier =
+            location.gnss?.accuracyClass
+            ?? classify(horizontalAccuracy: location.horizontalAccuracy, mode: .threeDimensional)
         if desiredAccuracy < 0 { return tier <= AccuracyClass(desiredAccuracy: desiredAccuracy) }
         return location.horizontalAccuracy >= 0 && location.horizontalAccuracy <= desiredAccuracy
     }

@@ -18,7 +18,10 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Spawns `executable` with `arguments`; stdin is /dev/null, stdout goes to `stdoutPath`
     /// (or /dev/null), stderr to `stderrPath` (or /dev/null).
-    init(executable: String, arguments: [String], environment: [String: String], stdoutPath: String? = nil, stderrPath: String? = nil) throws {
+    init(
+        executable: String, arguments: [String], environment: [String: String], stdoutPath: String? = nil,
+        stderrPath: String? = nil
+    ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -40,8 +43,8 @@ final class ChildProcess: @unchecked Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
         }
         var child: pid_t = 0
         let result = posix_spawn(&child, executable, &actions, &attributes, argv, envp)

@@ -23,9 +23,13 @@ public final class GPSFakeServer: Sendable {
     /// `port`: listen there (e.g. to restart gpsd where clients expect it), or nil for a free one.
     /// `moreLogs`: further recordings, each played on its own pseudo-terminal, so gpsd sees
     /// several receivers at once.
-    public init(log: URL, moreLogs: [URL] = [], cycle: Double? = nil, baudRate: Int = 38400, port requestedPort: Int? = nil) throws(GPSFakeError) {
+    public init(
+        log: URL, moreLogs: [URL] = [], cycle: Double? = nil, baudRate: Int = 38400, port requestedPort: Int? = nil
+    ) throws(GPSFakeError) {
         guard Self.isInstalled else { throw .notInstalled }
-        for file in [log] + moreLogs where !FileManager.default.isReadableFile(atPath: file.path) { throw .unreadableLog(file.path) }
+        for file in [log] + moreLogs where !FileManager.default.isReadableFile(atPath: file.path) {
+            throw .unreadableLog(file.path)
+        }
         self.log = log
         let port: Int
         if let requestedPort {
@@ -34,7 +38,8 @@ public final class GPSFakeServer: Sendable {
             do { port = try FreePort.find() } catch { throw .noFreePort }
         }
         endpoint = GPSDEndpoint(host: "127.0.0.1", port: port)
-        workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("gpslocation-gpsfake-\(UUID().uuidString)")
+        workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gpslocation-gpsfake-\(UUID().uuidString)")
         watcherFile = workDirectory.appendingPathComponent("watcher.json")
         do {
             try FileManager.default.createDirectory(at: workDirectory, withIntermediateDirectories: true)
@@ -59,7 +64,9 @@ public final class GPSFakeServer: Sendable {
 
     /// Starts gpsfake and waits until its gpsd listens, trying again (on a new port) when a
     /// start fails — under heavy load gpsfake occasionally exits before its gpsd is up.
-    public static func started(log: URL, moreLogs: [URL] = [], cycle: Double? = nil, attempts: Int = 3) async throws(GPSFakeError) -> GPSFakeServer {
+    public static func started(log: URL, moreLogs: [URL] = [], cycle: Double? = nil, attempts: Int = 3)
+        async throws(GPSFakeError) -> GPSFakeServer
+    {
         var attempt = 0
         while true {
             attempt += 1
@@ -76,7 +83,9 @@ public final class GPSFakeServer: Sendable {
     }
 
     /// The same, blocking the calling thread (for command-line tools).
-    public static func startedBlocking(log: URL, cycle: Double? = nil, attempts: Int = 3) throws(GPSFakeError) -> GPSFakeServer {
+    public static func startedBlocking(log: URL, cycle: Double? = nil, attempts: Int = 3) throws(GPSFakeError)
+        -> GPSFakeServer
+    {
         var attempt = 0
         while true {
             attempt += 1

@@ -49,7 +49,8 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
     private var progress: (@Sendable (Int, Int?) -> Void)?
     public private(set) var statistics = NMEAStatistics()
 
-    public init(path: String, pacing: ReplayPacing = .asFastAsPossible, clock: any ReplayClock = MonotonicReplayClock()) {
+    public init(path: String, pacing: ReplayPacing = .asFastAsPossible, clock: any ReplayClock = MonotonicReplayClock())
+    {
         self.path = path
         self.pacing = pacing
         self.clock = clock
@@ -97,7 +98,9 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
         let descriptor = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))
-            handler(.problem(CLError(.locationUnknown, message: "cannot read the recording \(path): \(reason)"), terminal: true))
+            handler(
+                .problem(
+                    CLError(.locationUnknown, message: "cannot read the recording \(path): \(reason)"), terminal: true))
             return
         }
         defer { if descriptor != STDIN_FILENO { close(descriptor) } }
@@ -134,7 +137,10 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
             if count < 0 {
                 if errno == EINTR { continue }
                 let reason = String(cString: strerror(errno))
-                handler(.problem(CLError(.locationUnknown, message: "reading the recording \(path) failed: \(reason)"), terminal: true))
+                handler(
+                    .problem(
+                        CLError(.locationUnknown, message: "reading the recording \(path) failed: \(reason)"),
+                        terminal: true))
                 return
             }
             if count == 0 { break }
@@ -145,6 +151,9 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
         decoder.finish(deliver)
         lock.withLock { statistics = decoder.statistics }
         guard isRunning else { return }
-        handler(.problem(CLError(.locationUnknown, message: "the replay of \(path == "-" ? "standard input" : path) ended"), terminal: true))
+        handler(
+            .problem(
+                CLError(.locationUnknown, message: "the replay of \(path == "-" ? "standard input" : path) ended"),
+                terminal: true))
     }
 }

@@ -155,7 +155,8 @@ public final class GPSDServer: Sendable {
         guard Self.isInstalled else { throw GPSFakeError.notInstalled }
         let port = try requestedPort ?? FreePort.find()
         endpoint = GPSDEndpoint(host: "127.0.0.1", port: port)
-        workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("gpslocation-gpsd-\(UUID().uuidString)")
+        workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gpslocation-gpsd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: workDirectory, withIntermediateDirectories: true)
         controlSocket = workDirectory.appendingPathComponent("gpsd.sock").path
         // -N: foreground; -n: read the devices without waiting for a client; -b: never write to
@@ -206,7 +207,8 @@ public final class GPSDServer: Sendable {
 func runGPSDCtl(_ action: String, device: String, socket: String) throws -> Int32 {
     var environment = ProcessInfo.processInfo.environment
     environment["GPSD_SOCKET"] = socket
-    let process = try ChildProcess(executable: GPSDServer.gpsdctlExecutable, arguments: [action, device], environment: environment)
+    let process = try ChildProcess(
+        executable: GPSDServer.gpsdctlExecutable, arguments: [action, device], environment: environment)
     for _ in 0..<500 where process.isRunning { usleep(10_000) }
     process.terminate()
     return process.exited.map { ($0 >> 8) & 0xFF } ?? -1

@@ -13,5 +13,3 @@ enum Conditions {
     static let corpusMissingReason: Comment =
         "real-receiver corpus tests skipped: ../shared/corpus is not beside this checkout"
 }
-
-

@@ -8,7 +8,9 @@ import GPSLocation
 /// start. Under a loaded test run that happens now and then, so a run in which we saw a
 /// different number of TPVs than gpsfake's own watcher is tried again (at most three times,
 /// saying so). The last attempt is returned as it is, for the test to judge.
-func replayThroughGPSD(_ log: URL, cycle: Double? = nil, expectedTPVs: Int? = nil) async throws -> (events: [GPSDEvent], reference: String) {
+func replayThroughGPSD(_ log: URL, cycle: Double? = nil, expectedTPVs: Int? = nil) async throws -> (
+    events: [GPSDEvent], reference: String
+) {
     var attempt = 0
     while true {
         attempt += 1
@@ -16,7 +18,9 @@ func replayThroughGPSD(_ log: URL, cycle: Double? = nil, expectedTPVs: Int? = ni
         let ours = result.events.count { if case .report(.fix) = $0 { true } else { false } }
         let theirs = expectedTPVs ?? ReferenceTPV.parse(result.reference).count
         if ours == theirs || attempt == 3 { return result }
-        print("gpsfake replay of \(log.lastPathComponent): our client saw \(ours) TPVs, gpsd reported \(theirs) (a late start or a slow gpsfake under load); retrying")
+        print(
+            "gpsfake replay of \(log.lastPathComponent): our client saw \(ours) TPVs, gpsd reported \(theirs) (a late start or a slow gpsfake under load); retrying"
+        )
     }
 }
 

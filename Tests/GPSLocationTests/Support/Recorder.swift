@@ -84,6 +84,8 @@ enum FixtureFixes {
     }
 }
 
-func grantedAuthorizer(_ status: CLAuthorizationStatus = .authorizedWhenInUse, accuracy: CLAccuracyAuthorization = .fullAccuracy) -> LocationAuthorizer {
+func grantedAuthorizer(
+    _ status: CLAuthorizationStatus = .authorizedWhenInUse, accuracy: CLAccuracyAuthorization = .fullAccuracy
+) -> LocationAuthorizer {
     LocationAuthorizer(appID: "test", initial: AuthorizationDecision(status: status, accuracy: accuracy), isInUse: true)
 }
