@@ -199,14 +199,27 @@ typedef struct {
     double cycle_seconds;
 } cgps_device;
 
-static inline void cgps_copy_device(const struct gps_data_t *data, cgps_device *out) {
+static inline void cgps_copy_devconfig(const struct devconfig_t *dev, cgps_device *out) {
     memset(out, 0, sizeof(*out));
-    strncpy(out->path, data->dev.path, sizeof(out->path) - 1);
-    strncpy(out->driver, data->dev.driver, sizeof(out->driver) - 1);
-    out->activated_seconds = (int64_t)data->dev.activated.tv_sec;
-    out->activated_nanoseconds = (long)data->dev.activated.tv_nsec;
-    out->baudrate = data->dev.baudrate;
-    out->cycle_seconds = (double)data->dev.cycle.tv_sec + (double)data->dev.cycle.tv_nsec / 1e9;
+    strncpy(out->path, dev->path, sizeof(out->path) - 1);
+    strncpy(out->driver, dev->driver, sizeof(out->driver) - 1);
+    out->activated_seconds = (int64_t)dev->activated.tv_sec;
+    out->activated_nanoseconds = (long)dev->activated.tv_nsec;
+    out->baudrate = dev->baudrate;
+    out->cycle_seconds = (double)dev->cycle.tv_sec + (double)dev->cycle.tv_nsec / 1e9;
+}
+
+/* The device of the last DEVICE report. */
+static inline void cgps_copy_device(const struct gps_data_t *data, cgps_device *out) {
+    cgps_copy_devconfig(&data->dev, out);
+}
+
+/* Entry `index` of the last DEVICES report (gpsd's list of active devices, sent on WATCH);
+ * false past its end. */
+static inline bool cgps_copy_listed_device(const struct gps_data_t *data, int index, cgps_device *out) {
+    if (index < 0 || index >= data->devices.ndevices || index >= MAXUSERDEVS) return false;
+    cgps_copy_devconfig(&data->devices.list[index], out);
+    return true;
 }
 
 static inline int cgps_api_major(void) { return GPSD_API_MAJOR_VERSION; }

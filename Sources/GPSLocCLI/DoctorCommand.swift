@@ -141,6 +141,13 @@ enum DoctorCommand {
                     state.devices.removeAll { $0.path == device.path }
                     state.devices.append(device)
                 }
+            case .report(.devices(let devices)):
+                collected.set { state in
+                    for device in devices {
+                        state.devices.removeAll { $0.path == device.path }
+                        state.devices.append(device)
+                    }
+                }
             case .report(.fix(let fix)):
                 collected.set { $0.fix = fix }
             default:

@@ -131,6 +131,13 @@ enum WatchCommand {
                 session.handle(fix, now: Date())
             case .report(.device(let device)):
                 session.device(device)
+            case .report(.devices(let devices)):
+                for device in devices { session.device(device) }
+                if devices.isEmpty {
+                    let error = GPSDError.noDevice(at: endpoint)
+                    session.reportedElsewhere()
+                    sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
+                }
             case .report(.sky(let sky)):
                 sink.sky(sky)
             case .report(.other):

@@ -35,6 +35,8 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let disconnected = Code("disconnected")
         /// gpsd is connected but sent no position report within the timeout.
         public static let noData = Code("noData")
+        /// gpsd answered WATCH with an empty device list: it reads no receiver at all.
+        public static let noDevice = Code("noDevice")
         public var description: String { name }
     }
 
@@ -58,6 +60,11 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
         self.silence = silence
     }
 
+    /// gpsd at `endpoint` reads no receiver (its DEVICES reply was empty).
+    public static func noDevice(at endpoint: GPSDEndpoint) -> GPSDError {
+        GPSDError(code: .noDevice, endpoint: endpoint)
+    }
+
     /// One sentence: what happened, and the command that fixes it.
     public var description: String {
         let cause = libgpsMessage.map { " (libgps: \($0), code \(libgpsCode ?? 0))" } ?? ""
@@ -78,6 +85,10 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
             return "gpsd at \(endpoint) sent no position report\(device) for \(seconds) s — "
                 + "is a receiver plugged in and known to gpsd? Check `gpspipe -w -n 5`, `ls -l /dev/gps* /dev/ttyACM* /dev/ttyUSB*` "
                 + "and `gpsloc doctor`; with USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd."
+        case .noDevice:
+            return
+                "gpsd at \(endpoint) has no receiver open — plug one in (for USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd) "
+                + "or add it by hand: `sudo gpsdctl add /dev/ttyACM0`; `gpsloc doctor` checks the whole setup."
         default:
             return "gpsd error \(code) at \(endpoint)\(cause)"
         }

@@ -8,7 +8,10 @@ public enum GPSDReport: Sendable, Equatable {
     case sky(SkyView)
     /// A DEVICE report (activation or deactivation).
     case device(DeviceEvent)
-    /// Another class (VERSION, WATCH, DEVICES, GST, …), by name.
+    /// A DEVICES report: the devices gpsd has active, sent in reply to WATCH (so a client that
+    /// connects to a running gpsd learns its receivers without waiting for an activation).
+    case devices([DeviceEvent])
+    /// Another class (VERSION, WATCH, GST, …), by name.
     case other(className: String)
 }
 

@@ -105,6 +105,15 @@ final class LibGPSHandle {
                 return .device(DeviceEvent(path: path, driver: nil, activated: false))
             }
             return .device(currentDevice())
+        case "DEVICES":
+            var devices: [DeviceEvent] = []
+            var raw = cgps_device()
+            var index: Int32 = 0
+            while cgps_copy_listed_device(data, index, &raw) {
+                devices.append(Self.deviceEvent(raw))
+                index += 1
+            }
+            return .devices(devices)
         default:
             return .other(className: String(className))
         }
@@ -166,6 +175,10 @@ final class LibGPSHandle {
     private func currentDevice() -> DeviceEvent {
         var raw = cgps_device()
         cgps_copy_device(data, &raw)
+        return Self.deviceEvent(raw)
+    }
+
+    private static func deviceEvent(_ raw: cgps_device) -> DeviceEvent {
         let path = withUnsafeBytes(of: raw.path) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
         let driver = withUnsafeBytes(of: raw.driver) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
         return DeviceEvent(

@@ -24,6 +24,7 @@ typedef int gps_fd_t;
 #define MAXCHANNELS 140
 #endif
 #define GPS_PATH_MAX 128
+#define MAXUSERDEVS 4
 #define WATCH_ENABLE 0x000001u
 #define WATCH_DISABLE 0x000002u
 #define WATCH_JSON 0x000010u
@@ -79,6 +80,11 @@ struct gps_data_t {
     int satellites_visible;
     struct satellite_t skyview[MAXCHANNELS];
     struct devconfig_t dev;
+    struct {
+        timespec_t time;
+        int ndevices;
+        struct devconfig_t list[MAXUSERDEVS];
+    } devices;
 };
 
 extern int gps_open(const char *, const char *, struct gps_data_t *);

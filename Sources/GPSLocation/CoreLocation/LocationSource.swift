@@ -55,6 +55,15 @@ public final class GPSDLocationSource: LocationSource {
             case .report(.fix(let fix)): handler(.fix(fix))
             case .report(.sky(let sky)): handler(.sky(sky))
             case .report(.device(let device)): handler(.device(device))
+            case .report(.devices(let devices)):
+                for device in devices { handler(.device(device)) }
+                if devices.isEmpty {
+                    let error = GPSDError.noDevice(at: self.endpoint)
+                    handler(
+                        .problem(
+                            CLError(.locationUnknown, message: error.description, underlyingError: error),
+                            terminal: false))
+                }
             case .noData(let error):
                 handler(
                     .problem(
