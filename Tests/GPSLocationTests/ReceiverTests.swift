@@ -230,6 +230,23 @@ struct ReceiverSelectionTests {
         #expect(devices.first == true && devices.contains(false) && devices.last == true, "\(devices)")
     }
 
+    @Test(
+        "gpsd with no receiver at all: said at once, with how to add one, and no misleading 'still searching'",
+        .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
+    func gpsdWithoutReceiver() async throws {
+        let server = try GPSDServer(devices: [])
+        defer { server.stop() }
+        try server.waitUntilListening()
+        let (manager, delegate) = Self.manager(server.endpoint)
+        defer { manager.stopUpdatingLocation() }
+        #expect(await waitUntilAsync(timeout: 3) { !delegate.errors.isEmpty })
+        let first = try #require(delegate.errors.first)
+        #expect(first.code == .locationUnknown && (first.underlyingError as? GPSDError)?.code == .noDevice, "\(first)")
+        #expect(first.message.contains("gpsdctl add"))
+        try await Task.sleep(for: .milliseconds(3500))  // past the 3 s "no fix yet" deadline
+        #expect(!delegate.errors.contains { $0.message.contains("still searching") }, "\(delegate.errors.map(\.message))")
+    }
+
     static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {
         let manager = CLLocationManager(
             source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)),
