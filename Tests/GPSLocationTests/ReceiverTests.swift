@@ -244,7 +244,8 @@ struct ReceiverSelectionTests {
         #expect(first.code == .locationUnknown && (first.underlyingError as? GPSDError)?.code == .noDevice, "\(first)")
         #expect(first.message.contains("gpsdctl add"))
         try await Task.sleep(for: .milliseconds(3500))  // past the 3 s "no fix yet" deadline
-        #expect(!delegate.errors.contains { $0.message.contains("still searching") }, "\(delegate.errors.map(\.message))")
+        #expect(
+            !delegate.errors.contains { $0.message.contains("still searching") }, "\(delegate.errors.map(\.message))")
     }
 
     static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {
