@@ -11,7 +11,8 @@ enum WatchCommand {
 
           --host H                   gpsd host (default 127.0.0.1)
           --port P                   gpsd port (default 2947)
-          --device PATH              watch only this receiver (gpsd WATCH_DEVICE)
+          --device PATH              watch only this receiver (gpsd WATCH_DEVICE); without it, with several
+                                     receivers the one with the best fix is followed
           --timeout S                report when gpsd sends no position report for S seconds (default 5)
           --in-use                   count as in use without a terminal (for When-In-Use grants)
           --once                     one location meeting --desired-accuracy (requestLocation), then exit;
