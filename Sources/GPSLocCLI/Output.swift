@@ -103,21 +103,46 @@ final class TextSink: UpdateSink, @unchecked Sendable {
         func flush() { lock.withLock { stream.flush() } }
     }
 
+    /// The UTC date of the last line, printed again only when it changes.
+    private var lastDate = ""
+
+    /// Within 80 columns: `08:03:29.0  51.4444648 -2.5569961  ±2.3 m [nav]  alt 42.3 m  11.0 m/s 88° 3d`,
+    /// under a `2026-06-15 (UTC)` line whenever the date changes.
     func location(_ location: CLLocation) {
-        let tier = location.gnss?.accuracyClass.description ?? "?"
+        let stamp = iso8601Milliseconds(location.timestamp)  // 2026-06-15T08:03:29.000Z
+        let date = String(stamp.prefix(10))
+        let time = String(stamp.dropFirst(11).prefix(10))
+        let header = lock.withLock { () -> String? in
+            defer { lastDate = date }
+            return date == lastDate ? nil : "\(date) (UTC)\n"
+        }
         let horizontal =
             location.horizontalAccuracy < CLLocationDistanceMax
             ? String(format: "±%.1f m", location.horizontalAccuracy) : "± ?"
-        let altitude =
-            location.verticalAccuracy > 0
-            ? String(format: "%.1f m (±%.1f)", location.altitude, location.verticalAccuracy) : "—"
-        let speed = location.speed >= 0 ? String(format: "%.1f m/s", location.speed) : "—"
-        let course = location.course >= 0 ? String(format: "%.0f°", location.course) : "—"
+        let tier = location.gnss.map { Self.shortTier($0.accuracyClass) } ?? "?"
+        let altitude = location.verticalAccuracy > 0 ? String(format: "alt %.1f m", location.altitude) : "alt —"
+        let speed = location.speed >= 0 ? String(format: "%.1f m/s", location.speed) : "— m/s"
+        let course = location.course >= 0 ? String(format: "%.0f°", location.course) : "—°"
         let mode = location.gnss?.fixMode.description ?? ""
         let reduced = location.gnss?.reduced == true ? "  REDUCED" : ""
+        let coordinates = String(format: "%.7f %.7f", location.coordinate.latitude, location.coordinate.longitude)
         stream.write(
-            "\(iso8601Milliseconds(location.timestamp))  \(String(format: "%.7f, %.7f", location.coordinate.latitude, location.coordinate.longitude))  "
-                + "\(horizontal) [\(tier)]  alt \(altitude)  \(speed) \(course)  \(mode)\(reduced)\n")
+            (header ?? "")
+                + "\(time)  \(coordinates)  \(horizontal) [\(tier)]  \(altitude)  \(speed) \(course) \(mode)\(reduced)\n"
+        )
+    }
+
+    /// The accuracy tier in a few letters (the full names are in NDJSON and the watch table).
+    static func shortTier(_ tier: AccuracyClass) -> String {
+        switch tier {
+        case .bestForNavigation: "nav"
+        case .best: "best"
+        case .nearestTenMeters: "10 m"
+        case .hundredMeters: "100 m"
+        case .kilometer: "1 km"
+        case .threeKilometers: "3 km"
+        case .coarse: "coarse"
+        }
     }
 
     func error(_ error: CLError) { stream.write("error (\(error.code)): \(error.description)\n") }

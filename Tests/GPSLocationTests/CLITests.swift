@@ -351,11 +351,19 @@ struct DoctorTests {
     }
 
     @Test(
-        "with gpsfake running it reports the device and the fix",
+        "with a running gpsd and its receiver it reports the device and the fix",
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
-    func doctorWithGPSFake() async throws {
-        let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"))
+    func doctorWithGPSD() async throws {
+        // A gpsd that has had its receiver open for a while (as under systemd), so the device is
+        // known only from gpsd's DEVICES reply, not from an activation seen live.
+        let text = try String(contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), encoding: .utf8)
+        let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
+        receiver.start(loop: false)
+        defer { receiver.stop() }
+        let server = try GPSDServer(devices: [receiver.path])
         defer { server.stop() }
+        try server.waitUntilListening()
+        try await Task.sleep(for: .milliseconds(500))
         let result = try GPSLocBinary.run(["doctor", "--port", String(server.endpoint.port)])
         #expect(result.stdout.contains("ok    gpsd answers at 127.0.0.1:\(server.endpoint.port)"), "\(result.stdout)")
         #expect(result.stdout.contains("ok    gpsd reads /dev/pts/"), "\(result.stdout)")
