@@ -356,7 +356,8 @@ struct DoctorTests {
     func doctorWithGPSD() async throws {
         // A gpsd that has had its receiver open for a while (as under systemd), so the device is
         // known only from gpsd's DEVICES reply, not from an activation seen live.
-        let text = try String(contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), encoding: .utf8)
+        let text = try String(
+            contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), encoding: .utf8)
         let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
         receiver.start(loop: false)
         defer { receiver.stop() }
