@@ -114,11 +114,9 @@ struct ReceiverSelectionTests {
         "gpsdctl remove and add during a replay: reported both ways, updates resume",
         .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
     func removeAndAdd() async throws {
-        let receiver = try Self.receiver("clean")
-        defer { receiver.stop() }
-        let server = try GPSDServer(devices: [receiver.path])
-        defer { server.stop() }
-        try server.waitUntilListening()
+        let setup = try GPSDWithReceivers(["clean"])
+        defer { setup.stop() }
+        let (server, receiver) = (setup.server, setup.receivers[0])
         let (manager, delegate) = Self.manager(server.endpoint)
         defer { manager.stopUpdatingLocation() }
         #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 5 })
@@ -165,13 +163,9 @@ struct ReceiverSelectionTests {
         .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
     func twoReceivers() async throws {
         // The clean recording has a 3D fix from its first cycles; the drive starts with 8 s of no fix.
-        let clean = try Self.receiver("clean")
-        defer { clean.stop() }
-        let drive = try Self.receiver("drive-1hz-gp.nmea")
-        defer { drive.stop() }
-        let server = try GPSDServer(devices: [clean.path, drive.path])
-        defer { server.stop() }
-        try server.waitUntilListening()
+        let setup = try GPSDWithReceivers(["clean", "drive-1hz-gp.nmea"])
+        defer { setup.stop() }
+        let (server, clean, drive) = (setup.server, setup.receivers[0], setup.receivers[1])
         let (manager, delegate) = Self.manager(server.endpoint)
         defer { manager.stopUpdatingLocation() }
         #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 20 })
@@ -196,11 +190,9 @@ struct ReceiverSelectionTests {
             if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path),
             Conditions.gpsdMissingReason))
     func watchSeesRemoval() throws {
-        let receiver = try Self.receiver("clean")
-        defer { receiver.stop() }
-        let server = try GPSDServer(devices: [receiver.path])
-        defer { server.stop() }
-        try server.waitUntilListening()
+        let setup = try GPSDWithReceivers(["clean"])
+        defer { setup.stop() }
+        let (server, receiver) = (setup.server, setup.receivers[0])
         let config = try GPSLocBinary.makeConfigHome()
         #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
         let (process, reader) = try GPSLocBinary.launch(
@@ -234,9 +226,9 @@ struct ReceiverSelectionTests {
         "gpsd with no receiver at all: said at once, with how to add one, and no misleading 'still searching'",
         .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
     func gpsdWithoutReceiver() async throws {
-        let server = try GPSDServer(devices: [])
-        defer { server.stop() }
-        try server.waitUntilListening()
+        let setup = try GPSDWithReceivers([])
+        defer { setup.stop() }
+        let server = setup.server
         let (manager, delegate) = Self.manager(server.endpoint)
         defer { manager.stopUpdatingLocation() }
         #expect(await waitUntilAsync(timeout: 3) { !delegate.errors.isEmpty })
@@ -270,6 +262,24 @@ enum ChildProcessForTests {
         try process.run()
         process.waitUntilExit()
         return process.terminationStatus
+    }
+}
+
+/// Simulated receivers on pseudo-terminals (`ReceiverSelectionTests.receiver`) and a real gpsd
+/// reading them, listening; `stop()` ends both.
+final class GPSDWithReceivers {
+    let receivers: [PseudoTerminalReceiver]
+    let server: GPSDServer
+
+    init(_ recordings: [String]) throws {
+        receivers = try recordings.map(ReceiverSelectionTests.receiver)
+        server = try GPSDServer(devices: receivers.map(\.path))
+        try server.waitUntilListening()
+    }
+
+    func stop() {
+        server.stop()
+        for receiver in receivers { receiver.stop() }
     }
 }
 

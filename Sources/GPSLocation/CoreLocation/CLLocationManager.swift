@@ -425,13 +425,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 let stale = continuous && clockKnown ? staleness.check(clock: now) : nil
                 let last = lastLocation?.timestamp
                 lock.unlock()
-                if let stale {
-                    enqueue(
-                        .failure(
-                            CLError(
-                                .locationUnknown,
-                                message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last))))
-                }
+                if let stale { reportStale(silence: stale, lastLocationTime: last) }
                 return
             }
             let rejected = timeOrder.check(candidate, arrival: source.isLive ? TimeOrderStage.monotonicNow() : nil)
@@ -444,7 +438,6 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 }
                 return
             }
-
             if continuous {
                 staleness.fix(time: candidate.timestamp, clock: now)
                 armStalenessTimer(after: staleness.effectiveTimeout)
@@ -558,13 +551,12 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         // The source's clock: a replay that is not moving is not stale.
         guard let now = source.isLive ? Date() : fix.map({ source.now(latestFix: $0) }) else { return }
         let stale = lock.withLock { continuous ? staleness.check(clock: now) : nil }
-        if let stale {
-            enqueue(
-                .failure(
-                    CLError(
-                        .locationUnknown, message: FixStalenessMonitor.message(silence: stale, lastLocationTime: last)))
-            )
-        }
+        if let stale { reportStale(silence: stale, lastLocationTime: last) }
+    }
+
+    private func reportStale(silence: TimeInterval, lastLocationTime: Date?) {
+        let message = FixStalenessMonitor.message(silence: silence, lastLocationTime: lastLocationTime)
+        enqueue(.failure(CLError(.locationUnknown, message: message)))
     }
 
     private func oneShotTimedOut(generation expected: Int) {
