@@ -75,10 +75,41 @@ struct ReceiverSelectionTests {
         #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 30, clock: t0 + 0.1))
 
         let pinned = SelectionBox(ReceiverSelectionStage(selection: .path("/dev/a")))
+        #expect(pinned.takeMissingPin() == nil)
+        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 1))
+        let missing = pinned.takeMissingPin()
+        #expect(
+            missing?.pinned == "/dev/a" && missing?.reporting == "/dev/b", "told once that the pinned one is absent")
+        #expect(pinned.takeMissingPin() == nil)
+        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 0.5))
+        #expect(pinned.takeMissingPin() == nil, "only once")
         #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0))
         #expect(pinned.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 50, clock: t0))
         #expect(pinned.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
         #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 + 10))
+    }
+
+    @Test("a manager pinned to a receiver gpsd does not have says so once, not 'still searching'")
+    func pinnedToAbsentReceiver() throws {
+        let fixes = try FixtureFixes.load("clean-1hz-multi").map { fix -> Fix in
+            var fix = fix
+            fix.device = "/dev/ttyACM0"
+            return fix
+        }
+        let manager = CLLocationManager(
+            source: FixListSource(fixes, reportsEnd: false), authorizer: grantedAuthorizer())
+        manager.receiverSelection = .path("/dev/ttyUSB9")
+        let delegate = ReceiverDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        #expect(waitUntil(timeout: 5) { !delegate.errors.isEmpty })
+        Thread.sleep(forTimeInterval: 0.2)
+        manager.stopUpdatingLocation()
+        #expect(delegate.locationCount == 0)
+        #expect(delegate.errors.count == 1, "\(delegate.errors.map(\.message))")
+        #expect(
+            delegate.errors.first?.message.contains(
+                "follows only /dev/ttyUSB9, but gpsd reports fixes from /dev/ttyACM0") == true)
     }
 
     static let gpsdctlAvailable =
@@ -292,6 +323,7 @@ final class SelectionBox {
         stage.admits(device: device, mode: mode, horizontalAccuracy: horizontalAccuracy, clock: clock)
     }
     func deviceChanged(_ event: DeviceEvent) -> Bool { stage.deviceChanged(event) }
+    func takeMissingPin() -> (pinned: String, reporting: String)? { stage.takeMissingPin() }
 }
 
 /// Records locations (with their devices and arrival times), errors and receiver events.

@@ -418,7 +418,15 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 receivers.admits(
                     device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: now)
             else {
+                let missing = receivers.takeMissingPin()
+                if missing != nil { staleness.reportedElsewhere() }
                 lock.unlock()
+                if let missing {
+                    let message =
+                        "receiverSelection follows only \(missing.pinned), but gpsd reports fixes from \(missing.reporting) "
+                        + "and none from it — pin the right path, or use .bestFix (`gpsloc doctor` lists gpsd's receivers)"
+                    enqueue(.failure(CLError(.locationUnknown, message: message)))
+                }
                 return
             }
             guard let candidate else {
@@ -490,16 +498,11 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             let shot = lock.withLock { oneShot }
             halt(keepCallbacks: true)
             if let shot {
-                if let best = shot.best {
-                    lock.withLock { lastLocation = best }
-                    enqueue(.locations([best]))
-                } else {
-                    enqueue(
-                        .failure(
-                            CLError(
-                                .locationUnknown, message: "no location could be determined: \(error.message)",
-                                underlyingError: error.underlyingError)))
-                }
+                settle(
+                    best: shot.best,
+                    orFail: CLError(
+                        .locationUnknown, message: "no location could be determined: \(error.message)",
+                        underlyingError: error.underlyingError))
             } else {
                 enqueue(.failure(error))
             }
@@ -565,19 +568,23 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             return .some(shot.best)
         }
         guard case .some(let location) = best else { return }
-        if let location {
-            lock.withLock { lastLocation = location }
-            enqueue(.locations([location]))
-        } else {
-            enqueue(
-                .failure(
-                    CLError(
-                        .locationUnknown,
-                        message:
-                            "no location within \(Int(requestLocationTimeout)) s — the receiver has no usable fix (see `gpsloc doctor`)"
-                    )))
-        }
+        let seconds = Int(requestLocationTimeout)
+        settle(
+            best: location,
+            orFail: CLError(
+                .locationUnknown,
+                message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)"))
         halt(keepCallbacks: true)
+    }
+
+    /// Ends a `requestLocation()`: its one answer is the best location seen, or `failure`.
+    private func settle(best: CLLocation?, orFail failure: CLError) {
+        if let best {
+            lock.withLock { lastLocation = best }
+            enqueue(.locations([best]))
+        } else {
+            enqueue(.failure(failure))
+        }
     }
 
     // MARK: Delivery

@@ -47,6 +47,10 @@ public struct ReceiverSelectionStage: Sendable {
         var streak = 0
     }
     private var records: [String: Record] = [:]
+    /// `.path`: another device reported while the pinned one never has (told once).
+    private var missingPin: (pinned: String, reporting: String)?
+    private var pinSeen = false
+    private var missingPinTold = false
 
     public init(selection: ReceiverSelection = .bestFix, lossTimeout: TimeInterval = 3, betterStreak: Int = 5) {
         self.selection = selection
@@ -66,7 +70,13 @@ public struct ReceiverSelectionStage: Sendable {
         records[device] = record
 
         if case .path(let path) = selection {
-            if device == path { selected = path }
+            if device == path {
+                selected = path
+                pinSeen = true
+            } else if !pinSeen && !missingPinTold {
+                missingPinTold = true
+                missingPin = (path, device)
+            }
             return device == path
         }
         // An unusable fix goes on (to be diagnosed, and to count for staleness) from the followed
@@ -102,8 +112,18 @@ public struct ReceiverSelectionStage: Sendable {
         return true
     }
 
+    /// Once, when pinned to a path gpsd has not reported while another device has: the pinned
+    /// path and the device that is reporting, so the app hears why nothing comes.
+    public mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
+        defer { missingPin = nil }
+        return missingPin
+    }
+
     public mutating func reset() {
         records.removeAll()
         selected = nil
+        missingPin = nil
+        pinSeen = false
+        missingPinTold = false
     }
 }

@@ -82,12 +82,6 @@ public struct FixStalenessMonitor: Sendable {
         return silence
     }
 
-    /// When (by the source's clock) the next check could report; nil when nothing is pending.
-    public var deadline: Date? {
-        guard let last = lastFixClock, !isStale else { return nil }
-        return last.addingTimeInterval(effectiveTimeout)
-    }
-
     /// Forget everything (updates stopped).
     public mutating func reset() { self = FixStalenessMonitor(timeout: timeout) }
 

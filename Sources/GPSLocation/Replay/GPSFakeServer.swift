@@ -147,10 +147,7 @@ public final class GPSFakeServer: Sendable {
     /// gpsd's JSON as gpsfake's own watcher received it (complete once gpsfake has exited).
     public var watcherOutput: String { (try? String(contentsOf: watcherFile, encoding: .utf8)) ?? "" }
 
-    private var stderr: String {
-        let text = (try? String(contentsOf: workDirectory.appendingPathComponent("stderr.txt"), encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").filter { !$0.contains("DBUS") }.joined(separator: " ")
-    }
+    private var stderr: String { daemonMessages(in: workDirectory.appendingPathComponent("stderr.txt")) }
 }
 
 public enum GPSFakeError: Error, Sendable, CustomStringConvertible {
@@ -172,6 +169,13 @@ public enum GPSFakeError: Error, Sendable, CustomStringConvertible {
         case .notListening(let port): "gpsfake's gpsd never listened on 127.0.0.1:\(port)"
         }
     }
+}
+
+/// A daemon's stderr file as one line, without gpsd's harmless "unable to connect to the DBUS
+/// system bus" (containers have no system bus).
+func daemonMessages(in file: URL) -> String {
+    let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    return text.split(whereSeparator: \.isNewline).filter { !$0.contains("DBUS") }.joined(separator: " ")
 }
 
 /// Loopback port helpers.
