@@ -7,11 +7,21 @@ let strictSettings: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
 ]
 
+// The layers, each a folder under Sources/ (the README's "Architecture" has the diagram):
+//   GNSSCore            the fix, sky and device values every source produces (Foundation only)
+//   NMEA0183            NMEA framing, sentences, epoch assembly → Fix (no C, no libgps)
+//   CGPS                libgps, and nothing else (a system library over <gps.h>)
+//   GPSDClient          the libgps handle, GPSDSource, gpsd reports and errors
+//   GPSLocation         the CoreLocation API, LocationEngine, authorization, location sources
+//   GPSLocationTesting  harnesses for people testing code that embeds GPSLocation
+//   GPSLocCLI / gpsloc  the command-line tool: arguments, writers, terminal UI
 let package = Package(
     name: "GPSLocation",
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "GPSLocation", targets: ["GPSLocation"]),
+        .library(name: "GPSLocationTesting", targets: ["GPSLocationTesting"]),
+        .library(name: "NMEA0183", targets: ["NMEA0183"]),
         .executable(name: "gpsloc", targets: ["gpsloc"]),
         .executable(name: "nmea-sim", targets: ["nmea-sim"]),
     ],
@@ -21,14 +31,26 @@ let package = Package(
             pkgConfig: "libgps",
             providers: [.apt(["libgps-dev"])]
         ),
-        .target(name: "GPSLocation", dependencies: ["CGPS"], swiftSettings: strictSettings),
-        .target(name: "GPSLocCLI", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
+        .target(name: "CPseudoTerminal"),
+        .target(name: "GNSSCore", swiftSettings: strictSettings),
+        .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
+        .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strictSettings),
+        .target(
+            name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strictSettings),
+        .target(
+            name: "GPSLocationTesting", dependencies: ["GPSLocation", "CPseudoTerminal"],
+            swiftSettings: strictSettings),
+        .target(name: "GPSLocCLI", dependencies: ["GPSLocation", "GPSLocationTesting"], swiftSettings: strictSettings),
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .executableTarget(name: "nmea-sim", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
-        .executableTarget(name: "gpsloc-bench", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "gpsloc-bench", dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "TestSupport"],
+            swiftSettings: strictSettings),
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
+        .testTarget(name: "NMEA0183Tests", dependencies: ["NMEA0183", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "GPSLocationTests",
-            dependencies: ["GPSLocation", "GPSLocCLI"],
+            dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "TestSupport"],
             swiftSettings: strictSettings
         ),
     ]

@@ -225,26 +225,4 @@ static inline bool cgps_copy_listed_device(const struct gps_data_t *data, int in
 static inline int cgps_api_major(void) { return GPSD_API_MAJOR_VERSION; }
 static inline int cgps_api_minor(void) { return GPSD_API_MINOR_VERSION; }
 
-/* ------------------------------------------ pseudo-terminals (simulated receivers) */
-
-/* posix_openpt() and friends are declared only under _XOPEN_SOURCE >= 600, which the module
- * build does not define; these are their POSIX prototypes. */
-extern int posix_openpt(int flags);
-extern int grantpt(int fd);
-extern int unlockpt(int fd);
-extern int ptsname_r(int fd, char *buf, size_t buflen);
-
-/* Opens a pseudo-terminal master ready for use; its slave's path goes to `path`.
- * Returns the master descriptor, or -errno. */
-static inline int cgps_open_pty(int flags, char *path, size_t length) {
-    int master = posix_openpt(flags);
-    if (master < 0) return -errno;
-    if (grantpt(master) != 0 || unlockpt(master) != 0 || ptsname_r(master, path, length) != 0) {
-        int saved = errno;
-        close(master);
-        return -saved;
-    }
-    return master;
-}
-
 #endif /* CGPS_SHIM_H */

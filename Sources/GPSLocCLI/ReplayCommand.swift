@@ -1,5 +1,6 @@
 import Foundation
 import GPSLocation
+import GPSLocationTesting
 
 enum ReplayCommand {
     static let help = """
@@ -55,8 +56,6 @@ enum ReplayCommand {
         let json = options.json || isatty(STDOUT_FILENO) == 0
         let sink = try options.makeSink(
             live: speed != nil, trackName: "replay of \(path == "-" ? "standard input" : path)")
-        let gate = SimulatedGate(status: status, accuracy: accuracy, appID: options.appID)
-        let session = Session(sink: sink, options: options, gate: gate)
         let label = path == "-" ? "standard input" : path
         sink.diagnostic(
             code: "replay",
@@ -68,114 +67,113 @@ enum ReplayCommand {
                 code: "pacing", message: "--speed does not apply to --via gpsd: gpsfake paces the recording itself")
         }
         sink.authorization(status: status, accuracy: accuracy, reason: "simulated for replay")
+        // The simulated gate: the engine's own, set to the state asked for (in use: a replay
+        // shows what the app would receive while in use).
+        let authorization = AuthorizationState(appID: options.appID, status: status, accuracy: accuracy, isInUse: true)
 
-        let status32: Int32
+        let run: Run
         if via == "gpsd" {
-            status32 = replayThroughGPSD(path: path, session: session)
+            run = replayThroughGPSD(path: path, sink: sink, options: options, authorization: authorization)
         } else {
-            status32 = replayThroughParser(
-                path: path, session: session, speed: speed ?? (arguments.has("fast") || json ? nil : 1))
+            run = replayThroughParser(
+                path: path, sink: sink, options: options, authorization: authorization,
+                speed: speed ?? (arguments.has("fast") || json ? nil : 1))
         }
-        let authorized = status == .authorizedAlways || status == .authorizedWhenInUse
-        if status32 == 0 && session.fixesSeen == 0 {
+        if run.status == 0 && run.fixesSeen == 0 && status != .denied && status != .restricted {
             sink.error(
                 CLError(
                     .locationUnknown,
-                    message: "the recording \(label) contains no position report at all — is it NMEA 0183?"))
-        } else if status32 == 0 && authorized && session.delivered == 0 {
+                    message: "the recording \(label) contains no position report at all — is it NMEA 0183?",
+                    reason: .sourceEnded))
+        } else if run.status == 0 && authorization.allowsDelivery && run.delivered == 0 {
             sink.error(
                 CLError(
                     .locationUnknown,
-                    message: "the recording \(label) never has a usable position fix (see the diagnostics above)"))
+                    message: "the recording \(label) never has a usable position fix (see the diagnostics above)",
+                    reason: .sourceEnded))
         }
         sink.finish()
-        return status32
+        return run.status
     }
 
-    static func replayThroughGPSD(path: String, session: Session) -> Int32 {
+    /// How a replay went: its exit status and what passed through the engine.
+    struct Run {
+        var status: Int32
+        var fixesSeen = 0
+        var delivered = 0
+    }
+
+    /// Plays `source` through the engine until it ends (or a signal); exit 1 when it failed.
+    static func play(
+        _ source: any LocationSource, sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState
+    ) -> Run {
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = ExitStatus()
+        let session = EngineSession(sink: sink, options: options, authorization: authorization, source: source) {
+            error in
+            if error != nil { outcome.value = 1 }
+            finished.signal()
+        }
+        let signals = SignalTrap { finished.signal() }
+        session.start()
+        finished.wait()
+        signals.cancel()
+        session.stop()
+        return Run(status: outcome.value, fixesSeen: session.fixesSeen, delivered: session.delivered)
+    }
+
+    static func replayThroughGPSD(
+        path: String, sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState
+    ) -> Run {
         guard path != "-" else {
-            session.sink.error(
-                CLError(.locationUnknown, message: "--via gpsd needs a file: gpsfake cannot read standard input"))
-            return 2
+            sink.error(
+                CLError(
+                    .locationUnknown, message: "--via gpsd needs a file: gpsfake cannot read standard input",
+                    reason: .sourceFailed))
+            return Run(status: 2)
         }
         let server: GPSFakeServer
         do {
             server = try GPSFakeServer.startedBlocking(log: URL(fileURLWithPath: path))
         } catch {
-            session.sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
-            return 1
+            sink.error(
+                CLError(.locationUnknown, message: error.description, reason: .sourceFailed, underlyingError: error))
+            return Run(status: 1)
         }
         defer { server.stop() }
-        let finished = DispatchSemaphore(value: 0)
-        let outcome = ExitStatus()
-        let source = GPSDSource(endpoint: server.endpoint, noDataTimeout: nil)
-        source.start { event in
-            switch event {
-            case .report(.fix(let fix)): session.handle(fix, now: nil)
-            case .report(.device(let device)): session.sink.device(device)
-            case .failed(let error):
-                // gpsfake ends its gpsd when the recording is over: that is the normal end.
-                if error.code != .disconnected {
-                    session.sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
-                    outcome.value = 1
-                }
-                finished.signal()
-            default: break
-            }
-        }
-        let signals = SignalTrap { finished.signal() }
-        finished.wait()
-        signals.cancel()
-        source.stop()
-        return outcome.value
+        // gpsfake ends its gpsd when the recording is over: the lost connection is the normal end.
+        let source = GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
+        return play(source, sink: sink, options: options, authorization: authorization)
     }
 
-    static func replayThroughParser(path: String, session: Session, speed: Double?) -> Int32 {
+    static func replayThroughParser(
+        path: String, sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState, speed: Double?
+    ) -> Run {
         if path != "-" && !FileManager.default.isReadableFile(atPath: path) {
-            session.sink.error(
+            sink.error(
                 CLError(
-                    .locationUnknown, message: "cannot read the recording \(path) — check the path and its permissions")
-            )
-            return 1
+                    .locationUnknown, message: "cannot read the recording \(path) — check the path and its permissions",
+                    reason: .sourceFailed))
+            return Run(status: 1)
         }
         let source = NMEAReplaySource(path: path, pacing: speed.map { .realTime(speed: $0) } ?? .asFastAsPossible)
         let bar = ProgressBar.forStandardError()
         if let bar { source.onProgress { read, total in bar.update(read: read, total: total) } }
-        let finished = DispatchSemaphore(value: 0)
-        let outcome = ExitStatus()
-        source.start { event in
-            switch event {
-            case .fix(let fix):
-                session.handle(fix, now: nil)
-            case .problem(let error, let terminal):
-                // The end of the recording is the normal end of a replay.
-                if !error.message.hasPrefix("the replay of ") {
-                    session.sink.error(error)
-                    outcome.value = 1
-                }
-                if terminal { finished.signal() }
-            case .sky, .device:
-                break
-            }
-        }
-        let signals = SignalTrap { finished.signal() }
-        finished.wait()
-        signals.cancel()
-        source.stop()
+        let run = play(source, sink: sink, options: options, authorization: authorization)
         bar?.clear()
         let statistics = source.statistics
         let skipped =
             statistics.badChecksum + statistics.missingChecksum + statistics.tooLong + statistics.noise
             + statistics.malformed
         if skipped > 0 {
-            session.sink.diagnostic(
+            sink.diagnostic(
                 code: "skippedInput",
                 message:
                     "skipped \(skipped) unusable line(s) of the recording: \(statistics.badChecksum) bad checksum, "
                     + "\(statistics.missingChecksum) without checksum, \(statistics.tooLong) too long, \(statistics.noise) noise, "
                     + "\(statistics.malformed) malformed")
         }
-        return outcome.value
+        return run
     }
 }
 

@@ -60,118 +60,33 @@ enum WatchCommand {
             authorizer.set(answer.decision)
         }
         sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
-        switch authorizer.status {
-        case .notDetermined:
-            sink.error(
-                CLError(
-                    .locationUnknown,
-                    message: "location authorization for \(options.appID) is not determined, so no location is shown — "
-                        + "grant it with `gpsloc auth grant \(options.appID) --when-in-use` (or run gpsloc watch on a terminal to be asked)"
-                ))
-            sink.finish()
-            return 1
-        case .denied, .restricted:
-            let why =
-                policy.decision(for: options.appID) != nil
-                ? " by the administrator's policy (\(LocationPolicy.defaultPath))" : ""
-            sink.error(
-                CLError(
-                    .denied,
-                    message: "location access for \(options.appID) is \(authorizer.status)\(why) — "
-                        + (why.isEmpty
-                            ? "`gpsloc auth grant \(options.appID) --when-in-use` allows it" : "ask the administrator"))
-            )
-            sink.finish()
-            return 1
-        case .authorizedWhenInUse where !inUse:
-            sink.error(
-                CLError(
-                    .locationUnknown,
-                    message:
-                        "\(options.appID) may use the location only while in use, and without a terminal it is not — "
-                        + "grant Always (`gpsloc auth grant \(options.appID) --always`) or pass --in-use"))
-            sink.finish()
-            return 1
-        default:
-            break
-        }
         if arguments.has("once") {
             return OnceCommand.run(
                 endpoint: endpoint, options: options, authorizer: authorizer, sink: sink,
                 timeout: arguments["timeout"] == nil ? 10 : timeout)
         }
-        let session = Session(sink: sink, options: options, gate: authorizer)
-
-        let source = GPSDSource(
-            endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy())
-        let everConnected = ExitStatus()
         let finished = DispatchSemaphore(value: 0)
         let exitStatus = ExitStatus()
-        authorizer.addObserver {
-            let status = authorizer.status
-            sink.authorization(status: status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
-            if status == .denied || status == .restricted || status == .notDetermined {
-                sink.error(
-                    CLError(
-                        status == .notDetermined ? .locationUnknown : .denied,
-                        message:
-                            "location access for \(options.appID) was \(status == .notDetermined ? "reset" : "revoked") while watching — no more locations"
-                    ))
-                exitStatus.value = 1
-                finished.signal()
-            }
+        // The command ends (exit 1) when no location can come: gpsd unreachable at start, or the
+        // app not (or no longer) allowed. A lost gpsd is reconnected to.
+        let session = EngineSession(
+            sink: sink, options: options, authorization: authorizer.state,
+            source: GPSDLocationSource(
+                endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy()),
+            fuzzerSeed: authorizer.fuzzerSeed,
+            fatalReasons: [.gpsdUnreachable, .notDetermined, .notAuthorized, .notInUse]
+        ) { _ in
+            exitStatus.value = 1
+            finished.signal()
         }
-        source.start { event in
-            switch event {
-            case .connected:
-                if everConnected.value > 0 {
-                    sink.diagnostic(code: "reconnected", message: "connected to gpsd at \(endpoint) again")
-                }
-                everConnected.value += 1
-            case .report(.fix(let fix)):
-                session.handle(fix, now: Date())
-            case .report(.device(let device)):
-                session.device(device)
-            case .report(.devices(let devices)):
-                for device in devices { session.device(device) }
-                if devices.isEmpty {
-                    let error = GPSDError.noDevice(at: endpoint)
-                    session.reportedElsewhere()
-                    sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
-                }
-            case .report(.sky(let sky)):
-                sink.sky(sky)
-            case .report(.other):
-                break
-            case .noData(let error):
-                session.reportedElsewhere()
-                sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
-            case .reconnecting(let error, let attempt, let delay):
-                // Not reachable at start: fail at once. Lost later: say so, and keep trying.
-                guard everConnected.value > 0 else {
-                    sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
-                    exitStatus.value = 1
-                    finished.signal()
-                    return
-                }
-                session.reportedElsewhere()
-                if attempt == 1 {
-                    sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
-                }
-                sink.diagnostic(
-                    code: "reconnecting",
-                    message: String(
-                        format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s)", endpoint.description, attempt,
-                        delay))
-            case .failed(let error):
-                sink.error(CLError(.locationUnknown, message: error.description, underlyingError: error))
-                exitStatus.value = 1
-                finished.signal()
-            }
+        authorizer.addObserver {
+            sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
+            session.authorizationChanged(authorizer.state)
         }
         let signals = SignalTrap { finished.signal() }
+        session.start()
         finished.wait()
-        source.stop()
+        session.stop()
         signals.cancel()
         sink.finish()
         return exitStatus.value

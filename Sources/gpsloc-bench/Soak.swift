@@ -9,6 +9,7 @@
 //                                       seconds in every callback; SIGTERM prints what it got.
 import Foundation
 import GPSLocation
+import GPSLocationTesting
 
 func flag(_ name: String, in arguments: [String]) -> String? {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }

@@ -2,6 +2,8 @@
 // Run through scripts/bench.sh (release build, with the reference tools side by side).
 import Foundation
 import GPSLocation
+import GPSLocationTesting
+import GPSLocCLI
 
 func seconds(_ body: () -> Void) -> Double {
     let start = ContinuousClock.now
@@ -84,12 +86,20 @@ for filter in [kCLDistanceFilterNone, 5.0, 50.0] {
     var delivered = 0
     var best = Double.infinity
     for _ in 0..<3 {
-        // A fresh pipeline each run: its time-order stage would reject a replayed sequence.
-        var pipeline = LocationPipeline(distanceFilter: DistanceFilterStage(distanceFilter: filter))
+        // A fresh engine each run: its time-order stage would reject a replayed sequence.
+        var configuration = LocationEngine.Configuration()
+        configuration.distanceFilter = filter
+        var engine = LocationEngine(
+            configuration: configuration,
+            authorization: AuthorizationState(appID: "bench", status: .authorizedAlways), isLive: false)
+        _ = engine.start(.continuous, now: Date())
         delivered = 0
+        let now = Date()
         let elapsed = seconds {
             for fix in fixes {
-                if case .delivered = pipeline.process(fix, now: fix.time!) { delivered += 1 }
+                for action in engine.handle(.fix(fix), now: now) {
+                    if case .deliver = action { delivered += 1 }
+                }
             }
         }
         best = min(best, elapsed)
@@ -97,7 +107,7 @@ for filter in [kCLDistanceFilterNone, 5.0, 50.0] {
     let label = filter < 0 ? "none" : "\(Int(filter)) m"
     print(
         String(
-            format: "pipeline (validity+accuracy+gate+filter %@): %.0f fixes/s, %d delivered", label,
+            format: "engine (validity+accuracy+receiver+time order+staleness+gate+filter %@): %.0f fixes/s, %d delivered", label,
             Double(count) / best, delivered))
 }
 

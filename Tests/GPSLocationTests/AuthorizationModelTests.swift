@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 /// Randomised sequences of status, accuracy and in-use changes interleaved with fixes, checked
 /// against an independent model of what may be delivered.
@@ -15,10 +17,9 @@ struct AuthorizationModelTests {
     func randomisedSequences(seed: UInt64) {
         var random = TestRandom(seed: 1000 + seed)
         let interval = 60.0
-        let authorizer = LocationAuthorizer(
-            appID: "model", initial: AuthorizationDecision(status: .authorizedAlways),
-            fuzzer: LocationFuzzer(appID: "model", gridSize: 2000, minimumInterval: interval, seed: seed), isInUse: true
-        )
+        var engine = LocationEngine(
+            authorization: AuthorizationState(appID: "model", status: .authorizedAlways), isLive: false,
+            fuzzer: LocationFuzzer(appID: "model", gridSize: 2000, minimumInterval: interval, seed: seed))
         var status = CLAuthorizationStatus.authorizedAlways
         var accuracy = CLAccuracyAuthorization.fullAccuracy
         var inUse = true
@@ -26,16 +27,22 @@ struct AuthorizationModelTests {
         var lastReduced: Date?
         var delivered = 0
         var reducedDelivered = 0
+        _ = engine.start(.continuous, now: time)
         for _ in 0..<500 {
             switch random.next() % 10 {
             case 0:
                 status = Self.statuses[Int(random.next() % 5)]
                 accuracy = random.next() % 2 == 0 ? .fullAccuracy : .reducedAccuracy
-                authorizer.set(AuthorizationDecision(status: status, accuracy: accuracy))
+                let state = AuthorizationState(appID: "model", status: status, accuracy: accuracy, isInUse: inUse)
+                _ = engine.setAuthorization(state, now: time)
             case 1:
                 inUse.toggle()
-                authorizer.isInUse = inUse
+                let state = AuthorizationState(appID: "model", status: status, accuracy: accuracy, isInUse: inUse)
+                _ = engine.setAuthorization(state, now: time)
             default:
+                // An app restarts updates after a denial stopped them (as CoreLocation apps do
+                // when authorization changes back).
+                if engine.mode == .stopped { _ = engine.start(.continuous, now: time) }
                 time += Double(1 + random.next() % 30)
                 let fix = Fix(
                     mode: .threeDimensional, time: time, latitude: 51 + random.unit() * 0.5,
@@ -45,8 +52,12 @@ struct AuthorizationModelTests {
                     speed: 10, course: 45)
                 let precise = AccuracyStage().location(from: fix)
                 let allowed = status == .authorizedAlways || (status == .authorizedWhenInUse && inUse)
-                switch authorizer.decide(precise, now: time) {
-                case .withhold:
+                let locations = engine.handle(.fix(fix), now: time).compactMap { action -> CLLocation? in
+                    if case .deliver(let location) = action { return location }
+                    return nil
+                }
+                #expect(locations.count <= 1)
+                guard let location = locations.first else {
                     if allowed && accuracy == .fullAccuracy {
                         Issue.record("withheld an authorized full-accuracy location (\(status), in use \(inUse))")
                     }
@@ -55,19 +66,19 @@ struct AuthorizationModelTests {
                     {
                         Issue.record("withheld a reduced location although the interval had passed")
                     }
-                case .deliver(let location):
-                    delivered += 1
-                    #expect(allowed, "delivered while \(status), in use \(inUse)")
-                    if accuracy == .fullAccuracy {
-                        #expect(location === precise)
-                    } else {
-                        reducedDelivered += 1
-                        if let last = lastReduced {
-                            #expect(time.timeIntervalSince(last) >= interval, "rate limit broken")
-                        }
-                        lastReduced = time
-                        Self.expectNothingPrecise(location, precise: precise)
+                    continue
+                }
+                delivered += 1
+                #expect(allowed, "delivered while \(status), in use \(inUse)")
+                if accuracy == .fullAccuracy {
+                    #expect(location.coordinate == precise.coordinate && location.timestamp == precise.timestamp)
+                } else {
+                    reducedDelivered += 1
+                    if let last = lastReduced {
+                        #expect(time.timeIntervalSince(last) >= interval, "rate limit broken")
                     }
+                    lastReduced = time
+                    Self.expectNothingPrecise(location, precise: precise)
                 }
             }
         }
@@ -117,16 +128,16 @@ struct AuthorizationModelTests {
     @Test("with reduced accuracy the distance filter only ever sees grid points")
     func filterOnReducedPositions() throws {
         let fixes = try FixtureFixes.load("drive-10hz-multi")
-        var pipeline = LocationPipeline(
-            gate: SimulatedGate(
-                status: .authorizedAlways, accuracy: .reducedAccuracy,
-                fuzzer: LocationFuzzer(appID: "filter", gridSize: 2000, minimumInterval: 1, seed: 3)),
-            distanceFilter: DistanceFilterStage(distanceFilter: 5))
-        var latest = Date.distantPast
+        var configuration = LocationEngine.Configuration()
+        configuration.distanceFilter = 5
+        var engine = LocationEngine(
+            configuration: configuration,
+            authorization: AuthorizationState(appID: "filter", status: .authorizedAlways, accuracy: .reducedAccuracy),
+            isLive: false, fuzzer: LocationFuzzer(appID: "filter", gridSize: 2000, minimumInterval: 1, seed: 3))
+        _ = engine.start(.continuous, now: Date())
         var delivered: [CLLocation] = []
         for fix in fixes {
-            if let time = fix.time { latest = max(latest, time) }
-            if case .delivered(let location) = pipeline.process(fix, now: latest) { delivered.append(location) }
+            for case .deliver(let location) in engine.handle(.fix(fix), now: Date()) { delivered.append(location) }
         }
         #expect(!delivered.isEmpty)
         for (previous, next) in zip(delivered, delivered.dropFirst()) {

@@ -3,6 +3,8 @@ import Testing
 
 @testable import GPSLocCLI
 @testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 @Suite("gpsloc argument parsing")
 struct ArgumentTests {

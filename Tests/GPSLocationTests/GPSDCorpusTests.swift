@@ -1,5 +1,7 @@
 import Foundation
 import GPSLocation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 /// The real daemon, the real libgps: every TPV gpsd reports must reach our `Fix` exactly.
@@ -48,13 +50,5 @@ func assertSameFixes(
         }
         #expect(nearlyEqual(fix.latitude, tpv.latitude), "\(label): latitude", sourceLocation: sourceLocation)
         #expect(nearlyEqual(fix.longitude, tpv.longitude), "\(label): longitude", sourceLocation: sourceLocation)
-    }
-}
-
-func nearlyEqual(_ a: Double?, _ b: Double?, tolerance: Double = 1e-9) -> Bool {
-    switch (a, b) {
-    case (nil, nil): true
-    case (let x?, let y?): abs(x - y) <= tolerance
-    default: false
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import GPSLocation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 /// The project's own recordings through the real gpsd: what gpsd's own watcher saw is what our

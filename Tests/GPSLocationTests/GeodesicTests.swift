@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 /// Our Karney geodesic against GeographicLib's own `GeodSolve` (Debian geographiclib-tools).
 @Suite("geodesic distance on WGS 84")

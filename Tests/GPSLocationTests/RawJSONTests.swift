@@ -1,6 +1,9 @@
 import Testing
 
-@testable import GPSLocation
+@testable import GPSDClient
+import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 @Test func deactivationIsDetectedFromRawJSON() {
     #expect(GPSDRawJSON.isDeactivation(#"{"class":"DEVICE","path":"/dev/pts/3","activated":0}"#))

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 @Suite("receivers: selection among several, removal and return")
 struct ReceiverSelectionTests {

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 /// A clock that only moves when the replay sleeps: a one-hour recording replays instantly.
 final class ManualReplayClock: ReplayClock, @unchecked Sendable {

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 /// Counts this process's open file descriptors.
 func openFileDescriptors() -> Int {
@@ -134,6 +136,7 @@ struct ResilienceTests {
             zip(times, times.dropFirst()).allSatisfy { $0 < $1 },
             "duplicates or time reversals in the delivered sequence")
         #expect(delegate.errors.allSatisfy { $0.code == .locationUnknown && $0.underlyingError is GPSDError })
+        print("DEBUG errors", delegate.errors.map { "\($0.reason?.name ?? "-"): \($0.message.prefix(80))" })
         try await Task.sleep(for: .milliseconds(200))
         #expect(
             openFileDescriptors() <= descriptorsBefore + 2,

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The C shim compiles against libgps API 9 through 16 — the header differences are reproduced

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 @Suite("staleness: no usable fix for a few receiver cycles")
 struct StalenessTests {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// A small parser and evaluator for udev rule files (the grammar is in udev/README.md).

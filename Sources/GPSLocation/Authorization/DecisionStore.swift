@@ -31,8 +31,12 @@ public final class DecisionStore: @unchecked Sendable {
     /// The last problem met reading the file (e.g. it was corrupt and was moved aside).
     public var problem: String? { lock.withLock { storedProblem } }
 
-    public init(directory: URL? = nil) {
+    /// Told when the file cannot be read (it is then moved aside); default: one line on stderr.
+    public let diagnosticsHandler: DiagnosticsHandler
+
+    public init(directory: URL? = nil, diagnosticsHandler: @escaping DiagnosticsHandler = Diagnostics.standardError) {
         self.directory = directory ?? Self.defaultDirectory()
+        self.diagnosticsHandler = diagnosticsHandler
     }
 
     public static func defaultDirectory() -> URL {
@@ -135,7 +139,7 @@ public final class DecisionStore: @unchecked Sendable {
                 + (moved ? "; it was moved aside to \(aside) for inspection" : "")
                 + " — every app is treated as not determined; grant again with `gpsloc auth grant APP`"
             lock.withLock { storedProblem = message }
-            FileHandle.standardError.write(Data("GPSLocation: \(message)\n".utf8))
+            diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", message: message))
             return [:]
         }
     }

@@ -1,14 +1,9 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Holds the factory behind `CLLocationManager.defaultSource()`.
-private final class DefaultSourceFactory: @unchecked Sendable {
-    // @unchecked Sendable: `factory` is guarded by `lock`.
-    private let lock = NSLock()
-    private var factory: @Sendable () -> any LocationSource = { GPSDLocationSource() }
-    func set(_ newFactory: @escaping @Sendable () -> any LocationSource) { lock.withLock { factory = newFactory } }
-    func make() -> any LocationSource { lock.withLock { factory }() }
-}
+private let defaultSourceFactory = Mutex<@Sendable () -> any LocationSource>({ GPSDLocationSource() })
 
 /// Apple's delegate protocol. Every method is optional (default implementations do nothing).
 public protocol CLLocationManagerDelegate: AnyObject {
@@ -36,6 +31,11 @@ extension CLLocationManagerDelegate {
 
 /// CoreLocation's location manager, on Linux, over gpsd.
 ///
+/// **One engine.** Which location is delivered is decided by `LocationEngine`, the same state
+/// machine `gpsloc` drives; the manager only stores it (one `Mutex`), feeds it the source's
+/// events, and executes its actions — delegate calls, timers, stopping the source — after the
+/// lock is released.
+///
 /// **Where callbacks arrive.** Apple calls delegates on the run loop of the thread that made the
 /// manager. A Linux CLI or daemon usually runs no run loop, so here every delegate method is
 /// called serially on `delegateQueue`: by default a private serial queue of the manager's own,
@@ -46,43 +46,54 @@ extension CLLocationManagerDelegate {
 ///
 /// **Silent failures are errors here.** Starting updates while the status is `notDetermined`
 /// and no authorization was ever requested reports `CLError.promptDeclined` (code 18) to the
-/// delegate and logs one line to stderr; starting without a delegate logs one line too.
+/// delegate and a diagnostic; starting without a delegate is a diagnostic too. Diagnostics go to
+/// `diagnosticsHandler` (default: one line on stderr).
 open class CLLocationManager: NSObject, @unchecked Sendable {
-    // @unchecked Sendable: all mutable state is guarded by `lock`; delegate calls happen on
-    // `delegateQueue` outside the lock.
+    // @unchecked Sendable: a non-final NSObject subclass cannot be checked. All mutable state is
+    // in `state` (a Mutex); delegate calls happen on `delegateQueue` outside it.
 
     /// Weak, as Apple's. The first delegate set receives the initial authorization state
     /// (`locationManagerDidChangeAuthorization`) on `delegateQueue`, as Apple reports it after
     /// the manager is created.
     public weak var delegate: (any CLLocationManagerDelegate)? {
-        get { lock.withLock { storedDelegate } }
+        get { state.withLock { $0.delegate.value } }
         set {
-            let first = lock.withLock { () -> Bool in
-                storedDelegate = newValue
-                defer { if newValue != nil { initialAuthorizationReported = true } }
-                return newValue != nil && !initialAuthorizationReported
+            let reference = DelegateReference(value: newValue)
+            let first = state.withLock { state in
+                state.delegate = reference
+                defer { if reference.value != nil { state.initialAuthorizationReported = true } }
+                return reference.value != nil && !state.initialAuthorizationReported
             }
             if first { enqueue(.authorization) }
         }
     }
     /// Default `kCLLocationAccuracyBest`. Used by `requestLocation()` and the tier check.
     public var desiredAccuracy: CLLocationAccuracy {
-        get { lock.withLock { storedDesiredAccuracy } }
-        set { lock.withLock { storedDesiredAccuracy = newValue } }
+        get { state.withLock { $0.engine.configuration.desiredAccuracy } }
+        set { state.withLock { $0.engine.configuration.desiredAccuracy = newValue } }
     }
     /// Metres; `kCLDistanceFilterNone` (the default) delivers every location. See `DistanceFilterStage`.
     public var distanceFilter: CLLocationDistance {
-        get { lock.withLock { filter.distanceFilter } }
-        set { lock.withLock { filter.distanceFilter = newValue } }
+        get { state.withLock { $0.engine.configuration.distanceFilter } }
+        set { state.withLock { $0.engine.configuration.distanceFilter = newValue } }
     }
     /// Accepted for source compatibility; gpsd receivers do not change behaviour with it.
-    public var activityType: CLActivityType = .other
+    public var activityType: CLActivityType {
+        get { state.withLock { $0.activityType } }
+        set { state.withLock { $0.activityType = newValue } }
+    }
     /// Accepted for source compatibility; a Linux process is never suspended.
-    public var allowsBackgroundLocationUpdates = false
+    public var allowsBackgroundLocationUpdates: Bool {
+        get { state.withLock { $0.allowsBackgroundLocationUpdates } }
+        set { state.withLock { $0.allowsBackgroundLocationUpdates = newValue } }
+    }
     /// Accepted for source compatibility; updates are never paused automatically on Linux.
-    public var pausesLocationUpdatesAutomatically = false
+    public var pausesLocationUpdatesAutomatically: Bool {
+        get { state.withLock { $0.pausesLocationUpdatesAutomatically } }
+        set { state.withLock { $0.pausesLocationUpdatesAutomatically = newValue } }
+    }
     /// The most recent location delivered, or nil.
-    public var location: CLLocation? { lock.withLock { lastLocation } }
+    public var location: CLLocation? { state.withLock { $0.engine.lastDelivered } }
 
     public var authorizationStatus: CLAuthorizationStatus { authorizer.status }
     public var accuracyAuthorization: CLAccuracyAuthorization { authorizer.accuracy }
@@ -91,49 +102,72 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
 
     /// The queue delegate methods are called on (see the type's documentation).
     public var delegateQueue: DispatchQueue {
-        get { lock.withLock { storedQueue } }
+        get { state.withLock { $0.queue } }
         set {
             newValue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
-            lock.withLock { storedQueue = newValue }
+            state.withLock { $0.queue = newValue }
         }
     }
     /// How long `requestLocation()` waits for `desiredAccuracy` before settling for the best
     /// location seen, or failing with `locationUnknown` (default 10 s).
-    public var requestLocationTimeout: TimeInterval = 10
+    public var requestLocationTimeout: TimeInterval {
+        get { state.withLock { $0.engine.configuration.requestLocationTimeout } }
+        set { state.withLock { $0.engine.configuration.requestLocationTimeout = newValue } }
+    }
     /// Fixes older than this (seconds, by the source's clock) are stale and not delivered.
     public var maximumLocationAge: TimeInterval {
-        get { lock.withLock { validity.maximumAge } }
-        set { lock.withLock { validity.maximumAge = newValue } }
+        get { state.withLock { $0.engine.configuration.maximumLocationAge } }
+        set { state.withLock { $0.engine.configuration.maximumLocationAge = newValue } }
     }
     /// At most this many locations wait for a slow delegate; older ones are dropped.
-    public var maximumBatch = 100
+    public var maximumBatch: Int {
+        get { state.withLock { $0.maximumBatch } }
+        set { state.withLock { $0.maximumBatch = max(1, newValue) } }
+    }
     /// Seconds without a usable fix, while updating, before the delegate gets
     /// `CLError.locationUnknown` (once per stretch). nil (the default): three receiver cycles,
     /// at least 1 s — see `FixStalenessMonitor`. `location` is kept meanwhile and
     /// `isLocationStale` is true; the next fix is delivered as usual, with no extra callback.
     public var staleFixTimeout: TimeInterval? {
-        get { lock.withLock { staleness.timeout } }
-        set { lock.withLock { staleness.timeout = newValue } }
+        get { state.withLock { $0.engine.configuration.staleFixTimeout } }
+        set { state.withLock { $0.engine.configuration.staleFixTimeout = newValue } }
     }
     /// Which receiver to follow when gpsd reports several (default `.bestFix`; see
     /// `ReceiverSelectionStage` for the exact rule).
     public var receiverSelection: ReceiverSelection {
-        get { lock.withLock { receivers.selection } }
-        set { lock.withLock { receivers.selection = newValue } }
+        get { state.withLock { $0.engine.configuration.receiverSelection } }
+        set { state.withLock { $0.engine.configuration.receiverSelection = newValue } }
+    }
+    /// How much further ahead of the last location a live fix may be dated than the time that
+    /// has passed since it (default 5 s; see `TimeOrderStage`). `.infinity` turns the check off —
+    /// for a gpsd fed faster than real time (gpsfake with a short cycle), where recorded gaps
+    /// pass quicker than they did.
+    public var timeJumpTolerance: TimeInterval {
+        get { state.withLock { $0.engine.configuration.timeJumpTolerance } }
+        set { state.withLock { $0.engine.configuration.timeJumpTolerance = newValue } }
     }
     /// The device path whose fixes are being delivered, once one has been chosen.
-    public var followedReceiver: String? { lock.withLock { receivers.selected } }
+    public var followedReceiver: String? { state.withLock { $0.engine.followedReceiver } }
     /// True while updates run and no usable fix has come for `staleFixTimeout`: `location`
     /// is the last one known, not the current position.
-    public var isLocationStale: Bool { lock.withLock { staleness.isStale } }
+    public var isLocationStale: Bool { state.withLock { $0.engine.isStale } }
     /// The age of `location` in seconds by the source's clock (the wall clock live, the
     /// recording's in a replay), or nil without a location.
     public var locationAge: TimeInterval? {
-        let (location, seen) = lock.withLock { (lastLocation, lastSeenFix) }
-        guard let location else { return nil }
-        let now = seen.map { source.now(latestFix: $0) } ?? Date()
-        return now.timeIntervalSince(location.timestamp)
+        state.withLock { state in
+            guard let location = state.engine.lastDelivered else { return nil }
+            let now = state.engine.clock(now: Date()) ?? location.timestamp
+            return now.timeIntervalSince(location.timestamp)
+        }
     }
+    /// Where notes that are not errors for the app go (dropped fixes, a receiver clock that
+    /// stepped, a request that cannot work): by default one line on stderr. Daemons route them
+    /// to their own log.
+    public var diagnosticsHandler: DiagnosticsHandler {
+        get { state.withLock { $0.diagnosticsHandler } }
+        set { state.withLock { $0.diagnosticsHandler = newValue } }
+    }
+
     public let source: any LocationSource
     public let authorizer: LocationAuthorizer
 
@@ -147,39 +181,33 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     @available(*, deprecated, message: "Use the authorizationStatus instance property")
     open class func authorizationStatus() -> CLAuthorizationStatus { sharedAuthorizer.status }
 
-    // MARK: State (guarded by `lock`)
+    // MARK: State
 
-    private let lock = NSLock()
-    private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
-    private weak var storedDelegate: (any CLLocationManagerDelegate)?
-    private var storedDesiredAccuracy = kCLLocationAccuracyBest
-    private var storedQueue: DispatchQueue
-    private var lastLocation: CLLocation?
-    private var validity = ValidityStage()
-    private let accuracyStage = AccuracyStage()
-    private var filter = DistanceFilterStage()
-    private var timeOrder = TimeOrderStage()
-    private var staleness = FixStalenessMonitor()
-    private var receivers = ReceiverSelectionStage()
-    private var lastSeenFix: Fix?
-    /// Fires once when the staleness deadline passes; idle (no wakeups) otherwise.
-    private var stalenessTimer: (any DispatchSourceTimer)?
-    private var continuous = false
-    private var oneShot: OneShot?
-    private var sourceRunning = false
-    private var generation = 0
-    private var requested = false
-    private var warnedNoDelegate = false
-    private var initialAuthorizationReported = false
-    private var loggedMessages: Set<String> = []
-    private var lastDiagnostic: [String: Date] = [:]
-    private var authorizerObservation: UUID?
-    private var pending: [Event] = []
-    private var drainScheduled = false
+    /// The delegate, weakly. @unchecked Sendable: it is read and written only under `state`'s
+    /// lock, and the delegate is called only on `delegateQueue`, serially (Apple's contract).
+    private struct DelegateReference: @unchecked Sendable {
+        weak var value: (any CLLocationManagerDelegate)?
+    }
 
-    private struct OneShot {
-        var best: CLLocation?
-        var timer: any DispatchSourceTimer
+    private struct State {
+        var engine: LocationEngine
+        var delegate = DelegateReference()
+        var queue: DispatchQueue
+        var activityType = CLActivityType.other
+        var allowsBackgroundLocationUpdates = false
+        var pausesLocationUpdatesAutomatically = false
+        var maximumBatch = 100
+        var diagnosticsHandler: DiagnosticsHandler = Diagnostics.standardError
+        var initialAuthorizationReported = false
+        var requested = false
+        var warnedNoDelegate = false
+        var loggedMessages: Set<String> = []
+        var sourceRunning = false
+        /// Bumped by `stopUpdatingLocation()`: events and callbacks of an older generation are dropped.
+        var generation = 0
+        var pending: [Event] = []
+        var drainScheduled = false
+        var onSourceEnded: (@Sendable () -> Void)?
     }
 
     private enum Event {
@@ -190,14 +218,31 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         case receiver(DeviceEvent)
     }
 
+    /// What the engine's actions leave to do once the lock is released.
+    private struct Effects {
+        var arm: [(LocationEngine.Timer, TimeInterval)] = []
+        var cancel: [LocationEngine.Timer] = []
+        var diagnostics: [LocationDiagnostic] = []
+        var stopSource = false
+        var startSource = false
+        var drain = false
+        var generation = 0
+    }
+
+    private let state: Mutex<State>
+    private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    /// The engine's timers; their handler feeds the engine (a stopped engine ignores them).
+    private let timers: EngineTimers
+
     /// Called on `delegateQueue` after the delegate has heard that the source stopped for good
     /// (a terminal error: a replay ended, gpsd gone without reconnection). `liveUpdates` uses
     /// it to end its sequence instead of waiting forever.
     var onSourceEnded: (@Sendable () -> Void)? {
-        get { lock.withLock { storedOnSourceEnded } }
-        set { lock.withLock { storedOnSourceEnded = newValue } }
+        get { state.withLock { $0.onSourceEnded } }
+        set { state.withLock { $0.onSourceEnded = newValue } }
     }
-    private var storedOnSourceEnded: (@Sendable () -> Void)?
+
+    private var authorizerObservation: UUID?
 
     public init(
         source: any LocationSource = CLLocationManager.defaultSource(),
@@ -206,9 +251,20 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     ) {
         self.source = source
         self.authorizer = authorizer
-        storedQueue = delegateQueue ?? DispatchQueue(label: "gpslocation.delegate")
+        let queue = delegateQueue ?? DispatchQueue(label: "gpslocation.delegate")
+        let owner = WeakManager()
+        timers = EngineTimers { timer in
+            owner.manager?.drive { engine in engine.timerFired(timer, now: Date()) }
+        }
+        state = Mutex(
+            State(
+                engine: LocationEngine(
+                    authorization: authorizer.state, isLive: source.isLive,
+                    fuzzer: LocationFuzzer(appID: authorizer.appID, seed: authorizer.fuzzerSeed)),
+                queue: queue))
         super.init()
-        storedQueue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+        owner.manager = self
+        queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
         authorizerObservation = authorizer.addObserver { [weak self] in self?.authorizationChanged() }
     }
 
@@ -216,23 +272,18 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// 127.0.0.1:2947 unless `setDefaultSource` says otherwise), the authorizer is shared.
     public override convenience init() { self.init(source: CLLocationManager.defaultSource()) }
 
-    private static let defaultSourceFactory = DefaultSourceFactory()
-
     /// What `CLLocationManager()` and `CLLocationUpdate.liveUpdates()` read from: by default a
     /// new `GPSDLocationSource()` each time. Programs (and tests) can point them elsewhere —
     /// another gpsd endpoint, a replay — without changing CoreLocation-style code.
     public static func setDefaultSource(_ factory: @escaping @Sendable () -> any LocationSource) {
-        defaultSourceFactory.set(factory)
+        defaultSourceFactory.withLock { $0 = factory }
     }
 
-    public static func defaultSource() -> any LocationSource { defaultSourceFactory.make() }
+    public static func defaultSource() -> any LocationSource { defaultSourceFactory.withLock { $0 }() }
 
     deinit {
         if let authorizerObservation { authorizer.removeObserver(authorizerObservation) }
-        let timer = oneShot?.timer
-        timer?.cancel()
-        stalenessTimer?.cancel()
-        if sourceRunning { source.stop() }
+        if state.withLock({ $0.sourceRunning }) { source.stop() }
     }
 
     // MARK: Authorization requests
@@ -241,15 +292,16 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public func requestAlwaysAuthorization() { request(always: true) }
 
     private func request(always: Bool) {
-        lock.withLock { requested = true }
+        state.withLock { $0.requested = true }
         switch authorizer.request(always: always) {
         case .changed:
             authorizationChanged()
         case .unchanged:
             break
         case .noPrompt(let message), .missingUsageDescription(let message):
-            logOnce(message)
-            enqueue(.failure(CLError(.promptDeclined, message: message)))
+            state.withLock { $0.engine.authorizationExplained() }
+            logOnce(message, code: "authorizationRequest")
+            enqueue(.failure(CLError(.promptDeclined, message: message, reason: .authorizationRequest)))
         }
     }
 
@@ -257,379 +309,172 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// hears of it, and delivery follows the new state before the next fix.
     public func authorizationChanged() {
         enqueue(.authorization)
-        let status = authorizer.status
-        if status == .denied || status == .restricted {
-            let active = lock.withLock { continuous || oneShot != nil }
-            if active {
-                enqueue(
-                    .failure(
-                        CLError(
-                            .denied,
-                            message:
-                                "location access for \(authorizer.appID) was \(status == .denied ? "denied" : "restricted")"
-                        )))
-                halt(keepCallbacks: true)
-            }
-        }
+        let current = authorizer.state
+        drive { engine in engine.setAuthorization(current, now: Date()) }
     }
 
     // MARK: Updates
 
-    public func startUpdatingLocation() {
-        guard preflight() else { return }
-        let (timer, start) = lock.withLock { () -> ((any DispatchSourceTimer)?, Bool) in
-            let timer = oneShot?.timer
-            oneShot = nil
-            continuous = true
-            let start = !sourceRunning
-            sourceRunning = true
-            return (timer, start)
-        }
-        timer?.cancel()
-        if start { startSource() }
-    }
+    public func startUpdatingLocation() { start(.continuous) }
 
-    public func stopUpdatingLocation() { halt(keepCallbacks: false) }
+    public func stopUpdatingLocation() {
+        let (wasRunning, queue) = state.withLock { state in
+            _ = state.engine.stop()
+            state.generation += 1
+            state.pending.removeAll()
+            let wasRunning = state.sourceRunning
+            state.sourceRunning = false
+            return (wasRunning, state.queue)
+        }
+        timers.cancelAll()
+        if wasRunning { source.stop() }
+        // Wait for a callback already running on the delegate queue, unless we are it.
+        if DispatchQueue.getSpecific(key: queueKey) != ObjectIdentifier(self) { queue.sync {} }
+    }
 
     /// One location meeting `desiredAccuracy`; after `requestLocationTimeout`, the best one seen;
     /// with none, `CLError.locationUnknown`. Does nothing while updates are running.
-    public func requestLocation() {
+    public func requestLocation() { start(.oneShot) }
+
+    private func start(_ mode: LocationEngine.Mode) {
         guard preflight() else { return }
-        let timeout = requestLocationTimeout
-        let start = lock.withLock { () -> Bool in
-            guard !continuous, oneShot == nil else { return false }
-            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
-            timer.schedule(deadline: .now() + timeout)
-            let expected = generation
-            timer.setEventHandler { [weak self] in self?.oneShotTimedOut(generation: expected) }
-            oneShot = OneShot(best: nil, timer: timer)
-            timer.resume()
-            let start = !sourceRunning
-            sourceRunning = true
-            return start
-        }
-        if start { startSource() }
+        drive { engine in engine.start(mode, now: Date()) }
     }
 
-    /// Checks the states in which starting would silently do nothing, and reports them.
+    /// Reports the ways of starting that cannot work and are mistakes of the calling code
+    /// (no delegate, never asked for authorization, services off). False: do not start.
     private func preflight() -> Bool {
-        let (hasDelegate, wasRequested) = lock.withLock { (storedDelegate != nil, requested) }
-        if !hasDelegate {
-            let first = lock.withLock { () -> Bool in
-                defer { warnedNoDelegate = true }
-                return !warnedNoDelegate
-            }
-            if first {
-                logOnce(
-                    "CLLocationManager: updates were started without a delegate, so locations go nowhere — set `manager.delegate` first"
-                )
-            }
+        let (hasDelegate, wasRequested, warn) = state.withLock { state in
+            let hasDelegate = state.delegate.value != nil
+            defer { if !hasDelegate { state.warnedNoDelegate = true } }
+            return (hasDelegate, state.requested, !hasDelegate && !state.warnedNoDelegate)
+        }
+        if !hasDelegate && warn {
+            logOnce(
+                "CLLocationManager: updates were started without a delegate, so locations go nowhere — set `manager.delegate` first",
+                code: "noDelegate")
         }
         guard Self.locationServicesEnabled() else {
             enqueue(
                 .failure(
-                    CLError(.denied, message: "location services are disabled on this machine by the administrator")))
+                    CLError(
+                        .denied, message: "location services are disabled on this machine by the administrator",
+                        reason: .notAuthorized)))
             return false
         }
-        switch authorizer.status {
-        case .denied, .restricted:
-            enqueue(
-                .failure(
-                    CLError(
-                        .denied,
-                        message:
-                            "location access for \(authorizer.appID) is \(authorizer.status) — `gpsloc auth grant \(authorizer.appID) --when-in-use` allows it"
-                    )))
-            return false
-        case .notDetermined where !wasRequested:
+        if authorizer.status == .notDetermined && !wasRequested {
             let message =
                 "location updates were started for \(authorizer.appID) while authorization is not determined and was never requested — "
                 + "call requestWhenInUseAuthorization() (or requestAlwaysAuthorization()) first; nothing is delivered until it is granted"
-            logOnce(message)
-            enqueue(.failure(CLError(.promptDeclined, message: message)))
-            return true
-        default:
-            return true
+            state.withLock { $0.engine.authorizationExplained() }
+            logOnce(message, code: "authorizationRequest")
+            enqueue(.failure(CLError(.promptDeclined, message: message, reason: .authorizationRequest)))
         }
+        return true
     }
 
-    private func startSource() {
-        let live = source.isLive
-        let expected = lock.withLock { () -> Int in
-            if live && continuous {
-                // Live: the wait for the first usable fix starts now, even if nothing arrives.
-                staleness.heard(clock: Date())
-                armStalenessTimer(after: staleness.effectiveTimeout)
-            }
-            return generation
-        }
-        source.start { [weak self] event in self?.handle(event, generation: expected) }
-    }
+    // MARK: Driving the engine
 
-    private func halt(keepCallbacks: Bool) {
-        let (timer, wasRunning) = lock.withLock { () -> ((any DispatchSourceTimer)?, Bool) in
-            let timer = oneShot?.timer
-            oneShot = nil
-            continuous = false
-            let wasRunning = sourceRunning
-            sourceRunning = false
-            filter.reset()
-            timeOrder.reset()
-            staleness.reset()
-            receivers.reset()
-            lastSeenFix = nil
-            stalenessTimer?.schedule(deadline: .distantFuture)
-            if !keepCallbacks {
-                generation += 1
-                pending.removeAll()
-            }
-            return (timer, wasRunning)
-        }
-        timer?.cancel()
-        if wasRunning { source.stop() }
-        if !keepCallbacks {
-            // Wait for a callback already running on the delegate queue, unless we are it.
-            if DispatchQueue.getSpecific(key: queueKey) != ObjectIdentifier(self) {
-                delegateQueue.sync {}
-            }
-        }
-    }
-
-    // MARK: Source events (on the source's queue)
-
-    private func handle(_ event: LocationSourceEvent, generation expected: Int) {
-        switch event {
-        case .fix(let fix):
-            let now = source.now(latestFix: fix)
-            var finishOneShot = false
-            lock.lock()
-            guard expected == generation, continuous || oneShot != nil else {
-                lock.unlock()
-                return
-            }
-            lastSeenFix = fix
-            // A replay's clock is known only from fixes that carry a time.
-            let clockKnown = source.isLive || fix.time != nil
-            if clockKnown { staleness.heard(clock: now) }
-            let rejection = validity.check(fix, now: now)
-            let candidate = rejection == nil ? accuracyStage.location(from: fix) : nil
-            receivers.lossTimeout = staleness.effectiveTimeout
-            guard
-                receivers.admits(
-                    device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: now)
-            else {
-                let missing = receivers.takeMissingPin()
-                if missing != nil { staleness.reportedElsewhere() }
-                lock.unlock()
-                if let missing {
-                    let message =
-                        "receiverSelection follows only \(missing.pinned), but gpsd reports fixes from \(missing.reporting) "
-                        + "and none from it — pin the right path, or use .bestFix (`gpsloc doctor` lists gpsd's receivers)"
-                    enqueue(.failure(CLError(.locationUnknown, message: message)))
-                }
-                return
-            }
-            guard let candidate else {
-                let stale = continuous && clockKnown ? staleness.check(clock: now) : nil
-                let last = lastLocation?.timestamp
-                lock.unlock()
-                if let stale { reportStale(silence: stale, lastLocationTime: last) }
-                return
-            }
-            let rejected = timeOrder.check(candidate, arrival: source.isLive ? TimeOrderStage.monotonicNow() : nil)
-            let stepped = timeOrder.resynchronized
-            if let rejected {
-                lock.unlock()
-                switch rejected {
-                case .backwards, .jumped: diagnose(rejected.code, rejected.description)
-                default: break
-                }
-                return
-            }
-            if continuous {
-                staleness.fix(time: candidate.timestamp, clock: now)
-                armStalenessTimer(after: staleness.effectiveTimeout)
-            }
-            let desired = storedDesiredAccuracy
-            lock.unlock()
-            if let stepped {
-                diagnose(
-                    "timeResynchronized",
-                    String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", stepped))
-            }
-            let decision = authorizer.decide(candidate, now: now)
-            lock.lock()
-            switch decision {
-            case .withhold(let error):
-                lock.unlock()
-                if let error {
-                    enqueue(.failure(error))
-                    if error.code == .denied { halt(keepCallbacks: true) }
-                }
-                return
-            case .deliver(let location):
-                if var shot = oneShot {
-                    if AccuracyStage.meets(location, desiredAccuracy: desired) {
-                        lastLocation = location
-                        finishOneShot = true
-                        pendingAppend(.locations([location]))
-                    } else if shot.best == nil || location.horizontalAccuracy < shot.best!.horizontalAccuracy {
-                        shot.best = location
-                        oneShot = shot
+    /// Runs `step` on the engine under the lock (dropped when `generation` is given and stale),
+    /// turns its actions into pending callbacks and effects, and performs the effects outside.
+    fileprivate func drive(generation expected: Int? = nil, _ step: (inout LocationEngine) -> [LocationEngine.Action]) {
+        let effects = state.withLock { state -> Effects? in
+            if let expected, expected != state.generation { return nil }
+            let actions = step(&state.engine)
+            var effects = Effects(generation: state.generation)
+            for action in actions {
+                switch action {
+                case .deliver(let location): append(.locations([location]), to: &state)
+                case .fail(let error): append(.failure(error), to: &state)
+                case .receiver(let device): append(.receiver(device), to: &state)
+                case .sourceEnded: append(.sourceEnded, to: &state)
+                case .sky: break
+                case .diagnose(let code, let message):
+                    effects.diagnostics.append(LocationDiagnostic(code: code, message: message))
+                case .arm(let timer, let seconds): effects.arm.append((timer, seconds))
+                case .cancel(let timer): effects.cancel.append(timer)
+                case .stopSource:
+                    if state.sourceRunning {
+                        state.sourceRunning = false
+                        effects.stopSource = true
                     }
-                } else if filter.admits(location) {
-                    filter.delivered(location)
-                    lastLocation = location
-                    pendingAppend(.locations([location]))
                 }
             }
-            lock.unlock()
-            scheduleDrain()
-            if finishOneShot { halt(keepCallbacks: true) }
-        case .problem(let error, let terminal):
-            guard lock.withLock({ expected == generation }) else { return }
-            if error.code == .locationUnknown { lock.withLock { staleness.reportedElsewhere() } }
-            guard terminal else {
-                enqueue(.failure(error))
-                return
+            if state.engine.mode != .stopped && !state.sourceRunning && !effects.stopSource {
+                state.sourceRunning = true
+                effects.startSource = true
             }
-            // The source has stopped for good. A pending requestLocation() settles now: the best
-            // location seen, or one error saying why there is none.
-            let shot = lock.withLock { oneShot }
-            halt(keepCallbacks: true)
-            if let shot {
-                settle(
-                    best: shot.best,
-                    orFail: CLError(
-                        .locationUnknown, message: "no location could be determined: \(error.message)",
-                        underlyingError: error.underlyingError))
-            } else {
-                enqueue(.failure(error))
-            }
-            enqueue(.sourceEnded)
-        case .device(let event):
-            let (active, lostFollowed, last) = lock.withLock { () -> (Bool, Bool, Date?) in
-                guard expected == generation, continuous || oneShot != nil else { return (false, false, nil) }
-                let lost = receivers.deviceChanged(event)
-                let none = !event.activated && receivers.selected == nil
-                if lost || none { staleness.reportedElsewhere() }
-                return (true, lost || none, lastLocation?.timestamp)
-            }
-            guard active else { return }
-            enqueue(.receiver(event))
-            if lostFollowed {
-                var message =
-                    "gpsd deactivated the receiver \(event.path) (unplugged, or removed with `gpsdctl remove`)"
-                if let last { message += "; the last location (\(iso8601Milliseconds(last))) is kept" }
-                message +=
-                    " — locations resume when it or another receiver is back; check the cable and `gpsloc doctor`"
-                enqueue(.failure(CLError(.locationUnknown, message: message)))
-            }
-        case .sky:
-            break
+            effects.drain = !state.pending.isEmpty
+            return effects
         }
+        guard let effects else { return }
+        perform(effects)
     }
 
-    /// Must be called with `lock` held.
-    private func armStalenessTimer(after seconds: TimeInterval) {
-        let timer: any DispatchSourceTimer
-        if let existing = stalenessTimer {
-            timer = existing
-        } else {
-            timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
-            timer.setEventHandler { [weak self] in self?.stalenessTimerFired() }
-            stalenessTimer = timer
-            timer.resume()
+    private func perform(_ effects: Effects) {
+        for timer in effects.cancel { timers.cancel(timer) }
+        for (timer, seconds) in effects.arm { timers.arm(timer, after: seconds) }
+        if !effects.diagnostics.isEmpty {
+            let handler = state.withLock { $0.diagnosticsHandler }
+            for diagnostic in effects.diagnostics { handler(diagnostic) }
         }
-        timer.schedule(deadline: .now() + seconds, repeating: .never, leeway: .milliseconds(50))
-    }
-
-    private func stalenessTimerFired() {
-        guard
-            let (fix, last) = lock.withLock({ () -> (Fix?, Date?)? in
-                guard continuous else { return nil }
-                return (lastSeenFix, lastLocation?.timestamp)
-            })
-        else { return }
-        // The source's clock: a replay that is not moving is not stale.
-        guard let now = source.isLive ? Date() : fix.map({ source.now(latestFix: $0) }) else { return }
-        let stale = lock.withLock { continuous ? staleness.check(clock: now) : nil }
-        if let stale { reportStale(silence: stale, lastLocationTime: last) }
-    }
-
-    private func reportStale(silence: TimeInterval, lastLocationTime: Date?) {
-        let message = FixStalenessMonitor.message(silence: silence, lastLocationTime: lastLocationTime)
-        enqueue(.failure(CLError(.locationUnknown, message: message)))
-    }
-
-    private func oneShotTimedOut(generation expected: Int) {
-        let best = lock.withLock { () -> CLLocation?? in
-            guard expected == generation, let shot = oneShot else { return .none }
-            return .some(shot.best)
+        if effects.stopSource { source.stop() }
+        if effects.startSource {
+            let generation = effects.generation
+            source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
         }
-        guard case .some(let location) = best else { return }
-        let seconds = Int(requestLocationTimeout)
-        settle(
-            best: location,
-            orFail: CLError(
-                .locationUnknown,
-                message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)"))
-        halt(keepCallbacks: true)
+        if effects.drain { scheduleDrain() }
     }
 
-    /// Ends a `requestLocation()`: its one answer is the best location seen, or `failure`.
-    private func settle(best: CLLocation?, orFail failure: CLError) {
-        if let best {
-            lock.withLock { lastLocation = best }
-            enqueue(.locations([best]))
-        } else {
-            enqueue(.failure(failure))
-        }
+    /// Source events arrive on the source's own queue.
+    private func sourceEvent(_ event: LocationSourceEvent, generation: Int) {
+        let uptime = source.isLive ? TimeOrderStage.monotonicNow() : nil
+        drive(generation: generation) { engine in engine.handle(event, now: Date(), uptime: uptime) }
     }
 
     // MARK: Delivery
 
-    /// Must be called with `lock` held.
-    private func pendingAppend(_ event: Event) {
-        if case .locations(let new) = event, case .locations(let old)? = pending.last {
+    private func append(_ event: Event, to state: inout State) {
+        if case .locations(let new) = event, case .locations(let old)? = state.pending.last {
             var merged = old + new
-            if merged.count > maximumBatch { merged.removeFirst(merged.count - maximumBatch) }
-            pending[pending.count - 1] = .locations(merged)
+            if merged.count > state.maximumBatch { merged.removeFirst(merged.count - state.maximumBatch) }
+            state.pending[state.pending.count - 1] = .locations(merged)
         } else {
-            pending.append(event)
+            state.pending.append(event)
         }
     }
 
     private func enqueue(_ event: Event) {
-        lock.withLock { pendingAppend(event) }
+        state.withLock { append(event, to: &$0) }
         scheduleDrain()
     }
 
     private func scheduleDrain() {
-        let queue = lock.withLock { () -> DispatchQueue? in
-            guard !drainScheduled, !pending.isEmpty else { return nil }
-            drainScheduled = true
-            return storedQueue
+        let queue = state.withLock { state -> DispatchQueue? in
+            guard !state.drainScheduled, !state.pending.isEmpty else { return nil }
+            state.drainScheduled = true
+            return state.queue
         }
         queue?.async { [weak self] in self?.drain() }
     }
 
-    /// Delivers what is pending. `halt` empties `pending` and bumps `generation` under the lock,
-    /// so whatever is taken here belongs to the current generation; a stop that happens while
-    /// the batch is being delivered ends it.
+    /// Delivers what is pending. `stopUpdatingLocation()` empties `pending` and bumps
+    /// `generation` under the lock, so whatever is taken here belongs to the current
+    /// generation; a stop that happens while the batch is being delivered ends it.
     private func drain() {
         while true {
-            let (events, delegate, taken) = lock.withLock { () -> ([Event], (any CLLocationManagerDelegate)?, Int) in
-                guard !pending.isEmpty else {
-                    drainScheduled = false
-                    return ([], nil, generation)
+            let (events, reference, taken, onEnded) = state.withLock { state in
+                guard !state.pending.isEmpty else {
+                    state.drainScheduled = false
+                    return ([Event](), DelegateReference(), state.generation, state.onSourceEnded)
                 }
-                defer { pending.removeAll() }
-                return (pending, storedDelegate, generation)
+                defer { state.pending.removeAll() }
+                return (state.pending, state.delegate, state.generation, state.onSourceEnded)
             }
             if events.isEmpty { return }
+            let delegate = reference.value
             for event in events {
-                if lock.withLock({ taken != generation }) { break }
+                if state.withLock({ taken != $0.generation }) { break }
                 switch event {
                 case .locations(let locations): delegate?.locationManager(self, didUpdateLocations: locations)
                 case .failure(let error): delegate?.locationManager(self, didFailWithError: error)
@@ -637,7 +482,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                     delegate?.locationManagerDidChangeAuthorization(self)
                     delegate?.locationManager(self, didChangeAuthorization: authorizer.status)
                 case .sourceEnded:
-                    onSourceEnded?()
+                    onEnded?()
                 case .receiver(let event):
                     delegate?.locationManager(self, didChangeReceiver: event)
                 }
@@ -645,30 +490,15 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         }
     }
 
-    /// How much further ahead of the last location a live fix may be dated than the time that
-    /// has passed since it (default 5 s; see `TimeOrderStage`). `.infinity` turns the check off —
-    /// for a gpsd fed faster than real time (gpsfake with a short cycle), where recorded gaps
-    /// pass quicker than they did.
-    public var timeJumpTolerance: TimeInterval {
-        get { lock.withLock { timeOrder.jumpTolerance } }
-        set { lock.withLock { timeOrder.jumpTolerance = newValue } }
+    /// Passes `message` to the diagnostics handler the first time this manager meets it.
+    private func logOnce(_ message: String, code: String) {
+        let (first, handler) = state.withLock { ($0.loggedMessages.insert(message).inserted, $0.diagnosticsHandler) }
+        if first { handler(LocationDiagnostic(code: code, message: message)) }
     }
+}
 
-    /// Dropped fixes are not errors for the app, but must not vanish without a word: one line
-    /// to stderr per kind per minute.
-    private func diagnose(_ code: String, _ message: String) {
-        let now = Date()
-        let due = lock.withLock { () -> Bool in
-            if let last = lastDiagnostic[code], now.timeIntervalSince(last) < 60 { return false }
-            lastDiagnostic[code] = now
-            return true
-        }
-        if due { FileHandle.standardError.write(Data("GPSLocation: \(message) [\(code)]\n".utf8)) }
-    }
-
-    /// Writes `message` to stderr the first time this manager meets it.
-    private func logOnce(_ message: String) {
-        let first = lock.withLock { loggedMessages.insert(message).inserted }
-        if first { FileHandle.standardError.write(Data("GPSLocation: \(message)\n".utf8)) }
-    }
+/// The manager, weakly, for its timers' handler (made before the manager exists).
+private final class WeakManager: @unchecked Sendable {
+    // @unchecked Sendable: set once in the manager's init, before any timer can fire.
+    weak var manager: CLLocationManager?
 }

@@ -124,15 +124,59 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         case historicalLocationError = 19
     }
 
+    /// Why, as a value to branch on (a GPSLocation addition): tests and callers compare
+    /// `error.reason == .stale`, never the message text. New reasons may be added.
+    public struct Reason: Hashable, Sendable, CustomStringConvertible {
+        /// A stable camelCase name, e.g. `gpsdUnreachable`.
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// gpsd could not be reached when the source started.
+        public static let gpsdUnreachable = Reason("gpsdUnreachable")
+        /// The connection to gpsd was lost after it had worked (gpsd stopped or restarted).
+        public static let gpsdLost = Reason("gpsdLost")
+        /// gpsd is connected but sent no position report for its no-data timeout.
+        public static let gpsdSilent = Reason("gpsdSilent")
+        /// gpsd has no receiver at all.
+        public static let noDevice = Reason("noDevice")
+        /// gpsd deactivated the receiver being followed (unplugged, `gpsdctl remove`).
+        public static let receiverDeactivated = Reason("receiverDeactivated")
+        /// Pinned to a receiver path that gpsd does not report while another one does.
+        public static let receiverMissing = Reason("receiverMissing")
+        /// No usable fix for the staleness timeout (never had one, or lost it).
+        public static let stale = Reason("stale")
+        /// `requestLocation()` found no location within its timeout.
+        public static let timedOut = Reason("timedOut")
+        /// The source stopped for good (a replay's end, gpsd gone without reconnection).
+        public static let sourceEnded = Reason("sourceEnded")
+        /// The source failed in another way (it says how).
+        public static let sourceFailed = Reason("sourceFailed")
+        /// Authorization is not determined: nothing is delivered until it is granted.
+        public static let notDetermined = Reason("notDetermined")
+        /// The app is denied, or restricted by the administrator.
+        public static let notAuthorized = Reason("notAuthorized")
+        /// Authorized When In Use, and not in use.
+        public static let notInUse = Reason("notInUse")
+        /// The app asked for authorization in a way that cannot work (no usage description,
+        /// no prompt, updates started without asking).
+        public static let authorizationRequest = Reason("authorizationRequest")
+    }
+
     public let code: Code
     /// What happened and what to do, in one or two sentences.
     public let message: String
+    /// Why, as a value (nil only for errors made by code outside GPSLocation).
+    public let reason: Reason?
     /// The lower-level cause (a `GPSDError`, a `GPSFakeError`, …), when there is one.
     public let underlyingError: (any Error & Sendable)?
 
-    public init(_ code: Code, message: String = "", underlyingError: (any Error & Sendable)? = nil) {
+    public init(
+        _ code: Code, message: String = "", reason: Reason? = nil, underlyingError: (any Error & Sendable)? = nil
+    ) {
         self.code = code
         self.message = message
+        self.reason = reason
         self.underlyingError = underlyingError
     }
 
@@ -140,7 +184,9 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let denied = Code.denied
     public static let promptDeclined = Code.promptDeclined
 
-    public static func == (lhs: CLError, rhs: CLError) -> Bool { lhs.code == rhs.code && lhs.message == rhs.message }
+    public static func == (lhs: CLError, rhs: CLError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.reason == rhs.reason
+    }
 
     public var errorCode: Int { code.rawValue }
     public static var errorDomain: String { kCLErrorDomain }

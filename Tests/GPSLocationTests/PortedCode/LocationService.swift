@@ -2,6 +2,8 @@
 // the import (`import CoreLocation` → `import GPSLocation`). It must compile unchanged.
 import Foundation
 import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 final class LocationService: NSObject, CLLocationManagerDelegate {
     private let manager = CLLocationManager()

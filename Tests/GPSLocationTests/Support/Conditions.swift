@@ -1,5 +1,7 @@
 import Foundation
 import GPSLocation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 /// When the gpsd integration tests run: whenever gpsfake is installed, and always under CI

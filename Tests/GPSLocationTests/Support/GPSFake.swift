@@ -1,5 +1,7 @@
 import Foundation
 import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 /// Replays `log` through a real gpsd (gpsfake) and collects every event our `GPSDSource` sees
 /// until gpsd goes away at the end of the log, plus what gpsfake's own watcher received.

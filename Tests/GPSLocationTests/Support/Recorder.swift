@@ -1,5 +1,7 @@
 import Foundation
 import GPSLocation
+import GPSLocationTesting
+import TestSupport
 
 /// A delegate that records every callback, thread-safely, with the queue it came on.
 final class RecordingDelegate: CLLocationManagerDelegate, @unchecked Sendable {

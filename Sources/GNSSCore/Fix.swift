@@ -1,0 +1,273 @@
+import Foundation
+
+/// The kind of position solution a receiver reports (gpsd's TPV `mode`).
+public enum FixMode: Int, Sendable, Comparable, CustomStringConvertible {
+    /// No report has been seen yet (gpsd `MODE_NOT_SEEN`).
+    case notSeen = 0
+    /// The receiver reports, but has no position (gpsd `MODE_NO_FIX`).
+    case noFix = 1
+    /// Latitude and longitude only; altitude is unknown.
+    case twoDimensional = 2
+    /// Latitude, longitude and altitude.
+    case threeDimensional = 3
+
+    public static func < (lhs: FixMode, rhs: FixMode) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// `"none"`, `"nofix"`, `"2d"` or `"3d"`, as the NDJSON output spells it.
+    public var description: String {
+        switch self {
+        case .notSeen: "none"
+        case .noFix: "nofix"
+        case .twoDimensional: "2d"
+        case .threeDimensional: "3d"
+        }
+    }
+}
+
+/// The quality of a fix beyond its mode (gpsd's TPV `status`; NMEA GGA quality).
+///
+/// gpsd 3.22 omits `status` when it is below 2, so a plain GPS fix reads as `.unknown`.
+public enum FixQuality: Int, Sendable, CustomStringConvertible {
+    case unknown = 0
+    case gps = 1
+    case dgps = 2
+    case rtkFixed = 3
+    case rtkFloat = 4
+    case deadReckoning = 5
+    case gnssDeadReckoning = 6
+    case timeOnly = 7
+    case simulated = 8
+    case pps = 9
+
+    public var description: String {
+        switch self {
+        case .unknown: "unknown"
+        case .gps: "gps"
+        case .dgps: "dgps"
+        case .rtkFixed: "rtkFixed"
+        case .rtkFloat: "rtkFloat"
+        case .deadReckoning: "deadReckoning"
+        case .gnssDeadReckoning: "gnssDeadReckoning"
+        case .timeOnly: "timeOnly"
+        case .simulated: "simulated"
+        case .pps: "pps"
+        }
+    }
+}
+
+/// gpsd's error estimates for one fix, in its own units and at its own confidence (about 95 %).
+///
+/// `nil` means the receiver or gpsd did not report the value. These are *not* CoreLocation's
+/// accuracies (68 %); the accuracy stage converts them.
+public struct FixErrors: Sendable, Equatable {
+    /// Time uncertainty, seconds (gpsd `ept`).
+    public var time: Double?
+    /// Longitude error, metres (gpsd `epx`).
+    public var longitude: Double?
+    /// Latitude error, metres (gpsd `epy`).
+    public var latitude: Double?
+    /// Horizontal (2D) position error, metres (gpsd `eph`).
+    public var horizontal: Double?
+    /// Vertical error, metres (gpsd `epv`).
+    public var vertical: Double?
+    /// Speed error, metres per second (gpsd `eps`).
+    public var speed: Double?
+    /// Course error, degrees (gpsd `epd`).
+    public var course: Double?
+    /// Climb error, metres per second (gpsd `epc`).
+    public var climb: Double?
+
+    public init(
+        time: Double? = nil, longitude: Double? = nil, latitude: Double? = nil, horizontal: Double? = nil,
+        vertical: Double? = nil, speed: Double? = nil, course: Double? = nil, climb: Double? = nil
+    ) {
+        self.time = time
+        self.longitude = longitude
+        self.latitude = latitude
+        self.horizontal = horizontal
+        self.vertical = vertical
+        self.speed = speed
+        self.course = course
+        self.climb = climb
+    }
+}
+
+/// One time-position-velocity report from any source (gpsd, our NMEA engine, a replay).
+///
+/// Every unknown value is `nil` — never NaN, never a negative marker. Units: degrees (WGS 84)
+/// for positions, metres for heights, metres per second for speeds, degrees clockwise from true
+/// north for courses.
+public struct Fix: Sendable, Equatable {
+    public var mode: FixMode
+    public var quality: FixQuality
+    /// When the receiver computed the fix (UTC), or nil when it did not say.
+    public var time: Date?
+    public var latitude: Double?
+    public var longitude: Double?
+    /// Height above the WGS 84 ellipsoid, metres (gpsd `altHAE`).
+    public var altitudeHAE: Double?
+    /// Height above mean sea level, metres (gpsd `altMSL`).
+    public var altitudeMSL: Double?
+    /// Geoid separation (MSL − HAE offset), metres (gpsd `geoidSep`).
+    public var geoidSeparation: Double?
+    public var errors: FixErrors
+    /// Speed over ground, m/s.
+    public var speed: Double?
+    /// Course over ground, degrees from true north (gpsd `track`).
+    public var course: Double?
+    /// Vertical speed, m/s, positive up.
+    public var climb: Double?
+    /// Magnetic variation, degrees, east positive (gpsd `magvar`).
+    public var magneticVariation: Double?
+    /// The device that produced the fix, when the source knows it.
+    public var device: String?
+
+    public init(
+        mode: FixMode, quality: FixQuality = .unknown, time: Date? = nil, latitude: Double? = nil,
+        longitude: Double? = nil, altitudeHAE: Double? = nil, altitudeMSL: Double? = nil,
+        geoidSeparation: Double? = nil, errors: FixErrors = FixErrors(), speed: Double? = nil,
+        course: Double? = nil, climb: Double? = nil, magneticVariation: Double? = nil, device: String? = nil
+    ) {
+        self.mode = mode
+        self.quality = quality
+        self.time = time
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitudeHAE = altitudeHAE
+        self.altitudeMSL = altitudeMSL
+        self.geoidSeparation = geoidSeparation
+        self.errors = errors
+        self.speed = speed
+        self.course = course
+        self.climb = climb
+        self.magneticVariation = magneticVariation
+        self.device = device
+    }
+
+    /// True when the fix carries a horizontal position (mode 2D or 3D and both coordinates).
+    public var hasPosition: Bool { mode >= .twoDimensional && latitude != nil && longitude != nil }
+}
+
+/// Dilution-of-precision figures (dimensionless); nil when unknown.
+public struct DilutionOfPrecision: Sendable, Equatable {
+    public var x: Double?
+    public var y: Double?
+    public var position: Double?
+    public var horizontal: Double?
+    public var vertical: Double?
+    public var time: Double?
+    public var geometric: Double?
+
+    public init(
+        x: Double? = nil, y: Double? = nil, position: Double? = nil, horizontal: Double? = nil,
+        vertical: Double? = nil, time: Double? = nil, geometric: Double? = nil
+    ) {
+        self.x = x
+        self.y = y
+        self.position = position
+        self.horizontal = horizontal
+        self.vertical = vertical
+        self.time = time
+        self.geometric = geometric
+    }
+}
+
+/// The satellite constellation a signal belongs to (gpsd/u-blox `gnssid`).
+public enum Constellation: Int, Sendable, CustomStringConvertible {
+    case gps = 0
+    case sbas = 1
+    case galileo = 2
+    case beidou = 3
+    case imes = 4
+    case qzss = 5
+    case glonass = 6
+    case navic = 7
+    case unknown = -1
+
+    public var description: String {
+        switch self {
+        case .gps: "GPS"
+        case .sbas: "SBAS"
+        case .galileo: "Galileo"
+        case .beidou: "BeiDou"
+        case .imes: "IMES"
+        case .qzss: "QZSS"
+        case .glonass: "GLONASS"
+        case .navic: "NavIC"
+        case .unknown: "unknown"
+        }
+    }
+}
+
+/// One satellite in view.
+public struct Satellite: Sendable, Equatable {
+    /// gpsd's PRN (its own numbering across constellations).
+    public var prn: Int
+    public var constellation: Constellation
+    /// Satellite number within its constellation.
+    public var satelliteID: Int
+    /// Signal-to-noise ratio, dB-Hz; nil when unknown.
+    public var signalToNoise: Double?
+    /// Elevation above the horizon, degrees; nil when unknown.
+    public var elevation: Double?
+    /// Azimuth, degrees from true north; nil when unknown.
+    public var azimuth: Double?
+    /// Whether the receiver used it in the solution.
+    public var used: Bool
+
+    public init(
+        prn: Int, constellation: Constellation, satelliteID: Int, signalToNoise: Double?, elevation: Double?,
+        azimuth: Double?, used: Bool
+    ) {
+        self.prn = prn
+        self.constellation = constellation
+        self.satelliteID = satelliteID
+        self.signalToNoise = signalToNoise
+        self.elevation = elevation
+        self.azimuth = azimuth
+        self.used = used
+    }
+}
+
+/// A satellite report (gpsd SKY): the satellites in view and the DOPs.
+public struct SkyView: Sendable, Equatable {
+    public var time: Date?
+    public var satellites: [Satellite]
+    public var dilution: DilutionOfPrecision
+
+    public var satellitesVisible: Int { satellites.count }
+    public var satellitesUsed: Int { satellites.count(where: \.used) }
+
+    public init(time: Date?, satellites: [Satellite], dilution: DilutionOfPrecision) {
+        self.time = time
+        self.satellites = satellites
+        self.dilution = dilution
+    }
+}
+
+/// A receiver that gpsd started or stopped reading (gpsd DEVICE).
+public struct DeviceEvent: Sendable, Equatable {
+    /// The device path, e.g. `/dev/ttyACM0`.
+    public var path: String
+    /// gpsd's driver name (e.g. `NMEA0183`, `u-blox`), nil until identified.
+    public var driver: String?
+    /// True when gpsd (re)activated the device, false when it deactivated it.
+    public var activated: Bool
+    /// Serial speed, bits per second, when known.
+    public var baudRate: Int?
+    /// Reporting cycle, seconds, when known.
+    public var cycle: Double?
+
+    public init(path: String, driver: String?, activated: Bool, baudRate: Int? = nil, cycle: Double? = nil) {
+        self.path = path
+        self.driver = driver
+        self.activated = activated
+        self.baudRate = baudRate
+        self.cycle = cycle
+    }
+}
+
+extension Double {
+    /// `self` when finite, else nil: how every libgps double enters Swift.
+    @inline(__always) package var finiteOrNil: Double? { isFinite ? self : nil }
+}

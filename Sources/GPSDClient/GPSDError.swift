@@ -1,0 +1,97 @@
+import Foundation
+import GNSSCore
+
+/// Where a gpsd daemon listens, and which device to watch.
+public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// Host name or address; default `127.0.0.1`.
+    public var host: String
+    /// TCP port; default 2947 (gpsd's `DEFAULT_GPSD_PORT`).
+    public var port: Int
+    /// Watch only this device (gpsd `WATCH_DEVICE`), or every device when nil.
+    public var device: String?
+
+    public static let defaultHost = "127.0.0.1"
+    public static let defaultPort = 2947
+
+    public init(host: String = GPSDEndpoint.defaultHost, port: Int = GPSDEndpoint.defaultPort, device: String? = nil) {
+        self.host = host
+        self.port = port
+        self.device = device
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// A failure talking to gpsd. It keeps libgps's own code and text, and says what to do.
+public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, as a stable identifier. New codes may be added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        private init(_ name: String) { self.name = name }
+        /// `gps_open` failed: nothing listens there, or the host is unknown.
+        public static let unreachable = Code("unreachable")
+        /// The `?WATCH` request could not be sent.
+        public static let watchFailed = Code("watchFailed")
+        /// gpsd closed the connection, or reading from it failed.
+        public static let disconnected = Code("disconnected")
+        /// gpsd is connected but sent no position report within the timeout.
+        public static let noData = Code("noData")
+        /// gpsd answered WATCH with an empty device list: it reads no receiver at all.
+        public static let noDevice = Code("noDevice")
+        public var description: String { name }
+    }
+
+    public let code: Code
+    public let endpoint: GPSDEndpoint
+    /// libgps's code: negative `NL_*` values from `gps_open`, positive errno values otherwise.
+    public let libgpsCode: Int32?
+    /// `gps_errstr(libgpsCode)` or the system's `strerror` text.
+    public let libgpsMessage: String?
+    /// For `.noData`: how long gpsd stayed silent, seconds.
+    public let silence: Double?
+
+    init(
+        code: Code, endpoint: GPSDEndpoint, libgpsCode: Int32? = nil, libgpsMessage: String? = nil,
+        silence: Double? = nil
+    ) {
+        self.code = code
+        self.endpoint = endpoint
+        self.libgpsCode = libgpsCode
+        self.libgpsMessage = libgpsMessage
+        self.silence = silence
+    }
+
+    /// gpsd at `endpoint` reads no receiver (its DEVICES reply was empty).
+    public static func noDevice(at endpoint: GPSDEndpoint) -> GPSDError {
+        GPSDError(code: .noDevice, endpoint: endpoint)
+    }
+
+    /// One sentence: what happened, and the command that fixes it.
+    public var description: String {
+        let cause = libgpsMessage.map { " (libgps: \($0), code \(libgpsCode ?? 0))" } ?? ""
+        switch code {
+        case .unreachable:
+            return "gpsd is not reachable at \(endpoint)\(cause) — is gpsd running? "
+                + "Check with `systemctl status gpsd.socket gpsd`, start it with `sudo systemctl start gpsd.socket`, "
+                + "or run one by hand: `gpsd -N -G -S \(endpoint.port) /dev/ttyACM0`; `gpsloc doctor` checks the whole setup."
+        case .watchFailed:
+            return "gpsd at \(endpoint) accepted the connection but the WATCH request failed\(cause) — "
+                + "restart gpsd (`sudo systemctl restart gpsd`) and check `gpsloc doctor`."
+        case .disconnected:
+            return "gpsd at \(endpoint) closed the connection\(cause) — it stopped or restarted; "
+                + "check `systemctl status gpsd` and `journalctl -u gpsd`."
+        case .noData:
+            let seconds = silence.map { String(format: "%.1f", $0) } ?? "?"
+            let device = endpoint.device.map { " for \($0)" } ?? ""
+            return "gpsd at \(endpoint) sent no position report\(device) for \(seconds) s — "
+                + "is a receiver plugged in and known to gpsd? Check `gpspipe -w -n 5`, `ls -l /dev/gps* /dev/ttyACM* /dev/ttyUSB*` "
+                + "and `gpsloc doctor`; with USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd."
+        case .noDevice:
+            return
+                "gpsd at \(endpoint) has no receiver open — plug one in (for USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd) "
+                + "or add it by hand: `sudo gpsdctl add /dev/ttyACM0`; `gpsloc doctor` checks the whole setup."
+        default:
+            return "gpsd error \(code) at \(endpoint)\(cause)"
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import GPSLocation
+import Synchronization
+
+/// Options shared by `watch` and `replay`: they become the engine's configuration.
+struct PipelineOptions {
+    var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
+    var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
+    var appID = "gpsloc"
+    var json = false
+    var maximumAge: TimeInterval = 10
+    /// Also record a GPX 1.1 track here.
+    var gpx: String?
+    /// Seconds without a usable fix before saying so; nil: three receiver cycles, at least 1 s.
+    var staleAfter: TimeInterval?
+
+    static let valued: Set<String> = ["distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after"]
+    static let flags: Set<String> = ["json"]
+
+    init() {}
+
+    init(_ arguments: Arguments) throws(UsageError) {
+        if let text = arguments["distance-filter"] {
+            if text == "none" {
+                distanceFilter = kCLDistanceFilterNone
+            } else if let meters = Double(text), meters.isFinite, meters >= 0 {
+                distanceFilter = meters
+            } else {
+                throw UsageError("--distance-filter must be a distance in metres or none, not \(text)")
+            }
+        }
+        if let text = arguments["desired-accuracy"] {
+            guard let value = Self.accuracyNames[text] else {
+                throw UsageError(
+                    "--desired-accuracy must be one of \(Self.accuracyNames.keys.sorted().joined(separator: ", ")), not \(text)"
+                )
+            }
+            desiredAccuracy = value
+        }
+        if let app = arguments["app"] {
+            guard !app.isEmpty, app.allSatisfy({ $0.isLetter || $0.isNumber || "._-".contains($0) }) else {
+                throw UsageError("--app must be letters, digits, '.', '_' or '-', not \(app)")
+            }
+            appID = app
+        }
+        if let age = try arguments.number("max-age", minimum: 0.1) { maximumAge = age }
+        staleAfter = try arguments.number("stale-after", minimum: 0.1)
+        json = arguments.has("json")
+        gpx = arguments["gpx"]
+    }
+
+    /// The engine configuration these options ask for.
+    var configuration: LocationEngine.Configuration {
+        var configuration = LocationEngine.Configuration()
+        configuration.distanceFilter = distanceFilter
+        configuration.desiredAccuracy = desiredAccuracy
+        configuration.maximumLocationAge = maximumAge
+        configuration.staleFixTimeout = staleAfter
+        return configuration
+    }
+
+    static let accuracyNames: [String: CLLocationAccuracy] = [
+        "bestForNavigation": kCLLocationAccuracyBestForNavigation, "best": kCLLocationAccuracyBest,
+        "nearestTenMeters": kCLLocationAccuracyNearestTenMeters, "hundredMeters": kCLLocationAccuracyHundredMeters,
+        "kilometer": kCLLocationAccuracyKilometer, "threeKilometers": kCLLocationAccuracyThreeKilometers,
+    ]
+
+    static let help = """
+          --distance-filter M|none   deliver only after moving M metres from the last delivered location
+                                     (or when accuracy at least halves); default none
+          --desired-accuracy NAME    bestForNavigation, best (default), nearestTenMeters, hundredMeters,
+                                     kilometer, threeKilometers — a hint, as on Apple: continuous updates
+                                     still deliver every location, each labelled with its accuracyClass
+          --app ID                   the application identity the authorization gate checks (default gpsloc)
+          --max-age SECONDS          fixes older than this are stale and not delivered (default 10)
+          --stale-after SECONDS      say so (once) when no usable fix has come for this long; the last
+                                     location is kept (default: three receiver cycles, at least 1 s)
+          --json                     NDJSON, one object per line (the default when stdout is not a terminal)
+          --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
+                                     file after every point, even if the process is killed)
+        """
+}
+
+/// Drives the one `LocationEngine` for a gpsloc command: feeds it the source's events and
+/// writes its actions to the sink. It decides nothing about locations itself; it only keeps
+/// counts for the command's closing summary and tells the command when to end.
+final class EngineSession: Sendable {
+    let sink: UpdateSink
+    private let engine: Mutex<LocationEngine>
+    private let counts = Mutex(Counts())
+    private let timers: EngineTimers
+    private let source: any LocationSource
+    /// Called once when the run is over (the source ended or was stopped by the engine), with
+    /// the error that ended it, if any.
+    private let ended: @Sendable (CLError?) -> Void
+    /// Errors with these reasons end the command (e.g. watch: gpsd unreachable at start).
+    private let fatalReasons: Set<CLError.Reason>
+
+    struct Counts {
+        var fixes = 0
+        var delivered = 0
+        var finished = false
+    }
+
+    var delivered: Int { counts.withLock { $0.delivered } }
+    var fixesSeen: Int { counts.withLock { $0.fixes } }
+
+    init(
+        sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState, source: any LocationSource,
+        fuzzerSeed: UInt64? = nil, fatalReasons: Set<CLError.Reason> = [], ended: @escaping @Sendable (CLError?) -> Void
+    ) {
+        self.sink = sink
+        self.source = source
+        self.fatalReasons = fatalReasons
+        self.ended = ended
+        engine = Mutex(
+            LocationEngine(
+                configuration: options.configuration, authorization: authorization, isLive: source.isLive,
+                fuzzer: LocationFuzzer(
+                    appID: authorization.appID,
+                    seed: fuzzerSeed ?? LocationFuzzer.secretSeed(authorization.appID))))
+        let owner = WeakSession()
+        timers = EngineTimers { timer in owner.session?.step { $0.timerFired(timer, now: Date()) } }
+        owner.session = self
+    }
+
+    /// Starts continuous updates and the source (unless the engine refuses at once).
+    func start() {
+        step { $0.start(.continuous, now: Date()) }
+        // Refused at once (denied): the engine said why; there is nothing to run.
+        guard engine.withLock({ $0.mode }) != .stopped else { return end(nil) }
+        source.start { [weak self] event in
+            guard let self else { return }
+            if case .fix = event { counts.withLock { $0.fixes += 1 } }
+            let uptime = source.isLive ? TimeOrderStage.monotonicNow() : nil
+            step { $0.handle(event, now: Date(), uptime: uptime) }
+        }
+    }
+
+    /// Stops the source and the timers.
+    func stop() {
+        _ = engine.withLock { $0.stop() }
+        timers.cancelAll()
+        source.stop()
+    }
+
+    /// The app's authorization changed while running.
+    func authorizationChanged(_ state: AuthorizationState) {
+        step { $0.setAuthorization(state, now: Date()) }
+    }
+
+    /// Runs one engine step under its lock and performs the actions outside it, in order.
+    private func step(_ body: (inout LocationEngine) -> [LocationEngine.Action]) {
+        let actions = engine.withLock { body(&$0) }
+        var finish: CLError?? = nil
+        var lastError: CLError?
+        for action in actions {
+            switch action {
+            case .deliver(let location):
+                counts.withLock { $0.delivered += 1 }
+                sink.location(location)
+            case .fail(let error):
+                lastError = error
+                if !isNormalEnd(error) { sink.error(error) }
+                if let reason = error.reason, fatalReasons.contains(reason) { finish = .some(error) }
+            case .diagnose(let code, let message): sink.diagnostic(code: code, message: message)
+            case .receiver(let device): sink.device(device)
+            case .sky(let sky): sink.sky(sky)
+            case .arm(let timer, let seconds): timers.arm(timer, after: seconds)
+            case .cancel(let timer): timers.cancel(timer)
+            case .stopSource, .sourceEnded: finish = .some(lastError.flatMap { isNormalEnd($0) ? nil : $0 })
+            }
+        }
+        if let finish { end(finish) }
+    }
+
+    /// Calls `ended` the first time only.
+    private func end(_ error: CLError?) {
+        let first = counts.withLock { state in
+            defer { state.finished = true }
+            return !state.finished
+        }
+        if first { ended(error) }
+    }
+
+    /// The end of a recording is how a replay finishes, not an error to print.
+    private func isNormalEnd(_ error: CLError) -> Bool {
+        !source.isLive && (error.reason == .sourceEnded || error.reason == .gpsdLost)
+    }
+}
+
+/// The session, weakly, for its timers' handler (made before the session exists).
+private final class WeakSession: @unchecked Sendable {
+    // @unchecked Sendable: set once in the session's init, before any timer can fire.
+    weak var session: EngineSession?
+}

@@ -1,0 +1,71 @@
+import Foundation
+import GPSLocation
+
+/// Records locations as a GPX 1.1 track that is a complete, valid document after every point —
+/// a reader can open it at any moment, even after the process was killed mid-track.
+///
+/// Each point is written with one `pwrite` at the position of the closing tags, followed by
+/// the closing tags again, so the file on disk always ends with `</trkseg></trk></gpx>`.
+public final class GPXWriter {
+    public let path: String
+    private let descriptor: Int32
+    private var offset: off_t
+    private static let closing = Array("  </trkseg>\n </trk>\n</gpx>\n".utf8)
+
+    public enum WriteError: Error, CustomStringConvertible {
+        case cannotOpen(String, String)
+        case cannotWrite(String, String)
+        public var description: String {
+            switch self {
+            case .cannotOpen(let path, let why): "cannot create the GPX file \(path): \(why)"
+            case .cannotWrite(let path, let why): "cannot write the GPX file \(path): \(why) (disk full?)"
+            }
+        }
+    }
+
+    /// Creates (or truncates) `path` and writes an empty track named `name`.
+    public init(path: String, name: String, creator: String = "gpsloc (GPSLocation)") throws(WriteError) {
+        self.path = path
+        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw .cannotOpen(path, String(cString: strerror(errno))) }
+        let header = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <gpx version="1.1" creator="\(Self.escape(creator))" xmlns="http://www.topografix.com/GPX/1/1" \
+            xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
+            xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
+             <trk>
+              <name>\(Self.escape(name))</name>
+              <trkseg>
+
+            """
+        let bytes = Array(header.utf8)
+        offset = 0
+        try write(bytes)
+    }
+
+    deinit { close(descriptor) }
+
+    /// Appends one track point (elevation only when the altitude is valid).
+    public func append(_ location: CLLocation) throws(WriteError) {
+        var point = String(
+            format: "   <trkpt lat=\"%.9f\" lon=\"%.9f\">", location.coordinate.latitude, location.coordinate.longitude)
+        if location.verticalAccuracy > 0 { point += String(format: "<ele>%.3f</ele>", location.altitude) }
+        point += "<time>\(iso8601Milliseconds(location.timestamp))</time>"
+        if let gnss = location.gnss { point += "<fix>\(gnss.fixMode == .threeDimensional ? "3d" : "2d")</fix>" }
+        point += "</trkpt>\n"
+        try write(Array(point.utf8))
+    }
+
+    /// Writes `bytes` where the closing tags are, then the closing tags after them, in one call.
+    private func write(_ bytes: [UInt8]) throws(WriteError) {
+        let chunk = bytes + Self.closing
+        let written = chunk.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, offset) }
+        guard written == chunk.count else { throw .cannotWrite(path, String(cString: strerror(errno))) }
+        offset += off_t(bytes.count)
+    }
+
+    private static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+}

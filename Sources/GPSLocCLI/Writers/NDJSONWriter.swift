@@ -1,0 +1,208 @@
+import Foundation
+import GPSLocation
+
+/// Writes gpsloc's NDJSON lines (see ARCHITECTURE.md and the README): one object per line,
+/// each with `"type"`; unknown values are `null` (never −1, never NaN); timestamps are UTC
+/// ISO 8601 with milliseconds; coordinates have 9 decimals.
+///
+/// Formatting is done by hand into a byte buffer: `String(format:)` costs microseconds a field.
+public struct NDJSONWriter: Sendable {
+    public private(set) var buffer: [UInt8] = []
+
+    public init() { buffer.reserveCapacity(1 << 16) }
+
+    public mutating func removeAll() { buffer.removeAll(keepingCapacity: true) }
+
+    public mutating func location(_ location: CLLocation) {
+        let gnss = location.gnss
+        append(#"{"type":"location","timestamp":""#)
+        appendTimestamp(location.timestamp)
+        append(#"","latitude":"#)
+        appendFixed(location.coordinate.latitude, decimals: 9)
+        append(#","longitude":"#)
+        appendFixed(location.coordinate.longitude, decimals: 9)
+        let altitudeValid = location.verticalAccuracy > 0
+        append(#","altitude":"#)
+        appendOptional(altitudeValid ? location.altitude : nil, decimals: 3)
+        append(#","ellipsoidalAltitude":"#)
+        appendOptional(altitudeValid ? location.ellipsoidalAltitude : nil, decimals: 3)
+        append(#","horizontalAccuracy":"#)
+        let horizontal = location.horizontalAccuracy
+        appendOptional(horizontal >= 0 && horizontal < CLLocationDistanceMax ? horizontal : nil, decimals: 3)
+        append(#","verticalAccuracy":"#)
+        appendOptional(altitudeValid ? location.verticalAccuracy : nil, decimals: 3)
+        append(#","speed":"#)
+        appendOptional(location.speed >= 0 ? location.speed : nil, decimals: 3)
+        append(#","speedAccuracy":"#)
+        appendOptional(location.speedAccuracy >= 0 ? location.speedAccuracy : nil, decimals: 3)
+        append(#","course":"#)
+        appendOptional(location.course >= 0 ? location.course : nil, decimals: 3)
+        append(#","courseAccuracy":"#)
+        appendOptional(location.courseAccuracy >= 0 ? location.courseAccuracy : nil, decimals: 3)
+        append(#","fixMode":""#)
+        append(gnss?.fixMode == .threeDimensional ? "3d" : "2d")
+        append(#"","accuracyClass":""#)
+        append(
+            (gnss?.accuracyClass ?? AccuracyStage.classify(horizontalAccuracy: horizontal, mode: .twoDimensional))
+                .description)
+        append(#"","reduced":"#)
+        append(gnss?.reduced == true ? "true" : "false")
+        append("}\n")
+    }
+
+    public mutating func error(code: String, message: String) {
+        append(#"{"type":"error","code":"#)
+        appendString(code)
+        append(#","message":"#)
+        appendString(message)
+        append("}\n")
+    }
+
+    public mutating func error(_ error: CLError) {
+        self.error(code: error.code.description, message: error.description)
+    }
+
+    public mutating func authorization(
+        status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String? = nil
+    ) {
+        append(#"{"type":"authorization","status":"#)
+        appendString(status.description)
+        append(#","accuracy":"#)
+        appendString(accuracy.description)
+        if let reason {
+            append(#","reason":"#)
+            appendString(reason)
+        }
+        append("}\n")
+    }
+
+    public mutating func device(_ device: DeviceEvent) {
+        append(#"{"type":"device","path":"#)
+        appendString(device.path)
+        append(#","driver":"#)
+        if let driver = device.driver { appendString(driver) } else { append("null") }
+        append(#","activated":"#)
+        append(device.activated ? "true" : "false")
+        append("}\n")
+    }
+
+    /// `{"type":"sky","time":…|null,"satellitesVisible":N,"satellitesUsed":N,"hdop":…,"vdop":…,"pdop":…,
+    /// "satellites":[{"prn":…,"constellation":"GPS","svid":…,"elevation":…,"azimuth":…,"signalToNoise":…,"used":…}]}`
+    public mutating func sky(_ sky: SkyView) {
+        append(#"{"type":"sky","time":"#)
+        if let time = sky.time {
+            buffer.append(UInt8(ascii: "\""))
+            appendTimestamp(time)
+            buffer.append(UInt8(ascii: "\""))
+        } else {
+            append("null")
+        }
+        append(#","satellitesVisible":\#(sky.satellitesVisible),"satellitesUsed":\#(sky.satellitesUsed),"hdop":"#)
+        appendOptional(sky.dilution.horizontal, decimals: 2)
+        append(#","vdop":"#)
+        appendOptional(sky.dilution.vertical, decimals: 2)
+        append(#","pdop":"#)
+        appendOptional(sky.dilution.position, decimals: 2)
+        append(#","satellites":["#)
+        for (index, satellite) in sky.satellites.enumerated() {
+            if index > 0 { append(",") }
+            append(#"{"prn":\#(satellite.prn),"constellation":"#)
+            appendString(satellite.constellation.description)
+            append(#","svid":\#(satellite.satelliteID),"elevation":"#)
+            appendOptional(satellite.elevation, decimals: 1)
+            append(#","azimuth":"#)
+            appendOptional(satellite.azimuth, decimals: 1)
+            append(#","signalToNoise":"#)
+            appendOptional(satellite.signalToNoise, decimals: 1)
+            append(#","used":"#)
+            append(satellite.used ? "true" : "false")
+            append("}")
+        }
+        append("]}\n")
+    }
+
+    public mutating func diagnostic(code: String, message: String) {
+        append(#"{"type":"diagnostic","code":"#)
+        appendString(code)
+        append(#","message":"#)
+        appendString(message)
+        append("}\n")
+    }
+
+    // MARK: - Formatting
+
+    @inline(__always) private mutating func append(_ text: String) { buffer.append(contentsOf: text.utf8) }
+
+    private mutating func appendOptional(_ value: Double?, decimals: Int) {
+        if let value, value.isFinite { appendFixed(value, decimals: decimals) } else { append("null") }
+    }
+
+    private static let powers: [Double] = [1, 10, 100, 1000, 10_000, 100_000, 1e6, 1e7, 1e8, 1e9]
+
+    /// `value` rounded to `decimals` places, without exponent (|value| < 9e9).
+    mutating func appendFixed(_ value: Double, decimals: Int) {
+        let scale = Self.powers[decimals]
+        guard value.isFinite, abs(value) * scale < 9e18 else {
+            append("null")
+            return
+        }
+        var scaled = Int64((abs(value) * scale).rounded())
+        if value < 0 && scaled != 0 { buffer.append(UInt8(ascii: "-")) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { temporary in
+            var count = 0
+            repeat {
+                temporary[count] = UInt8(truncatingIfNeeded: scaled % 10) + 48
+                scaled /= 10
+                count += 1
+            } while scaled > 0 || count <= decimals
+            // temporary holds the digits reversed; the last `decimals` of them are the fraction.
+            var index = count - 1
+            while index >= decimals {
+                buffer.append(temporary[index])
+                index -= 1
+            }
+            if decimals > 0 {
+                buffer.append(UInt8(ascii: "."))
+                while index >= 0 {
+                    buffer.append(temporary[index])
+                    index -= 1
+                }
+            }
+        }
+    }
+
+    /// `2026-06-15T08:00:00.100Z`.
+    mutating func appendTimestamp(_ date: Date) { appendISO8601Milliseconds(date, to: &buffer) }
+
+    private mutating func appendDigits(_ value: Int64, count: Int) {
+        var divisor: Int64 = 1
+        for _ in 1..<count { divisor *= 10 }
+        var remaining = value
+        while divisor > 0 {
+            buffer.append(UInt8(truncatingIfNeeded: remaining / divisor % 10) + 48)
+            remaining %= divisor
+            divisor /= 10
+        }
+    }
+
+    /// A JSON string with the escapes RFC 8259 requires.
+    mutating func appendString(_ text: String) {
+        buffer.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): append(#"\""#)
+            case UInt8(ascii: "\\"): append(#"\\"#)
+            case 0x0A: append(#"\n"#)
+            case 0x0D: append(#"\r"#)
+            case 0x09: append(#"\t"#)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                append("\\u00")
+                buffer.append(hex[Int(byte >> 4)])
+                buffer.append(hex[Int(byte & 0xF)])
+            default: buffer.append(byte)
+            }
+        }
+        buffer.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+
+/// The answer to an authorization request.
+public struct AuthorizationDecision: Sendable, Equatable {
+    public var status: CLAuthorizationStatus
+    public var accuracy: CLAccuracyAuthorization
+    public init(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy) {
+        self.status = status
+        self.accuracy = accuracy
+    }
+}
+
+/// Asks someone whether an app may have its location. Hosts plug in their own (a dialog, a
+/// policy); nil means nobody can be asked (a daemon, CI).
+public typealias AuthorizationPrompt = @Sendable (_ appID: String, _ wantsAlways: Bool) -> AuthorizationDecision?
+
+/// Decides what a manager's app may receive: holds its status and accuracy, answers requests
+/// following Apple's rules, and gates every location.
+///
+/// An authorizer starts `notDetermined` (or from `initial`), consults `prompt` on the first
+/// request — which needs a `usageDescription`, the Linux counterpart of Info.plist's
+/// `NSLocationWhenInUseUsageDescription` — and otherwise leaves the status alone with a
+/// diagnostic naming the fix. Requests after a decision do nothing (Apple's rule), except one
+/// When-In-Use → Always upgrade. `persistent(...)` makes one backed by the decision store and
+/// the administrator's policy, following changes made outside the process within a second.
+///
+/// **In use.** When-In-Use authorization delivers only while `isInUse` is true. By default a
+/// process is in use when its standard input is a terminal (a foreground CLI); a daemon is not.
+/// Hosts set `isInUse` themselves; a change applies before the next location.
+///
+/// The authorizer holds the decision; gating each location is the `LocationEngine`'s job
+/// (`AuthorizationGate`), fed with `state` whenever observers hear of a change.
+public final class LocationAuthorizer: @unchecked Sendable {
+    // @unchecked Sendable: every mutable property is guarded by `lock`.
+    public let appID: String
+    /// Why the app wants the location, shown in prompts; requests without one fail loudly.
+    public let usageDescription: String?
+    private let lock = NSLock()
+    private var decision: AuthorizationDecision
+    private var prompt: AuthorizationPrompt?
+    private var upgradeUsed = false
+    private var storedInUse: Bool
+    private var observers: [UUID: @Sendable () -> Void] = [:]
+    private var store: DecisionStore?
+    private var policyPath: String?
+    private var watcher: FileChangeWatcher?
+
+    public init(
+        appID: String = LocationAuthorizer.defaultAppID, usageDescription: String? = nil,
+        initial: AuthorizationDecision? = nil, prompt: AuthorizationPrompt? = nil, fuzzerSeed: UInt64? = nil,
+        isInUse: Bool = isatty(STDIN_FILENO) != 0
+    ) {
+        self.appID = appID
+        self.usageDescription = usageDescription
+        decision = initial ?? AuthorizationDecision(status: .notDetermined)
+        self.prompt = prompt
+        self.fuzzerSeed = fuzzerSeed ?? LocationFuzzer.secretSeed(appID)
+        storedInUse = isInUse
+    }
+
+    /// The seed of this app's reduced-accuracy offset (`LocationFuzzer`): every manager of the
+    /// authorizer snaps to the same secret grid, so averaging several gains nothing.
+    public let fuzzerSeed: UInt64
+
+    /// What the location engine needs to know to gate locations for this app.
+    public var state: AuthorizationState {
+        lock.withLock {
+            AuthorizationState(appID: appID, status: decision.status, accuracy: decision.accuracy, isInUse: storedInUse)
+        }
+    }
+
+    /// An authorizer whose decision comes from the administrator's policy, else the user's
+    /// decision store, and follows both files live (inotify): a `gpsloc auth revoke` or an
+    /// edited policy reaches it within a second and its observers hear of it. Decisions made
+    /// through `prompt` are saved to the store (except "allow once").
+    public static func persistent(
+        appID: String, usageDescription: String? = nil, store: DecisionStore = DecisionStore(),
+        policyPath: String = LocationPolicy.defaultPath, prompt: AuthorizationPrompt? = nil,
+        isInUse: Bool = isatty(STDIN_FILENO) != 0
+    ) -> LocationAuthorizer {
+        let authorizer = LocationAuthorizer(
+            appID: appID, usageDescription: usageDescription,
+            initial: resolve(app: appID, store: store, policyPath: policyPath),
+            prompt: prompt, isInUse: isInUse)
+        authorizer.lock.withLock {
+            authorizer.store = store
+            authorizer.policyPath = policyPath
+        }
+        try? FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
+        let watcher = FileChangeWatcher(paths: [store.fileURL.path, policyPath]) { [weak authorizer] in
+            guard let authorizer else { return }
+            authorizer.set(
+                resolve(app: appID, store: store, policyPath: policyPath)
+                    ?? AuthorizationDecision(status: .notDetermined))
+        }
+        authorizer.lock.withLock { authorizer.watcher = watcher }
+        return authorizer
+    }
+
+    /// Policy first, then the user's store.
+    static func resolve(app: String, store: DecisionStore, policyPath: String) -> AuthorizationDecision? {
+        LocationPolicy.load(path: policyPath).decision(for: app) ?? store.decision(for: app)
+    }
+
+    /// Whether the app counts as in use (see the type's documentation).
+    public var isInUse: Bool {
+        get { lock.withLock { storedInUse } }
+        set {
+            let handlers = lock.withLock { () -> [@Sendable () -> Void]? in
+                guard storedInUse != newValue else { return nil }
+                storedInUse = newValue
+                return Array(observers.values)
+            }
+            for handler in handlers ?? [] { handler() }
+        }
+    }
+
+    /// Calls `handler` (on an arbitrary queue) whenever the decision changes; returns a token
+    /// for `removeObserver`.
+    @discardableResult
+    public func addObserver(_ handler: @escaping @Sendable () -> Void) -> UUID {
+        let token = UUID()
+        lock.withLock { observers[token] = handler }
+        return token
+    }
+
+    public func removeObserver(_ token: UUID) { _ = lock.withLock { observers.removeValue(forKey: token) } }
+
+    /// The executable's name: how an app is known when it does not say.
+    public static var defaultAppID: String {
+        let name = URL(fileURLWithPath: CommandLine.arguments.first ?? "app").lastPathComponent
+        return name.isEmpty ? "app" : name
+    }
+
+    public var status: CLAuthorizationStatus { lock.withLock { decision.status } }
+    public var accuracy: CLAccuracyAuthorization { lock.withLock { decision.accuracy } }
+
+    public enum RequestOutcome: Sendable, Equatable {
+        /// The status changed (the delegate hears of it).
+        case changed
+        /// Nothing new (Apple: no callback).
+        case unchanged
+        /// Nobody could be asked; the message says how to grant it.
+        case noPrompt(String)
+        /// The app gave no usage description: a programmer error, and the message says so.
+        case missingUsageDescription(String)
+    }
+
+    /// Apple's request rules. `always`: `requestAlwaysAuthorization()`.
+    public func request(always: Bool) -> RequestOutcome {
+        lock.lock()
+        let current = decision
+        let canUpgrade = always && current.status == .authorizedWhenInUse && !upgradeUsed
+        guard current.status == .notDetermined || canUpgrade else {
+            lock.unlock()
+            return .unchanged
+        }
+        guard usageDescription != nil else {
+            lock.unlock()
+            return .missingUsageDescription(
+                "\(appID) requested location authorization without a usage description — Apple's CoreLocation does nothing "
+                    + "without NSLocationWhenInUseUsageDescription; on Linux give the authorizer one: "
+                    + "`LocationAuthorizer(appID: \"\(appID)\", usageDescription: \"why the app needs the location\")`")
+        }
+        if canUpgrade { upgradeUsed = true }
+        let prompt = self.prompt
+        lock.unlock()
+        guard let prompt else {
+            let flag = always ? "--always" : "--when-in-use"
+            return .noPrompt(
+                "no one can be asked for location permission for \(appID) here (no prompt is installed): "
+                    + "grant it with `gpsloc auth grant \(appID) \(flag)`, or give the manager's authorizer a prompt")
+        }
+        guard let answer = prompt(appID, always) else { return .unchanged }
+        let (outcome, store) = lock.withLock { () -> (RequestOutcome, DecisionStore?) in
+            guard answer != decision else { return (.unchanged, nil) }
+            decision = answer
+            return (.changed, self.store)
+        }
+        if outcome == .changed, let store { try? store.set(answer, for: appID) }
+        return outcome
+    }
+
+    /// Sets the decision directly (a settings change, a policy); returns true when it changed.
+    @discardableResult
+    public func set(_ newDecision: AuthorizationDecision) -> Bool {
+        let handlers = lock.withLock { () -> [@Sendable () -> Void]? in
+            guard newDecision != decision else { return nil }
+            decision = newDecision
+            return Array(observers.values)
+        }
+        guard let handlers else { return false }
+        for handler in handlers { handler() }
+        return true
+    }
+}

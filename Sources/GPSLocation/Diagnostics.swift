@@ -1,0 +1,32 @@
+import Foundation
+
+/// A note from GPSLocation that is not an error for the app: a fix that was dropped and why, a
+/// receiver clock that stepped, an authorization request that cannot work.
+public struct LocationDiagnostic: Sendable, Equatable, CustomStringConvertible {
+    /// A stable camelCase name (`noFix`, `timeJumped`, `authorizationRequest`, …), the same as
+    /// the `code` of gpsloc's NDJSON diagnostic lines.
+    public let code: String
+    /// What happened, in words.
+    public let message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(message) [\(code)]" }
+}
+
+/// Receives GPSLocation's diagnostics. The library never writes to stderr by itself: a daemon
+/// passes its own handler (its logger); the default writes one line to stderr.
+public typealias DiagnosticsHandler = @Sendable (LocationDiagnostic) -> Void
+
+public enum Diagnostics {
+    /// One line per diagnostic on standard error: `GPSLocation: message [code]`.
+    public static let standardError: DiagnosticsHandler = { diagnostic in
+        FileHandle.standardError.write(Data("GPSLocation: \(diagnostic)\n".utf8))
+    }
+
+    /// Drops every diagnostic.
+    public static let discard: DiagnosticsHandler = { _ in }
+}

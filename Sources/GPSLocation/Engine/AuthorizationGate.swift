@@ -1,0 +1,99 @@
+import Foundation
+
+/// What an app may receive right now: the engine's input from the authorizer (or from the
+/// simulated authorization of `gpsloc replay`).
+public struct AuthorizationState: Sendable, Equatable {
+    /// The app the gate speaks of in its messages.
+    public var appID: String
+    public var status: CLAuthorizationStatus
+    public var accuracy: CLAccuracyAuthorization
+    /// When-In-Use delivers only while this is true (see `LocationAuthorizer.isInUse`).
+    public var isInUse: Bool
+
+    public init(
+        appID: String, status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy,
+        isInUse: Bool = true
+    ) {
+        self.appID = appID
+        self.status = status
+        self.accuracy = accuracy
+        self.isInUse = isInUse
+    }
+
+    /// True when locations may flow (authorized, and in use for When-In-Use).
+    public var allowsDelivery: Bool {
+        status == .authorizedAlways || (status == .authorizedWhenInUse && isInUse)
+    }
+
+    /// Why nothing may be delivered, as the app is told; nil when locations may flow.
+    public var refusal: CLError? {
+        switch status {
+        case .authorizedAlways:
+            return nil
+        case .authorizedWhenInUse:
+            if isInUse { return nil }
+            return CLError(
+                .locationUnknown,
+                message: "\(appID) is authorized only while in use, and it is not in use (no terminal) — nothing is "
+                    + "delivered; grant Always (`gpsloc auth grant \(appID) --always`) or declare it in use",
+                reason: .notInUse)
+        case .notDetermined:
+            return CLError(
+                .promptDeclined,
+                message: "location authorization for \(appID) is not determined: no location is delivered until it is "
+                    + "granted — `gpsloc auth grant \(appID) --when-in-use` (or `--always`)",
+                reason: .notDetermined)
+        case .denied:
+            return CLError(
+                .denied,
+                message: "location access for \(appID) is denied — no location is delivered; "
+                    + "`gpsloc auth grant \(appID) --when-in-use` allows it",
+                reason: .notAuthorized)
+        case .restricted:
+            return CLError(
+                .denied,
+                message: "location access for \(appID) is restricted by the administrator's policy "
+                    + "(\(LocationPolicy.defaultPath)) — no location is delivered; ask the administrator",
+                reason: .notAuthorized)
+        }
+    }
+}
+
+/// Stage: nothing reaches an app without passing here. Full accuracy passes as is; reduced
+/// accuracy passes through `LocationFuzzer`; anything else is withheld, and the app is told why
+/// once per state (`refusal`).
+struct AuthorizationGate: Sendable {
+    var state: AuthorizationState {
+        didSet { if state != oldValue { explained = false } }
+    }
+    var fuzzer: LocationFuzzer
+    /// The current refusal has been told to the app.
+    var explained = false
+
+    init(state: AuthorizationState, fuzzer: LocationFuzzer) {
+        self.state = state
+        self.fuzzer = fuzzer
+    }
+
+    enum Decision {
+        case deliver(CLLocation)
+        /// Nothing now: the reduced-accuracy rate limit holds.
+        case hold
+        /// Not allowed; `error` is set the first time in this state.
+        case refuse(CLError?)
+    }
+
+    mutating func decide(_ location: CLLocation, now: Date) -> Decision {
+        if let refusal = state.refusal { return .refuse(explain(refusal)) }
+        if state.accuracy == .fullAccuracy { return .deliver(location) }
+        guard let reduced = fuzzer.reduce(location, now: now) else { return .hold }
+        return .deliver(reduced)
+    }
+
+    /// `refusal` the first time in this state, nil after.
+    mutating func explain(_ refusal: CLError) -> CLError? {
+        if explained { return nil }
+        explained = true
+        return refusal
+    }
+}

@@ -1,0 +1,379 @@
+import Foundation
+
+/// Every rule about which location an app receives, in one place: a pure state machine.
+///
+/// `CLLocationManager`, `CLLocationUpdate.liveUpdates()` and every `gpsloc` command that shows
+/// locations feed it the same events and execute the `Action`s it returns; none of them decides
+/// anything about locations itself. It holds no lock, reads no clock and does no I/O: "now" comes
+/// with every call, and timers are actions for the driver to arm, fed back with `timerFired`.
+///
+/// The stages, in order, for every fix:
+/// validity (`ValidityStage`) → accuracy (`AccuracyStage`) → receiver choice
+/// (`ReceiverSelectionStage`) → time order (`TimeOrderStage`) → staleness
+/// (`FixStalenessMonitor`) → authorization gate (`AuthorizationGate`) → distance filter
+/// (`DistanceFilterStage`), or, for `requestLocation()`, the desired-accuracy check.
+///
+/// **Clocks.** With `isLive` (gpsd) "now" is the wall clock the driver passes and `uptime` a
+/// monotonic clock for the time-jump check. A replay's clock is the recording's own: the latest
+/// fix time seen; the `now` passed in is then ignored.
+///
+/// **Telling the app.** A fix that is not used is a `diagnose` action, once per change of
+/// reason (and the same reason at most once a minute); a stretch without usable fixes is one
+/// `fail(locationUnknown)` (`FixStalenessMonitor`); a refused authorization is one `fail`
+/// per state. Errors carry a `CLError.Reason`.
+public struct LocationEngine: Sendable {
+    /// What the app asked for.
+    public struct Configuration: Sendable, Equatable {
+        /// `kCLLocationAccuracy*` or metres; `requestLocation()` waits for it.
+        public var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
+        /// See `DistanceFilterStage`.
+        public var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
+        /// Fixes older than this (seconds, by the source's clock) are not delivered.
+        public var maximumLocationAge: TimeInterval = 10
+        /// nil: three receiver cycles, at least 1 s (see `FixStalenessMonitor`).
+        public var staleFixTimeout: TimeInterval?
+        public var receiverSelection: ReceiverSelection = .bestFix
+        /// See `TimeOrderStage.jumpTolerance`.
+        public var timeJumpTolerance: TimeInterval = 5
+        /// How long `requestLocation()` waits for `desiredAccuracy`.
+        public var requestLocationTimeout: TimeInterval = 10
+        public init() {}
+    }
+
+    /// The engine's timers; the driver arms and cancels them as told.
+    public enum Timer: Hashable, Sendable {
+        /// No usable fix yet: is the source stale? (live sources only)
+        case staleness
+        /// `requestLocation()`'s timeout.
+        case requestLocation
+    }
+
+    /// What the driver must do, in order.
+    public enum Action: Sendable {
+        /// Hand this location to the app.
+        case deliver(CLLocation)
+        /// Tell the app (`didFailWithError`, an NDJSON error line).
+        case fail(CLError)
+        /// A note that is not an error for the app (a dropped fix, a reconnection): the
+        /// injected diagnostics handler, or an NDJSON diagnostic line.
+        case diagnose(code: String, message: String)
+        /// gpsd activated or deactivated a receiver.
+        case receiver(DeviceEvent)
+        /// The satellites in view (for displays; carries no position).
+        case sky(SkyView)
+        /// Call `timerFired(timer, now:)` after this many seconds (replacing an armed one).
+        case arm(Timer, after: TimeInterval)
+        case cancel(Timer)
+        /// Updates are over: stop the source (a request settled, access denied, the source ended).
+        case stopSource
+        /// The source stopped for good; nothing more will come (liveUpdates ends).
+        case sourceEnded
+    }
+
+    public enum Mode: Sendable, Equatable {
+        case stopped
+        /// `startUpdatingLocation()`.
+        case continuous
+        /// `requestLocation()`: one location meeting `desiredAccuracy`, or the best by the timeout.
+        case oneShot
+    }
+
+    public var configuration: Configuration {
+        didSet { applyConfiguration() }
+    }
+    /// True when the clock is the wall clock (gpsd); false for replays and lists.
+    public let isLive: Bool
+    public private(set) var mode: Mode = .stopped
+    /// The last location delivered (gated: reduced for a reduced-accuracy app).
+    public private(set) var lastDelivered: CLLocation?
+    /// The followed receiver's device path, once one has been chosen.
+    public var followedReceiver: String? { receivers.selected }
+    /// True while running with no usable fix for the staleness timeout.
+    public var isStale: Bool { staleness.isStale }
+    public var authorization: AuthorizationState { gate.state }
+
+    private var validity = ValidityStage()
+    private let accuracy = AccuracyStage()
+    private var receivers = ReceiverSelectionStage()
+    private var timeOrder = TimeOrderStage()
+    private var staleness = FixStalenessMonitor()
+    private var gate: AuthorizationGate
+    private var filter = DistanceFilterStage()
+    /// `requestLocation()`'s best location so far.
+    private var oneShotBest: CLLocation?
+    /// The replay clock: the latest fix time seen.
+    private var recordingNow: Date?
+    /// When the armed staleness timer fires (wall clock), or nil when none is armed.
+    private var stalenessDeadline: Date?
+    /// The code of the last rejection reported since the last delivery.
+    private var lastRejection: String?
+    private var lastDiagnosed: [String: Date] = [:]
+
+    public init(
+        configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
+        fuzzer: LocationFuzzer? = nil
+    ) {
+        self.configuration = configuration
+        self.isLive = isLive
+        gate = AuthorizationGate(state: authorization, fuzzer: fuzzer ?? LocationFuzzer(appID: authorization.appID))
+        applyConfiguration()
+    }
+
+    private mutating func applyConfiguration() {
+        validity.maximumAge = configuration.maximumLocationAge
+        filter.distanceFilter = configuration.distanceFilter
+        staleness.timeout = configuration.staleFixTimeout
+        receivers.selection = configuration.receiverSelection
+        timeOrder.jumpTolerance = configuration.timeJumpTolerance
+    }
+
+    /// The source's clock at `now`: the wall clock live, the recording's latest time in a replay.
+    public func clock(now: Date) -> Date? { isLive ? now : recordingNow }
+
+    // MARK: Lifecycle
+
+    /// Starts continuous updates or a one-shot request. Returns what to do; when access is
+    /// denied or restricted the engine stays stopped (check `mode`) and says so once.
+    public mutating func start(_ newMode: Mode, now: Date) -> [Action] {
+        precondition(newMode != .stopped, "use stop()")
+        var actions: [Action] = []
+        if let refusal = gate.state.refusal {
+            if let error = gate.explain(refusal) { actions.append(.fail(error)) }
+            if gate.state.status == .denied || gate.state.status == .restricted { return actions }
+        }
+        if mode == .oneShot && newMode == .continuous { actions.append(.cancel(.requestLocation)) }
+        if mode == newMode || (mode == .continuous && newMode == .oneShot) { return actions }
+        mode = newMode
+        switch newMode {
+        case .continuous where isLive:
+            // Live: the wait for the first usable fix starts now, even if nothing arrives.
+            staleness.heard(clock: now)
+            actions.append(contentsOf: armStaleness(from: now, now: now))
+        case .oneShot:
+            oneShotBest = nil
+            actions.append(.arm(.requestLocation, after: configuration.requestLocationTimeout))
+        default:
+            break
+        }
+        return actions
+    }
+
+    /// Stops updates and forgets what they learned (the next start delivers at once).
+    public mutating func stop() -> [Action] {
+        guard mode != .stopped else { return [] }
+        mode = .stopped
+        oneShotBest = nil
+        filter.reset()
+        timeOrder.reset()
+        staleness.reset()
+        receivers.reset()
+        recordingNow = nil
+        lastRejection = nil
+        stalenessDeadline = nil
+        return [.cancel(.staleness), .cancel(.requestLocation)]
+    }
+
+    /// Something was told to the app about authorization already (the manager's request
+    /// errors): the gate does not repeat it for the current state.
+    public mutating func authorizationExplained() { gate.explained = true }
+
+    /// The app's authorization changed (a grant, a revocation, a policy edit, in-use).
+    public mutating func setAuthorization(_ state: AuthorizationState, now: Date) -> [Action] {
+        guard state != gate.state else { return [] }
+        gate.state = state
+        guard mode != .stopped, let refusal = state.refusal else { return [] }
+        var actions: [Action] = []
+        if let error = gate.explain(refusal) { actions.append(.fail(error)) }
+        if state.status == .denied || state.status == .restricted {
+            actions.append(contentsOf: stop())
+            actions.append(.stopSource)
+        }
+        return actions
+    }
+
+    // MARK: Events
+
+    /// One event from the source. `now`: the wall clock; `uptime`: a monotonic clock in
+    /// seconds (live sources; it guards against receivers whose dates jump).
+    public mutating func handle(_ event: LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
+        guard mode != .stopped else { return [] }
+        switch event {
+        case .fix(let fix):
+            return handleFix(fix, now: now, uptime: uptime)
+        case .sky(let sky):
+            return [.sky(sky)]
+        case .notice(let code, let message):
+            return [.diagnose(code: code, message: message)]
+        case .device(let device):
+            var actions: [Action] = [.receiver(device)]
+            let lost = receivers.deviceChanged(device)
+            guard !device.activated, lost || receivers.selected == nil else { return actions }
+            staleness.reportedElsewhere()
+            var message = "gpsd deactivated the receiver \(device.path) (unplugged, or removed with `gpsdctl remove`)"
+            if let last = lastDelivered?.timestamp {
+                message += "; the last location (\(iso8601Milliseconds(last))) is kept"
+            }
+            message += " — locations resume when it or another receiver is back; check the cable and `gpsloc doctor`"
+            actions.append(.fail(CLError(.locationUnknown, message: message, reason: .receiverDeactivated)))
+            return actions
+        case .problem(let error, let terminal):
+            if error.code == .locationUnknown { staleness.reportedElsewhere() }
+            guard terminal else { return [.fail(error)] }
+            var actions: [Action] = []
+            if mode == .oneShot {
+                actions.append(
+                    settle(
+                        orFail: CLError(
+                            .locationUnknown, message: "no location could be determined: \(error.message)",
+                            reason: error.reason ?? .sourceEnded, underlyingError: error.underlyingError)))
+            } else {
+                actions.append(.fail(error))
+            }
+            actions.append(contentsOf: stop())
+            actions.append(.stopSource)
+            actions.append(.sourceEnded)
+            return actions
+        }
+    }
+
+    /// A timer the engine armed has fired.
+    public mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
+        switch timer {
+        case .staleness:
+            stalenessDeadline = nil
+            guard mode == .continuous, isLive else { return [] }
+            // The deadline moves with every fix; the timer is re-armed only when it fires early.
+            if let last = staleness.lastFixClock {
+                let due = last.addingTimeInterval(staleness.effectiveTimeout)
+                if due > now { return armStaleness(from: last, now: now) }
+            }
+            return checkStaleness(clock: now)
+        case .requestLocation:
+            guard mode == .oneShot else { return [] }
+            let seconds = Int(configuration.requestLocationTimeout.rounded())
+            var actions = [
+                settle(
+                    orFail: CLError(
+                        .locationUnknown,
+                        message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
+                        reason: .timedOut))
+            ]
+            actions.append(contentsOf: stop())
+            actions.append(.stopSource)
+            return actions
+        }
+    }
+
+    // MARK: The stages
+
+    private mutating func handleFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
+        if !isLive, let time = fix.time, time > (recordingNow ?? .distantPast) { recordingNow = time }
+        // A replay's clock is known only from fixes that carry a time.
+        let clock = isLive ? now : recordingNow
+        if let clock { staleness.heard(clock: clock) }
+        let checkClock = clock ?? Date(timeIntervalSince1970: 0)
+        let rejection = validity.check(fix, now: checkClock)
+        let candidate = rejection == nil ? accuracy.location(from: fix) : nil
+        receivers.lossTimeout = staleness.effectiveTimeout
+        guard
+            receivers.admits(
+                device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: checkClock)
+        else {
+            guard let missing = receivers.takeMissingPin() else { return [] }
+            staleness.reportedElsewhere()
+            return [
+                .fail(
+                    CLError(
+                        .locationUnknown,
+                        message: "receiverSelection follows only \(missing.pinned), but gpsd reports fixes from "
+                            + "\(missing.reporting) and none from it — pin the right path, or use .bestFix "
+                            + "(`gpsloc doctor` lists gpsd's receivers)",
+                        reason: .receiverMissing))
+            ]
+        }
+        guard let candidate else { return rejected(rejection!, clock: clock) }
+        if let rejection = timeOrder.check(candidate, arrival: isLive ? uptime : nil) {
+            return rejected(rejection, clock: clock)
+        }
+        var actions: [Action] = []
+        if let step = timeOrder.resynchronized {
+            actions.append(
+                .diagnose(
+                    code: "timeResynchronized",
+                    message: String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", step)
+                ))
+        }
+        staleness.fix(time: candidate.timestamp, clock: checkClock)
+        if isLive && mode == .continuous { actions.append(contentsOf: armStaleness(from: checkClock, now: now)) }
+        switch gate.decide(candidate, now: checkClock) {
+        case .refuse(let error):
+            if let error { actions.append(.fail(error)) }
+        case .hold:
+            break
+        case .deliver(let location):
+            if mode == .oneShot {
+                if AccuracyStage.meets(location, desiredAccuracy: configuration.desiredAccuracy) {
+                    oneShotBest = location
+                    actions.append(settle(orFail: nil))
+                    actions.append(contentsOf: stop())
+                    actions.append(.stopSource)
+                } else if location.horizontalAccuracy < (oneShotBest?.horizontalAccuracy ?? .infinity) {
+                    oneShotBest = location
+                }
+            } else if filter.admits(location) {
+                filter.delivered(location)
+                lastDelivered = location
+                lastRejection = nil
+                actions.append(.deliver(location))
+            }
+        }
+        return actions
+    }
+
+    /// A fix not used: a diagnostic (once per change of reason since the last delivery, each
+    /// reason at most once a minute), and, unless it is a repeat, a staleness check.
+    private mutating func rejected(_ rejection: FixRejection, clock: Date?) -> [Action] {
+        if case .duplicate = rejection { return [] }
+        var actions: [Action] = []
+        let code = rejection.code
+        if code != lastRejection {
+            lastRejection = code
+            if let clock, let last = lastDiagnosed[code], clock.timeIntervalSince(last) < 60, clock >= last {
+                // Said less than a minute ago.
+            } else {
+                if let clock { lastDiagnosed[code] = clock }
+                actions.append(.diagnose(code: code, message: rejection.description))
+            }
+        }
+        if let clock { actions.append(contentsOf: checkStaleness(clock: clock)) }
+        return actions
+    }
+
+    /// Staleness is news only to an app that may receive locations: one that may not has been
+    /// told why it gets none.
+    private mutating func checkStaleness(clock: Date) -> [Action] {
+        guard mode == .continuous, gate.state.allowsDelivery, let silence = staleness.check(clock: clock) else {
+            return []
+        }
+        let message = FixStalenessMonitor.message(silence: silence, lastLocationTime: lastDelivered?.timestamp)
+        return [.fail(CLError(.locationUnknown, message: message, reason: .stale))]
+    }
+
+    /// Arms the staleness timer for `timeout` after `clock`, when none is armed or the deadline
+    /// moved earlier (a later deadline is picked up when the armed timer fires).
+    private mutating func armStaleness(from clock: Date, now: Date) -> [Action] {
+        let due = clock.addingTimeInterval(staleness.effectiveTimeout)
+        if let armed = stalenessDeadline, armed <= due { return [] }
+        stalenessDeadline = due
+        return [.arm(.staleness, after: max(0, due.timeIntervalSince(now)))]
+    }
+
+    /// Ends a `requestLocation()`: the best location seen, or `failure`.
+    private mutating func settle(orFail failure: CLError?) -> Action {
+        if let best = oneShotBest {
+            lastDelivered = best
+            return .deliver(best)
+        }
+        return .fail(failure ?? CLError(.locationUnknown, message: "no location", reason: .sourceEnded))
+    }
+}

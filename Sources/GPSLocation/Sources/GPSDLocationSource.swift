@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// gpsd through libgps, as a `LocationSource`. It reconnects when gpsd goes away or is not
+/// there yet (`ReconnectPolicy`), reporting the loss once as a non-terminal
+/// `CLError.locationUnknown` whose `underlyingError` is the `GPSDError` and whose `reason` says
+/// which loss it is (`gpsdUnreachable` at start, `gpsdLost` later, `gpsdSilent`, `noDevice`);
+/// each further attempt and the reconnection itself are `notice`s.
+///
+/// Sources for the same endpoint share one gpsd connection (reference-counted): several
+/// managers in one process open one socket, and each keeps its own filters and gate. The
+/// connection opens with the first started source and closes when the last one stops.
+public final class GPSDLocationSource: LocationSource {
+    public let endpoint: GPSDEndpoint
+    /// False for a gpsd that replays a recording (gpsfake): the recording's clock is used.
+    public let isLive: Bool
+    private let key: SharedGPSDConnections.Key
+    private let subscription = Mutex<UUID?>(nil)
+
+    /// - Parameters:
+    ///   - noDataTimeout: report gpsd's silence after this long (nil: never).
+    ///   - reconnect: nil: a lost connection ends the source (a terminal problem).
+    ///   - isLive: false for gpsfake replays (see `isLive`).
+    public init(
+        endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration? = .seconds(5),
+        reconnect: ReconnectPolicy? = ReconnectPolicy(), isLive: Bool = true
+    ) {
+        self.endpoint = endpoint
+        self.isLive = isLive
+        key = SharedGPSDConnections.Key(endpoint: endpoint, noDataTimeout: noDataTimeout, reconnect: reconnect)
+    }
+
+    public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        let endpoint = self.endpoint
+        // Whether the connection was lost since it last connected (for the "again" notice).
+        let lost = Lost()
+        let token = SharedGPSDConnections.shared.subscribe(key) { event in
+            for mapped in Self.events(for: event, endpoint: endpoint, lost: lost) { handler(mapped) }
+        }
+        let previous = subscription.withLock { stored in
+            defer { stored = token }
+            return stored
+        }
+        if let previous { SharedGPSDConnections.shared.unsubscribe(key, previous) }
+    }
+
+    public func stop() {
+        let token = subscription.withLock { stored in
+            defer { stored = nil }
+            return stored
+        }
+        if let token { SharedGPSDConnections.shared.unsubscribe(key, token) }
+    }
+
+    /// What a gpsd client event means to the engine.
+    private final class Lost: Sendable {
+        let value = Mutex(false)
+    }
+
+    private static func events(for event: GPSDEvent, endpoint: GPSDEndpoint, lost: Lost) -> [LocationSourceEvent] {
+        func problem(_ error: GPSDError, _ reason: CLError.Reason, message: String? = nil, terminal: Bool = false)
+            -> LocationSourceEvent
+        {
+            .problem(
+                CLError(.locationUnknown, message: message ?? error.description, reason: reason, underlyingError: error),
+                terminal: terminal)
+        }
+        switch event {
+        case .connected:
+            let again = lost.value.withLock { wasLost in
+                defer { wasLost = false }
+                return wasLost
+            }
+            return again ? [.notice(code: "reconnected", message: "connected to gpsd at \(endpoint) again")] : []
+        case .report(.other):
+            return []
+        case .report(.fix(let fix)):
+            return [.fix(fix)]
+        case .report(.sky(let sky)):
+            return [.sky(sky)]
+        case .report(.device(let device)):
+            return [.device(device)]
+        case .report(.devices(let devices)):
+            var events = devices.map { LocationSourceEvent.device($0) }
+            if devices.isEmpty { events.append(problem(.noDevice(at: endpoint), .noDevice)) }
+            return events
+        case .noData(let error):
+            return [problem(error, .gpsdSilent)]
+        case .reconnecting(let error, let attempt, let delay):
+            lost.value.withLock { $0 = true }
+            let notice = LocationSourceEvent.notice(
+                code: "reconnecting",
+                message: String(
+                    format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s)", endpoint.description, attempt, delay))
+            guard attempt == 1 else { return [notice] }
+            let reason: CLError.Reason = error.code == .unreachable ? .gpsdUnreachable : .gpsdLost
+            let message = error.description + String(format: " Reconnecting (next try in %.1f s).", delay)
+            return [problem(error, reason, message: message), notice]
+        case .failed(let error):
+            let reason: CLError.Reason = error.code == .unreachable ? .gpsdUnreachable : .gpsdLost
+            return [problem(error, reason, terminal: true)]
+        }
+    }
+}

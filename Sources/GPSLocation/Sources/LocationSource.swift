@@ -1,0 +1,28 @@
+import Dispatch
+import Foundation
+
+/// What a location source reports to the engine.
+public enum LocationSourceEvent: Sendable {
+    case fix(Fix)
+    case sky(SkyView)
+    case device(DeviceEvent)
+    /// News that is not a problem (connected to gpsd again, a reconnection attempt): passed on
+    /// as a diagnostic.
+    case notice(code: String, message: String)
+    /// Something went wrong; `terminal` when the source has stopped for good.
+    case problem(CLError, terminal: Bool)
+}
+
+/// Where the location engine gets fixes: gpsd (the default), a replay, or a test's list.
+/// `start` must not block; events arrive on the source's own queue, in order.
+public protocol LocationSource: AnyObject, Sendable {
+    func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void)
+    func stop()
+    /// True (the default) when the source's clock is the wall clock; false for replays, whose
+    /// clock is the recording's own and is known only from fixes that carry a time.
+    var isLive: Bool { get }
+}
+
+extension LocationSource {
+    public var isLive: Bool { true }
+}

@@ -1,0 +1,160 @@
+import Foundation
+
+/// How fast a replay runs.
+public enum ReplayPacing: Sendable, Equatable {
+    /// No waiting: virtual time, fully deterministic.
+    case asFastAsPossible
+    /// Real time scaled: 1 is as recorded, 10 is ten times faster.
+    case realTime(speed: Double)
+}
+
+/// Waits for a replay. Injected so tests run a one-hour recording in milliseconds.
+public protocol ReplayClock: Sendable {
+    /// Seconds since an arbitrary fixed point.
+    func now() -> Double
+    func sleep(seconds: Double)
+}
+
+/// The machine's monotonic clock.
+public struct MonotonicReplayClock: ReplayClock {
+    public init() {}
+    public func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+    public func sleep(seconds: Double) {
+        guard seconds > 0 else { return }
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+}
+
+/// An NMEA recording (a file, or standard input with path "-") replayed through GPSLocation's
+/// own parser, as a `LocationSource`: no daemon. Fixes come in order on the source's own
+/// thread; "now" is the recording's clock (the latest fix time), so staleness and timeouts
+/// behave as they did live. When the recording ends the source reports a terminal
+/// `.problem(locationUnknown)` saying so.
+public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
+    // @unchecked Sendable: mutable state is guarded by `lock`; the reading thread owns the decoder.
+    public let path: String
+    public let pacing: ReplayPacing
+    private let clock: any ReplayClock
+    private let lock = NSLock()
+    private var running = false
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+    private var progress: (@Sendable (Int, Int?) -> Void)?
+    public private(set) var statistics = NMEAStatistics()
+
+    public init(path: String, pacing: ReplayPacing = .asFastAsPossible, clock: any ReplayClock = MonotonicReplayClock())
+    {
+        self.path = path
+        self.pacing = pacing
+        self.clock = clock
+    }
+
+    /// Called now and then with (bytes read, total bytes when known).
+    public func onProgress(_ handler: @escaping @Sendable (Int, Int?) -> Void) { lock.withLock { progress = handler } }
+
+    public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        let alreadyRunning = lock.withLock { () -> Bool in
+            defer { running = true }
+            return running
+        }
+        if alreadyRunning { return }
+        let thread = Thread { [self] in
+            run(handler)
+            finished.signal()
+        }
+        thread.name = "gpslocation.replay"
+        lock.withLock { self.thread = thread }
+        thread.start()
+    }
+
+    /// Stops reading; returns once the reading thread has handed over its last fix.
+    public func stop() {
+        let wasRunning = lock.withLock { () -> Bool in
+            defer { running = false }
+            return running && thread != nil
+        }
+        if wasRunning && Thread.current != lock.withLock({ thread }) { finished.wait() }
+    }
+
+    public var isLive: Bool { false }
+
+    /// Blocks until the recording has been read to the end (or `stop()`).
+    public func waitUntilFinished() {
+        finished.wait()
+        finished.signal()
+    }
+
+    private var isRunning: Bool { lock.withLock { running } }
+
+    private func run(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        let descriptor = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let cause = String(cString: strerror(errno))
+            handler(
+                .problem(
+                    CLError(.locationUnknown, message: "cannot read the recording \(path): \(cause)", reason: .sourceFailed), terminal: true))
+            return
+        }
+        defer { if descriptor != STDIN_FILENO { close(descriptor) } }
+        var total: Int?
+        var info = stat()
+        if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG { total = Int(info.st_size) }
+        let report = lock.withLock { progress }
+
+        var decoder = NMEADecoder()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var readSoFar = 0
+        var firstRecordingTime: Date?
+        var firstClock = 0.0
+        let speed: Double? = if case .realTime(let speed) = pacing { speed } else { nil }
+
+        let deliver: (Fix) -> Void = { [self] fix in
+            if let time = fix.time {
+                if let speed {
+                    if let first = firstRecordingTime {
+                        let due = firstClock + time.timeIntervalSince(first) / speed
+                        let wait = due - clock.now()
+                        if wait > 0 { clock.sleep(seconds: min(wait, 60)) }
+                    } else {
+                        firstRecordingTime = time
+                        firstClock = clock.now()
+                    }
+                }
+            }
+            if isRunning { handler(.fix(fix)) }
+        }
+        while isRunning {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                let cause = String(cString: strerror(errno))
+                handler(
+                    .problem(
+                        CLError(
+                            .locationUnknown, message: "reading the recording \(path) failed: \(cause)",
+                            reason: .sourceFailed),
+                        terminal: true))
+                return
+            }
+            if count == 0 { break }
+            readSoFar += count
+            buffer.withUnsafeBufferPointer { decoder.feed(UnsafeBufferPointer(rebasing: $0[0..<count]), deliver) }
+            report?(readSoFar, total)
+        }
+        decoder.finish(deliver)
+        lock.withLock { statistics = decoder.statistics }
+        guard isRunning else { return }
+        handler(
+            .problem(
+                CLError(
+                    .locationUnknown, message: "the replay of \(path == "-" ? "standard input" : path) ended",
+                    reason: .sourceEnded),
+                terminal: true))
+    }
+}

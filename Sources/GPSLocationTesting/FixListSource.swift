@@ -1,0 +1,52 @@
+import Dispatch
+import Foundation
+import GPSLocation
+
+/// A fixed list of fixes delivered in order on a private queue — for tests and examples.
+/// "Now" is the latest fix time seen, so staleness follows the list's own clock. After the
+/// last fix it reports the end as a terminal `locationUnknown` ("the list of N fixes ended"),
+/// so a consumer never waits for fixes that cannot come.
+public final class FixListSource: LocationSource {
+    private let fixes: [Fix]
+    private let queue = DispatchQueue(label: "gpslocation.fixlist")
+    private let onQueue = DispatchSpecificKey<Bool>()
+    private let interval: Double
+    private let reportsEnd: Bool
+    private let lock = NSLock()
+    nonisolated(unsafe) private var running = false  // guarded by `lock`
+
+    /// - Parameters:
+    ///   - interval: seconds between fixes (0: as fast as possible).
+    ///   - reportsEnd: report the end of the list (default); false: just stop sending, like a
+    ///     receiver that goes quiet.
+    public init(_ fixes: [Fix], interval: Double = 0, reportsEnd: Bool = true) {
+        self.fixes = fixes
+        self.interval = interval
+        self.reportsEnd = reportsEnd
+        queue.setSpecific(key: onQueue, value: true)
+    }
+
+    public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        lock.withLock { running = true }
+        queue.async { [self] in
+            for fix in fixes {
+                guard lock.withLock({ running }) else { return }
+                handler(.fix(fix))
+                if interval > 0 { Thread.sleep(forTimeInterval: interval) }
+            }
+            guard reportsEnd, lock.withLock({ running }) else { return }
+            handler(
+                .problem(CLError(.locationUnknown, message: "the list of \(fixes.count) fixes ended", reason: .sourceEnded), terminal: true))
+        }
+    }
+
+    public func stop() {
+        lock.withLock { running = false }
+        // Wait for a fix being handed over right now to finish (unless this is that hand-over).
+        if DispatchQueue.getSpecific(key: onQueue) == nil { queue.sync {} }
+    }
+
+    public var isLive: Bool { false }
+    /// Between `start` and `stop`.
+    public var isRunning: Bool { lock.withLock { running } }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import GPSLocation
+
+/// A real gpsd replaying an NMEA file, through gpsd's own `gpsfake`, on a free loopback port.
+///
+/// Used by `gpsloc replay --via gpsd` and by the integration tests. gpsfake runs with `-1`
+/// (play once, then exit) and `-p` (attach its own watcher and wait about 1.4 s before
+/// feeding); a client must connect inside that window, so call `waitUntilListening()` and
+/// connect at once. Each server gets its own port and its own TMPDIR (gpsfake keeps its
+/// control socket there), so any number can run side by side.
+public final class GPSFakeServer: Sendable {
+    /// Where Debian's gpsd-clients package installs gpsfake.
+    public static let executable = "/usr/bin/gpsfake"
+    public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+    public let log: URL
+    public let endpoint: GPSDEndpoint
+    private let child: ChildProcess
+    private let workDirectory: URL
+    private let watcherFile: URL
+
+    /// Starts gpsfake. `cycle` is the delay between sentences in seconds (gpsfake `-c`);
+    /// `baudRate` the fake serial speed (`-s`).
+    /// `port`: listen there (e.g. to restart gpsd where clients expect it), or nil for a free one.
+    /// `moreLogs`: further recordings, each played on its own pseudo-terminal, so gpsd sees
+    /// several receivers at once.
+    public init(
+        log: URL, moreLogs: [URL] = [], cycle: Double? = nil, baudRate: Int = 38400, port requestedPort: Int? = nil
+    ) throws(GPSFakeError) {
+        guard Self.isInstalled else { throw .notInstalled }
+        for file in [log] + moreLogs where !FileManager.default.isReadableFile(atPath: file.path) {
+            throw .unreadableLog(file.path)
+        }
+        self.log = log
+        let port: Int
+        if let requestedPort {
+            port = requestedPort
+        } else {
+            do { port = try FreePort.find() } catch { throw .noFreePort }
+        }
+        endpoint = GPSDEndpoint(host: "127.0.0.1", port: port)
+        workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gpslocation-gpsfake-\(UUID().uuidString)")
+        watcherFile = workDirectory.appendingPathComponent("watcher.json")
+        do {
+            try FileManager.default.createDirectory(at: workDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw .spawnFailed("cannot create \(workDirectory.path): \(error)")
+        }
+        var arguments = ["-P", String(port), "-1", "-p", "-q", "-s", String(baudRate)]
+        if let cycle { arguments += ["-c", String(cycle)] }
+        arguments += ([log] + moreLogs).map(\.path)
+        var environment = ProcessInfo.processInfo.environment
+        environment["TMPDIR"] = workDirectory.path
+        do {
+            child = try ChildProcess(
+                executable: Self.executable, arguments: arguments, environment: environment,
+                stdoutPath: watcherFile.path, stderrPath: workDirectory.appendingPathComponent("stderr.txt").path)
+        } catch {
+            throw .spawnFailed("\(error)")
+        }
+    }
+
+    deinit { stop() }
+
+    /// Starts gpsfake and waits until its gpsd listens, trying again (on a new port) when a
+    /// start fails — under heavy load gpsfake occasionally exits before its gpsd is up.
+    public static func started(log: URL, moreLogs: [URL] = [], cycle: Double? = nil, attempts: Int = 3)
+        async throws(GPSFakeError) -> GPSFakeServer
+    {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let server = try GPSFakeServer(log: log, moreLogs: moreLogs, cycle: cycle)
+            do {
+                try await server.waitUntilListening()
+                return server
+            } catch {
+                server.stop()
+                if attempt >= attempts { throw error }
+                try? await Task.sleep(for: .milliseconds(200 * attempt))
+            }
+        }
+    }
+
+    /// The same, blocking the calling thread (for command-line tools).
+    public static func startedBlocking(log: URL, cycle: Double? = nil, attempts: Int = 3) throws(GPSFakeError)
+        -> GPSFakeServer
+    {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let server = try GPSFakeServer(log: log, cycle: cycle)
+            do {
+                try server.waitUntilListeningBlocking()
+                return server
+            } catch {
+                server.stop()
+                if attempt >= attempts { throw error }
+                usleep(UInt32(200_000 * attempt))
+            }
+        }
+    }
+
+    /// Polls the port every 10 ms until gpsd accepts connections.
+    public func waitUntilListening(timeout: Duration = .seconds(10)) async throws(GPSFakeError) {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if FreePort.accepts(port: endpoint.port) { return }
+            if let status = child.exited { throw .exitedEarly("exit status \(status); \(stderr)") }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        throw .notListening(endpoint.port)
+    }
+
+    /// The same wait, blocking the calling thread — for command-line tools, never for a Swift
+    /// concurrency thread.
+    public func waitUntilListeningBlocking(timeout: Duration = .seconds(10)) throws(GPSFakeError) {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if FreePort.accepts(port: endpoint.port) { return }
+            if let status = child.exited { throw .exitedEarly("exit status \(status); \(stderr)") }
+            usleep(10_000)
+        }
+        throw .notListening(endpoint.port)
+    }
+
+    /// Waits until gpsfake has played the log and exited.
+    @discardableResult
+    public func waitForExit(timeout: Duration = .seconds(120)) async -> Bool {
+        await child.waitForExit(timeout: timeout)
+    }
+
+    /// Stops gpsfake (and with it its gpsd) by PID, and removes its TMPDIR.
+    public func stop() {
+        // gpsfake stops its gpsd when it handles SIGTERM; if it is too slow to (a loaded
+        // machine) it gets SIGKILL, and its gpsd would live on, holding the port: stop that too.
+        let daemons = child.isRunning ? child.grandchildren() : []
+        child.terminate()
+        for daemon in daemons where kill(daemon, 0) == 0 {
+            kill(daemon, SIGTERM)
+            for _ in 0..<100 where kill(daemon, 0) == 0 { usleep(10_000) }
+            if kill(daemon, 0) == 0 { kill(daemon, SIGKILL) }
+        }
+        try? FileManager.default.removeItem(at: workDirectory)
+    }
+
+    /// gpsd's JSON as gpsfake's own watcher received it (complete once gpsfake has exited).
+    public var watcherOutput: String { (try? String(contentsOf: watcherFile, encoding: .utf8)) ?? "" }
+
+    private var stderr: String { daemonMessages(in: workDirectory.appendingPathComponent("stderr.txt")) }
+}
+
+public enum GPSFakeError: Error, Sendable, CustomStringConvertible {
+    case notInstalled
+    case unreadableLog(String)
+    case noFreePort
+    case spawnFailed(String)
+    case exitedEarly(String)
+    case notListening(Int)
+
+    public var description: String {
+        switch self {
+        case .notInstalled:
+            "gpsfake is not installed (\(GPSFakeServer.executable)) — install it with `sudo apt-get install gpsd gpsd-clients`, or replay with `--via nmea`"
+        case .unreadableLog(let path): "cannot read the recording \(path) — check the path and its permissions"
+        case .noFreePort: "no free TCP port on 127.0.0.1 for gpsfake"
+        case .spawnFailed(let why): "could not start gpsfake: \(why)"
+        case .exitedEarly(let why): "gpsfake exited before gpsd listened: \(why.isEmpty ? "no message" : why)"
+        case .notListening(let port): "gpsfake's gpsd never listened on 127.0.0.1:\(port)"
+        }
+    }
+}
+
+/// A daemon's stderr file as one line, without gpsd's harmless "unable to connect to the DBUS
+/// system bus" (containers have no system bus).
+func daemonMessages(in file: URL) -> String {
+    let text = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    return text.split(whereSeparator: \.isNewline).filter { !$0.contains("DBUS") }.joined(separator: " ")
+}
+
+/// Loopback port helpers.
+package enum FreePort {
+    /// A port the kernel just handed out on 127.0.0.1 (bind to 0, read it back, close).
+    package static func find() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        defer { close(fd) }
+        var address = loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// True when something accepts a TCP connection on 127.0.0.1:port.
+    package static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    private static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        address.sin_port = UInt16(port).bigEndian
+        return address
+    }
+}

@@ -1,0 +1,278 @@
+import Foundation
+import GNSSCore
+
+/// Merges the sentences of one receiver cycle into one `Fix`, the way gpsd does where it
+/// matters to an app (mode, time, position).
+///
+/// Rules:
+/// - **Cycles.** A cycle is the run of sentences sharing one UTC time of day. A time-bearing
+///   sentence (RMC, GGA, GNS, GLL, ZDA) with a different time closes the cycle and emits its
+///   `Fix`; sentences without time (GSA, GSV, VTG, PGRME) and GST belong to the open cycle.
+/// - **Mode** is sticky across cycles, as gpsd's is, and each sentence moves it: GSA sets it
+///   (1–3) unless a GGA/GNS with a fix came earlier in the cycle; RMC `A` and a valid GLL raise it to at least 2D, RMC `V` drops a fix to no-fix;
+///   GGA/GNS quality 0, or quality 1 with 0 satellites used, means no fix (as gpsd reports
+///   it), otherwise at least 2D, 3D when it has an altitude and at
+///   most 2D when it has none.
+/// - **Position** comes from this cycle's RMC/GGA/GNS/GLL (the last one wins); a cycle without
+///   one has no position, never a stale one.
+/// - **Date** from ZDA (four-digit year) or RMC (two-digit year: 80–99 → 19xx, else 20xx); the
+///   time of a cycle before any date is unknown (nil), as in gpsd. Dates are kept as the
+///   receiver sent them: unlike gpsd 3.22 we do not move pre-2017 dates forward by 1024 weeks.
+///   A time of day that goes back by more than 12 h is taken as the next day.
+/// - **Errors** (gpsd's 95 % convention, see `FixErrors`): from GST's 1σ latitude, longitude
+///   and altitude errors × 1.96 when the cycle has a GST; else from Garmin's PGRME; else
+///   DOP × UERE with UERE (1σ) = 4 m autonomous, 1 m DGPS, 0.2 m RTK float, 0.02 m RTK fixed:
+///   epx = epy = 1.96·HDOP·UERE/√2, epv = 1.96·VDOP·UERE.
+/// - **Speed and course** from RMC, else VTG; knots × 1852/3600.
+public struct EpochAssembler: Sendable {
+    private var mode: FixMode = .notSeen
+    private var date: (year: Int, month: Int, day: Int)?
+    private var cycle = Cycle()
+    private var lastTimeOfDay: Double?
+    private var dayOffset = 0.0
+    /// The sentence types learned to end a cycle (gpsd's `cycle_enders`).
+    private var cycleEnders: Set<TimedType> = []
+    /// The last time-bearing sentence type seen.
+    private var lastTimed: TimedType?
+    /// True until the first cycle closes.
+    private var learning = true
+
+    /// Sentences that carry a time of day.
+    private enum TimedType: Hashable { case rmc, gga, gll, zda }
+
+    private struct Cycle {
+        var open = false
+        var time: Double?
+        var latitude: Double?
+        var longitude: Double?
+        var altitudeMSL: Double?
+        var geoidSeparation: Double?
+        var quality = 0
+        var hdop: Double?
+        var vdop: Double?
+        var gst: (latitude: Double?, longitude: Double?, altitude: Double?)?
+        var pgrme: (horizontal: Double?, vertical: Double?)?
+        var speedKnots: Double?
+        var course: Double?
+        var rmcMotion = false
+        var positional = false
+        /// Already emitted at a cycle-ending sentence.
+        var reported = false
+        /// A GGA/GNS with a fix was seen: its mode outranks GSA's in this cycle.
+        var ggaFix = false
+    }
+
+    public init() {}
+
+    /// Adds a sentence; calls `emit` for each `Fix` it completes (the previous cycle's when this
+    /// sentence closes it, this cycle's when it is a cycle-ending sentence).
+    public mutating func add(_ sentence: NMEASentence, _ emit: (Fix) -> Void) {
+        var emitted: Fix?
+        switch sentence {
+        case .rmc(let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, _):
+            emitted = boundary(time, .rmc)
+            if let rmcDate {
+                date = (rmcDate.year < 80 ? 2000 + rmcDate.year : 1900 + rmcDate.year, rmcDate.month, rmcDate.day)
+            }
+            cycle.positional = true
+            if valid, let latitude, let longitude {
+                cycle.latitude = latitude
+                cycle.longitude = longitude
+                if let speed { cycle.speedKnots = speed }
+                if let course { cycle.course = course }
+                cycle.rmcMotion = speed != nil
+                if mode < .twoDimensional { mode = .twoDimensional }
+            } else if !valid {
+                mode = mode >= .twoDimensional || mode == .notSeen ? .noFix : mode
+            }
+        case .gga(
+            let time, let latitude, let longitude, let quality, let satellites, let hdop, let altitude, let separation):
+            emitted = boundary(time, .gga)
+            cycle.positional = true
+            // An autonomous fix from no satellites is not credible (Hemisphere sends it while
+            // acquiring); DGPS receivers such as Garmin's report 00 satellites with real fixes.
+            if quality == 0 || (quality == 1 && satellites == 0) || latitude == nil || longitude == nil {
+                mode = .noFix
+                cycle.quality = 0
+            } else {
+                cycle.latitude = latitude
+                cycle.longitude = longitude
+                cycle.quality = quality
+                cycle.ggaFix = true
+                if let hdop { cycle.hdop = hdop }
+                if let altitude {
+                    cycle.altitudeMSL = altitude
+                    cycle.geoidSeparation = separation
+                    if mode < .threeDimensional { mode = .threeDimensional }
+                } else {
+                    mode = .twoDimensional
+                }
+            }
+        case .gll(let time, let latitude, let longitude, let valid):
+            emitted = boundary(time, .gll)
+            cycle.positional = true
+            if valid, let latitude, let longitude {
+                cycle.latitude = latitude
+                cycle.longitude = longitude
+                if mode < .twoDimensional { mode = .twoDimensional }
+            }
+        case .gsa(let gsaMode, _, let hdop, let vdop, _, _, _):
+            openIfNeeded()
+            cycle.positional = true
+            if !cycle.ggaFix, let gsaMode, let value = FixMode(rawValue: gsaMode), value >= .noFix { mode = value }
+            if let hdop { cycle.hdop = hdop }
+            if let vdop { cycle.vdop = vdop }
+        case .vtg(let course, let speed, let valid):
+            openIfNeeded()
+            if valid && !cycle.rmcMotion {
+                if let speed { cycle.speedKnots = speed }
+                if let course { cycle.course = course }
+            }
+        case .gst(_, let latitude, let longitude, let altitude):
+            openIfNeeded()
+            cycle.gst = (latitude, longitude, altitude)
+        case .zda(let time, let day, let month, let year):
+            emitted = boundary(time, .zda)
+            date = (year, month, day)
+        case .pgrme(let horizontal, let vertical):
+            openIfNeeded()
+            cycle.pgrme = (horizontal, vertical)
+        case .gsv:
+            break
+        }
+        if let emitted { emit(emitted) }
+        // A sentence of a type learned to end cycles reports the cycle now, as gpsd does:
+        // sentences after it in the same cycle only shape the next one.
+        if let type = Self.timedType(sentence), cycleEnders.contains(type), !cycle.reported, cycle.time != nil,
+            let fix = makeFix()
+        {
+            cycle.reported = true
+            emit(fix)
+        }
+    }
+
+    private static func timedType(_ sentence: NMEASentence) -> TimedType? {
+        switch sentence {
+        case .rmc(let time, _, _, _, _, _, _, _): time == nil ? nil : .rmc
+        case .gga(let time, _, _, _, _, _, _, _): time == nil ? nil : .gga
+        case .gll(let time, _, _, _): time == nil ? nil : .gll
+        case .zda(let time, _, _, _): time == nil ? nil : .zda
+        default: nil
+        }
+    }
+
+    /// Emits the open cycle at the end of a recording, unless it was reported already or its
+    /// ending sentence never came (a cut-off last cycle, which gpsd does not report either).
+    public mutating func finish() -> Fix? {
+        defer { cycle = Cycle() }
+        return cycle.reported || !cycleEnders.isEmpty ? nil : makeFix()
+    }
+
+    private mutating func openIfNeeded() {
+        if !cycle.open { cycle.open = true }
+    }
+
+    /// A time-bearing sentence: close the open cycle if its time differs, learning that the
+    /// previous time-bearing sentence type ends cycles.
+    private mutating func boundary(_ time: Double?, _ type: TimedType) -> Fix? {
+        guard let time else {
+            openIfNeeded()
+            return nil
+        }
+        defer { lastTimed = type }
+        // Times within 10 ms are one cycle (NMEA's resolution is 1/100 s); the cycle takes the
+        // latest of them, as gpsd reports the time of the sentence that ends the cycle.
+        if cycle.open, let current = cycle.time, abs(current - time) < 0.01 {
+            cycle.time = time
+            return nil
+        }
+        if cycle.open, cycle.time == nil {
+            // Sentences without time opened this cycle (e.g. GSA first): it takes this time.
+            cycle.time = time
+            return nil
+        }
+        if let lastTimed, cycle.time != nil { cycleEnders.insert(lastTimed) }
+        // Once the cycle's end is known, a cycle is reported at its ending sentence or not at
+        // all (gpsd does not report a cycle that lacked it); while learning, at its close.
+        let fix = cycle.reported || !learning ? nil : makeFix()
+        if cycle.time != nil { learning = false }
+        cycle = Cycle()
+        cycle.open = true
+        cycle.time = time
+        return fix
+    }
+
+    private mutating func makeFix() -> Fix? {
+        guard cycle.open, cycle.positional else { return nil }
+        var fixTime: Date?
+        if let seconds = cycle.time, let date {
+            if let last = lastTimeOfDay, seconds < last - 43_200 { dayOffset += 86_400 }
+            lastTimeOfDay = seconds
+            let midnight = Double(Self.daysFromCivil(year: date.year, month: date.month, day: date.day)) * 86_400
+            fixTime = Date(timeIntervalSince1970: midnight + seconds + dayOffset)
+        }
+        let hasPosition = mode >= .twoDimensional && cycle.latitude != nil && cycle.longitude != nil
+        let is3D = mode == .threeDimensional
+        var errors = FixErrors()
+        if hasPosition {
+            if let gst = cycle.gst, let latitude = gst.latitude, let longitude = gst.longitude {
+                errors.latitude = latitude * 1.96
+                errors.longitude = longitude * 1.96
+                if is3D, let altitude = gst.altitude { errors.vertical = altitude * 1.96 }
+            } else if let pgrme = cycle.pgrme, let horizontal = pgrme.horizontal {
+                errors.horizontal = horizontal
+                if is3D { errors.vertical = pgrme.vertical }
+            } else if let hdop = cycle.hdop {
+                let uere = Self.uere(quality: cycle.quality)
+                errors.latitude = 1.96 * hdop * uere / 2.0.squareRoot()
+                errors.longitude = errors.latitude
+                if is3D, let vdop = cycle.vdop { errors.vertical = 1.96 * vdop * uere }
+            }
+        }
+        let altitudeMSL = is3D ? cycle.altitudeMSL : nil
+        return Fix(
+            mode: mode == .notSeen ? .noFix : mode,
+            quality: Self.quality(cycle.quality),
+            time: fixTime,
+            latitude: hasPosition ? cycle.latitude : nil,
+            longitude: hasPosition ? cycle.longitude : nil,
+            altitudeHAE: altitudeMSL.flatMap { msl in cycle.geoidSeparation.map { msl + $0 } },
+            altitudeMSL: altitudeMSL,
+            geoidSeparation: cycle.geoidSeparation,
+            errors: errors,
+            speed: hasPosition ? cycle.speedKnots.map { $0 * 1852 / 3600 } : nil,
+            course: hasPosition ? cycle.course : nil)
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func uere(quality: Int) -> Double {
+        switch quality {
+        case 2, 3: 1.0
+        case 4: 0.02
+        case 5: 0.2
+        default: 4.0
+        }
+    }
+
+    static func quality(_ gga: Int) -> FixQuality {
+        switch gga {
+        case 1: .gps
+        case 2: .dgps
+        case 3: .pps
+        case 4: .rtkFixed
+        case 5: .rtkFloat
+        case 6: .deadReckoning
+        case 8: .simulated
+        default: .unknown
+        }
+    }
+}

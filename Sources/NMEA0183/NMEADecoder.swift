@@ -1,0 +1,38 @@
+import Foundation
+import GNSSCore
+
+/// Bytes of NMEA in, `Fix` values out: `NMEAParser` + `EpochAssembler`.
+public struct NMEADecoder: Sendable {
+    public private(set) var parser = NMEAParser(collectsSatellites: false)
+    private var assembler = EpochAssembler()
+
+    public init() {}
+
+    public var statistics: NMEAStatistics { parser.statistics }
+
+    public mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ handle: (Fix) -> Void) {
+        var assembler = self.assembler
+        parser.feed(bytes) { sentence in assembler.add(sentence, handle) }
+        self.assembler = assembler
+    }
+
+    public mutating func feed(_ data: Data, _ handle: (Fix) -> Void) {
+        data.withUnsafeBytes { raw in feed(raw.bindMemory(to: UInt8.self), handle) }
+    }
+
+    public mutating func finish(_ handle: (Fix) -> Void) {
+        var assembler = self.assembler
+        parser.finish { sentence in assembler.add(sentence, handle) }
+        if let fix = assembler.finish() { handle(fix) }
+        self.assembler = assembler
+    }
+
+    /// Every fix of a whole recording.
+    public static func fixes(in data: Data) -> (fixes: [Fix], statistics: NMEAStatistics) {
+        var decoder = NMEADecoder()
+        var fixes: [Fix] = []
+        decoder.feed(data) { fixes.append($0) }
+        decoder.finish { fixes.append($0) }
+        return (fixes, decoder.statistics)
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+
+@testable import NMEA0183
+import GNSSCore
+import TestSupport
+
+@Suite("NMEA parser")
+struct NMEAParserTests {
+    /// Parses `data` fed in pieces of `chunk` bytes (0: whole buffer), returning sentences and stats.
+    static func parse(_ data: [UInt8], chunk: Int) -> ([NMEASentence], NMEAStatistics) {
+        var parser = NMEAParser()
+        var sentences: [NMEASentence] = []
+        data.withUnsafeBufferPointer { buffer in
+            if chunk == 0 {
+                parser.feed(buffer) { sentences.append($0) }
+            } else {
+                var start = 0
+                while start < buffer.count {
+                    let end = min(buffer.count, start + chunk)
+                    parser.feed(UnsafeBufferPointer(rebasing: buffer[start..<end])) { sentences.append($0) }
+                    start = end
+                }
+            }
+        }
+        parser.finish { sentences.append($0) }
+        return (sentences, parser.statistics)
+    }
+
+    static let fixtureNames = ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea"]
+
+    @Test("byte by byte, line by line and whole buffer give the same sentences", arguments: fixtureNames)
+    func chunkingDoesNotMatter(name: String) throws {
+        let data = [UInt8](try Data(contentsOf: Paths.fixtures.appendingPathComponent(name)))
+        let (whole, wholeStats) = Self.parse(data, chunk: 0)
+        #expect(whole.count > 1000)
+        for chunk in [1, 7, 64, 4096] {
+            let (pieces, stats) = Self.parse(data, chunk: chunk)
+            #expect(pieces == whole, "chunk \(chunk)")
+            #expect(stats == wholeStats, "chunk \(chunk)")
+        }
+        // Line by line.
+        var lineSentences: [NMEASentence] = []
+        var parser = NMEAParser()
+        for line in data.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            (Array(line) + [0x0A]).withUnsafeBufferPointer { parser.feed($0) { lineSentences.append($0) } }
+        }
+        parser.finish { lineSentences.append($0) }
+        #expect(lineSentences == whole)
+    }
+
+    @Test("a long noisy line is dropped the same way whole or in pieces (found by the fuzzer)")
+    func longLineChunking() {
+        let line = String(repeating: "x", count: 500) + Self.sentence("GPGLL,4807.038,N,01131.000,E,123520,A,A")
+        let data = Array((line + Self.sentence("GPZDA,123520,01,01,2026,00,00")).utf8)
+        let (whole, wholeStats) = Self.parse(data, chunk: 0)
+        for chunk in [1, 3, 100, 499, 500, 501] {
+            let (pieces, stats) = Self.parse(data, chunk: chunk)
+            #expect(pieces == whole && stats == wholeStats, "chunk \(chunk)")
+        }
+        #expect(wholeStats.tooLong == 1 && whole.count == 1)
+    }
+
+    @Test("the drive fixture's three corrupted lines are counted and skipped, nothing else lost")
+    func faultsAreCounted() throws {
+        let data = [UInt8](try Data(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")))
+        let (_, stats) = Self.parse(data, chunk: 0)
+        #expect(stats.badChecksum == 1)
+        // The truncated RMC, and the noise line (whose stray "$**" reads as a sentence without checksum).
+        #expect(stats.missingChecksum + stats.noise == 2)
+        #expect(stats.comments == 1)
+        let lines = data.split(separator: 0x0A).count
+        #expect(stats.sentences == lines - 4, "every good line decoded")
+    }
+
+    @Test("faults never produce a position and never hide the next sentence")
+    func faultsInIsolation() {
+        let good = Self.sentence("GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+        let cases: [(String, KeyPath<NMEAStatistics, Int>)] = [
+            (good.replacingOccurrences(of: "*", with: "*F"), \.badChecksum),
+            ("$GPRMC,123519,A,4807.038,N,01131.0\r\n", \.missingChecksum),
+            ("\u{0}\u{1}\u{2}\u{0}garbage\u{0}\r\n", \.noise),
+            ("$GPGGA," + String(repeating: "9", count: 300) + "*00\r\n", \.tooLong),
+            (
+                "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,4"
+                    + Self.sentence("GPGLL,4807.038,N,01131.000,E,123520,A,A"), \.sentences
+            ),
+        ]
+        let latitude: Double = 48 + 7.038 / 60
+        let longitude: Double = 11 + 31.0 / 60
+        let expected = NMEASentence.gga(
+            time: 45319, latitude: latitude, longitude: longitude, quality: 1, satellites: 8, hdop: 0.9,
+            altitude: 545.4,
+            geoidSeparation: 46.9)
+        for (bad, counter) in cases {
+            let (sentences, stats) = Self.parse(Array((bad + good).utf8), chunk: 0)
+            #expect(stats[keyPath: counter] >= 1, "\(bad.prefix(30))")
+            let last = sentences.last
+            #expect(last == expected)
+        }
+        // A line cut off by the next sentence: only the second, complete one is read.
+        let (collided, _) = Self.parse(Array(cases[4].0.utf8), chunk: 0)
+        #expect(collided.count == 1)
+        if case .gll(let time, _, _, let valid) = collided.first {
+            #expect(time == 45320 && valid)
+        } else {
+            Issue.record("expected the GLL")
+        }
+    }
+
+    /// `$body*hh\r\n` with the right checksum.
+    static func sentence(_ body: String) -> String {
+        let checksum = body.utf8.reduce(UInt8(0), ^)
+        return "$" + body + "*" + String(format: "%02X", checksum) + "\r\n"
+    }
+
+    @Test("talkers and sentence types")
+    func talkers() {
+        let text = """
+            $GNRMC,080000.00,A,5127.2338801,N,00235.8463792,W,26.048,72.00,150626,,,A*62
+            $GNGSA,A,3,67,77,85,92,93,96,,,,,,,1.44,0.80,1.20,2*0A
+            $GLGSV,2,2,07,92,58,053,36,93,22,279,31,96,14,161,25*58
+            $GNZDA,080000.00,15,06,2026,00,00*74
+            $PGRME,15.0,M,45.0,M,25.0,M*1C
+            $GPTXT,01,01,02,u-blox ag - www.u-blox.com*50
+
+            """
+        let (sentences, stats) = Self.parse(Array(text.utf8), chunk: 0)
+        #expect(sentences.count == 5)
+        #expect(stats.ignored == 1)
+        #expect(sentences.contains(.zda(time: 28800, day: 15, month: 6, year: 2026)))
+        #expect(sentences.contains(.pgrme(horizontal: 15, vertical: 45)))
+        if case .gsa(let mode, _, _, _, let used, let system, _) = sentences[1] {
+            #expect(mode == 3 && used == [67, 77, 85, 92, 93, 96] && system == 2)
+        } else {
+            Issue.record("expected GSA")
+        }
+    }
+}
+
+@Suite("NMEA epoch assembly")
+struct EpochAssemblerTests {
+    @Test("replaying fixtures through our parser gives gpsd's fixes", arguments: NMEAParserTests.fixtureNames)
+    func fixturesMatchGPSD(name: String) throws {
+        let (fixes, _) = NMEADecoder.fixes(in: try Data(contentsOf: Paths.fixtures.appendingPathComponent(name)))
+        let reference = ReferenceTPV.parse(
+            try String(
+                contentsOf: Paths.fixtures.appendingPathComponent(
+                    name.replacingOccurrences(of: ".nmea", with: ".gpsd.json")), encoding: .utf8))
+        let agreement = Agreement.measure(name: name, ours: fixes, gpsd: reference)
+        #expect(
+            agreement.perfect,
+            "\(agreement) missing \(agreement.missing.prefix(3)) different \(agreement.different.prefix(2)) extra \(agreement.extra.prefix(3))"
+        )
+        // Full dates: the fixtures are from 2026, where gpsd and we agree on the whole time.
+        let milliseconds = { (date: Date) in Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+        let ourTimes = Set(fixes.filter(\.hasPosition).compactMap(\.time).map(milliseconds))
+        let gpsdTimes = Set(
+            reference.filter { $0.mode >= 2 && $0.latitude != nil }.compactMap(\.time).map(milliseconds))
+        #expect(ourTimes == gpsdTimes)
+    }
+
+    @Test("errors come from GST when present, else DOP × UERE")
+    func errorModel() {
+        var assembler = EpochAssembler()
+        var fixes: [Fix] = []
+        let sentences: [NMEASentence] = [
+            .zda(time: 100, day: 1, month: 1, year: 2026),
+            .gga(
+                time: 100, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10,
+                geoidSeparation: 5),
+            .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
+            .gst(time: 100, latitudeError: 2, longitudeError: 3, altitudeError: 4),
+            .zda(time: 101, day: 1, month: 1, year: 2026),
+            .gga(
+                time: 101, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10,
+                geoidSeparation: 5),
+            .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
+            .zda(time: 102, day: 1, month: 1, year: 2026),
+        ]
+        for sentence in sentences { assembler.add(sentence) { fixes.append($0) } }
+        #expect(fixes.count == 2)
+        #expect(
+            fixes[0].errors.latitude == 2 * 1.96 && fixes[0].errors.longitude == 3 * 1.96
+                && fixes[0].errors.vertical == 4 * 1.96)
+        #expect(abs(fixes[0].altitudeHAE! - 15) < 1e-12)
+        let axis = 1.96 * 1.0 * 4.0 / 2.0.squareRoot()
+        #expect(abs(fixes[1].errors.latitude! - axis) < 1e-12)
+        #expect(
+            abs((fixes[1].errors.latitude! * fixes[1].errors.latitude! + fixes[1].errors.longitude! * fixes[1].errors.longitude!).squareRoot() / 1.96 - 4.0) < 1e-12,
+            "HDOP 1 × UERE 4 m = 4 m at 68 % (the accuracy stage's √(epx² + epy²) / 1.96)")
+    }
+}
