@@ -5,20 +5,6 @@ import Testing
 import GPSLocationTesting
 import TestSupport
 
-/// A clock that only moves when the replay sleeps: a one-hour recording replays instantly.
-final class ManualReplayClock: ReplayClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var time = 1000.0
-    private(set) var slept = 0.0
-    func now() -> Double { lock.withLock { time } }
-    func sleep(seconds: Double) {
-        lock.withLock {
-            time += seconds
-            slept += seconds
-        }
-    }
-}
-
 @Suite("NMEA replay source")
 struct ReplaySourceTests {
     static func collect(_ source: NMEAReplaySource) -> (fixes: [Fix], problems: [CLError]) {

@@ -136,7 +136,6 @@ struct ResilienceTests {
             zip(times, times.dropFirst()).allSatisfy { $0 < $1 },
             "duplicates or time reversals in the delivered sequence")
         #expect(delegate.errors.allSatisfy { $0.code == .locationUnknown && $0.underlyingError is GPSDError })
-        print("DEBUG errors", delegate.errors.map { "\($0.reason?.name ?? "-"): \($0.message.prefix(80))" })
         try await Task.sleep(for: .milliseconds(200))
         #expect(
             openFileDescriptors() <= descriptorsBefore + 2,

@@ -1,0 +1,50 @@
+import Foundation
+import GPSLocation
+import Synchronization
+
+/// A `LocationSource` driven by the test: `send` hands an event to the handler on the caller's
+/// thread, synchronously, so a test decides every interleaving itself.
+///
+/// `sendToStoppedHandler` reproduces the race a shared connection has: an event that was
+/// already on its way to a handler when `stop()` ran still reaches that handler afterwards. A
+/// correct consumer ignores it.
+public final class ManualLocationSource: LocationSource {
+    public let isLive: Bool
+    private let state = Mutex<(current: (@Sendable (LocationSourceEvent) -> Void)?, last: (@Sendable (LocationSourceEvent) -> Void)?, starts: Int, stops: Int)>((nil, nil, 0, 0))
+
+    public init(isLive: Bool = true) { self.isLive = isLive }
+
+    public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        state.withLock {
+            $0.current = handler
+            $0.last = handler
+            $0.starts += 1
+        }
+    }
+
+    public func stop() {
+        state.withLock {
+            $0.current = nil
+            $0.stops += 1
+        }
+    }
+
+    /// True between `start` and `stop`.
+    public var isRunning: Bool { state.withLock { $0.current != nil } }
+    /// How often the source was started and stopped.
+    public var starts: Int { state.withLock { $0.starts } }
+    public var stops: Int { state.withLock { $0.stops } }
+
+    /// Hands `event` to the running handler; returns false when the source is not running.
+    @discardableResult
+    public func send(_ event: LocationSourceEvent) -> Bool {
+        guard let handler = state.withLock({ $0.current }) else { return false }
+        handler(event)
+        return true
+    }
+
+    /// Hands `event` to the last handler even though the source was stopped (see the type).
+    public func sendToStoppedHandler(_ event: LocationSourceEvent) {
+        state.withLock { $0.last }?(event)
+    }
+}

@@ -1,0 +1,21 @@
+import Foundation
+import GPSLocation
+import Synchronization
+
+/// A `ReplayClock` that only moves when the replay sleeps: a one-hour recording paced in real
+/// time replays instantly, and `slept` says how long it would have taken.
+public final class ManualReplayClock: ReplayClock, Sendable {
+    private let state: Mutex<(time: Double, slept: Double)>
+
+    public init(start: Double = 1000) { state = Mutex((start, 0)) }
+
+    /// Seconds the replay has waited so far.
+    public var slept: Double { state.withLock { $0.slept } }
+    public func now() -> Double { state.withLock { $0.time } }
+    public func sleep(seconds: Double) {
+        state.withLock {
+            $0.time += seconds
+            $0.slept += seconds
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
+
+/// The engine alone: every "must" and "must not" driven with a manual clock, no sleeping.
+@Suite("LocationEngine: the one state machine")
+struct LocationEngineTests {
+    static let start = Date(timeIntervalSince1970: 1_781_510_400)
+
+    static func fix(at seconds: Double, accuracy: Double = 3, latitude: Double = 51.45) -> Fix {
+        Fix(
+            mode: .threeDimensional, time: start.addingTimeInterval(seconds), latitude: latitude, longitude: -2.58,
+            altitudeHAE: 90, altitudeMSL: 40,
+            errors: FixErrors(longitude: accuracy * 1.96, latitude: 0.001, vertical: 6, speed: 1, course: 5),
+            speed: 10, course: 45)
+    }
+
+    static func engine(
+        _ status: CLAuthorizationStatus = .authorizedAlways, isLive: Bool = true,
+        configure: (inout LocationEngine.Configuration) -> Void = { _ in }
+    ) -> LocationEngine {
+        var configuration = LocationEngine.Configuration()
+        configure(&configuration)
+        return LocationEngine(
+            configuration: configuration, authorization: AuthorizationState(appID: "engine-test", status: status),
+            isLive: isLive)
+    }
+
+    static func delivered(_ actions: [LocationEngine.Action]) -> [CLLocation] {
+        actions.compactMap { if case .deliver(let location) = $0 { location } else { nil } }
+    }
+    static func errors(_ actions: [LocationEngine.Action]) -> [CLError] {
+        actions.compactMap { if case .fail(let error) = $0 { error } else { nil } }
+    }
+    static func armed(_ actions: [LocationEngine.Action]) -> [(LocationEngine.Timer, TimeInterval)] {
+        actions.compactMap { if case .arm(let timer, let seconds) = $0 { (timer, seconds) } else { nil } }
+    }
+    static func stopsSource(_ actions: [LocationEngine.Action]) -> Bool {
+        actions.contains { if case .stopSource = $0 { true } else { false } }
+    }
+
+    @Test("staleness: the timer is armed once, re-armed only when it fires early, and reports once")
+    func stalenessTimer() {
+        var engine = Self.engine()
+        let t0 = Self.start
+        let started = engine.start(.continuous, now: t0)
+        #expect(Self.armed(started).map(\.0) == [.staleness] && Self.armed(started).first?.1 == 3)
+        // A 1 Hz receiver: fixes move the deadline later, and nothing is re-armed per fix.
+        for second in 0..<3 {
+            let actions = engine.handle(.fix(Self.fix(at: Double(second))), now: t0 + Double(second))
+            #expect(Self.delivered(actions).count == 1)
+            #expect(Self.armed(actions).isEmpty, "fix \(second) re-armed the timer")
+        }
+        // The timer fires at the first deadline; the last fix (t0 + 2) moved it to t0 + 5.
+        let early = engine.timerFired(.staleness, now: t0 + 3)
+        #expect(Self.errors(early).isEmpty)
+        #expect(Self.armed(early).count == 1 && abs((Self.armed(early).first?.1 ?? 0) - 2) < 1e-9)
+        let due = engine.timerFired(.staleness, now: t0 + 5)
+        #expect(Self.errors(due).map(\.reason) == [.stale])
+        #expect(engine.isStale)
+        #expect(Self.errors(engine.timerFired(.staleness, now: t0 + 10)).isEmpty, "reported once per stretch")
+        // The next fix clears it silently.
+        let back = engine.handle(.fix(Self.fix(at: 11)), now: t0 + 11)
+        #expect(Self.delivered(back).count == 1 && Self.errors(back).isEmpty && !engine.isStale)
+    }
+
+    @Test("requestLocation: the best location at the timeout, then the source stops")
+    func oneShotTimeout() {
+        var engine = Self.engine { $0.desiredAccuracy = kCLLocationAccuracyNearestTenMeters }
+        let t0 = Self.start
+        let started = engine.start(.oneShot, now: t0)
+        #expect(Self.armed(started).contains { $0.0 == .requestLocation && $0.1 == 10 })
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 0, accuracy: 80)), now: t0)).isEmpty)
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 1, accuracy: 40)), now: t0 + 1)).isEmpty)
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 2, accuracy: 60)), now: t0 + 2)).isEmpty)
+        let timeout = engine.timerFired(.requestLocation, now: t0 + 10)
+        #expect(Self.delivered(timeout).map(\.horizontalAccuracy).map { ($0 * 1000).rounded() } == [40_000])
+        #expect(Self.stopsSource(timeout) && engine.mode == .stopped)
+        #expect(engine.handle(.fix(Self.fix(at: 11)), now: t0 + 11).isEmpty, "nothing after the request settled")
+    }
+
+    @Test("requestLocation: a location meeting desiredAccuracy settles at once; none at all is one timedOut error")
+    func oneShotSettles() {
+        var engine = Self.engine { $0.desiredAccuracy = kCLLocationAccuracyNearestTenMeters }
+        _ = engine.start(.oneShot, now: Self.start)
+        let good = engine.handle(.fix(Self.fix(at: 0, accuracy: 4)), now: Self.start)
+        #expect(Self.delivered(good).count == 1 && Self.stopsSource(good))
+
+        var empty = Self.engine()
+        _ = empty.start(.oneShot, now: Self.start)
+        let timeout = empty.timerFired(.requestLocation, now: Self.start + 10)
+        #expect(Self.errors(timeout).map(\.reason) == [.timedOut])
+    }
+
+    @Test("after stop() no event produces an action, and a new start delivers at once")
+    func stopped() {
+        var engine = Self.engine { $0.distanceFilter = 1000 }
+        _ = engine.start(.continuous, now: Self.start)
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 0)), now: Self.start)).count == 1)
+        _ = engine.stop()
+        for event: LocationSourceEvent in [
+            .fix(Self.fix(at: 1)), .problem(CLError(.locationUnknown, message: "x"), terminal: true),
+            .device(DeviceEvent(path: "/dev/ttyACM0", driver: nil, activated: false)),
+        ] {
+            #expect(engine.handle(event, now: Self.start + 1).isEmpty)
+        }
+        #expect(engine.timerFired(.staleness, now: Self.start + 100).isEmpty)
+        _ = engine.start(.continuous, now: Self.start + 2)
+        // The distance filter forgot the last delivered location: 0 m away is delivered again.
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 2)), now: Self.start + 2)).count == 1)
+    }
+
+    @Test("denied: start says why once and stays stopped; a revocation while running stops the source")
+    func denied() {
+        var engine = Self.engine(.denied)
+        let started = engine.start(.continuous, now: Self.start)
+        #expect(Self.errors(started).map(\.reason) == [.notAuthorized] && engine.mode == .stopped)
+        #expect(Self.errors(engine.start(.continuous, now: Self.start)).isEmpty, "said once per state")
+
+        var running = Self.engine()
+        _ = running.start(.continuous, now: Self.start)
+        let revoked = running.setAuthorization(
+            AuthorizationState(appID: "engine-test", status: .denied), now: Self.start)
+        #expect(Self.errors(revoked).map(\.code) == [.denied] && Self.stopsSource(revoked))
+        #expect(running.handle(.fix(Self.fix(at: 1)), now: Self.start + 1).isEmpty)
+    }
+
+    @Test("not determined: explained once, nothing delivered, and locations flow once granted")
+    func notDetermined() {
+        var engine = Self.engine(.notDetermined, isLive: false)
+        let started = engine.start(.continuous, now: Self.start)
+        #expect(Self.errors(started).map(\.reason) == [.notDetermined])
+        #expect(Self.errors(started).first?.message.contains("gpsloc auth grant engine-test") == true)
+        for second in 0..<5 {
+            #expect(engine.handle(.fix(Self.fix(at: Double(second))), now: Self.start).isEmpty)
+        }
+        _ = engine.setAuthorization(
+            AuthorizationState(appID: "engine-test", status: .authorizedWhenInUse), now: Self.start)
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 5)), now: Self.start)).count == 1)
+    }
+
+    @Test("a rejected fix is diagnosed once per change of reason, with its code")
+    func diagnostics() {
+        var engine = Self.engine(isLive: false)
+        _ = engine.start(.continuous, now: Self.start)
+        var noFix = Self.fix(at: 0)
+        noFix.mode = .noFix
+        var codes: [String] = []
+        for event in [noFix, noFix, noFix, Self.fix(at: 1), noFix] {
+            for case .diagnose(let code, _) in engine.handle(.fix(event), now: Self.start) { codes.append(code) }
+        }
+        #expect(codes == ["noFix"], "the same reason within a minute is said once")
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+import GPSLocationTesting
+import TestSupport
+
+/// The manager's threading, made deterministic with `ManualLocationSource` (the test decides
+/// every interleaving), and checked under Thread Sanitizer by scripts/test.sh.
+@Suite("CLLocationManager: races")
+struct ManagerRaceTests {
+    static func manager(_ source: ManualLocationSource, delegate: RecordingDelegate) -> CLLocationManager {
+        let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer(.authorizedAlways))
+        manager.diagnosticsHandler = Diagnostics.discard
+        manager.maximumLocationAge = 1e9
+        manager.delegate = delegate
+        return manager
+    }
+
+    static func fix(_ second: Int) -> Fix { LocationEngineTests.fix(at: Double(second)) }
+
+    @Test("an event already on its way when stopUpdatingLocation() returns is never delivered")
+    func stopGeneration() {
+        let source = ManualLocationSource(isLive: false)
+        let delegate = RecordingDelegate()
+        let manager = Self.manager(source, delegate: delegate)
+        manager.startUpdatingLocation()
+        #expect(source.send(.fix(Self.fix(0))))
+        #expect(delegate.waitForLocations(1))
+        manager.stopUpdatingLocation()
+        let after = delegate.callbackCount
+        // A shared gpsd connection had already picked this handler when the stop ran.
+        source.sendToStoppedHandler(.fix(Self.fix(1)))
+        source.sendToStoppedHandler(.problem(CLError(.locationUnknown, message: "late"), terminal: false))
+        manager.delegateQueue.sync {}
+        #expect(delegate.callbackCount == after)
+        #expect(source.stops == 1)
+    }
+
+    @Test("stop racing a stream of fixes: nothing arrives after stop returns", arguments: 0..<20)
+    func stopWhileDelivering(round: Int) {
+        let source = ManualLocationSource(isLive: false)
+        let delegate = RecordingDelegate()
+        let manager = Self.manager(source, delegate: delegate)
+        manager.startUpdatingLocation()
+        let sender = Thread {
+            for second in 0..<2000 { source.sendToStoppedHandler(.fix(Self.fix(second))) }
+        }
+        sender.start()
+        while delegate.locations.count < round * 5 { Thread.sleep(forTimeInterval: 0.0005) }
+        manager.stopUpdatingLocation()
+        let after = delegate.callbackCount
+        while !sender.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        manager.delegateQueue.sync {}
+        #expect(delegate.callbackCount == after, "a callback arrived after stopUpdatingLocation() returned")
+    }
+
+    @Test("settings changed from other threads while updates run (Thread Sanitizer checks this)")
+    func settingsWhileRunning() {
+        let source = ManualLocationSource(isLive: false)
+        let delegate = RecordingDelegate()
+        delegate.callbackDelay = 0.0001
+        let manager = Self.manager(source, delegate: delegate)
+        manager.startUpdatingLocation()
+        let sender = Thread {
+            for second in 0..<500 { source.send(.fix(Self.fix(second))) }
+        }
+        sender.start()
+        for round in 0..<500 {
+            manager.maximumBatch = 1 + round % 7
+            manager.requestLocationTimeout = Double(5 + round % 3)
+            manager.activityType = round % 2 == 0 ? .fitness : .other
+            manager.distanceFilter = round % 2 == 0 ? kCLDistanceFilterNone : 0.5
+            manager.allowsBackgroundLocationUpdates.toggle()
+            _ = manager.location
+            _ = manager.locationAge
+        }
+        while !sender.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        manager.stopUpdatingLocation()
+        #expect(!delegate.locations.isEmpty)
+        #expect(delegate.overlap == 0)
+    }
+}
