@@ -1,6 +1,6 @@
 import Foundation
+import GNSSCore
 import GPSLocation
-import Synchronization
 
 /// Options shared by `watch` and `replay`: they become the engine's configuration.
 struct PipelineOptions {
@@ -86,8 +86,8 @@ struct PipelineOptions {
 /// counts for the command's closing summary and tells the command when to end.
 final class EngineSession: Sendable {
     let sink: UpdateSink
-    private let engine: Mutex<LocationEngine>
-    private let counts = Mutex(Counts())
+    private let engine: Locked<LocationEngine>
+    private let counts = Locked(Counts())
     private let timers: EngineTimers
     private let source: any LocationSource
     /// Called once when the run is over (the source ended or was stopped by the engine), with
@@ -113,7 +113,7 @@ final class EngineSession: Sendable {
         self.source = source
         self.fatalReasons = fatalReasons
         self.ended = ended
-        engine = Mutex(
+        engine = Locked(
             LocationEngine(
                 configuration: options.configuration, authorization: authorization, isLive: source.isLive,
                 fuzzer: LocationFuzzer(

@@ -1,6 +1,6 @@
 import Foundation
+import GNSSCore
 import GPSLocation
-import Synchronization
 
 /// A `LocationSource` driven by the test: `send` hands an event to the handler on the caller's
 /// thread, synchronously, so a test decides every interleaving itself.
@@ -10,7 +10,7 @@ import Synchronization
 /// correct consumer ignores it.
 public final class ManualLocationSource: LocationSource {
     public let isLive: Bool
-    private let state = Mutex<(current: (@Sendable (LocationSourceEvent) -> Void)?, last: (@Sendable (LocationSourceEvent) -> Void)?, starts: Int, stops: Int)>((nil, nil, 0, 0))
+    private let state = Locked<(current: (@Sendable (LocationSourceEvent) -> Void)?, last: (@Sendable (LocationSourceEvent) -> Void)?, starts: Int, stops: Int)>((nil, nil, 0, 0))
 
     public init(isLive: Bool = true) { self.isLive = isLive }
 

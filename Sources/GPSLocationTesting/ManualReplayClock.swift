@@ -1,13 +1,13 @@
 import Foundation
+import GNSSCore
 import GPSLocation
-import Synchronization
 
 /// A `ReplayClock` that only moves when the replay sleeps: a one-hour recording paced in real
 /// time replays instantly, and `slept` says how long it would have taken.
 public final class ManualReplayClock: ReplayClock, Sendable {
-    private let state: Mutex<(time: Double, slept: Double)>
+    private let state: Locked<(time: Double, slept: Double)>
 
-    public init(start: Double = 1000) { state = Mutex((start, 0)) }
+    public init(start: Double = 1000) { state = Locked((start, 0)) }
 
     /// Seconds the replay has waited so far.
     public var slept: Double { state.withLock { $0.slept } }

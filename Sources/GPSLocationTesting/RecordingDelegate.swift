@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
+import GNSSCore
 import GPSLocation
-import Synchronization
 
 /// A `CLLocationManagerDelegate` that records every callback, for tests of code that embeds
 /// GPSLocation: the locations (in batches), the errors, authorization and receiver callbacks,
@@ -18,7 +18,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         var inside = false
         var callbackDelay: Double = 0
     }
-    private let record = Mutex(Record())
+    private let record = Locked(Record())
     /// When set, every callback must run on the queue carrying this key (counted in `wrongQueue`).
     public let expectedQueue: DispatchSpecificKey<Bool>?
 

@@ -7,23 +7,25 @@ import Testing
 /// The real daemon, the real libgps: every TPV gpsd reports must reach our `Fix` exactly.
 // Serialized: 29 gpsfake daemons at once on a small machine make clients miss gpsfake's
 // 1.4 s start window; one at a time takes about a minute.
-@Suite(
-    "gpsd integration: real-receiver corpus", .serialized,
-    .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
-    .enabled(if: Conditions.corpusAvailable, Conditions.corpusMissingReason)
-)
-struct GPSDCorpusTests {
-    static let logs = Paths.corpusLogs().map(\.log)
+extension RealGPSD {
+    @Suite(
+        "gpsd integration: real-receiver corpus", .serialized,
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
+        .enabled(if: Conditions.corpusAvailable, Conditions.corpusMissingReason)
+    )
+    struct GPSDCorpusTests {
+        static let logs = Paths.corpusLogs().map(\.log)
 
-    @Test("every gpsd TPV reaches our Fix exactly", arguments: logs)
-    func corpusLogMatchesChk(log: URL) async throws {
-        let chk = Paths.corpusLogs().first { $0.log == log }!.chk
-        let expected = ReferenceTPV.parse(try String(contentsOf: chk, encoding: .utf8))
-        let (events, _) = try await replayThroughGPSD(log, expectedTPVs: expected.count)
-        let fixes = events.compactMap { event -> Fix? in
-            if case .report(.fix(let fix)) = event { fix } else { nil }
+        @Test("every gpsd TPV reaches our Fix exactly", arguments: logs)
+        func corpusLogMatchesChk(log: URL) async throws {
+            let chk = Paths.corpusLogs().first { $0.log == log }!.chk
+            let expected = ReferenceTPV.parse(try String(contentsOf: chk, encoding: .utf8))
+            let (events, _) = try await replayThroughGPSD(log, expectedTPVs: expected.count)
+            let fixes = events.compactMap { event -> Fix? in
+                if case .report(.fix(let fix)) = event { fix } else { nil }
+            }
+            assertSameFixes(fixes, expected, name: log.lastPathComponent)
         }
-        assertSameFixes(fixes, expected, name: log.lastPathComponent)
     }
 }
 

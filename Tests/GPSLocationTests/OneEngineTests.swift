@@ -7,138 +7,140 @@ import TestSupport
 
 /// `gpsloc` and `CLLocationManager` run the same `LocationEngine`, so the same input gives the
 /// same locations, errors and diagnostics — compared here field by field.
-@Suite("one engine: gpsloc and CLLocationManager agree")
-struct OneEngineTests {
-    /// What the app (or gpsloc) received, in a form both paths can produce.
-    struct Received: Equatable {
-        var locations: [String] = []
-        var errors: [String] = []
-        var diagnostics: [String] = []
-    }
+extension RealGPSD {
+    @Suite("one engine: gpsloc and CLLocationManager agree")
+    struct OneEngineTests {
+        /// What the app (or gpsloc) received, in a form both paths can produce.
+        struct Received: Equatable {
+            var locations: [String] = []
+            var errors: [String] = []
+            var diagnostics: [String] = []
+        }
 
-    /// timestamp, position (1e-9°) and accuracy of one location.
-    static func key(timestamp: Date, latitude: Double, longitude: Double, horizontal: Double?) -> String {
-        String(
-            format: "%@ %.9f %.9f %.3f", iso8601Milliseconds(timestamp), latitude, longitude, horizontal ?? -1)
-    }
+        /// timestamp, position (1e-9°) and accuracy of one location.
+        static func key(timestamp: Date, latitude: Double, longitude: Double, horizontal: Double?) -> String {
+            String(
+                format: "%@ %.9f %.9f %.3f", iso8601Milliseconds(timestamp), latitude, longitude, horizontal ?? -1)
+        }
 
-    /// Each run has its own gpsfake port.
-    static func withoutPort(_ message: String) -> String {
-        message.replacingOccurrences(of: #"127\.0\.0\.1:\d+"#, with: "127.0.0.1:PORT", options: .regularExpression)
-    }
+        /// Each run has its own gpsfake port.
+        static func withoutPort(_ message: String) -> String {
+            message.replacingOccurrences(of: #"127\.0\.0\.1:\d+"#, with: "127.0.0.1:PORT", options: .regularExpression)
+        }
 
-    static func fromNDJSON(_ text: String) -> Received {
-        var received = Received()
-        for line in GPSLocBinary.jsonLines(text) {
-            switch line["type"] as? String {
-            case "location":
-                let timestamp = ISO8601.parse(line["timestamp"] as! String)!
-                received.locations.append(
-                    key(
-                        timestamp: timestamp, latitude: line["latitude"] as! Double,
-                        longitude: line["longitude"] as! Double, horizontal: line["horizontalAccuracy"] as? Double))
-            case "error":
-                received.errors.append(withoutPort(line["message"] as! String))
-            case "diagnostic":
-                let code = line["code"] as! String
-                // The replay's own labels and input statistics are the command's, not the engine's.
-                if !["replay", "skippedInput", "pacing"].contains(code) { received.diagnostics.append(code) }
-            default:
-                break
+        static func fromNDJSON(_ text: String) -> Received {
+            var received = Received()
+            for line in GPSLocBinary.jsonLines(text) {
+                switch line["type"] as? String {
+                case "location":
+                    let timestamp = ISO8601.parse(line["timestamp"] as! String)!
+                    received.locations.append(
+                        key(
+                            timestamp: timestamp, latitude: line["latitude"] as! Double,
+                            longitude: line["longitude"] as! Double, horizontal: line["horizontalAccuracy"] as? Double))
+                case "error":
+                    received.errors.append(withoutPort(line["message"] as! String))
+                case "diagnostic":
+                    let code = line["code"] as! String
+                    // The replay's own labels and input statistics are the command's, not the engine's.
+                    if !["replay", "skippedInput", "pacing"].contains(code) { received.diagnostics.append(code) }
+                default:
+                    break
+                }
             }
+            return received
         }
-        return received
-    }
 
-    /// Runs a manager on `source` until it ends; `authorization` as gpsloc replay simulates it.
-    static func throughManager(
-        _ source: any LocationSource, status: CLAuthorizationStatus = .authorizedAlways,
-        configure: (CLLocationManager) -> Void = { _ in }
-    ) -> Received {
-        let diagnostics = DiagnosticsLog()
-        let authorizer = LocationAuthorizer(
-            appID: "gpsloc", initial: AuthorizationDecision(status: status), isInUse: true)
-        let manager = CLLocationManager(source: source, authorizer: authorizer)
-        manager.diagnosticsHandler = { diagnostics.append($0.code) }
-        configure(manager)
-        let delegate = RecordingDelegate()
-        manager.delegate = delegate
-        manager.requestAlwaysAuthorization()
-        manager.startUpdatingLocation()
-        #expect(waitUntil(timeout: 60) { delegate.errors.contains { $0.reason == .sourceEnded || $0.reason == .gpsdLost } })
-        manager.stopUpdatingLocation()
-        var received = Received()
-        received.locations = delegate.locations.map {
-            key(
-                timestamp: $0.timestamp, latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude,
-                horizontal: $0.horizontalAccuracy < CLLocationDistanceMax ? $0.horizontalAccuracy : nil)
-        }
-        // The end of the recording is the replay's normal end: gpsloc does not print it.
-        received.errors = delegate.errors.filter { $0.reason != .sourceEnded && $0.reason != .gpsdLost }.map { withoutPort($0.message) }
-        received.diagnostics = diagnostics.codes
-        return received
-    }
-
-    final class DiagnosticsLog: @unchecked Sendable {
-        // @unchecked Sendable: guarded by `lock`.
-        private let lock = NSLock()
-        private var stored: [String] = []
-        func append(_ code: String) { lock.withLock { stored.append(code) } }
-        var codes: [String] { lock.withLock { stored } }
-    }
-
-    @Test(
-        "replay --via nmea and a manager on NMEAReplaySource: identical locations, errors and diagnostics",
-        arguments: ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea"])
-    func nmeaPath(fixture: String) throws {
-        let path = Paths.fixtures.appendingPathComponent(fixture).path
-        let cli = Self.fromNDJSON(
-            try GPSLocBinary.run(["replay", path, "--json", "--distance-filter", "5", "--max-age", "1000000000"]).stdout)
-        let manager = Self.throughManager(NMEAReplaySource(path: path)) {
-            $0.distanceFilter = 5
-            $0.maximumLocationAge = 1e9
-        }
-        #expect(cli.locations.count > 10)
-        #expect(cli.locations == manager.locations)
-        #expect(cli.errors == manager.errors)
-        #expect(cli.diagnostics == manager.diagnostics)
-    }
-
-    @Test(
-        "replay --via gpsd and a manager on the same recording through gpsfake: identical locations",
-        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
-    func gpsdPath() async throws {
-        let log = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
-        let cli = Self.fromNDJSON(
-            try GPSLocBinary.run(["replay", log.path, "--via", "gpsd", "--json", "--max-age", "1000000000"]).stdout)
-        let server = try await GPSFakeServer.started(log: log)
-        defer { server.stop() }
-        let manager = Self.throughManager(
-            GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
-        ) { $0.maximumLocationAge = 1e9 }
-        #expect(cli.locations.count > 100)
-        #expect(cli.locations == manager.locations)
-        #expect(cli.errors == manager.errors)
-    }
-
-    @Test("denied and restricted: the same single explanation from both")
-    func refusals() throws {
-        let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-        for (name, status) in [("denied", CLAuthorizationStatus.denied), ("restricted", .restricted)] {
-            let cli = Self.fromNDJSON(try GPSLocBinary.run(["replay", path, "--json", "--authorization", name]).stdout)
+        /// Runs a manager on `source` until it ends; `authorization` as gpsloc replay simulates it.
+        static func throughManager(
+            _ source: any LocationSource, status: CLAuthorizationStatus = .authorizedAlways,
+            configure: (CLLocationManager) -> Void = { _ in }
+        ) -> Received {
+            let diagnostics = DiagnosticsLog()
             let authorizer = LocationAuthorizer(
                 appID: "gpsloc", initial: AuthorizationDecision(status: status), isInUse: true)
-            let manager = CLLocationManager(source: NMEAReplaySource(path: path), authorizer: authorizer)
-            manager.diagnosticsHandler = Diagnostics.discard
+            let manager = CLLocationManager(source: source, authorizer: authorizer)
+            manager.diagnosticsHandler = { diagnostics.append($0.code) }
+            configure(manager)
             let delegate = RecordingDelegate()
             manager.delegate = delegate
-            manager.requestWhenInUseAuthorization()
+            manager.requestAlwaysAuthorization()
             manager.startUpdatingLocation()
-            _ = delegate.waitForError(.notAuthorized, timeout: 5)
+            #expect(waitUntil(timeout: 60) { delegate.errors.contains { $0.reason == .sourceEnded || $0.reason == .gpsdLost } })
             manager.stopUpdatingLocation()
-            #expect(cli.locations.isEmpty && delegate.locations.isEmpty)
-            #expect(cli.errors.count == 1, "\(name)")
-            #expect(cli.errors == delegate.errors.map(\.message), "\(name)")
+            var received = Received()
+            received.locations = delegate.locations.map {
+                key(
+                    timestamp: $0.timestamp, latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude,
+                    horizontal: $0.horizontalAccuracy < CLLocationDistanceMax ? $0.horizontalAccuracy : nil)
+            }
+            // The end of the recording is the replay's normal end: gpsloc does not print it.
+            received.errors = delegate.errors.filter { $0.reason != .sourceEnded && $0.reason != .gpsdLost }.map { withoutPort($0.message) }
+            received.diagnostics = diagnostics.codes
+            return received
+        }
+
+        final class DiagnosticsLog: @unchecked Sendable {
+            // @unchecked Sendable: guarded by `lock`.
+            private let lock = NSLock()
+            private var stored: [String] = []
+            func append(_ code: String) { lock.withLock { stored.append(code) } }
+            var codes: [String] { lock.withLock { stored } }
+        }
+
+        @Test(
+            "replay --via nmea and a manager on NMEAReplaySource: identical locations, errors and diagnostics",
+            arguments: ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea"])
+        func nmeaPath(fixture: String) throws {
+            let path = Paths.fixtures.appendingPathComponent(fixture).path
+            let cli = Self.fromNDJSON(
+                try GPSLocBinary.run(["replay", path, "--json", "--distance-filter", "5", "--max-age", "1000000000"]).stdout)
+            let manager = Self.throughManager(NMEAReplaySource(path: path)) {
+                $0.distanceFilter = 5
+                $0.maximumLocationAge = 1e9
+            }
+            #expect(cli.locations.count > 10)
+            #expect(cli.locations == manager.locations)
+            #expect(cli.errors == manager.errors)
+            #expect(cli.diagnostics == manager.diagnostics)
+        }
+
+        @Test(
+            "replay --via gpsd and a manager on the same recording through gpsfake: identical locations",
+            .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+        func gpsdPath() async throws {
+            let log = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
+            let cli = Self.fromNDJSON(
+                try GPSLocBinary.run(["replay", log.path, "--via", "gpsd", "--json", "--max-age", "1000000000"]).stdout)
+            let server = try await GPSFakeServer.started(log: log)
+            defer { server.stop() }
+            let manager = Self.throughManager(
+                GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
+            ) { $0.maximumLocationAge = 1e9 }
+            #expect(cli.locations.count > 100)
+            #expect(cli.locations == manager.locations)
+            #expect(cli.errors == manager.errors)
+        }
+
+        @Test("denied and restricted: the same single explanation from both")
+        func refusals() throws {
+            let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+            for (name, status) in [("denied", CLAuthorizationStatus.denied), ("restricted", .restricted)] {
+                let cli = Self.fromNDJSON(try GPSLocBinary.run(["replay", path, "--json", "--authorization", name]).stdout)
+                let authorizer = LocationAuthorizer(
+                    appID: "gpsloc", initial: AuthorizationDecision(status: status), isInUse: true)
+                let manager = CLLocationManager(source: NMEAReplaySource(path: path), authorizer: authorizer)
+                manager.diagnosticsHandler = Diagnostics.discard
+                let delegate = RecordingDelegate()
+                manager.delegate = delegate
+                manager.requestWhenInUseAuthorization()
+                manager.startUpdatingLocation()
+                _ = delegate.waitForError(.notAuthorized, timeout: 5)
+                manager.stopUpdatingLocation()
+                #expect(cli.locations.isEmpty && delegate.locations.isEmpty)
+                #expect(cli.errors.count == 1, "\(name)")
+                #expect(cli.errors == delegate.errors.map(\.message), "\(name)")
+            }
         }
     }
 }

@@ -5,284 +5,286 @@ import Testing
 import GPSLocationTesting
 import TestSupport
 
-@Suite("receivers: selection among several, removal and return")
-struct ReceiverSelectionTests {
-    let t0 = Date(timeIntervalSince1970: 1_781_510_400)
+extension RealGPSD {
+    @Suite("receivers: selection among several, removal and return")
+    struct ReceiverSelectionTests {
+        let t0 = Date(timeIntervalSince1970: 1_781_510_400)
 
-    @Test("the first usable receiver is followed; a similar one never takes over")
-    func followFirst() {
-        let stage = SelectionBox(ReceiverSelectionStage())
-        #expect(
-            stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0),
-            "no fix yet: goes on to be diagnosed")
-        #expect(stage.selected == nil)
-        #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: t0))
-        #expect(stage.selected == "/dev/b")
-        for second in 1...30 {
-            let clock = t0 + Double(second)
-            #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3, clock: clock))
-            #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: clock))
-        }
-        #expect(
-            stage.admits(device: nil, mode: .twoDimensional, horizontalAccuracy: 9, clock: t0),
-            "fixes naming no device always pass")
-    }
-
-    @Test("3D beats 2D at once; twice as accurate takes over after five fixes in a row")
-    func takeOver() {
-        let stage = SelectionBox(ReceiverSelectionStage())
-        #expect(stage.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 5, clock: t0))
-        #expect(
-            stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1), "higher mode"
-        )
-        #expect(stage.selected == "/dev/b")
-        var clock = t0 + 2
-        // One fix that is not twice as good starts the count again.
-        #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock))
-        #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 4.1, clock: clock))
-        for index in 1...5 {
-            clock += 1
+        @Test("the first usable receiver is followed; a similar one never takes over")
+        func followFirst() {
+            let stage = SelectionBox(ReceiverSelectionStage())
             #expect(
-                stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: clock)
-                    == (index < 5 || stage.selected == "/dev/b"))
-            let admitted = stage.admits(
-                device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock)
-            #expect(admitted == (index == 5), "fix \(index)")
+                stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0),
+                "no fix yet: goes on to be diagnosed")
+            #expect(stage.selected == nil)
+            #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: t0))
+            #expect(stage.selected == "/dev/b")
+            for second in 1...30 {
+                let clock = t0 + Double(second)
+                #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3, clock: clock))
+                #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: clock))
+            }
+            #expect(
+                stage.admits(device: nil, mode: .twoDimensional, horizontalAccuracy: 9, clock: t0),
+                "fixes naming no device always pass")
         }
-        #expect(stage.selected == "/dev/a")
-    }
 
-    @Test("a receiver without a usable fix for lossTimeout is given up")
-    func lost() {
-        let stage = SelectionBox(ReceiverSelectionStage(lossTimeout: 3))
-        #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
-        #expect(
-            stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0 + 1),
-            "the followed receiver's no-fix goes on (to the staleness check)")
-        #expect(
-            !stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 2),
-            "a dropout is not a loss yet")
-        #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 3))
-        #expect(stage.selected == "/dev/b")
-    }
-
-    @Test("deactivation hands over to the next receiver with a fix; a pinned path never changes")
-    func deactivation() {
-        let stage = SelectionBox(ReceiverSelectionStage())
-        #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
-        #expect(
-            !stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one")
-        #expect(stage.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
-        #expect(stage.selected == nil)
-        #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 30, clock: t0 + 0.1))
-
-        let pinned = SelectionBox(ReceiverSelectionStage(selection: .path("/dev/a")))
-        #expect(pinned.takeMissingPin() == nil)
-        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 1))
-        let missing = pinned.takeMissingPin()
-        #expect(
-            missing?.pinned == "/dev/a" && missing?.reporting == "/dev/b", "told once that the pinned one is absent")
-        #expect(pinned.takeMissingPin() == nil)
-        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 0.5))
-        #expect(pinned.takeMissingPin() == nil, "only once")
-        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0))
-        #expect(pinned.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 50, clock: t0))
-        #expect(pinned.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
-        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 + 10))
-    }
-
-    @Test("a manager pinned to a receiver gpsd does not have says so once, not 'still searching'")
-    func pinnedToAbsentReceiver() throws {
-        let fixes = try FixtureFixes.load("clean-1hz-multi").map { fix -> Fix in
-            var fix = fix
-            fix.device = "/dev/ttyACM0"
-            return fix
+        @Test("3D beats 2D at once; twice as accurate takes over after five fixes in a row")
+        func takeOver() {
+            let stage = SelectionBox(ReceiverSelectionStage())
+            #expect(stage.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 5, clock: t0))
+            #expect(
+                stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1), "higher mode"
+            )
+            #expect(stage.selected == "/dev/b")
+            var clock = t0 + 2
+            // One fix that is not twice as good starts the count again.
+            #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock))
+            #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 4.1, clock: clock))
+            for index in 1...5 {
+                clock += 1
+                #expect(
+                    stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: clock)
+                        == (index < 5 || stage.selected == "/dev/b"))
+                let admitted = stage.admits(
+                    device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock)
+                #expect(admitted == (index == 5), "fix \(index)")
+            }
+            #expect(stage.selected == "/dev/a")
         }
-        let manager = CLLocationManager(
-            source: FixListSource(fixes, reportsEnd: false), authorizer: grantedAuthorizer())
-        manager.receiverSelection = .path("/dev/ttyUSB9")
-        let delegate = ReceiverDelegate()
-        manager.delegate = delegate
-        manager.startUpdatingLocation()
-        #expect(waitUntil(timeout: 5) { !delegate.errors.isEmpty })
-        Thread.sleep(forTimeInterval: 0.2)
-        manager.stopUpdatingLocation()
-        #expect(delegate.locationCount == 0)
-        #expect(delegate.errors.count == 1, "\(delegate.errors.map(\.message))")
-        #expect(
-            delegate.errors.first?.message.contains(
-                "follows only /dev/ttyUSB9, but gpsd reports fixes from /dev/ttyACM0") == true)
-    }
 
-    static let gpsdctlAvailable =
-        Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: GPSDServer.gpsdctlExecutable)
-
-    /// A simulated receiver on a pseudo-terminal playing a recording at ten times its rate, once
-    /// (a loop would step its time back). "clean" is ten minutes of 1 Hz multi-GNSS from
-    /// `nmea-sim` (a minute of playing), so a slow test run never reaches its end.
-    static func receiver(_ fixture: String) throws -> PseudoTerminalReceiver {
-        let text: String
-        if fixture == "clean" {
-            let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "receiver-clean-\(UUID().uuidString).nmea")
-            defer { try? FileManager.default.removeItem(at: url) }
-            let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
-            let process = try ChildProcessForTests.run(
-                simulator,
-                [
-                    "--rate", "1", "--duration", "600", "--talkers", "multi", "--scenario", "clean", "--seed", "3",
-                    "--output", url.path,
-                ])
-            guard process == 0 else { throw PseudoTerminalError.emptyRecording }
-            text = try String(contentsOf: url, encoding: .utf8)
-        } else {
-            text = try String(contentsOf: Paths.fixtures.appendingPathComponent(fixture), encoding: .utf8)
+        @Test("a receiver without a usable fix for lossTimeout is given up")
+        func lost() {
+            let stage = SelectionBox(ReceiverSelectionStage(lossTimeout: 3))
+            #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
+            #expect(
+                stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0 + 1),
+                "the followed receiver's no-fix goes on (to the staleness check)")
+            #expect(
+                !stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 2),
+                "a dropout is not a loss yet")
+            #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 3))
+            #expect(stage.selected == "/dev/b")
         }
-        let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
-        receiver.start(loop: false)
-        return receiver
-    }
 
-    @Test(
-        "gpsdctl remove and add during a replay: reported both ways, updates resume",
-        .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
-    func removeAndAdd() async throws {
-        let setup = try GPSDWithReceivers(["clean"])
-        defer { setup.stop() }
-        let (server, receiver) = (setup.server, setup.receivers[0])
-        let (manager, delegate) = Self.manager(server.endpoint)
-        defer { manager.stopUpdatingLocation() }
-        #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 5 })
-        #expect(manager.followedReceiver == receiver.path)
+        @Test("deactivation hands over to the next receiver with a fix; a pinned path never changes")
+        func deactivation() {
+            let stage = SelectionBox(ReceiverSelectionStage())
+            #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
+            #expect(
+                !stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one")
+            #expect(stage.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
+            #expect(stage.selected == nil)
+            #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 30, clock: t0 + 0.1))
 
-        let removed = Date()
-        #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
-        #expect(
-            await waitUntilAsync(timeout: 2) { delegate.receiverEvents.contains { !$0.activated } },
-            "deactivation reported")
-        #expect(
-            await waitUntilAsync(timeout: 2) {
-                delegate.errors.contains { $0.message.contains("gpsd deactivated the receiver \(receiver.path)") }
-            })
-        let lossDelay = (delegate.firstDeactivation ?? Date()).timeIntervalSince(removed)
-        try await Task.sleep(for: .milliseconds(300))
-        let whileRemoved = delegate.locationCount
-        try await Task.sleep(for: .milliseconds(700))
-        #expect(delegate.locationCount == whileRemoved, "nothing while the receiver is out")
-        #expect(
-            !delegate.errors.contains { $0.message.hasPrefix("no usable position fix") },
-            "the removal was reported once, not again as staleness")
-
-        let added = Date()
-        #expect(try server.gpsdctl("add", device: receiver.path) == 0)
-        #expect(
-            await waitUntilAsync(timeout: 3) { delegate.receiverEvents.last?.activated == true },
-            "reactivation reported: \(delegate.receiverEvents)")
-        #expect(await waitUntilAsync(timeout: 3) { delegate.locationCount >= whileRemoved + 5 }, "locations resume")
-        let resumeDelay = (delegate.arrival(of: whileRemoved) ?? Date()).timeIntervalSince(added)
-        print(
-            String(
-                format:
-                    "receivers: deactivation reported %.3f s after gpsdctl remove; locations resumed %.3f s after gpsdctl add",
-                lossDelay, resumeDelay))
-        #expect(lossDelay < 2 && resumeDelay < 2)
-        let times = delegate.times
-        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals")
-        #expect(delegate.receiverEvents.map(\.path).allSatisfy { $0 == receiver.path })
-    }
-
-    @Test(
-        "two receivers: one is followed, never interleaved; removing it hands over to the other",
-        .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
-    func twoReceivers() async throws {
-        // The clean recording has a 3D fix from its first cycles; the drive starts with 8 s of no fix.
-        let setup = try GPSDWithReceivers(["clean", "drive-1hz-gp.nmea"])
-        defer { setup.stop() }
-        let (server, clean, drive) = (setup.server, setup.receivers[0], setup.receivers[1])
-        let (manager, delegate) = Self.manager(server.endpoint)
-        defer { manager.stopUpdatingLocation() }
-        #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 20 })
-        #expect(manager.followedReceiver == clean.path, "the first receiver with a fix")
-        #expect(Set(delegate.devices) == [clean.path], "one receiver at a time")
-        let before = delegate.locationCount
-        #expect(try server.gpsdctl("remove", device: clean.path) == 0)
-        #expect(
-            await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 }, "the other receiver takes over")
-        #expect(manager.followedReceiver == drive.path)
-        // The device sequence switches exactly once.
-        let devices = delegate.devices
-        let switches = zip(devices, devices.dropFirst()).count { $0 != $1 }
-        #expect(switches == 1 && devices.last == drive.path, "\(devices)")
-        let times = delegate.times
-        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals across the switch")
-    }
-
-    @Test(
-        "gpsloc watch: an unplugged receiver is a device line and one error; plugged back, locations again",
-        .enabled(
-            if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path),
-            Conditions.gpsdMissingReason))
-    func watchSeesRemoval() throws {
-        let setup = try GPSDWithReceivers(["clean"])
-        defer { setup.stop() }
-        let (server, receiver) = (setup.server, setup.receivers[0])
-        let config = try GPSLocBinary.makeConfigHome()
-        #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
-        let (process, reader) = try GPSLocBinary.launch(
-            ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1e9"], configHome: config)
-        let locations = { (lines: [(time: Date, text: String)]) in
-            lines.count { $0.text.contains("\"type\":\"location\"") }
+            let pinned = SelectionBox(ReceiverSelectionStage(selection: .path("/dev/a")))
+            #expect(pinned.takeMissingPin() == nil)
+            #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 1))
+            let missing = pinned.takeMissingPin()
+            #expect(
+                missing?.pinned == "/dev/a" && missing?.reporting == "/dev/b", "told once that the pinned one is absent")
+            #expect(pinned.takeMissingPin() == nil)
+            #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 0.5))
+            #expect(pinned.takeMissingPin() == nil, "only once")
+            #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0))
+            #expect(pinned.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 50, clock: t0))
+            #expect(pinned.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
+            #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 + 10))
         }
-        #expect(reader.waitFor(timeout: 10) { locations($0) >= 5 })
-        #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
-        #expect(reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"activated\":false") } })
-        Thread.sleep(forTimeInterval: 1.5)  // long enough for a staleness report, which must not come
-        #expect(try server.gpsdctl("add", device: receiver.path) == 0)
-        var before = 0
-        _ = reader.waitFor(timeout: 0) {
-            before = locations($0)
-            return true
+
+        @Test("a manager pinned to a receiver gpsd does not have says so once, not 'still searching'")
+        func pinnedToAbsentReceiver() throws {
+            let fixes = try FixtureFixes.load("clean-1hz-multi").map { fix -> Fix in
+                var fix = fix
+                fix.device = "/dev/ttyACM0"
+                return fix
+            }
+            let manager = CLLocationManager(
+                source: FixListSource(fixes, reportsEnd: false), authorizer: grantedAuthorizer())
+            manager.receiverSelection = .path("/dev/ttyUSB9")
+            let delegate = ReceiverDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            #expect(waitUntil(timeout: 5) { !delegate.errors.isEmpty })
+            Thread.sleep(forTimeInterval: 0.2)
+            manager.stopUpdatingLocation()
+            #expect(delegate.locationCount == 0)
+            #expect(delegate.errors.count == 1, "\(delegate.errors.map(\.message))")
+            #expect(
+                delegate.errors.first?.message.contains(
+                    "follows only /dev/ttyUSB9, but gpsd reports fixes from /dev/ttyACM0") == true)
         }
-        #expect(reader.waitFor(timeout: 5) { locations($0) >= before + 5 }, "locations again after gpsdctl add")
-        process.terminate()
-        process.waitUntilExit()
-        let lines = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
-        let errors = lines.filter { $0["type"] as? String == "error" }.compactMap { $0["message"] as? String }
-        #expect(
-            errors.count == 1 && errors.first?.contains("gpsd deactivated the receiver \(receiver.path)") == true,
-            "\(errors)")
-        let devices = lines.filter { $0["type"] as? String == "device" }.compactMap { $0["activated"] as? Bool }
-        #expect(devices.first == true && devices.contains(false) && devices.last == true, "\(devices)")
-    }
 
-    @Test(
-        "gpsd with no receiver at all: said at once, with how to add one, and no misleading 'still searching'",
-        .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
-    func gpsdWithoutReceiver() async throws {
-        let setup = try GPSDWithReceivers([])
-        defer { setup.stop() }
-        let server = setup.server
-        let (manager, delegate) = Self.manager(server.endpoint)
-        defer { manager.stopUpdatingLocation() }
-        #expect(await waitUntilAsync(timeout: 3) { !delegate.errors.isEmpty })
-        let first = try #require(delegate.errors.first)
-        #expect(first.code == .locationUnknown && (first.underlyingError as? GPSDError)?.code == .noDevice, "\(first)")
-        #expect(first.message.contains("gpsdctl add"))
-        try await Task.sleep(for: .milliseconds(3500))  // past the 3 s "no fix yet" deadline
-        #expect(
-            !delegate.errors.contains { $0.message.contains("still searching") }, "\(delegate.errors.map(\.message))")
-    }
+        static let gpsdctlAvailable =
+            Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: GPSDServer.gpsdctlExecutable)
 
-    static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {
-        let manager = CLLocationManager(
-            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)),
-            authorizer: grantedAuthorizer(.authorizedAlways))
-        manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
-        manager.maximumBatch = .max
-        let delegate = ReceiverDelegate()
-        manager.delegate = delegate
-        manager.startUpdatingLocation()
-        return (manager, delegate)
+        /// A simulated receiver on a pseudo-terminal playing a recording at ten times its rate, once
+        /// (a loop would step its time back). "clean" is ten minutes of 1 Hz multi-GNSS from
+        /// `nmea-sim` (a minute of playing), so a slow test run never reaches its end.
+        static func receiver(_ fixture: String) throws -> PseudoTerminalReceiver {
+            let text: String
+            if fixture == "clean" {
+                let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "receiver-clean-\(UUID().uuidString).nmea")
+                defer { try? FileManager.default.removeItem(at: url) }
+                let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
+                let process = try ChildProcessForTests.run(
+                    simulator,
+                    [
+                        "--rate", "1", "--duration", "600", "--talkers", "multi", "--scenario", "clean", "--seed", "3",
+                        "--output", url.path,
+                    ])
+                guard process == 0 else { throw PseudoTerminalError.emptyRecording }
+                text = try String(contentsOf: url, encoding: .utf8)
+            } else {
+                text = try String(contentsOf: Paths.fixtures.appendingPathComponent(fixture), encoding: .utf8)
+            }
+            let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
+            receiver.start(loop: false)
+            return receiver
+        }
+
+        @Test(
+            "gpsdctl remove and add during a replay: reported both ways, updates resume",
+            .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
+        func removeAndAdd() async throws {
+            let setup = try GPSDWithReceivers(["clean"])
+            defer { setup.stop() }
+            let (server, receiver) = (setup.server, setup.receivers[0])
+            let (manager, delegate) = Self.manager(server.endpoint)
+            defer { manager.stopUpdatingLocation() }
+            #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 5 })
+            #expect(manager.followedReceiver == receiver.path)
+
+            let removed = Date()
+            #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
+            #expect(
+                await waitUntilAsync(timeout: 2) { delegate.receiverEvents.contains { !$0.activated } },
+                "deactivation reported")
+            #expect(
+                await waitUntilAsync(timeout: 2) {
+                    delegate.errors.contains { $0.message.contains("gpsd deactivated the receiver \(receiver.path)") }
+                })
+            let lossDelay = (delegate.firstDeactivation ?? Date()).timeIntervalSince(removed)
+            try await Task.sleep(for: .milliseconds(300))
+            let whileRemoved = delegate.locationCount
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(delegate.locationCount == whileRemoved, "nothing while the receiver is out")
+            #expect(
+                !delegate.errors.contains { $0.message.hasPrefix("no usable position fix") },
+                "the removal was reported once, not again as staleness")
+
+            let added = Date()
+            #expect(try server.gpsdctl("add", device: receiver.path) == 0)
+            #expect(
+                await waitUntilAsync(timeout: 3) { delegate.receiverEvents.last?.activated == true },
+                "reactivation reported: \(delegate.receiverEvents)")
+            #expect(await waitUntilAsync(timeout: 3) { delegate.locationCount >= whileRemoved + 5 }, "locations resume")
+            let resumeDelay = (delegate.arrival(of: whileRemoved) ?? Date()).timeIntervalSince(added)
+            print(
+                String(
+                    format:
+                        "receivers: deactivation reported %.3f s after gpsdctl remove; locations resumed %.3f s after gpsdctl add",
+                    lossDelay, resumeDelay))
+            #expect(lossDelay < 2 && resumeDelay < 2)
+            let times = delegate.times
+            #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals")
+            #expect(delegate.receiverEvents.map(\.path).allSatisfy { $0 == receiver.path })
+        }
+
+        @Test(
+            "two receivers: one is followed, never interleaved; removing it hands over to the other",
+            .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
+        func twoReceivers() async throws {
+            // The clean recording has a 3D fix from its first cycles; the drive starts with 8 s of no fix.
+            let setup = try GPSDWithReceivers(["clean", "drive-1hz-gp.nmea"])
+            defer { setup.stop() }
+            let (server, clean, drive) = (setup.server, setup.receivers[0], setup.receivers[1])
+            let (manager, delegate) = Self.manager(server.endpoint)
+            defer { manager.stopUpdatingLocation() }
+            #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 20 })
+            #expect(manager.followedReceiver == clean.path, "the first receiver with a fix")
+            #expect(Set(delegate.devices) == [clean.path], "one receiver at a time")
+            let before = delegate.locationCount
+            #expect(try server.gpsdctl("remove", device: clean.path) == 0)
+            #expect(
+                await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 }, "the other receiver takes over")
+            #expect(manager.followedReceiver == drive.path)
+            // The device sequence switches exactly once.
+            let devices = delegate.devices
+            let switches = zip(devices, devices.dropFirst()).count { $0 != $1 }
+            #expect(switches == 1 && devices.last == drive.path, "\(devices)")
+            let times = delegate.times
+            #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals across the switch")
+        }
+
+        @Test(
+            "gpsloc watch: an unplugged receiver is a device line and one error; plugged back, locations again",
+            .enabled(
+                if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path),
+                Conditions.gpsdMissingReason))
+        func watchSeesRemoval() throws {
+            let setup = try GPSDWithReceivers(["clean"])
+            defer { setup.stop() }
+            let (server, receiver) = (setup.server, setup.receivers[0])
+            let config = try GPSLocBinary.makeConfigHome()
+            #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
+            let (process, reader) = try GPSLocBinary.launch(
+                ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1e9"], configHome: config)
+            let locations = { (lines: [(time: Date, text: String)]) in
+                lines.count { $0.text.contains("\"type\":\"location\"") }
+            }
+            #expect(reader.waitFor(timeout: 10) { locations($0) >= 5 })
+            #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
+            #expect(reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"activated\":false") } })
+            Thread.sleep(forTimeInterval: 1.5)  // long enough for a staleness report, which must not come
+            #expect(try server.gpsdctl("add", device: receiver.path) == 0)
+            var before = 0
+            _ = reader.waitFor(timeout: 0) {
+                before = locations($0)
+                return true
+            }
+            #expect(reader.waitFor(timeout: 5) { locations($0) >= before + 5 }, "locations again after gpsdctl add")
+            process.terminate()
+            process.waitUntilExit()
+            let lines = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
+            let errors = lines.filter { $0["type"] as? String == "error" }.compactMap { $0["message"] as? String }
+            #expect(
+                errors.count == 1 && errors.first?.contains("gpsd deactivated the receiver \(receiver.path)") == true,
+                "\(errors)")
+            let devices = lines.filter { $0["type"] as? String == "device" }.compactMap { $0["activated"] as? Bool }
+            #expect(devices.first == true && devices.contains(false) && devices.last == true, "\(devices)")
+        }
+
+        @Test(
+            "gpsd with no receiver at all: said at once, with how to add one, and no misleading 'still searching'",
+            .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
+        func gpsdWithoutReceiver() async throws {
+            let setup = try GPSDWithReceivers([])
+            defer { setup.stop() }
+            let server = setup.server
+            let (manager, delegate) = Self.manager(server.endpoint)
+            defer { manager.stopUpdatingLocation() }
+            #expect(await waitUntilAsync(timeout: 3) { !delegate.errors.isEmpty })
+            let first = try #require(delegate.errors.first)
+            #expect(first.code == .locationUnknown && (first.underlyingError as? GPSDError)?.code == .noDevice, "\(first)")
+            #expect(first.message.contains("gpsdctl add"))
+            try await Task.sleep(for: .milliseconds(3500))  // past the 3 s "no fix yet" deadline
+            #expect(
+                !delegate.errors.contains { $0.message.contains("still searching") }, "\(delegate.errors.map(\.message))")
+        }
+
+        static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {
+            let manager = CLLocationManager(
+                source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)),
+                authorizer: grantedAuthorizer(.authorizedAlways))
+            manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
+            manager.maximumBatch = .max
+            let delegate = ReceiverDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            return (manager, delegate)
+        }
     }
 }
 
@@ -305,7 +307,7 @@ final class GPSDWithReceivers {
     let server: GPSDServer
 
     init(_ recordings: [String]) throws {
-        receivers = try recordings.map(ReceiverSelectionTests.receiver)
+        receivers = try recordings.map(RealGPSD.ReceiverSelectionTests.receiver)
         server = try GPSDServer(devices: receivers.map(\.path))
         try server.waitUntilListening()
     }

@@ -5,174 +5,176 @@ import Testing
 import GPSLocationTesting
 import TestSupport
 
-@Suite("staleness: no usable fix for a few receiver cycles")
-struct StalenessTests {
-    let t0 = Date(timeIntervalSince1970: 1_781_510_400)
+extension RealGPSD {
+    @Suite("staleness: no usable fix for a few receiver cycles")
+    struct StalenessTests {
+        let t0 = Date(timeIntervalSince1970: 1_781_510_400)
 
-    @Test("the automatic timeout is three learned cycles, at least 1 s")
-    func automaticTimeout() {
-        for (rate, expected) in [(1.0, 3.0), (10.0, 1.0), (0.2, 15.0), (2.0, 1.5)] {
-            var monitor = FixStalenessMonitor()
-            #expect(monitor.effectiveTimeout == 3, "a 1 s cycle is assumed before any fix")
-            for index in 0..<20 {
-                let time = t0.addingTimeInterval(Double(index) / rate)
-                monitor.fix(time: time, clock: time)
+        @Test("the automatic timeout is three learned cycles, at least 1 s")
+        func automaticTimeout() {
+            for (rate, expected) in [(1.0, 3.0), (10.0, 1.0), (0.2, 15.0), (2.0, 1.5)] {
+                var monitor = FixStalenessMonitor()
+                #expect(monitor.effectiveTimeout == 3, "a 1 s cycle is assumed before any fix")
+                for index in 0..<20 {
+                    let time = t0.addingTimeInterval(Double(index) / rate)
+                    monitor.fix(time: time, clock: time)
+                }
+                #expect(abs(monitor.effectiveTimeout - expected) < 1e-9, "\(rate) Hz")
             }
-            #expect(abs(monitor.effectiveTimeout - expected) < 1e-9, "\(rate) Hz")
+            var fixed = FixStalenessMonitor(timeout: 7)
+            fixed.fix(time: t0, clock: t0)
+            fixed.fix(time: t0 + 0.1, clock: t0 + 0.1)
+            #expect(fixed.effectiveTimeout == 7)
         }
-        var fixed = FixStalenessMonitor(timeout: 7)
-        fixed.fix(time: t0, clock: t0)
-        fixed.fix(time: t0 + 0.1, clock: t0 + 0.1)
-        #expect(fixed.effectiveTimeout == 7)
-    }
 
-    @Test("one outage gap does not change the learned cycle")
-    func gapIgnored() {
-        var monitor = FixStalenessMonitor()
-        var time = t0
-        for _ in 0..<8 {
+        @Test("one outage gap does not change the learned cycle")
+        func gapIgnored() {
+            var monitor = FixStalenessMonitor()
+            var time = t0
+            for _ in 0..<8 {
+                monitor.fix(time: time, clock: time)
+                time += 1
+            }
+            time += 40  // an outage
             monitor.fix(time: time, clock: time)
-            time += 1
+            #expect(monitor.cycle == 1)
         }
-        time += 40  // an outage
-        monitor.fix(time: time, clock: time)
-        #expect(monitor.cycle == 1)
-    }
 
-    @Test("reported once per stretch, kept stale, cleared by the next fix")
-    func once() {
-        var monitor = FixStalenessMonitor()
-        monitor.heard(clock: t0)
-        var result = monitor.check(clock: t0 + 2.9)
-        #expect(result == nil)
-        result = monitor.check(clock: t0 + 3)
-        #expect(result == 3, "no fix yet after 3 s")
-        result = monitor.check(clock: t0 + 10)
-        #expect(result == nil, "only once")
-        #expect(monitor.isStale)
-        for index in 0..<10 { monitor.fix(time: t0 + 20 + Double(index), clock: t0 + 20 + Double(index)) }
-        #expect(!monitor.isStale)
-        result = monitor.check(clock: t0 + 31.5)
-        #expect(result == nil)
-        result = monitor.check(clock: t0 + 33)
-        #expect(result == 4)
-        result = monitor.check(clock: t0 + 38)
-        #expect(result == nil, "nothing more while stale")
-        let ended = monitor.fix(time: t0 + 40, clock: t0 + 40)
-        #expect(ended, "the next fix ends the stretch")
-        monitor.reportedElsewhere()
-        result = monitor.check(clock: t0 + 50)
-        #expect(result == nil, "gpsd's loss was already reported")
-        #expect(monitor.isStale)
-    }
-
-    @Test("messages say what is kept and what to do")
-    func messages() {
-        #expect(
-            FixStalenessMonitor.message(silence: 3, lastLocationTime: nil).contains(
-                "no usable position fix yet after 3.0 s"))
-        let lost = FixStalenessMonitor.message(silence: 4.2, lastLocationTime: t0)
-        #expect(
-            lost.contains("for 4.2 s") && lost.contains("2026-06-15T08:00:00.000Z") && lost.contains("gpsloc doctor"))
-    }
-
-    @Test("a replay: the manager reports the start and the tunnel once each, and recovers silently")
-    func managerReplay() throws {
-        // gpsd's own TPVs for the drive: 8 s without a fix, then a fix, a 15 s tunnel at 60 %.
-        let fixes = try FixtureFixes.load("drive-1hz-gp")
-        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
-        manager.maximumBatch = .max
-        let delegate = StalenessDelegate()
-        manager.delegate = delegate
-        manager.startUpdatingLocation()
-        #expect(waitUntil { delegate.locationCount >= 270 })
-        manager.stopUpdatingLocation()
-        let reports = delegate.reports
-        #expect(reports.count == 2, "\(reports.map(\.message))")
-        #expect(reports.first?.message.contains("no usable position fix yet after 3.0 s") == true)
-        #expect(reports.last?.message.contains("no usable position fix for 3.0 s") == true)
-        #expect(delegate.errorsAfterRecovery == 0, "recovery is silent")
-    }
-
-    @Test("in the tunnel the last location is kept, marked stale, with its age by the recording's clock")
-    func keptAndMarked() throws {
-        let fixes = try FixtureFixes.load("drive-1hz-gp")
-        let tunnel = try #require(fixes.indices.dropFirst(30).first { fixes[$0].mode == .noFix })
-        let lastGood = try #require(fixes[..<tunnel].last { $0.mode == .threeDimensional })
-        let source = FixListSource(Array(fixes[..<(tunnel + 8)]), reportsEnd: false)
-        let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
-        let delegate = StalenessDelegate()
-        manager.delegate = delegate
-        manager.startUpdatingLocation()
-        #expect(waitUntil { delegate.reports.count == 2 })
-        #expect(manager.isLocationStale)
-        #expect(manager.location?.timestamp == lastGood.time, "the last location is kept")
-        let silence = try #require(fixes[tunnel + 7].time).timeIntervalSince(try #require(lastGood.time))
-        #expect(manager.locationAge == silence)
-        manager.stopUpdatingLocation()
-    }
-
-    @Test("live: the timer reports a receiver that stops sending anything, with no events to drive it")
-    func managerTimer() throws {
-        let source = LiveBurstSource(count: 15, interval: 0.1)
-        let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
-        let delegate = StalenessDelegate()
-        manager.delegate = delegate
-        manager.startUpdatingLocation()
-        #expect(waitUntil(timeout: 5) { delegate.reports.count == 1 })
-        let sent = Date()
-        let report = try #require(delegate.reports.first)
-        // 10 Hz → 1 s (the timer may fire a little late on a loaded machine; the message says when).
-        let silence = report.message.split(separator: " ").dropFirst(5).first.flatMap { Double($0) } ?? 0
-        #expect(
-            report.message.hasPrefix("no usable position fix for ") && silence >= 1 && silence < 2.5,
-            "\(report.message)")
-        #expect(report.stale && report.hadLocation)
-        Thread.sleep(forTimeInterval: 1.5)
-        #expect(delegate.reports.count == 1, "once")
-        #expect(manager.isLocationStale && manager.location != nil)
-        #expect((manager.locationAge ?? 0) >= Date().timeIntervalSince(sent))
-        manager.stopUpdatingLocation()
-        #expect(!manager.isLocationStale, "stopping forgets the state")
-    }
-
-    @Test(
-        "live against a real gpsd: the tunnel is reported once and locations resume",
-        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
-    func managerGPSD() async throws {
-        // The drive around its 15 s tunnel (20 cycles before, 45 after), played at five times its rate
-        // by a simulated receiver on a pseudo-terminal that a real gpsd reads.
-        let text = try String(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), encoding: .utf8)
-        var cycles: [[Substring]] = []
-        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("$") {
-            if line.dropFirst(3).hasPrefix("RMC") || cycles.isEmpty { cycles.append([]) }
-            cycles[cycles.count - 1].append(line)
+        @Test("reported once per stretch, kept stale, cleared by the next fix")
+        func once() {
+            var monitor = FixStalenessMonitor()
+            monitor.heard(clock: t0)
+            var result = monitor.check(clock: t0 + 2.9)
+            #expect(result == nil)
+            result = monitor.check(clock: t0 + 3)
+            #expect(result == 3, "no fix yet after 3 s")
+            result = monitor.check(clock: t0 + 10)
+            #expect(result == nil, "only once")
+            #expect(monitor.isStale)
+            for index in 0..<10 { monitor.fix(time: t0 + 20 + Double(index), clock: t0 + 20 + Double(index)) }
+            #expect(!monitor.isStale)
+            result = monitor.check(clock: t0 + 31.5)
+            #expect(result == nil)
+            result = monitor.check(clock: t0 + 33)
+            #expect(result == 4)
+            result = monitor.check(clock: t0 + 38)
+            #expect(result == nil, "nothing more while stale")
+            let ended = monitor.fix(time: t0 + 40, clock: t0 + 40)
+            #expect(ended, "the next fix ends the stretch")
+            monitor.reportedElsewhere()
+            result = monitor.check(clock: t0 + 50)
+            #expect(result == nil, "gpsd's loss was already reported")
+            #expect(monitor.isStale)
         }
-        let tunnel = try #require(cycles.indices.dropFirst(40).first { cycles[$0][0].contains(",V,") })
-        let excerpt = cycles[(tunnel - 20)..<(tunnel + 60)].flatMap { $0 }.joined(separator: "\r\n")
-        let receiver = try PseudoTerminalReceiver(recording: excerpt, interval: 0.2)
-        receiver.start(loop: false)
-        defer { receiver.stop() }
-        let server = try GPSDServer(devices: [receiver.path])
-        defer { server.stop() }
-        try server.waitUntilListening()
 
-        let manager = CLLocationManager(
-            source: GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: .seconds(30), reconnect: nil),
-            authorizer: grantedAuthorizer())
-        manager.maximumLocationAge = 1e9
-        manager.maximumBatch = .max
-        manager.staleFixTimeout = 1  // cycles come every 0.2 s; the tunnel lasts 3 s
-        let delegate = StalenessDelegate()
-        manager.delegate = delegate
-        manager.startUpdatingLocation()
-        // Stop before the excerpt ends (which would be reported too).
-        #expect(await waitUntilAsync(timeout: 30) { delegate.locationsAfterFirstReport >= 15 })
-        manager.stopUpdatingLocation()
-        let lost = delegate.reports.filter { $0.message.contains("no usable position fix for") }
-        #expect(lost.count == 1, "\(delegate.reports.map(\.message))")
-        #expect(lost.first?.hadLocation == true && lost.first?.stale == true)
-        #expect(delegate.errorsAfterRecovery == 0, "recovery is silent")
+        @Test("messages say what is kept and what to do")
+        func messages() {
+            #expect(
+                FixStalenessMonitor.message(silence: 3, lastLocationTime: nil).contains(
+                    "no usable position fix yet after 3.0 s"))
+            let lost = FixStalenessMonitor.message(silence: 4.2, lastLocationTime: t0)
+            #expect(
+                lost.contains("for 4.2 s") && lost.contains("2026-06-15T08:00:00.000Z") && lost.contains("gpsloc doctor"))
+        }
+
+        @Test("a replay: the manager reports the start and the tunnel once each, and recovers silently")
+        func managerReplay() throws {
+            // gpsd's own TPVs for the drive: 8 s without a fix, then a fix, a 15 s tunnel at 60 %.
+            let fixes = try FixtureFixes.load("drive-1hz-gp")
+            let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
+            manager.maximumBatch = .max
+            let delegate = StalenessDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            #expect(waitUntil { delegate.locationCount >= 270 })
+            manager.stopUpdatingLocation()
+            let reports = delegate.reports
+            #expect(reports.count == 2, "\(reports.map(\.message))")
+            #expect(reports.first?.message.contains("no usable position fix yet after 3.0 s") == true)
+            #expect(reports.last?.message.contains("no usable position fix for 3.0 s") == true)
+            #expect(delegate.errorsAfterRecovery == 0, "recovery is silent")
+        }
+
+        @Test("in the tunnel the last location is kept, marked stale, with its age by the recording's clock")
+        func keptAndMarked() throws {
+            let fixes = try FixtureFixes.load("drive-1hz-gp")
+            let tunnel = try #require(fixes.indices.dropFirst(30).first { fixes[$0].mode == .noFix })
+            let lastGood = try #require(fixes[..<tunnel].last { $0.mode == .threeDimensional })
+            let source = FixListSource(Array(fixes[..<(tunnel + 8)]), reportsEnd: false)
+            let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
+            let delegate = StalenessDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            #expect(waitUntil { delegate.reports.count == 2 })
+            #expect(manager.isLocationStale)
+            #expect(manager.location?.timestamp == lastGood.time, "the last location is kept")
+            let silence = try #require(fixes[tunnel + 7].time).timeIntervalSince(try #require(lastGood.time))
+            #expect(manager.locationAge == silence)
+            manager.stopUpdatingLocation()
+        }
+
+        @Test("live: the timer reports a receiver that stops sending anything, with no events to drive it")
+        func managerTimer() throws {
+            let source = LiveBurstSource(count: 15, interval: 0.1)
+            let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
+            let delegate = StalenessDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            #expect(waitUntil(timeout: 5) { delegate.reports.count == 1 })
+            let sent = Date()
+            let report = try #require(delegate.reports.first)
+            // 10 Hz → 1 s (the timer may fire a little late on a loaded machine; the message says when).
+            let silence = report.message.split(separator: " ").dropFirst(5).first.flatMap { Double($0) } ?? 0
+            #expect(
+                report.message.hasPrefix("no usable position fix for ") && silence >= 1 && silence < 2.5,
+                "\(report.message)")
+            #expect(report.stale && report.hadLocation)
+            Thread.sleep(forTimeInterval: 1.5)
+            #expect(delegate.reports.count == 1, "once")
+            #expect(manager.isLocationStale && manager.location != nil)
+            #expect((manager.locationAge ?? 0) >= Date().timeIntervalSince(sent))
+            manager.stopUpdatingLocation()
+            #expect(!manager.isLocationStale, "stopping forgets the state")
+        }
+
+        @Test(
+            "live against a real gpsd: the tunnel is reported once and locations resume",
+            .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+        func managerGPSD() async throws {
+            // The drive around its 15 s tunnel (20 cycles before, 45 after), played at five times its rate
+            // by a simulated receiver on a pseudo-terminal that a real gpsd reads.
+            let text = try String(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), encoding: .utf8)
+            var cycles: [[Substring]] = []
+            for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("$") {
+                if line.dropFirst(3).hasPrefix("RMC") || cycles.isEmpty { cycles.append([]) }
+                cycles[cycles.count - 1].append(line)
+            }
+            let tunnel = try #require(cycles.indices.dropFirst(40).first { cycles[$0][0].contains(",V,") })
+            let excerpt = cycles[(tunnel - 20)..<(tunnel + 60)].flatMap { $0 }.joined(separator: "\r\n")
+            let receiver = try PseudoTerminalReceiver(recording: excerpt, interval: 0.2)
+            receiver.start(loop: false)
+            defer { receiver.stop() }
+            let server = try GPSDServer(devices: [receiver.path])
+            defer { server.stop() }
+            try server.waitUntilListening()
+
+            let manager = CLLocationManager(
+                source: GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: .seconds(30), reconnect: nil),
+                authorizer: grantedAuthorizer())
+            manager.maximumLocationAge = 1e9
+            manager.maximumBatch = .max
+            manager.staleFixTimeout = 1  // cycles come every 0.2 s; the tunnel lasts 3 s
+            let delegate = StalenessDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            // Stop before the excerpt ends (which would be reported too).
+            #expect(await waitUntilAsync(timeout: 30) { delegate.locationsAfterFirstReport >= 15 })
+            manager.stopUpdatingLocation()
+            let lost = delegate.reports.filter { $0.message.contains("no usable position fix for") }
+            #expect(lost.count == 1, "\(delegate.reports.map(\.message))")
+            #expect(lost.first?.hadLocation == true && lost.first?.stale == true)
+            #expect(delegate.errorsAfterRecovery == 0, "recovery is silent")
+        }
     }
 }
 

@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
-import Synchronization
+import GNSSCore
 
 /// Holds the factory behind `CLLocationManager.defaultSource()`.
-private let defaultSourceFactory = Mutex<@Sendable () -> any LocationSource>({ GPSDLocationSource() })
+private let defaultSourceFactory = Locked<@Sendable () -> any LocationSource>({ GPSDLocationSource() })
 
 /// Apple's delegate protocol. Every method is optional (default implementations do nothing).
 public protocol CLLocationManagerDelegate: AnyObject {
@@ -32,7 +32,7 @@ extension CLLocationManagerDelegate {
 /// CoreLocation's location manager, on Linux, over gpsd.
 ///
 /// **One engine.** Which location is delivered is decided by `LocationEngine`, the same state
-/// machine `gpsloc` drives; the manager only stores it (one `Mutex`), feeds it the source's
+/// machine `gpsloc` drives; the manager only stores it (one lock, `Locked`), feeds it the source's
 /// events, and executes its actions — delegate calls, timers, stopping the source — after the
 /// lock is released.
 ///
@@ -50,7 +50,7 @@ extension CLLocationManagerDelegate {
 /// `diagnosticsHandler` (default: one line on stderr).
 open class CLLocationManager: NSObject, @unchecked Sendable {
     // @unchecked Sendable: a non-final NSObject subclass cannot be checked. All mutable state is
-    // in `state` (a Mutex); delegate calls happen on `delegateQueue` outside it.
+    // in `state` (one lock); delegate calls happen on `delegateQueue` outside it.
 
     /// Weak, as Apple's. The first delegate set receives the initial authorization state
     /// (`locationManagerDidChangeAuthorization`) on `delegateQueue`, as Apple reports it after
@@ -229,7 +229,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         var generation = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
     /// The engine's timers; their handler feeds the engine (a stopped engine ignores them).
     private let timers: EngineTimers
@@ -256,7 +256,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         timers = EngineTimers { timer in
             owner.manager?.drive { engine in engine.timerFired(timer, now: Date()) }
         }
-        state = Mutex(
+        state = Locked(
             State(
                 engine: LocationEngine(
                     authorization: authorizer.state, isLive: source.isLive,

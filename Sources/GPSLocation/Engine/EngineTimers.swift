@@ -1,12 +1,12 @@
 import Dispatch
 import Foundation
-import Synchronization
+import GNSSCore
 
 /// The dispatch timers behind `LocationEngine`'s `arm`/`cancel` actions, for the drivers
 /// (`CLLocationManager`, gpsloc). Each timer is made on first use and fires `fired` once per
 /// arming; nothing wakes up while none is armed.
 package final class EngineTimers: Sendable {
-    private let timers = Mutex<[LocationEngine.Timer: any DispatchSourceTimer]>([:])
+    private let timers = Locked<[LocationEngine.Timer: any DispatchSourceTimer]>([:])
     private let fired: @Sendable (LocationEngine.Timer) -> Void
 
     /// `fired` runs on a global queue; it feeds `engine.timerFired(timer, now:)`.

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import GNSSCore
 
 /// gpsd through libgps, as a `LocationSource`. It reconnects when gpsd goes away or is not
 /// there yet (`ReconnectPolicy`), reporting the loss once as a non-terminal
@@ -16,7 +16,7 @@ public final class GPSDLocationSource: LocationSource {
     /// False for a gpsd that replays a recording (gpsfake): the recording's clock is used.
     public let isLive: Bool
     private let key: SharedGPSDConnections.Key
-    private let subscription = Mutex<UUID?>(nil)
+    private let subscription = Locked<UUID?>(nil)
 
     /// - Parameters:
     ///   - noDataTimeout: report gpsd's silence after this long (nil: never).
@@ -55,7 +55,7 @@ public final class GPSDLocationSource: LocationSource {
 
     /// What a gpsd client event means to the engine.
     private final class Lost: Sendable {
-        let value = Mutex(false)
+        let value = Locked(false)
     }
 
     private static func events(for event: GPSDEvent, endpoint: GPSDEndpoint, lost: Lost) -> [LocationSourceEvent] {
