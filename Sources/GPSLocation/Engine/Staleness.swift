@@ -30,11 +30,9 @@ public struct FixStalenessMonitor: Sendable {
 
     public init(timeout: TimeInterval? = nil) { self.timeout = timeout }
 
-    /// The receiver's cycle as learned so far (seconds), or nil.
-    public var cycle: TimeInterval? {
-        guard !intervals.isEmpty else { return nil }
-        return intervals.sorted()[intervals.count / 2]
-    }
+    /// The receiver's cycle as learned so far (seconds), or nil: the median of the intervals,
+    /// computed when one is added (the engine asks for it on every fix).
+    public private(set) var cycle: TimeInterval?
 
     /// The timeout in force now.
     public var effectiveTimeout: TimeInterval {
@@ -56,6 +54,7 @@ public struct FixStalenessMonitor: Sendable {
             if interval > 0.001 && interval <= 60 {
                 intervals.append(interval)
                 if intervals.count > 8 { intervals.removeFirst() }
+                cycle = intervals.sorted()[intervals.count / 2]
             }
         }
         lastFixTime = time
