@@ -132,7 +132,7 @@ final class EngineSession: Sendable {
         source.start { [weak self] event in
             guard let self else { return }
             if case .fix = event { counts.withLock { $0.fixes += 1 } }
-            let uptime = source.isLive ? TimeOrderStage.monotonicNow() : nil
+            let uptime = source.isLive ? LocationEngine.uptime() : nil
             step { $0.handle(event, now: Date(), uptime: uptime) }
         }
     }

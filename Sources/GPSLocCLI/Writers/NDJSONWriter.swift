@@ -42,9 +42,7 @@ public struct NDJSONWriter: Sendable {
         append(#","fixMode":""#)
         append(gnss?.fixMode == .threeDimensional ? "3d" : "2d")
         append(#"","accuracyClass":""#)
-        append(
-            (gnss?.accuracyClass ?? AccuracyStage.classify(horizontalAccuracy: horizontal, mode: .twoDimensional))
-                .description)
+        append(location.accuracyClass.description)
         append(#"","reduced":"#)
         append(gnss?.reduced == true ? "true" : "false")
         append("}\n")
@@ -173,17 +171,6 @@ public struct NDJSONWriter: Sendable {
 
     /// `2026-06-15T08:00:00.100Z`.
     mutating func appendTimestamp(_ date: Date) { appendISO8601Milliseconds(date, to: &buffer) }
-
-    private mutating func appendDigits(_ value: Int64, count: Int) {
-        var divisor: Int64 = 1
-        for _ in 1..<count { divisor *= 10 }
-        var remaining = value
-        while divisor > 0 {
-            buffer.append(UInt8(truncatingIfNeeded: remaining / divisor % 10) + 48)
-            remaining %= divisor
-            divisor /= 10
-        }
-    }
 
     /// A JSON string with the escapes RFC 8259 requires.
     mutating func appendString(_ text: String) {

@@ -173,3 +173,11 @@ public final class CLLocation: NSObject, Sendable {
             coordinate.longitude, horizontalAccuracy, speed, course, timestamp.description)
     }
 }
+
+extension CLLocation {
+    /// The accuracy tier (a GPSLocation addition): the one the engine gave a GNSS location, or
+    /// for a location made by hand, its `horizontalAccuracy` classified as a 2D fix.
+    public var accuracyClass: AccuracyClass {
+        gnss?.accuracyClass ?? AccuracyStage.classify(horizontalAccuracy: horizontalAccuracy, mode: .twoDimensional)
+    }
+}

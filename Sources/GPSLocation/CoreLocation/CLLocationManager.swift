@@ -428,7 +428,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
 
     /// Source events arrive on the source's own queue.
     private func sourceEvent(_ event: LocationSourceEvent, generation: Int) {
-        let uptime = source.isLive ? TimeOrderStage.monotonicNow() : nil
+        let uptime = source.isLive ? LocationEngine.uptime() : nil
         drive(generation: generation) { engine in engine.handle(event, now: Date(), uptime: uptime) }
     }
 

@@ -127,6 +127,9 @@ public struct LocationEngine: Sendable {
         timeOrder.jumpTolerance = configuration.timeJumpTolerance
     }
 
+    /// The monotonic clock (seconds) drivers pass as `uptime` for live sources.
+    public static func uptime() -> Double { TimeOrderStage.monotonicNow() }
+
     /// The source's clock at `now`: the wall clock live, the recording's latest time in a replay.
     public func clock(now: Date) -> Date? { isLive ? now : recordingNow }
 
