@@ -80,7 +80,8 @@ enum WatchCommand {
             finished.signal()
         }
         authorizer.addObserver {
-            sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
+            sink.authorization(
+                status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
             session.authorizationChanged(authorizer.state)
         }
         let signals = SignalTrap { finished.signal() }

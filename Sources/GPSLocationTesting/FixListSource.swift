@@ -36,7 +36,9 @@ public final class FixListSource: LocationSource {
             }
             guard reportsEnd, lock.withLock({ running }) else { return }
             handler(
-                .problem(CLError(.locationUnknown, message: "the list of \(fixes.count) fixes ended", reason: .sourceEnded), terminal: true))
+                .problem(
+                    CLError(.locationUnknown, message: "the list of \(fixes.count) fixes ended", reason: .sourceEnded),
+                    terminal: true))
         }
     }
 

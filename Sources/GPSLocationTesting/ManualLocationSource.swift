@@ -10,7 +10,12 @@ import GPSLocation
 /// correct consumer ignores it.
 public final class ManualLocationSource: LocationSource {
     public let isLive: Bool
-    private let state = Locked<(current: (@Sendable (LocationSourceEvent) -> Void)?, last: (@Sendable (LocationSourceEvent) -> Void)?, starts: Int, stops: Int)>((nil, nil, 0, 0))
+    private let state = Locked<
+        (
+            current: (@Sendable (LocationSourceEvent) -> Void)?, last: (@Sendable (LocationSourceEvent) -> Void)?,
+            starts: Int, stops: Int
+        )
+    >((nil, nil, 0, 0))
 
     public init(isLive: Bool = true) { self.isLive = isLive }
 

@@ -1,9 +1,9 @@
 // gpsloc-bench — throughput of GPSLocation's hot paths, for BENCHMARKS.md.
 // Run through scripts/bench.sh (release build, with the reference tools side by side).
 import Foundation
+import GPSLocCLI
 import GPSLocation
 import GPSLocationTesting
-import GPSLocCLI
 
 func seconds(_ body: () -> Void) -> Double {
     let start = ContinuousClock.now
@@ -107,7 +107,9 @@ for filter in [kCLDistanceFilterNone, 5.0, 50.0] {
     let label = filter < 0 ? "none" : "\(Int(filter)) m"
     print(
         String(
-            format: "engine (validity+accuracy+receiver+time order+staleness+gate+filter %@): %.0f fixes/s, %d delivered", label,
+            format:
+                "engine (validity+accuracy+receiver+time order+staleness+gate+filter %@): %.0f fixes/s, %d delivered",
+            label,
             Double(count) / best, delivered))
 }
 

@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 /// Randomised sequences of status, accuracy and in-use changes interleaved with fixes, checked
 /// against an independent model of what may be delivered.

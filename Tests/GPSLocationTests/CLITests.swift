@@ -1,10 +1,10 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocCLI
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 @Suite("gpsloc argument parsing")
 struct ArgumentTests {
@@ -345,7 +345,8 @@ extension RealGPSD {
 
 extension RealGPSD {
     @Suite(
-        "gpsloc doctor", .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first")
+        "gpsloc doctor",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first")
     )
     struct DoctorTests {
         @Test("with nothing listening it fails and names the fix")
@@ -373,7 +374,8 @@ extension RealGPSD {
             try server.waitUntilListening()
             try await Task.sleep(for: .milliseconds(500))
             let result = try GPSLocBinary.run(["doctor", "--port", String(server.endpoint.port)])
-            #expect(result.stdout.contains("ok    gpsd answers at 127.0.0.1:\(server.endpoint.port)"), "\(result.stdout)")
+            #expect(
+                result.stdout.contains("ok    gpsd answers at 127.0.0.1:\(server.endpoint.port)"), "\(result.stdout)")
             #expect(result.stdout.contains("ok    gpsd reads /dev/pts/"), "\(result.stdout)")
             #expect(result.stdout.contains("fix was reported just now"), "\(result.stdout)")
         }
@@ -512,7 +514,8 @@ extension RealGPSD {
                 log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.02)
             defer { server.stop() }
             let (process, reader) = try GPSLocBinary.launch(
-                ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"], configHome: config)
+                ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"],
+                configHome: config)
             #expect(reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 10 })
             let revokedAt = Date()
             #expect(try GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config).status == 0)
@@ -619,7 +622,8 @@ extension RealGPSD {
     struct LiveCommandTests {
         /// Runs `body` with gpsfake replaying a fixture slowly (20 ms a sentence) on its port.
         static func withGPSFake<T>(_ fixture: String, _ body: (Int) async throws -> T) async throws -> T {
-            let server = try await GPSFakeServer.started(log: Paths.fixtures.appendingPathComponent(fixture), cycle: 0.02)
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent(fixture), cycle: 0.02)
             defer { server.stop() }
             return try await body(server.endpoint.port)
         }
@@ -659,7 +663,8 @@ extension RealGPSD {
             let track = config.appendingPathComponent("track.gpx")
             let output = try await Self.withGPSFake("drive-1hz-gp.nmea") { port -> String in
                 let (process, reader) = try GPSLocBinary.launch(
-                    ["watch", "--json", "--port", String(port), "--max-age", "1e9", "--gpx", track.path], configHome: config
+                    ["watch", "--json", "--port", String(port), "--max-age", "1e9", "--gpx", track.path],
+                    configHome: config
                 )
                 _ = reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 15 }
                 kill(process.processIdentifier, SIGKILL)
@@ -671,7 +676,8 @@ extension RealGPSD {
             // xmllint: well-formed.
             #expect(try Self.run("/usr/bin/xmllint", ["--noout", track.path]).status == 0)
             // gpsbabel reads the track back: the same points, in order.
-            let csv = try Self.run("/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", track.path, "-o", "unicsv", "-F", "-"])
+            let csv = try Self.run(
+                "/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", track.path, "-o", "unicsv", "-F", "-"])
             let rows = csv.output.split(whereSeparator: \.isNewline).dropFirst().map { $0.split(separator: ",") }
             #expect(
                 rows.count >= delivered.count - 1 && rows.count <= delivered.count,
@@ -729,7 +735,9 @@ extension RealGPSD {
                 let socket = config.appendingPathComponent("tmux.sock").path
                 let command =
                     "XDG_CONFIG_HOME=\(config.path) \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
-                _ = try await Self.tmux(["-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command])
+                _ = try await Self.tmux([
+                    "-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command,
+                ])
                 defer { Task { _ = try? await Self.tmux(["-S", socket, "kill-server"]) } }
                 try await Task.sleep(for: .seconds(4))
                 let first = try await Self.tmux(["-S", socket, "capture-pane", "-t", session, "-p"], capture: true)

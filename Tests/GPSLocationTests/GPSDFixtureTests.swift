@@ -27,7 +27,8 @@ extension RealGPSD {
             let devices = events.compactMap { event -> DeviceEvent? in
                 if case .report(.device(let device)) = event { device } else { nil }
             }
-            #expect(devices.contains { $0.activated && $0.driver == "NMEA0183" }, "no activation with a driver: \(devices)")
+            #expect(
+                devices.contains { $0.activated && $0.driver == "NMEA0183" }, "no activation with a driver: \(devices)")
             #expect(devices.contains { !$0.activated }, "the deactivation at the end of the log was not reported")
 
             let skies = events.compactMap { event -> SkyView? in

@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 /// Our Karney geodesic against GeographicLib's own `GeodSolve` (Debian geographiclib-tools).
 @Suite("geodesic distance on WGS 84")

@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 /// The engine alone: every "must" and "must not" driven with a manual clock, no sleeping.
 @Suite("LocationEngine: the one state machine")

@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 /// The manager's threading, made deterministic with `ManualLocationSource` (the test decides
 /// every interleaving), and checked under Thread Sanitizer by scripts/test.sh.

@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 /// An independent model of the documented rules, written separately from the stages:
 /// Vincenty's inverse formula for distance (accurate to well under a millimetre on these

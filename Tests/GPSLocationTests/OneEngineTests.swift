@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 /// `gpsloc` and `CLLocationManager` run the same `LocationEngine`, so the same input gives the
 /// same locations, errors and diagnostics — compared here field by field.
@@ -66,7 +66,10 @@ extension RealGPSD {
             manager.delegate = delegate
             manager.requestAlwaysAuthorization()
             manager.startUpdatingLocation()
-            #expect(waitUntil(timeout: 60) { delegate.errors.contains { $0.reason == .sourceEnded || $0.reason == .gpsdLost } })
+            #expect(
+                waitUntil(timeout: 60) {
+                    delegate.errors.contains { $0.reason == .sourceEnded || $0.reason == .gpsdLost }
+                })
             manager.stopUpdatingLocation()
             var received = Received()
             received.locations = delegate.locations.map {
@@ -75,7 +78,9 @@ extension RealGPSD {
                     horizontal: $0.horizontalAccuracy < CLLocationDistanceMax ? $0.horizontalAccuracy : nil)
             }
             // The end of the recording is the replay's normal end: gpsloc does not print it.
-            received.errors = delegate.errors.filter { $0.reason != .sourceEnded && $0.reason != .gpsdLost }.map { withoutPort($0.message) }
+            received.errors = delegate.errors.filter { $0.reason != .sourceEnded && $0.reason != .gpsdLost }.map {
+                withoutPort($0.message)
+            }
             received.diagnostics = diagnostics.codes
             return received
         }
@@ -94,7 +99,8 @@ extension RealGPSD {
         func nmeaPath(fixture: String) throws {
             let path = Paths.fixtures.appendingPathComponent(fixture).path
             let cli = Self.fromNDJSON(
-                try GPSLocBinary.run(["replay", path, "--json", "--distance-filter", "5", "--max-age", "1000000000"]).stdout)
+                try GPSLocBinary.run(["replay", path, "--json", "--distance-filter", "5", "--max-age", "1000000000"])
+                    .stdout)
             let manager = Self.throughManager(NMEAReplaySource(path: path)) {
                 $0.distanceFilter = 5
                 $0.maximumLocationAge = 1e9
@@ -126,7 +132,8 @@ extension RealGPSD {
         func refusals() throws {
             let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
             for (name, status) in [("denied", CLAuthorizationStatus.denied), ("restricted", .restricted)] {
-                let cli = Self.fromNDJSON(try GPSLocBinary.run(["replay", path, "--json", "--authorization", name]).stdout)
+                let cli = Self.fromNDJSON(
+                    try GPSLocBinary.run(["replay", path, "--json", "--authorization", name]).stdout)
                 let authorizer = LocationAuthorizer(
                     appID: "gpsloc", initial: AuthorizationDecision(status: status), isInUse: true)
                 let manager = CLLocationManager(source: NMEAReplaySource(path: path), authorizer: authorizer)

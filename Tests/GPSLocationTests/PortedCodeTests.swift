@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 /// The CoreLocation-style `LocationService` compiles unchanged and runs against a fixture.
 /// Serialized: it points the process-wide default source and shared authorizer at the fixture.

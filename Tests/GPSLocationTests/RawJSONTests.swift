@@ -1,9 +1,9 @@
-import Testing
-
-@testable import GPSDClient
 import GPSLocation
 import GPSLocationTesting
 import TestSupport
+import Testing
+
+@testable import GPSDClient
 
 @Test func deactivationIsDetectedFromRawJSON() {
     #expect(GPSDRawJSON.isDeactivation(#"{"class":"DEVICE","path":"/dev/pts/3","activated":0}"#))

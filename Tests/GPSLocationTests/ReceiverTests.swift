@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 extension RealGPSD {
     @Suite("receivers: selection among several, removal and return")
@@ -34,7 +34,8 @@ extension RealGPSD {
             let stage = SelectionBox(ReceiverSelectionStage())
             #expect(stage.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 5, clock: t0))
             #expect(
-                stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1), "higher mode"
+                stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1),
+                "higher mode"
             )
             #expect(stage.selected == "/dev/b")
             var clock = t0 + 2
@@ -72,7 +73,8 @@ extension RealGPSD {
             let stage = SelectionBox(ReceiverSelectionStage())
             #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
             #expect(
-                !stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one")
+                !stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one"
+            )
             #expect(stage.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
             #expect(stage.selected == nil)
             #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 30, clock: t0 + 0.1))
@@ -82,7 +84,8 @@ extension RealGPSD {
             #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 1))
             let missing = pinned.takeMissingPin()
             #expect(
-                missing?.pinned == "/dev/a" && missing?.reporting == "/dev/b", "told once that the pinned one is absent")
+                missing?.pinned == "/dev/a" && missing?.reporting == "/dev/b", "told once that the pinned one is absent"
+            )
             #expect(pinned.takeMissingPin() == nil)
             #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 0.5))
             #expect(pinned.takeMissingPin() == nil, "only once")
@@ -208,14 +211,16 @@ extension RealGPSD {
             let before = delegate.locationCount
             #expect(try server.gpsdctl("remove", device: clean.path) == 0)
             #expect(
-                await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 }, "the other receiver takes over")
+                await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 },
+                "the other receiver takes over")
             #expect(manager.followedReceiver == drive.path)
             // The device sequence switches exactly once.
             let devices = delegate.devices
             let switches = zip(devices, devices.dropFirst()).count { $0 != $1 }
             #expect(switches == 1 && devices.last == drive.path, "\(devices)")
             let times = delegate.times
-            #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals across the switch")
+            #expect(
+                zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals across the switch")
         }
 
         @Test(
@@ -267,11 +272,13 @@ extension RealGPSD {
             defer { manager.stopUpdatingLocation() }
             #expect(await waitUntilAsync(timeout: 3) { !delegate.errors.isEmpty })
             let first = try #require(delegate.errors.first)
-            #expect(first.code == .locationUnknown && (first.underlyingError as? GPSDError)?.code == .noDevice, "\(first)")
+            #expect(
+                first.code == .locationUnknown && (first.underlyingError as? GPSDError)?.code == .noDevice, "\(first)")
             #expect(first.message.contains("gpsdctl add"))
             try await Task.sleep(for: .milliseconds(3500))  // past the 3 s "no fix yet" deadline
             #expect(
-                !delegate.errors.contains { $0.message.contains("still searching") }, "\(delegate.errors.map(\.message))")
+                !delegate.errors.contains { $0.message.contains("still searching") },
+                "\(delegate.errors.map(\.message))")
         }
 
         static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {

@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 /// Counts this process's open file descriptors.
 func openFileDescriptors() -> Int {
@@ -59,7 +59,8 @@ extension RealGPSD {
             var replay = TimeOrderStage()
             #expect(replay.check(location(t, .threeDimensional, 3)) == nil)
             #expect(replay.check(location(t + 1, .threeDimensional, 3)) == nil)
-            #expect(replay.check(location(t + 9000, .threeDimensional, 3)) == nil, "no jump check without arrival times")
+            #expect(
+                replay.check(location(t + 9000, .threeDimensional, 3)) == nil, "no jump check without arrival times")
             #expect(replay.check(location(t - 50, .threeDimensional, 3)) == .backwards(by: 9050))
             #expect(replay.check(location(t - 49, .threeDimensional, 3)) == .backwards(by: 9049))
             #expect(replay.check(location(t - 48, .threeDimensional, 3)) == nil)
@@ -83,7 +84,8 @@ extension RealGPSD {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: simulator)
                 process.arguments = [
-                    "--rate", "10", "--duration", "5", "--scenario", "clean", "--start", start, "--seed", "\(index + 1)",
+                    "--rate", "10", "--duration", "5", "--scenario", "clean", "--start", start, "--seed",
+                    "\(index + 1)",
                     "--output", url.path,
                 ]
                 try process.run()
@@ -225,7 +227,8 @@ extension RealGPSD {
             #expect(connections() == 1, "still open for the third")
             let count = few.locationCount
             #expect(
-                await waitUntilAsync(timeout: 10) { few.locationCount > count }, "the remaining manager keeps receiving")
+                await waitUntilAsync(timeout: 10) { few.locationCount > count }, "the remaining manager keeps receiving"
+            )
             sparse.stopUpdatingLocation()
             #expect(connections() == 0, "the last stop closes the connection")
         }

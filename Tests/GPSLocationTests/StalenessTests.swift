@@ -1,9 +1,9 @@
 import Foundation
+import GPSLocationTesting
+import TestSupport
 import Testing
 
 @testable import GPSLocation
-import GPSLocationTesting
-import TestSupport
 
 extension RealGPSD {
     @Suite("staleness: no usable fix for a few receiver cycles")
@@ -74,7 +74,8 @@ extension RealGPSD {
                     "no usable position fix yet after 3.0 s"))
             let lost = FixStalenessMonitor.message(silence: 4.2, lastLocationTime: t0)
             #expect(
-                lost.contains("for 4.2 s") && lost.contains("2026-06-15T08:00:00.000Z") && lost.contains("gpsloc doctor"))
+                lost.contains("for 4.2 s") && lost.contains("2026-06-15T08:00:00.000Z")
+                    && lost.contains("gpsloc doctor"))
         }
 
         @Test("a replay: the manager reports the start and the tunnel once each, and recovers silently")
@@ -143,7 +144,8 @@ extension RealGPSD {
         func managerGPSD() async throws {
             // The drive around its 15 s tunnel (20 cycles before, 45 after), played at five times its rate
             // by a simulated receiver on a pseudo-terminal that a real gpsd reads.
-            let text = try String(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), encoding: .utf8)
+            let text = try String(
+                contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), encoding: .utf8)
             var cycles: [[Substring]] = []
             for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("$") {
                 if line.dropFirst(3).hasPrefix("RMC") || cycles.isEmpty { cycles.append([]) }

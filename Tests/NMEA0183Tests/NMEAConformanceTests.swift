@@ -1,9 +1,9 @@
 import Foundation
+import GNSSCore
+import TestSupport
 import Testing
 
 @testable import NMEA0183
-import GNSSCore
-import TestSupport
 
 /// Agreement of our NMEA engine with gpsd 3.22 on one recording.
 struct Agreement: CustomStringConvertible {
@@ -60,7 +60,11 @@ struct Agreement: CustomStringConvertible {
     }
 }
 
-@Suite("NMEA engine agrees with gpsd", .enabled(if: !Paths.corpusLogs().isEmpty, "real-receiver corpus tests skipped: ../shared/corpus is not beside this checkout"))
+@Suite(
+    "NMEA engine agrees with gpsd",
+    .enabled(
+        if: !Paths.corpusLogs().isEmpty,
+        "real-receiver corpus tests skipped: ../shared/corpus is not beside this checkout"))
 struct NMEAConformanceTests {
     @Test("per-log agreement with gpsd 3.22 over the real-receiver corpus")
     func corpusAgreement() throws {

@@ -1,9 +1,9 @@
 import Foundation
+import GNSSCore
+import TestSupport
 import Testing
 
 @testable import NMEA0183
-import GNSSCore
-import TestSupport
 
 @Suite("NMEA parser")
 struct NMEAParserTests {
@@ -187,7 +187,9 @@ struct EpochAssemblerTests {
         let axis = 1.96 * 1.0 * 4.0 / 2.0.squareRoot()
         #expect(abs(fixes[1].errors.latitude! - axis) < 1e-12)
         #expect(
-            abs((fixes[1].errors.latitude! * fixes[1].errors.latitude! + fixes[1].errors.longitude! * fixes[1].errors.longitude!).squareRoot() / 1.96 - 4.0) < 1e-12,
+            abs(
+                (fixes[1].errors.latitude! * fixes[1].errors.latitude! + fixes[1].errors.longitude! * fixes[1].errors
+                    .longitude!).squareRoot() / 1.96 - 4.0) < 1e-12,
             "HDOP 1 × UERE 4 m = 4 m at 68 % (the accuracy stage's √(epx² + epy²) / 1.96)")
     }
 }

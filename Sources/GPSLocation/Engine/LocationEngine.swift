@@ -258,7 +258,8 @@ public struct LocationEngine: Sendable {
                 settle(
                     orFail: CLError(
                         .locationUnknown,
-                        message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
+                        message:
+                            "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
                         reason: .timedOut))
             ]
             actions.append(contentsOf: stop())
@@ -280,7 +281,8 @@ public struct LocationEngine: Sendable {
         receivers.lossTimeout = staleness.effectiveTimeout
         guard
             receivers.admits(
-                device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: checkClock)
+                device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: checkClock
+            )
         else {
             guard let missing = receivers.takeMissingPin() else { return [] }
             staleness.reportedElsewhere()

@@ -63,7 +63,8 @@ public final class GPSDLocationSource: LocationSource {
             -> LocationSourceEvent
         {
             .problem(
-                CLError(.locationUnknown, message: message ?? error.description, reason: reason, underlyingError: error),
+                CLError(
+                    .locationUnknown, message: message ?? error.description, reason: reason, underlyingError: error),
                 terminal: terminal)
         }
         switch event {

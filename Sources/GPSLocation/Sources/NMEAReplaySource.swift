@@ -98,7 +98,9 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
             let cause = String(cString: strerror(errno))
             handler(
                 .problem(
-                    CLError(.locationUnknown, message: "cannot read the recording \(path): \(cause)", reason: .sourceFailed), terminal: true))
+                    CLError(
+                        .locationUnknown, message: "cannot read the recording \(path): \(cause)", reason: .sourceFailed),
+                    terminal: true))
             return
         }
         defer { if descriptor != STDIN_FILENO { close(descriptor) } }
