@@ -3,14 +3,14 @@ import Foundation
 /// Watches files with inotify and calls `onChange` (on a private queue) when any changes —
 /// written, replaced by rename, created or deleted. No polling: the queue sleeps until the
 /// kernel reports an event.
-public final class FileChangeWatcher: @unchecked Sendable {
+package final class FileChangeWatcher: @unchecked Sendable {
     // @unchecked Sendable: `source` is set once in init and only cancelled after.
     private let descriptor: Int32
     private let source: any DispatchSourceRead
     private let names: Set<String>
 
     /// Watches the folders of `paths` and reports changes to those file names.
-    public init?(paths: [String], onChange: @escaping @Sendable () -> Void) {
+    package init?(paths: [String], onChange: @escaping @Sendable () -> Void) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return nil }
         descriptor = fd

@@ -60,10 +60,10 @@ public final class LocationAuthorizer: @unchecked Sendable {
 
     /// The seed of this app's reduced-accuracy offset (`LocationFuzzer`): every manager of the
     /// authorizer snaps to the same secret grid, so averaging several gains nothing.
-    public let fuzzerSeed: UInt64
+    package let fuzzerSeed: UInt64
 
     /// What the location engine needs to know to gate locations for this app.
-    public var state: AuthorizationState {
+    package var state: AuthorizationState {
         lock.withLock {
             AuthorizationState(appID: appID, status: decision.status, accuracy: decision.accuracy, isInUse: storedInUse)
         }

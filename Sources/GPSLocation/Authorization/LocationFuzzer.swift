@@ -7,9 +7,9 @@ import Foundation
 ///
 /// The snapped point depends only on the grid cell the offset position falls in, so no field
 /// carries sub-grid information. Deterministic for a given seed.
-public struct LocationFuzzer: Sendable {
-    public var gridSize: Double
-    public var minimumInterval: TimeInterval
+package struct LocationFuzzer: Sendable {
+    package var gridSize: Double
+    package var minimumInterval: TimeInterval
     /// Current secret offset in metres (north, east); drifts by a bounded random walk.
     private var offsetNorth: Double
     private var offsetEast: Double
@@ -17,7 +17,7 @@ public struct LocationFuzzer: Sendable {
     private var lastOutput: Date?
     private var lastDrift: Date?
 
-    public init(appID: String, gridSize: Double = 2000, minimumInterval: TimeInterval = 900, seed: UInt64? = nil) {
+    package init(appID: String, gridSize: Double = 2000, minimumInterval: TimeInterval = 900, seed: UInt64? = nil) {
         self.gridSize = gridSize
         self.minimumInterval = minimumInterval
         var random = SplitMix64(seed: seed ?? Self.secretSeed(appID))
@@ -27,13 +27,13 @@ public struct LocationFuzzer: Sendable {
     }
 
     /// A fresh random seed for `appID`'s offset.
-    public static func secretSeed(_ appID: String) -> UInt64 {
+    package static func secretSeed(_ appID: String) -> UInt64 {
         var generator = SystemRandomNumberGenerator()
         return generator.next() ^ UInt64(truncatingIfNeeded: appID.hashValue)
     }
 
     /// The reduced form of `location`, or nil while the rate limit holds.
-    public mutating func reduce(_ location: CLLocation, now: Date) -> CLLocation? {
+    package mutating func reduce(_ location: CLLocation, now: Date) -> CLLocation? {
         if let lastOutput, now.timeIntervalSince(lastOutput) < minimumInterval { return nil }
         drift(now: now)
         lastOutput = now

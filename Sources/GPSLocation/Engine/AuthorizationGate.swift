@@ -2,15 +2,15 @@ import Foundation
 
 /// What an app may receive right now: the engine's input from the authorizer (or from the
 /// simulated authorization of `gpsloc replay`).
-public struct AuthorizationState: Sendable, Equatable {
+package struct AuthorizationState: Sendable, Equatable {
     /// The app the gate speaks of in its messages.
-    public var appID: String
-    public var status: CLAuthorizationStatus
-    public var accuracy: CLAccuracyAuthorization
+    package var appID: String
+    package var status: CLAuthorizationStatus
+    package var accuracy: CLAccuracyAuthorization
     /// When-In-Use delivers only while this is true (see `LocationAuthorizer.isInUse`).
-    public var isInUse: Bool
+    package var isInUse: Bool
 
-    public init(
+    package init(
         appID: String, status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy,
         isInUse: Bool = true
     ) {
@@ -21,12 +21,12 @@ public struct AuthorizationState: Sendable, Equatable {
     }
 
     /// True when locations may flow (authorized, and in use for When-In-Use).
-    public var allowsDelivery: Bool {
+    package var allowsDelivery: Bool {
         status == .authorizedAlways || (status == .authorizedWhenInUse && isInUse)
     }
 
     /// Why nothing may be delivered, as the app is told; nil when locations may flow.
-    public var refusal: CLError? {
+    package var refusal: CLError? {
         switch status {
         case .authorizedAlways:
             return nil

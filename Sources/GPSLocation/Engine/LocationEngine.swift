@@ -21,27 +21,27 @@ import Foundation
 /// reason (and the same reason at most once a minute); a stretch without usable fixes is one
 /// `fail(locationUnknown)` (`FixStalenessMonitor`); a refused authorization is one `fail`
 /// per state. Errors carry a `CLError.Reason`.
-public struct LocationEngine: Sendable {
+package struct LocationEngine: Sendable {
     /// What the app asked for.
-    public struct Configuration: Sendable, Equatable {
+    package struct Configuration: Sendable, Equatable {
         /// `kCLLocationAccuracy*` or metres; `requestLocation()` waits for it.
-        public var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
+        package var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
         /// See `DistanceFilterStage`.
-        public var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
+        package var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
         /// Fixes older than this (seconds, by the source's clock) are not delivered.
-        public var maximumLocationAge: TimeInterval = 10
+        package var maximumLocationAge: TimeInterval = 10
         /// nil: three receiver cycles, at least 1 s (see `FixStalenessMonitor`).
-        public var staleFixTimeout: TimeInterval?
-        public var receiverSelection: ReceiverSelection = .bestFix
+        package var staleFixTimeout: TimeInterval?
+        package var receiverSelection: ReceiverSelection = .bestFix
         /// See `TimeOrderStage.jumpTolerance`.
-        public var timeJumpTolerance: TimeInterval = 5
+        package var timeJumpTolerance: TimeInterval = 5
         /// How long `requestLocation()` waits for `desiredAccuracy`.
-        public var requestLocationTimeout: TimeInterval = 10
-        public init() {}
+        package var requestLocationTimeout: TimeInterval = 10
+        package init() {}
     }
 
     /// The engine's timers; the driver arms and cancels them as told.
-    public enum Timer: Hashable, Sendable {
+    package enum Timer: Hashable, Sendable {
         /// No usable fix yet: is the source stale? (live sources only)
         case staleness
         /// `requestLocation()`'s timeout.
@@ -49,7 +49,7 @@ public struct LocationEngine: Sendable {
     }
 
     /// What the driver must do, in order.
-    public enum Action: Sendable {
+    package enum Action: Sendable {
         /// Hand this location to the app.
         case deliver(CLLocation)
         /// Tell the app (`didFailWithError`, an NDJSON error line).
@@ -70,7 +70,7 @@ public struct LocationEngine: Sendable {
         case sourceEnded
     }
 
-    public enum Mode: Sendable, Equatable {
+    package enum Mode: Sendable, Equatable {
         case stopped
         /// `startUpdatingLocation()`.
         case continuous
@@ -78,19 +78,19 @@ public struct LocationEngine: Sendable {
         case oneShot
     }
 
-    public var configuration: Configuration {
+    package var configuration: Configuration {
         didSet { applyConfiguration() }
     }
     /// True when the clock is the wall clock (gpsd); false for replays and lists.
-    public let isLive: Bool
-    public private(set) var mode: Mode = .stopped
+    package let isLive: Bool
+    package private(set) var mode: Mode = .stopped
     /// The last location delivered (gated: reduced for a reduced-accuracy app).
-    public private(set) var lastDelivered: CLLocation?
+    package private(set) var lastDelivered: CLLocation?
     /// The followed receiver's device path, once one has been chosen.
-    public var followedReceiver: String? { receivers.selected }
+    package var followedReceiver: String? { receivers.selected }
     /// True while running with no usable fix for the staleness timeout.
-    public var isStale: Bool { staleness.isStale }
-    public var authorization: AuthorizationState { gate.state }
+    package var isStale: Bool { staleness.isStale }
+    package var authorization: AuthorizationState { gate.state }
 
     private var validity = ValidityStage()
     private let accuracy = AccuracyStage()
@@ -109,7 +109,7 @@ public struct LocationEngine: Sendable {
     private var lastRejection: String?
     private var lastDiagnosed: [String: Date] = [:]
 
-    public init(
+    package init(
         configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
         fuzzer: LocationFuzzer? = nil
     ) {
@@ -128,16 +128,16 @@ public struct LocationEngine: Sendable {
     }
 
     /// The monotonic clock (seconds) drivers pass as `uptime` for live sources.
-    public static func uptime() -> Double { TimeOrderStage.monotonicNow() }
+    package static func uptime() -> Double { TimeOrderStage.monotonicNow() }
 
     /// The source's clock at `now`: the wall clock live, the recording's latest time in a replay.
-    public func clock(now: Date) -> Date? { isLive ? now : recordingNow }
+    package func clock(now: Date) -> Date? { isLive ? now : recordingNow }
 
     // MARK: Lifecycle
 
     /// Starts continuous updates or a one-shot request. Returns what to do; when access is
     /// denied or restricted the engine stays stopped (check `mode`) and says so once.
-    public mutating func start(_ newMode: Mode, now: Date) -> [Action] {
+    package mutating func start(_ newMode: Mode, now: Date) -> [Action] {
         precondition(newMode != .stopped, "use stop()")
         var actions: [Action] = []
         if let refusal = gate.state.refusal {
@@ -162,7 +162,7 @@ public struct LocationEngine: Sendable {
     }
 
     /// Stops updates and forgets what they learned (the next start delivers at once).
-    public mutating func stop() -> [Action] {
+    package mutating func stop() -> [Action] {
         guard mode != .stopped else { return [] }
         mode = .stopped
         oneShotBest = nil
@@ -178,10 +178,10 @@ public struct LocationEngine: Sendable {
 
     /// Something was told to the app about authorization already (the manager's request
     /// errors): the gate does not repeat it for the current state.
-    public mutating func authorizationExplained() { gate.explained = true }
+    package mutating func authorizationExplained() { gate.explained = true }
 
     /// The app's authorization changed (a grant, a revocation, a policy edit, in-use).
-    public mutating func setAuthorization(_ state: AuthorizationState, now: Date) -> [Action] {
+    package mutating func setAuthorization(_ state: AuthorizationState, now: Date) -> [Action] {
         guard state != gate.state else { return [] }
         gate.state = state
         guard mode != .stopped, let refusal = state.refusal else { return [] }
@@ -198,7 +198,7 @@ public struct LocationEngine: Sendable {
 
     /// One event from the source. `now`: the wall clock; `uptime`: a monotonic clock in
     /// seconds (live sources; it guards against receivers whose dates jump).
-    public mutating func handle(_ event: LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
+    package mutating func handle(_ event: LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
         guard mode != .stopped else { return [] }
         switch event {
         case .fix(let fix):
@@ -240,7 +240,7 @@ public struct LocationEngine: Sendable {
     }
 
     /// A timer the engine armed has fired.
-    public mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
+    package mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
         switch timer {
         case .staleness:
             stalenessDeadline = nil

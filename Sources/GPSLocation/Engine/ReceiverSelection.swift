@@ -31,13 +31,13 @@ public enum ReceiverSelection: Sendable, Hashable, CustomStringConvertible {
 ///   receivers).
 ///
 /// Fixes that name no device (an NMEA replay, one receiver) always pass.
-public struct ReceiverSelectionStage: Sendable {
-    public var selection: ReceiverSelection
+package struct ReceiverSelectionStage: Sendable {
+    package var selection: ReceiverSelection
     /// Seconds without a usable fix after which the followed receiver is given up.
-    public var lossTimeout: TimeInterval
-    public var betterStreak: Int
+    package var lossTimeout: TimeInterval
+    package var betterStreak: Int
     /// The device followed now, if any.
-    public private(set) var selected: String?
+    package private(set) var selected: String?
 
     private struct Record {
         var usable = false
@@ -52,7 +52,7 @@ public struct ReceiverSelectionStage: Sendable {
     private var pinSeen = false
     private var missingPinTold = false
 
-    public init(selection: ReceiverSelection = .bestFix, lossTimeout: TimeInterval = 3, betterStreak: Int = 5) {
+    package init(selection: ReceiverSelection = .bestFix, lossTimeout: TimeInterval = 3, betterStreak: Int = 5) {
         self.selection = selection
         self.lossTimeout = lossTimeout
         self.betterStreak = betterStreak
@@ -60,7 +60,7 @@ public struct ReceiverSelectionStage: Sendable {
 
     /// Whether a fix from `device` goes on. `horizontalAccuracy` is nil for an unusable fix
     /// (no fix, or rejected as invalid) and `.infinity` when the receiver gave no estimate.
-    public mutating func admits(device: String?, mode: FixMode, horizontalAccuracy: Double?, clock: Date) -> Bool {
+    package mutating func admits(device: String?, mode: FixMode, horizontalAccuracy: Double?, clock: Date) -> Bool {
         guard let device else { return true }
         var record = records[device] ?? Record()
         record.usable = horizontalAccuracy != nil
@@ -104,7 +104,7 @@ public struct ReceiverSelectionStage: Sendable {
 
     /// gpsd activated or deactivated a device. Returns true when the followed receiver went away.
     @discardableResult
-    public mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
+    package mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
         guard !event.activated else { return false }
         records[event.path] = nil
         guard event.path == selected else { return false }
@@ -114,12 +114,12 @@ public struct ReceiverSelectionStage: Sendable {
 
     /// Once, when pinned to a path gpsd has not reported while another device has: the pinned
     /// path and the device that is reporting, so the app hears why nothing comes.
-    public mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
+    package mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
         defer { missingPin = nil }
         return missingPin
     }
 
-    public mutating func reset() {
+    package mutating func reset() {
         records.removeAll()
         selected = nil
         missingPin = nil

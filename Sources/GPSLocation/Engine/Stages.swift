@@ -4,7 +4,7 @@ import Foundation
 // touches a queue or reads a clock: "now" is always passed in.
 
 /// Why a fix did not become a location.
-public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
+package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
     /// Mode below 2D (no fix yet, or lost).
     case noFix(FixMode)
     /// Mode 2D/3D but a coordinate is missing.
@@ -27,7 +27,7 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
     case duplicate
 
     /// A short stable name (the NDJSON diagnostic `code`).
-    public var code: String {
+    package var code: String {
         switch self {
         case .noFix: "noFix"
         case .missingCoordinate, .outOfRange: "invalidFix"
@@ -40,7 +40,7 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .noFix:
             "no position fix: the receiver does not see enough satellites yet (give it a clear view of the sky)"
@@ -68,18 +68,18 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
 /// Stage 1: only real positions pass — mode ≥ 2, finite in-range coordinates, a time, and not
 /// older than `maximumAge` relative to the `now` the caller passes (wall clock live, the
 /// recording's clock in a replay). Fixes dated in the future are not stale.
-public struct ValidityStage: Sendable {
+package struct ValidityStage: Sendable {
     /// The staleness bound in seconds (default 10).
-    public var maximumAge: TimeInterval
+    package var maximumAge: TimeInterval
     /// How far ahead of now a fix may be dated (default one day).
-    public var maximumFutureSkew: TimeInterval
+    package var maximumFutureSkew: TimeInterval
 
-    public init(maximumAge: TimeInterval = 10, maximumFutureSkew: TimeInterval = 86_400) {
+    package init(maximumAge: TimeInterval = 10, maximumFutureSkew: TimeInterval = 86_400) {
         self.maximumAge = maximumAge
         self.maximumFutureSkew = maximumFutureSkew
     }
 
-    public func check(_ fix: Fix, now: Date) -> FixRejection? {
+    package func check(_ fix: Fix, now: Date) -> FixRejection? {
         guard fix.mode >= .twoDimensional else { return .noFix(fix.mode) }
         guard let latitude = fix.latitude, let longitude = fix.longitude else { return .missingCoordinate }
         guard CLLocationCoordinate2DIsValid(CLLocationCoordinate2D(latitude: latitude, longitude: longitude)) else {
@@ -107,26 +107,26 @@ public struct ValidityStage: Sendable {
 ///   rollover, a recording that loops) is followed again after `confirmations` consecutive
 ///   fixes that agree with each other on the new time; `resynchronized` then says by how much
 ///   time stepped, for the caller to report.
-public struct TimeOrderStage: Sendable {
+package struct TimeOrderStage: Sendable {
     /// Seconds a live fix may run ahead of the elapsed time since the last one (default 5).
-    public var jumpTolerance: TimeInterval
+    package var jumpTolerance: TimeInterval
     /// Consistent fixes that confirm a stepped clock (default 3).
-    public var confirmations: Int
+    package var confirmations: Int
     /// Set by the `check` that accepted a new timeline: the step in seconds (negative: back).
-    public private(set) var resynchronized: TimeInterval?
+    package private(set) var resynchronized: TimeInterval?
 
     private var last: Date?
     private var lastArrival: Double?
     private var candidate: (time: Date, arrival: Double?, count: Int)?
 
-    public init(jumpTolerance: TimeInterval = 5, confirmations: Int = 3) {
+    package init(jumpTolerance: TimeInterval = 5, confirmations: Int = 3) {
         self.jumpTolerance = jumpTolerance
         self.confirmations = confirmations
     }
 
     /// Checks `location`; `arrival` is when it arrived by a monotonic clock (live), or nil
     /// (a replay, whose gaps are the recording's own).
-    public mutating func check(_ location: CLLocation, arrival: Double? = nil) -> FixRejection? {
+    package mutating func check(_ location: CLLocation, arrival: Double? = nil) -> FixRejection? {
         resynchronized = nil
         let time = location.timestamp
         guard let last else {
@@ -169,7 +169,7 @@ public struct TimeOrderStage: Sendable {
         lastArrival = arrival
     }
 
-    public mutating func reset() {
+    package mutating func reset() {
         last = nil
         lastArrival = nil
         candidate = nil
@@ -177,7 +177,7 @@ public struct TimeOrderStage: Sendable {
     }
 
     /// A monotonic clock in seconds, for `arrival`.
-    public static func monotonicNow() -> Double {
+    package static func monotonicNow() -> Double {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
@@ -195,19 +195,19 @@ public struct TimeOrderStage: Sendable {
 /// - `speedAccuracy` = eps / k, `courseAccuracy` = epd / k.
 /// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
 /// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
-public struct AccuracyStage: Sendable {
-    public static let confidenceScale = 1.96
+package struct AccuracyStage: Sendable {
+    package static let confidenceScale = 1.96
 
-    public init() {}
+    package init() {}
 
     /// The horizontal accuracy (68 %, metres) of a fix, or nil when gpsd gave no estimate.
-    public static func horizontalAccuracy(_ errors: FixErrors) -> Double? {
+    package static func horizontalAccuracy(_ errors: FixErrors) -> Double? {
         if let x = errors.longitude, let y = errors.latitude { return (x * x + y * y).squareRoot() / confidenceScale }
         if let h = errors.horizontal { return h / 2 }
         return nil
     }
 
-    public static func classify(horizontalAccuracy: Double?, mode: FixMode) -> AccuracyClass {
+    package static func classify(horizontalAccuracy: Double?, mode: FixMode) -> AccuracyClass {
         guard let h = horizontalAccuracy, h.isFinite, h >= 0 else { return .coarse }
         for tier in AccuracyClass.allCases where h <= tier.threshold {
             if tier == .bestForNavigation && mode != .threeDimensional { continue }
@@ -217,7 +217,7 @@ public struct AccuracyStage: Sendable {
     }
 
     /// Builds the location for a fix that passed validity (coordinates and time present).
-    public func location(from fix: Fix) -> CLLocation {
+    package func location(from fix: Fix) -> CLLocation {
         let horizontal = Self.horizontalAccuracy(fix.errors)
         let is3D = fix.mode == .threeDimensional
         let vertical: Double =
@@ -243,7 +243,7 @@ public struct AccuracyStage: Sendable {
     }
 
     /// True when `location` satisfies `desiredAccuracy` (a `kCLLocationAccuracy*` value or metres).
-    public static func meets(_ location: CLLocation, desiredAccuracy: CLLocationAccuracy) -> Bool {
+    package static func meets(_ location: CLLocation, desiredAccuracy: CLLocationAccuracy) -> Bool {
         let tier =
             location.gnss?.accuracyClass
             ?? classify(horizontalAccuracy: location.horizontalAccuracy, mode: .threeDimensional)
@@ -259,13 +259,13 @@ public struct AccuracyStage: Sendable {
 /// geodesic distance from the last delivered one is ≥ `distanceFilter`, or when its accuracy
 /// has improved: its `horizontalAccuracy` is at most half that of the last delivered one.
 /// Call `delivered(_:)` only for locations that actually reached the app (after the gate).
-public struct DistanceFilterStage: Sendable {
-    public var distanceFilter: CLLocationDistance
-    public private(set) var lastDelivered: CLLocation?
+package struct DistanceFilterStage: Sendable {
+    package var distanceFilter: CLLocationDistance
+    package private(set) var lastDelivered: CLLocation?
 
-    public init(distanceFilter: CLLocationDistance = kCLDistanceFilterNone) { self.distanceFilter = distanceFilter }
+    package init(distanceFilter: CLLocationDistance = kCLDistanceFilterNone) { self.distanceFilter = distanceFilter }
 
-    public func admits(_ location: CLLocation) -> Bool {
+    package func admits(_ location: CLLocation) -> Bool {
         guard distanceFilter > 0, let last = lastDelivered else { return true }
         if location.horizontalAccuracy >= 0 && last.horizontalAccuracy > 0
             && location.horizontalAccuracy <= last.horizontalAccuracy / 2
@@ -275,8 +275,8 @@ public struct DistanceFilterStage: Sendable {
         return location.distance(from: last) >= distanceFilter
     }
 
-    public mutating func delivered(_ location: CLLocation) { lastDelivered = location }
+    package mutating func delivered(_ location: CLLocation) { lastDelivered = location }
 
     /// Forget the last delivered location (after `stopUpdatingLocation()`: the next start delivers at once).
-    public mutating func reset() { lastDelivered = nil }
+    package mutating func reset() { lastDelivered = nil }
 }

@@ -14,40 +14,40 @@ import Foundation
 /// the last eight intervals between usable fixes' own timestamps, and never less than one
 /// second (so a 10 Hz receiver gets 1 s, a 1 Hz receiver 3 s, a 0.2 Hz one 15 s). Before two
 /// fixes have been seen, a 1 s cycle is assumed.
-public struct FixStalenessMonitor: Sendable {
+package struct FixStalenessMonitor: Sendable {
     /// Seconds without a usable fix before the report; nil: automatic (see the type).
-    public var timeout: TimeInterval?
-    public static let automaticCycles = 3.0
-    public static let minimumAutomaticTimeout = 1.0
+    package var timeout: TimeInterval?
+    package static let automaticCycles = 3.0
+    package static let minimumAutomaticTimeout = 1.0
 
     /// The source's clock at the last usable fix (or at the first report, before any fix).
-    public private(set) var lastFixClock: Date?
+    package private(set) var lastFixClock: Date?
     /// True between the report and the next usable fix.
-    public private(set) var isStale = false
+    package private(set) var isStale = false
     private var lastFixTime: Date?
     private var intervals: [TimeInterval] = []
     private var reported = false
 
-    public init(timeout: TimeInterval? = nil) { self.timeout = timeout }
+    package init(timeout: TimeInterval? = nil) { self.timeout = timeout }
 
     /// The receiver's cycle as learned so far (seconds), or nil: the median of the intervals,
     /// computed when one is added (the engine asks for it on every fix).
-    public private(set) var cycle: TimeInterval?
+    package private(set) var cycle: TimeInterval?
 
     /// The timeout in force now.
-    public var effectiveTimeout: TimeInterval {
+    package var effectiveTimeout: TimeInterval {
         timeout ?? max(Self.minimumAutomaticTimeout, Self.automaticCycles * (cycle ?? 1))
     }
 
     /// A report of any kind arrived at `clock`: starts the wait for the first fix.
-    public mutating func heard(clock: Date) {
+    package mutating func heard(clock: Date) {
         if lastFixClock == nil { lastFixClock = clock }
     }
 
     /// A usable fix with receiver time `time` arrived when the source's clock read `clock`.
     /// Returns true when this ends a stale stretch.
     @discardableResult
-    public mutating func fix(time: Date, clock: Date) -> Bool {
+    package mutating func fix(time: Date, clock: Date) -> Bool {
         if let last = lastFixTime {
             let interval = time.timeIntervalSince(last)
             // The median of eight ignores an outage's single long gap.
@@ -67,11 +67,11 @@ public struct FixStalenessMonitor: Sendable {
 
     /// Something else already told the app that no location is coming (gpsd lost, for
     /// example): mark the stretch stale without a second report.
-    public mutating func reportedElsewhere() { reported = true }
+    package mutating func reportedElsewhere() { reported = true }
 
     /// Checks the silence at `clock`. Returns the seconds without a usable fix the first time
     /// they reach the timeout in a stretch (report it); nil otherwise.
-    public mutating func check(clock: Date) -> TimeInterval? {
+    package mutating func check(clock: Date) -> TimeInterval? {
         guard let last = lastFixClock else { return nil }
         let silence = clock.timeIntervalSince(last)
         guard silence >= effectiveTimeout else { return nil }
@@ -82,10 +82,10 @@ public struct FixStalenessMonitor: Sendable {
     }
 
     /// Forget everything (updates stopped).
-    public mutating func reset() { self = FixStalenessMonitor(timeout: timeout) }
+    package mutating func reset() { self = FixStalenessMonitor(timeout: timeout) }
 
     /// The message an app sees, in words.
-    public static func message(silence: TimeInterval, lastLocationTime: Date?) -> String {
+    package static func message(silence: TimeInterval, lastLocationTime: Date?) -> String {
         guard let lastLocationTime else {
             return String(format: "no usable position fix yet after %.1f s", silence)
                 + " — the receiver is still searching for satellites (a cold start can take a minute or more under open sky;"
