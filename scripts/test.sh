@@ -6,13 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 swift build --build-tests
-# In parallel; the real-gpsd suites run one at a time inside (RealGPSD), and every suite has a
+# In parallel; the real-gpsd suites run one at a time in each of two lanes (RealGPSD), and every suite has a
 # Swift Testing time limit, so a stuck test fails by itself instead of hanging the run.
 swift test --skip-build --parallel
 # The NMEA engine in a package with no CGPS at all: it builds and passes without libgps.
 scripts/check-nmea-standalone.sh
 # The threading of the manager and the engine's drivers, under Thread Sanitizer (a separate build).
-# The real-gpsd receiver suite is left out: under TSan's slowdown which receiver reports first
-# is a race of the test set-up (seen: it picked the other receiver), not of the code.
+# The receiver rules run here through their stage and a manager fed fixes (ReceiverSelectionStageTests);
+# the real-gpsd receiver suite is left out: under TSan's slowdown which receiver reports first is a
+# race of its set-up (seen: it picked the other receiver), not of the code.
 swift test --sanitize=thread \
-  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests"
+  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests"

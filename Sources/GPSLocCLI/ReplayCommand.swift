@@ -141,6 +141,9 @@ enum ReplayCommand {
             return Run(status: 1)
         }
         defer { server.stop() }
+        // Connecting before gpsfake has attached its receiver would report "no receiver open".
+        // If none appears, the source reports that itself.
+        server.waitUntilDeviceAttachedBlocking()
         // gpsfake ends its gpsd when the recording is over: the lost connection is the normal end.
         let source = GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
         return play(source, sink: sink, options: options, authorization: authorization)

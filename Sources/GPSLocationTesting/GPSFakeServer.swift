@@ -125,6 +125,33 @@ public final class GPSFakeServer: Sendable {
         throw .notListening(endpoint.port)
     }
 
+    /// After `waitUntilListeningBlocking`: waits until gpsfake has attached its pseudo-terminal
+    /// to gpsd (gpsd's `?DEVICES;` lists it), so a client that connects next is not told "no
+    /// receiver open" — gpsfake adds the device a moment after its gpsd listens, and starts
+    /// feeding it 1.4 s after that. Returns false when no device appeared within `timeout`.
+    @discardableResult
+    public func waitUntilDeviceAttachedBlocking(timeout: Duration = .seconds(5)) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if FreePort.gpsdListsDevice(port: endpoint.port) { return true }
+            if child.exited != nil { return false }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// The same wait without blocking a thread.
+    @discardableResult
+    public func waitUntilDeviceAttached(timeout: Duration = .seconds(5)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if FreePort.gpsdListsDevice(port: endpoint.port) { return true }
+            if child.exited != nil { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
     /// Waits until gpsfake has played the log and exited.
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(120)) async -> Bool {
@@ -208,6 +235,39 @@ package enum FreePort {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
+    }
+
+    /// True when the gpsd on 127.0.0.1:port answers `?DEVICES;` with at least one device
+    /// (within 300 ms).
+    package static func gpsdListsDevice(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = loopback(port: port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { return false }
+        let query = Array("?DEVICES;\n".utf8)
+        guard write(fd, query, query.count) == query.count else { return false }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .milliseconds(300)
+        while ContinuousClock.now < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 50) >= 0 else { return false }
+            guard poller.revents != 0 else { continue }
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { return false }
+            received.append(contentsOf: buffer[..<count])
+            let text = String(decoding: received, as: UTF8.self)
+            for line in text.split(separator: "\n") where line.contains("\"class\":\"DEVICES\"") {
+                return line.contains("\"devices\":[{")
+            }
+        }
+        return false
     }
 
     private static func loopback(port: Int) -> sockaddr_in {

@@ -18,7 +18,10 @@ import GNSSCore
 /// - **Date** from ZDA (four-digit year) or RMC (two-digit year: 80–99 → 19xx, else 20xx); the
 ///   time of a cycle before any date is unknown (nil), as in gpsd. Dates are kept as the
 ///   receiver sent them: unlike gpsd 3.22 we do not move pre-2017 dates forward by 1024 weeks.
-///   A time of day that goes back by more than 12 h is taken as the next day.
+///   A dated sentence's date belongs to its own time of day; a later cycle whose time of day
+///   went back by more than 12 h is on the next day (midnight passed before the next date),
+///   and a new date is never added to that rollover: 23:59:59 on the 15th is followed by
+///   00:00:00 on the 16th whichever sentence of the cycle carries the date.
 /// - **Errors** (gpsd's 95 % convention, see `FixErrors`): from GST's 1σ latitude, longitude
 ///   and altitude errors × 1.96 when the cycle has a GST; else from Garmin's PGRME; else
 ///   DOP × UERE with UERE (1σ) = 4 m autonomous, 1 m DGPS, 0.2 m RTK float, 0.02 m RTK fixed:
@@ -26,10 +29,11 @@ import GNSSCore
 /// - **Speed and course** from RMC, else VTG; knots × 1852/3600.
 public struct EpochAssembler: Sendable {
     private var mode: FixMode = .notSeen
-    private var date: (year: Int, month: Int, day: Int)?
+    /// The UTC day (days since 1970) of the last time of day placed on the calendar, and that
+    /// time of day — set by each dated sentence (RMC, ZDA) and moved along by every fix.
+    private var day: Int?
+    private var dayTime: Double?
     private var cycle = Cycle()
-    private var lastTimeOfDay: Double?
-    private var dayOffset = 0.0
     /// The sentence types learned to end a cycle (gpsd's `cycle_enders`).
     private var cycleEnders: Set<TimedType> = []
     /// The last time-bearing sentence type seen.
@@ -72,7 +76,9 @@ public struct EpochAssembler: Sendable {
         case .rmc(let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, _):
             emitted = boundary(time, .rmc)
             if let rmcDate {
-                date = (rmcDate.year < 80 ? 2000 + rmcDate.year : 1900 + rmcDate.year, rmcDate.month, rmcDate.day)
+                setDate(
+                    year: rmcDate.year < 80 ? 2000 + rmcDate.year : 1900 + rmcDate.year, month: rmcDate.month,
+                    day: rmcDate.day, time: time)
             }
             cycle.positional = true
             if valid, let latitude, let longitude {
@@ -133,7 +139,7 @@ public struct EpochAssembler: Sendable {
             cycle.gst = (latitude, longitude, altitude)
         case .zda(let time, let day, let month, let year):
             emitted = boundary(time, .zda)
-            date = (year, month, day)
+            setDate(year: year, month: month, day: day, time: time)
         case .pgrme(let horizontal, let vertical):
             openIfNeeded()
             cycle.pgrme = (horizontal, vertical)
@@ -166,6 +172,30 @@ public struct EpochAssembler: Sendable {
     public mutating func finish() -> Fix? {
         defer { cycle = Cycle() }
         return cycle.reported || !cycleEnders.isEmpty ? nil : makeFix()
+    }
+
+    /// A dated sentence: its date is the day of its own time of day (when it has one).
+    private mutating func setDate(year: Int, month: Int, day newDay: Int, time: Double?) {
+        day = Self.daysFromCivil(year: year, month: month, day: newDay)
+        dayTime = time
+    }
+
+    /// Places a cycle's time of day on the calendar: on the day of the last dated sentence,
+    /// moved forward a day when the time of day went back by more than 12 h since the last
+    /// placed time (midnight passed before the next date came), back a day when it went
+    /// forward by more than 12 h (a cycle from before midnight after a new date).
+    private mutating func placeOnCalendar(_ seconds: Double) -> Date? {
+        guard var placed = day else { return nil }
+        if let last = dayTime {
+            if seconds < last - 43_200 {
+                placed += 1
+            } else if seconds > last + 43_200 {
+                placed -= 1
+            }
+        }
+        day = placed
+        dayTime = seconds
+        return Date(timeIntervalSince1970: Double(placed) * 86_400 + seconds)
     }
 
     private mutating func openIfNeeded() {
@@ -204,13 +234,7 @@ public struct EpochAssembler: Sendable {
 
     private mutating func makeFix() -> Fix? {
         guard cycle.open, cycle.positional else { return nil }
-        var fixTime: Date?
-        if let seconds = cycle.time, let date {
-            if let last = lastTimeOfDay, seconds < last - 43_200 { dayOffset += 86_400 }
-            lastTimeOfDay = seconds
-            let midnight = Double(Self.daysFromCivil(year: date.year, month: date.month, day: date.day)) * 86_400
-            fixTime = Date(timeIntervalSince1970: midnight + seconds + dayOffset)
-        }
+        let fixTime = cycle.time.flatMap { placeOnCalendar($0) }
         let hasPosition = mode >= .twoDimensional && cycle.latitude != nil && cycle.longitude != nil
         let is3D = mode == .threeDimensional
         var errors = FixErrors()

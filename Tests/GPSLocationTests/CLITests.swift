@@ -105,7 +105,7 @@ enum GPSLocBinary {
     }
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneB {
     @Suite(
         "gpsloc as a user runs it",
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
@@ -246,7 +246,7 @@ enum NDJSONSchema {
     }
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneB {
     @Suite(
         "authorization store and gate in gpsloc",
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
@@ -343,7 +343,7 @@ extension RealGPSD {
     }
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneB {
     @Suite(
         "gpsloc doctor",
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first")
@@ -382,7 +382,7 @@ extension RealGPSD {
     }
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneB {
     @Suite(
         "gpsloc replay", .serialized,
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
@@ -498,7 +498,7 @@ extension RealGPSD {
     }
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneB {
     @Suite(
         "live authorization changes",
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
@@ -614,7 +614,7 @@ final class LineReader: @unchecked Sendable {
     }
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneB {
     @Suite(
         "gpsloc watch --once, --gpx and sky against gpsfake",
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"),
@@ -705,7 +705,7 @@ extension RealGPSD {
     }
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneB {
     @Suite(
         "gpsloc watch on a terminal (tmux)",
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"),

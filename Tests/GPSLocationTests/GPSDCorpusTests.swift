@@ -7,7 +7,7 @@ import Testing
 /// The real daemon, the real libgps: every TPV gpsd reports must reach our `Fix` exactly.
 // Serialized: 29 gpsfake daemons at once on a small machine make clients miss gpsfake's
 // 1.4 s start window; one at a time takes about a minute.
-extension RealGPSD {
+extension RealGPSD.LaneA {
     @Suite(
         "gpsd integration: real-receiver corpus", .serialized,
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),

@@ -31,6 +31,34 @@ struct GeodesicTests {
         }
     }
 
+    @Test("the distance filter's shortcut decides exactly as the full geodesic does")
+    func nearbyShortcutAgrees() {
+        var random = SplitMix64(seed: 0x5EED)
+        func uniform(_ range: ClosedRange<Double>) -> Double {
+            range.lowerBound + Double(random.next() >> 11) / Double(1 << 53) * (range.upperBound - range.lowerBound)
+        }
+        var decided = 0
+        for _ in 0..<20_000 {
+            let lat1 = uniform(-89.9...89.9)
+            let lon1 = uniform(-180...180)
+            let lat2 = max(-90, min(90, lat1 + uniform(-0.25...0.25)))
+            var lon2 = lon1 + uniform(-0.25...0.25)
+            if lon2 > 180 { lon2 -= 360 }
+            let exact = Geodesic.wgs84.distance(latitude1: lat1, longitude1: lon1, latitude2: lat2, longitude2: lon2)
+            // Thresholds at, near and far from the true distance, and everyday filter values.
+            for threshold in [exact, exact * 0.98, exact * 1.02, exact * 0.5, exact * 2, 1, 5, 50, 500, 5_000] {
+                let fast = Geodesic.wgs84.isDistance(
+                    latitude1: lat1, longitude1: lon1, latitude2: lat2, longitude2: lon2, atLeast: threshold)
+                if fast != (exact >= threshold) {
+                    Issue.record("(\(lat1),\(lon1)) → (\(lat2),\(lon2)) at \(threshold) m: \(fast), exact \(exact) m")
+                    return
+                }
+                decided += 1
+            }
+        }
+        #expect(decided == 200_000)
+    }
+
     @Test("is symmetric and zero for identical points")
     func symmetry() {
         var random = TestRandom(seed: 99)

@@ -7,7 +7,7 @@ import Testing
 
 /// `gpsloc` and `CLLocationManager` run the same `LocationEngine`, so the same input gives the
 /// same locations, errors and diagnostics — compared here field by field.
-extension RealGPSD {
+extension RealGPSD.LaneB {
     @Suite("one engine: gpsloc and CLLocationManager agree")
     struct OneEngineTests {
         /// What the app (or gpsloc) received, in a form both paths can produce.
@@ -120,6 +120,8 @@ extension RealGPSD {
                 try GPSLocBinary.run(["replay", log.path, "--via", "gpsd", "--json", "--max-age", "1000000000"]).stdout)
             let server = try await GPSFakeServer.started(log: log)
             defer { server.stop() }
+            // As `gpsloc replay --via gpsd` does: connect once gpsfake has attached its receiver.
+            #expect(await server.waitUntilDeviceAttached())
             let manager = Self.throughManager(
                 GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
             ) { $0.maximumLocationAge = 1e9 }

@@ -5,118 +5,124 @@ import Testing
 
 @testable import GPSLocation
 
-extension RealGPSD {
-    @Suite("receivers: selection among several, removal and return")
+/// The selection rules on their own and under a manager fed from a list: no gpsd, so these also
+/// run under Thread Sanitizer.
+@Suite("receiver selection: the stage, and a manager fed fixes")
+struct ReceiverSelectionStageTests {
+    let t0 = Date(timeIntervalSince1970: 1_781_510_400)
+
+    @Test("the first usable receiver is followed; a similar one never takes over")
+    func followFirst() {
+        let stage = SelectionBox(ReceiverSelectionStage())
+        #expect(
+            stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0),
+            "no fix yet: goes on to be diagnosed")
+        #expect(stage.selected == nil)
+        #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: t0))
+        #expect(stage.selected == "/dev/b")
+        for second in 1...30 {
+            let clock = t0 + Double(second)
+            #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3, clock: clock))
+            #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: clock))
+        }
+        #expect(
+            stage.admits(device: nil, mode: .twoDimensional, horizontalAccuracy: 9, clock: t0),
+            "fixes naming no device always pass")
+    }
+
+    @Test("3D beats 2D at once; twice as accurate takes over after five fixes in a row")
+    func takeOver() {
+        let stage = SelectionBox(ReceiverSelectionStage())
+        #expect(stage.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 5, clock: t0))
+        #expect(
+            stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1),
+            "higher mode"
+        )
+        #expect(stage.selected == "/dev/b")
+        var clock = t0 + 2
+        // One fix that is not twice as good starts the count again.
+        #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock))
+        #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 4.1, clock: clock))
+        for index in 1...5 {
+            clock += 1
+            #expect(
+                stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: clock)
+                    == (index < 5 || stage.selected == "/dev/b"))
+            let admitted = stage.admits(
+                device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock)
+            #expect(admitted == (index == 5), "fix \(index)")
+        }
+        #expect(stage.selected == "/dev/a")
+    }
+
+    @Test("a receiver without a usable fix for lossTimeout is given up")
+    func lost() {
+        let stage = SelectionBox(ReceiverSelectionStage(lossTimeout: 3))
+        #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
+        #expect(
+            stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0 + 1),
+            "the followed receiver's no-fix goes on (to the staleness check)")
+        #expect(
+            !stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 2),
+            "a dropout is not a loss yet")
+        #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 3))
+        #expect(stage.selected == "/dev/b")
+    }
+
+    @Test("deactivation hands over to the next receiver with a fix; a pinned path never changes")
+    func deactivation() {
+        let stage = SelectionBox(ReceiverSelectionStage())
+        #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
+        #expect(
+            !stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one"
+        )
+        #expect(stage.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
+        #expect(stage.selected == nil)
+        #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 30, clock: t0 + 0.1))
+
+        let pinned = SelectionBox(ReceiverSelectionStage(selection: .path("/dev/a")))
+        #expect(pinned.takeMissingPin() == nil)
+        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 1))
+        let missing = pinned.takeMissingPin()
+        #expect(
+            missing?.pinned == "/dev/a" && missing?.reporting == "/dev/b", "told once that the pinned one is absent"
+        )
+        #expect(pinned.takeMissingPin() == nil)
+        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 0.5))
+        #expect(pinned.takeMissingPin() == nil, "only once")
+        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0))
+        #expect(pinned.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 50, clock: t0))
+        #expect(pinned.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
+        #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 + 10))
+    }
+
+    @Test("a manager pinned to a receiver gpsd does not have says so once, not 'still searching'")
+    func pinnedToAbsentReceiver() throws {
+        let fixes = try FixtureFixes.load("clean-1hz-multi").map { fix -> Fix in
+            var fix = fix
+            fix.device = "/dev/ttyACM0"
+            return fix
+        }
+        let manager = CLLocationManager(
+            source: FixListSource(fixes, reportsEnd: false), authorizer: grantedAuthorizer())
+        manager.receiverSelection = .path("/dev/ttyUSB9")
+        let delegate = ReceiverDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        #expect(waitUntil(timeout: 5) { !delegate.errors.isEmpty })
+        Thread.sleep(forTimeInterval: 0.2)
+        manager.stopUpdatingLocation()
+        #expect(delegate.locationCount == 0)
+        #expect(delegate.errors.count == 1, "\(delegate.errors.map(\.message))")
+        #expect(
+            delegate.errors.first?.message.contains(
+                "follows only /dev/ttyUSB9, but gpsd reports fixes from /dev/ttyACM0") == true)
+    }
+}
+
+extension RealGPSD.LaneB {
+    @Suite("receivers: selection among several behind a real gpsd, removal and return")
     struct ReceiverSelectionTests {
-        let t0 = Date(timeIntervalSince1970: 1_781_510_400)
-
-        @Test("the first usable receiver is followed; a similar one never takes over")
-        func followFirst() {
-            let stage = SelectionBox(ReceiverSelectionStage())
-            #expect(
-                stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0),
-                "no fix yet: goes on to be diagnosed")
-            #expect(stage.selected == nil)
-            #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: t0))
-            #expect(stage.selected == "/dev/b")
-            for second in 1...30 {
-                let clock = t0 + Double(second)
-                #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3, clock: clock))
-                #expect(stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 4, clock: clock))
-            }
-            #expect(
-                stage.admits(device: nil, mode: .twoDimensional, horizontalAccuracy: 9, clock: t0),
-                "fixes naming no device always pass")
-        }
-
-        @Test("3D beats 2D at once; twice as accurate takes over after five fixes in a row")
-        func takeOver() {
-            let stage = SelectionBox(ReceiverSelectionStage())
-            #expect(stage.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 5, clock: t0))
-            #expect(
-                stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: t0 + 1),
-                "higher mode"
-            )
-            #expect(stage.selected == "/dev/b")
-            var clock = t0 + 2
-            // One fix that is not twice as good starts the count again.
-            #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock))
-            #expect(!stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 4.1, clock: clock))
-            for index in 1...5 {
-                clock += 1
-                #expect(
-                    stage.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 8, clock: clock)
-                        == (index < 5 || stage.selected == "/dev/b"))
-                let admitted = stage.admits(
-                    device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 3.9, clock: clock)
-                #expect(admitted == (index == 5), "fix \(index)")
-            }
-            #expect(stage.selected == "/dev/a")
-        }
-
-        @Test("a receiver without a usable fix for lossTimeout is given up")
-        func lost() {
-            let stage = SelectionBox(ReceiverSelectionStage(lossTimeout: 3))
-            #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
-            #expect(
-                stage.admits(device: "/dev/a", mode: .noFix, horizontalAccuracy: nil, clock: t0 + 1),
-                "the followed receiver's no-fix goes on (to the staleness check)")
-            #expect(
-                !stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 2),
-                "a dropout is not a loss yet")
-            #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 20, clock: t0 + 3))
-            #expect(stage.selected == "/dev/b")
-        }
-
-        @Test("deactivation hands over to the next receiver with a fix; a pinned path never changes")
-        func deactivation() {
-            let stage = SelectionBox(ReceiverSelectionStage())
-            #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 2, clock: t0))
-            #expect(
-                !stage.deviceChanged(DeviceEvent(path: "/dev/b", driver: nil, activated: false)), "not the followed one"
-            )
-            #expect(stage.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
-            #expect(stage.selected == nil)
-            #expect(stage.admits(device: "/dev/b", mode: .twoDimensional, horizontalAccuracy: 30, clock: t0 + 0.1))
-
-            let pinned = SelectionBox(ReceiverSelectionStage(selection: .path("/dev/a")))
-            #expect(pinned.takeMissingPin() == nil)
-            #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 1))
-            let missing = pinned.takeMissingPin()
-            #expect(
-                missing?.pinned == "/dev/a" && missing?.reporting == "/dev/b", "told once that the pinned one is absent"
-            )
-            #expect(pinned.takeMissingPin() == nil)
-            #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 - 0.5))
-            #expect(pinned.takeMissingPin() == nil, "only once")
-            #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0))
-            #expect(pinned.admits(device: "/dev/a", mode: .twoDimensional, horizontalAccuracy: 50, clock: t0))
-            #expect(pinned.deviceChanged(DeviceEvent(path: "/dev/a", driver: nil, activated: false)))
-            #expect(!pinned.admits(device: "/dev/b", mode: .threeDimensional, horizontalAccuracy: 1, clock: t0 + 10))
-        }
-
-        @Test("a manager pinned to a receiver gpsd does not have says so once, not 'still searching'")
-        func pinnedToAbsentReceiver() throws {
-            let fixes = try FixtureFixes.load("clean-1hz-multi").map { fix -> Fix in
-                var fix = fix
-                fix.device = "/dev/ttyACM0"
-                return fix
-            }
-            let manager = CLLocationManager(
-                source: FixListSource(fixes, reportsEnd: false), authorizer: grantedAuthorizer())
-            manager.receiverSelection = .path("/dev/ttyUSB9")
-            let delegate = ReceiverDelegate()
-            manager.delegate = delegate
-            manager.startUpdatingLocation()
-            #expect(waitUntil(timeout: 5) { !delegate.errors.isEmpty })
-            Thread.sleep(forTimeInterval: 0.2)
-            manager.stopUpdatingLocation()
-            #expect(delegate.locationCount == 0)
-            #expect(delegate.errors.count == 1, "\(delegate.errors.map(\.message))")
-            #expect(
-                delegate.errors.first?.message.contains(
-                    "follows only /dev/ttyUSB9, but gpsd reports fixes from /dev/ttyACM0") == true)
-        }
 
         static let gpsdctlAvailable =
             Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: GPSDServer.gpsdctlExecutable)
@@ -314,7 +320,7 @@ final class GPSDWithReceivers {
     let server: GPSDServer
 
     init(_ recordings: [String]) throws {
-        receivers = try recordings.map(RealGPSD.ReceiverSelectionTests.receiver)
+        receivers = try recordings.map(RealGPSD.LaneB.ReceiverSelectionTests.receiver)
         server = try GPSDServer(devices: receivers.map(\.path))
         try server.waitUntilListening()
     }

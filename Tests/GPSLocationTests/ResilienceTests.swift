@@ -10,7 +10,7 @@ func openFileDescriptors() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneA {
     @Suite("resilience", .serialized)
     struct ResilienceTests {
         @Test("backoff delays are capped, jittered, and grow")
@@ -147,7 +147,7 @@ extension RealGPSD {
     }
 }
 
-extension RealGPSD.ResilienceTests {
+extension RealGPSD.LaneA.ResilienceTests {
     /// gpsfake on a given port. The port was just released by the previous gpsd; under load a new
     /// gpsd can fail to bind it for a moment (gpsfake then exits at once): try again, as systemd would.
     static func startGPSFake(_ log: URL, port: Int, label: String) async throws -> GPSFakeServer {
@@ -193,7 +193,7 @@ final class TimedDelegate: CLLocationManagerDelegate, @unchecked Sendable {
     }
 }
 
-extension RealGPSD {
+extension RealGPSD.LaneA {
     @Suite("shared gpsd connection", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
     struct SharedConnectionTests {
         @Test("several managers share one gpsd connection, each with its own filter and gate")

@@ -47,6 +47,35 @@ public struct Geodesic: Sendable {
         c3x = Self.c3Coefficients(n: n)
     }
 
+    /// Whether two nearby points are at least `threshold` metres apart — the distance filter's
+    /// question, asked for every fix. Points within 0.2° of each other (and away from the poles)
+    /// are first measured on the tangent plane at their mid-latitude, with the ellipsoid's
+    /// meridional and prime-vertical radii there; that estimate is within 10⁻⁵ of the geodesic
+    /// length at such distances, so when it is more than 1 % from `threshold` it decides.
+    /// Otherwise — near the threshold, far apart, near a pole — the exact `distance` decides.
+    package func isDistance(
+        latitude1: Double, longitude1: Double, latitude2: Double, longitude2: Double, atLeast threshold: Double
+    ) -> Bool {
+        var dLon = longitude2 - longitude1
+        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
+        let dLat = latitude2 - latitude1
+        if abs(dLat) < 0.2 && abs(dLon) < 0.2 && abs(latitude1) < 85 && abs(latitude2) < 85 {
+            let phi = (latitude1 + latitude2) / 2 * .pi / 180
+            let s = sin(phi)
+            let w2 = 1 - e2 * s * s
+            let w = w2.squareRoot()
+            let meridional = equatorialRadius * (1 - e2) / (w2 * w)
+            let primeVertical = equatorialRadius / w
+            let y = meridional * dLat * .pi / 180
+            let x = primeVertical * cos(phi) * dLon * .pi / 180
+            let estimate = (x * x + y * y).squareRoot()
+            if estimate > threshold * 1.01 { return true }
+            if estimate < threshold * 0.99 { return false }
+        }
+        return distance(latitude1: latitude1, longitude1: longitude1, latitude2: latitude2, longitude2: longitude2)
+            >= threshold
+    }
+
     /// The length in metres of the shortest path on the ellipsoid between two points (degrees).
     public func distance(latitude1: Double, longitude1: Double, latitude2: Double, longitude2: Double) -> Double {
         var (lon12, lon12s) = Self.angleDifference(longitude1, longitude2)

@@ -107,6 +107,8 @@ package struct LocationEngine: Sendable {
     private var stalenessDeadline: Date?
     /// The code of the last rejection reported since the last delivery.
     private var lastRejection: String?
+    /// Receivers gpsd said are deactivated and has not reactivated since.
+    private var deactivated: Set<String> = []
     private var lastDiagnosed: [String: Date] = [:]
 
     package init(
@@ -173,6 +175,7 @@ package struct LocationEngine: Sendable {
         recordingNow = nil
         lastRejection = nil
         stalenessDeadline = nil
+        deactivated = []
         return [.cancel(.staleness), .cancel(.requestLocation)]
     }
 
@@ -198,9 +201,9 @@ package struct LocationEngine: Sendable {
 
     /// One event from the source. `now`: the wall clock; `uptime`: a monotonic clock in
     /// seconds (live sources; it guards against receivers whose dates jump).
-    package mutating func handle(_ event: LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
+    package mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
         guard mode != .stopped else { return [] }
-        switch event {
+        switch consume event {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
         case .sky(let sky):
@@ -208,6 +211,9 @@ package struct LocationEngine: Sendable {
         case .notice(let code, let message):
             return [.diagnose(code: code, message: message)]
         case .device(let device):
+            // gpsd may say a receiver is gone twice (gpsfake's end does): once is news.
+            if !device.activated && deactivated.contains(device.path) { return [] }
+            if device.activated { deactivated.remove(device.path) } else { deactivated.insert(device.path) }
             var actions: [Action] = [.receiver(device)]
             let lost = receivers.deviceChanged(device)
             guard !device.activated, lost || receivers.selected == nil else { return actions }

@@ -272,7 +272,9 @@ package struct DistanceFilterStage: Sendable {
         {
             return true
         }
-        return location.distance(from: last) >= distanceFilter
+        return Geodesic.wgs84.isDistance(
+            latitude1: last.coordinate.latitude, longitude1: last.coordinate.longitude,
+            latitude2: location.coordinate.latitude, longitude2: location.coordinate.longitude, atLeast: distanceFilter)
     }
 
     package mutating func delivered(_ location: CLLocation) { lastDelivered = location }

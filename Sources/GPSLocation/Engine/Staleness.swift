@@ -25,7 +25,10 @@ package struct FixStalenessMonitor: Sendable {
     /// True between the report and the next usable fix.
     package private(set) var isStale = false
     private var lastFixTime: Date?
-    private var intervals: [TimeInterval] = []
+    /// The last eight intervals, oldest overwritten first (no heap allocation per fix).
+    private var intervals = InlineArray<8, TimeInterval>(repeating: 0)
+    private var intervalCount = 0
+    private var nextInterval = 0
     private var reported = false
 
     package init(timeout: TimeInterval? = nil) { self.timeout = timeout }
@@ -52,9 +55,16 @@ package struct FixStalenessMonitor: Sendable {
             let interval = time.timeIntervalSince(last)
             // The median of eight ignores an outage's single long gap.
             if interval > 0.001 && interval <= 60 {
-                intervals.append(interval)
-                if intervals.count > 8 { intervals.removeFirst() }
-                cycle = intervals.sorted()[intervals.count / 2]
+                // A steady receiver repeats its interval: when a value within a microsecond of
+                // the median is replaced by another such value, the median stays within that
+                // microsecond (as many values lie below and above the band as before).
+                let unchanged =
+                    intervalCount == intervals.count && abs(intervals[nextInterval] - (cycle ?? 0)) < 1e-6
+                    && abs(interval - (cycle ?? 0)) < 1e-6
+                intervals[nextInterval] = interval
+                nextInterval = (nextInterval + 1) % intervals.count
+                intervalCount = min(intervalCount + 1, intervals.count)
+                if !unchanged { cycle = median() }
             }
         }
         lastFixTime = time
@@ -63,6 +73,22 @@ package struct FixStalenessMonitor: Sendable {
         isStale = false
         reported = false
         return recovered
+    }
+
+    /// The median of the stored intervals (the upper one of an even count): an insertion sort
+    /// of at most eight values on the stack.
+    private func median() -> TimeInterval {
+        var sorted = intervals
+        for i in 1..<intervalCount {
+            let value = sorted[i]
+            var j = i - 1
+            while j >= 0 && sorted[j] > value {
+                sorted[j + 1] = sorted[j]
+                j -= 1
+            }
+            sorted[j + 1] = value
+        }
+        return sorted[intervalCount / 2]
     }
 
     /// Something else already told the app that no location is coming (gpsd lost, for
