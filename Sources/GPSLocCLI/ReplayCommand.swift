@@ -164,18 +164,6 @@ enum ReplayCommand {
         if let bar { source.onProgress { read, total in bar.update(read: read, total: total) } }
         let run = play(source, sink: sink, options: options, authorization: authorization)
         bar?.clear()
-        let statistics = source.statistics
-        let skipped =
-            statistics.badChecksum + statistics.missingChecksum + statistics.tooLong + statistics.noise
-            + statistics.malformed
-        if skipped > 0 {
-            sink.diagnostic(
-                code: "skippedInput",
-                message:
-                    "skipped \(skipped) unusable line(s) of the recording: \(statistics.badChecksum) bad checksum, "
-                    + "\(statistics.missingChecksum) without checksum, \(statistics.tooLong) too long, \(statistics.noise) noise, "
-                    + "\(statistics.malformed) malformed")
-        }
         return run
     }
 }

@@ -3,12 +3,21 @@ import GNSSCore
 
 /// Counts of what the NMEA parser met and skipped. Nothing here ever produces a position.
 public struct NMEAStatistics: Sendable, Equatable {
-    /// Sentences with a valid checksum that were decoded.
+    /// Sentences decoded: with a valid checksum, or complete without one (`withoutChecksum`).
     public var sentences = 0
     /// Sentences whose `*hh` checksum did not match.
     public var badChecksum = 0
-    /// Sentences without a `*hh` checksum (often truncated lines).
+    /// Lines cut off: no `*hh` and not a complete, well-formed sentence (a line cut off
+    /// mid-field, the last line of a recording without its line feed, a sentence followed
+    /// by another `$` on the same line).
     public var missingChecksum = 0
+    /// Complete sentences accepted without a `*hh` checksum, as gpsd accepts them: the line
+    /// ends in a line feed, the type is one we decode, and the field count and every field's
+    /// syntax are what that type requires. Some timing and older receivers send only these.
+    public var withoutChecksum = 0
+    /// Satellite lists (GSV) without a checksum: skipped, as gpsd skips them — a GSV's length
+    /// varies with its satellites, so a cut-off one cannot be told from a whole one.
+    public var satellitesWithoutChecksum = 0
     /// Lines longer than `NMEAParser.maximumLineLength`.
     public var tooLong = 0
     /// Lines with no `$` or `!` start (noise, binary data, comments are not counted here).
@@ -99,7 +108,7 @@ public struct NMEAParser: Sendable {
             else { break }
             let end = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
             if carry.isEmpty && !overflowed {
-                line(UnsafeBufferPointer(rebasing: bytes[lineStart..<end]), handle)
+                line(UnsafeBufferPointer(rebasing: bytes[lineStart..<end]), terminated: true, handle)
             } else {
                 appendCarry(UnsafeBufferPointer(rebasing: bytes[lineStart..<end]))
                 let carried = carry
@@ -109,7 +118,7 @@ public struct NMEAParser: Sendable {
                 if wasOverflowed {
                     statistics.tooLong += 1
                 } else {
-                    carried.withUnsafeBufferPointer { line($0, handle) }
+                    carried.withUnsafeBufferPointer { line($0, terminated: true, handle) }
                 }
             }
             index = end + 1
@@ -128,7 +137,7 @@ public struct NMEAParser: Sendable {
             statistics.tooLong += 1
         } else if !carry.isEmpty {
             let carried = carry
-            carried.withUnsafeBufferPointer { line($0, handle) }
+            carried.withUnsafeBufferPointer { line($0, terminated: false, handle) }
         }
         carry.removeAll(keepingCapacity: true)
         overflowed = false
@@ -144,8 +153,10 @@ public struct NMEAParser: Sendable {
         carry.append(contentsOf: bytes)
     }
 
-    /// One line without its LF.
-    private mutating func line(_ raw: UnsafeBufferPointer<UInt8>, _ handle: (NMEASentence) -> Void) {
+    /// One line without its LF (`terminated`: it had one; false for a last line at the end).
+    private mutating func line(
+        _ raw: UnsafeBufferPointer<UInt8>, terminated: Bool, _ handle: (NMEASentence) -> Void
+    ) {
         if raw.count > Self.maximumRawLineLength {
             statistics.tooLong += 1
             return
@@ -172,6 +183,12 @@ public struct NMEAParser: Sendable {
             statistics.noise += 1
             return
         }
+        // Another start before this one: a sentence cut off by the next.
+        var cutOff = false
+        while scan > 0 && !cutOff {
+            scan -= 1
+            cutOff = raw[scan] == UInt8(ascii: "$") || raw[scan] == UInt8(ascii: "!")
+        }
         if end - start > Self.maximumLineLength {
             statistics.tooLong += 1
             return
@@ -193,17 +210,29 @@ public struct NMEAParser: Sendable {
             checksum ^= byte
             position += 1
         }
-        guard star >= 0, star + 2 < end, let high = Self.hex(raw[star + 1]), let low = Self.hex(raw[star + 2]) else {
-            statistics.missingChecksum += 1
-            return
+        let body: UnsafeBufferPointer<UInt8>
+        if star >= 0 {
+            guard star + 2 < end, let high = Self.hex(raw[star + 1]), let low = Self.hex(raw[star + 2]) else {
+                statistics.missingChecksum += 1
+                return
+            }
+            guard high << 4 | low == checksum else {
+                statistics.badChecksum += 1
+                return
+            }
+            body = UnsafeBufferPointer(rebasing: raw[(start + 1)..<star])
+        } else {
+            // No checksum at all: only a complete line may be a sentence (decode checks the rest).
+            guard terminated else {
+                statistics.missingChecksum += 1
+                return
+            }
+            body = UnsafeBufferPointer(rebasing: raw[(start + 1)..<end])
         }
-        guard high << 4 | low == checksum else {
-            statistics.badChecksum += 1
-            return
-        }
-        let body = UnsafeBufferPointer(rebasing: raw[(start + 1)..<star])
-        if let sentence = decode(body) {
+        if let sentence = decode(body, checksummed: star >= 0) {
             statistics.sentences += 1
+            if star < 0 { statistics.withoutChecksum += 1 }
+            if cutOff { statistics.missingChecksum += 1 }
             handle(sentence)
         }
     }
@@ -219,10 +248,21 @@ public struct NMEAParser: Sendable {
 
     // MARK: - Sentences
 
-    /// `body` is the text between `$` and `*`.
-    private mutating func decode(_ body: UnsafeBufferPointer<UInt8>) -> NMEASentence? {
+    /// `body` is the text between `$` and `*` (or the line's end, when `checksummed` is false:
+    /// then only a well-formed sentence of a known type counts, anything else is cut off).
+    private mutating func decode(_ body: UnsafeBufferPointer<UInt8>, checksummed: Bool) -> NMEASentence? {
         let fields = Fields(body)
         let tag = fields.tag
+        if !checksummed && !Self.isWellFormed(fields) {
+            if tag.count == 5 && tag[2] == UInt8(ascii: "G") && tag[3] == UInt8(ascii: "S")
+                && tag[4] == UInt8(ascii: "V")
+            {
+                statistics.satellitesWithoutChecksum += 1
+            } else {
+                statistics.missingChecksum += 1
+            }
+            return nil
+        }
         guard tag.count >= 3 else {
             statistics.malformed += 1
             return nil
@@ -261,6 +301,59 @@ public struct NMEAParser: Sendable {
         }
         if sentence == nil { statistics.malformed += 1 }
         return sentence
+    }
+
+    /// The field syntax of each decoded type, for sentences without a checksum: one character
+    /// per field after the tag (`n` a number, `a` letters; either may be empty), and the field
+    /// counts the type comes in (NMEA 2.0 to 4.11 versions). GSV is absent: its length varies
+    /// with the satellites it lists, so a cut-off GSV cannot be told from a whole one, and gpsd
+    /// 3.22 drops GSV without a checksum too (measured: no SKY reports from such a recording).
+    private static let syntax: [UInt32: (pattern: [UInt8], counts: [Int])] = [
+        code("RMC"): (Array("nananannnnaaa".utf8), [11, 12, 13]),
+        code("GGA"): (Array("nnanannnnanann".utf8), [14]),
+        code("GNS"): (Array("nnanaannnnnna".utf8), [12, 13]),
+        code("GLL"): (Array("nananaa".utf8), [6, 7]),
+        code("GSA"): (Array(("a" + String(repeating: "n", count: 17)).utf8), [17, 18]),
+        code("VTG"): (Array("nanananaa".utf8), [8, 9]),
+        code("GST"): (Array("nnnnnnnn".utf8), [8]),
+        code("ZDA"): (Array("nnnnnn".utf8), [6]),
+    ]
+    private static let pgrmeSyntax = (pattern: Array("nanana".utf8), counts: [6])
+
+    /// True when `fields` is a complete sentence of a type we decode: its field count is one the
+    /// type comes in and every field has the syntax its position requires.
+    private static func isWellFormed(_ fields: Fields) -> Bool {
+        let tag = fields.tag
+        let rule: (pattern: [UInt8], counts: [Int])?
+        if tag.count == 5 && tag.elementsEqual("PGRME".utf8) {
+            rule = pgrmeSyntax
+        } else if tag.count == 5 && tag[0] != UInt8(ascii: "P") {
+            rule = syntax[UInt32(tag[2]) << 16 | UInt32(tag[3]) << 8 | UInt32(tag[4])]
+        } else {
+            rule = nil
+        }
+        guard let rule, rule.counts.contains(fields.count - 1) else { return false }
+        for index in 1..<fields.count {
+            let field = fields.bytes(index)
+            if field.isEmpty { continue }
+            if rule.pattern[index - 1] == UInt8(ascii: "a") {
+                guard field.allSatisfy({ ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A }) else { return false }
+            } else {
+                var digits = 0
+                var points = 0
+                for (offset, byte) in field.enumerated() {
+                    if byte >= 0x30 && byte <= 0x39 {
+                        digits += 1
+                    } else if byte == UInt8(ascii: ".") {
+                        points += 1
+                    } else if !(offset == 0 && byte == UInt8(ascii: "-")) {
+                        return false
+                    }
+                }
+                guard digits > 0 && points <= 1 else { return false }
+            }
+        }
+        return true
     }
 
     private static func code(_ text: StaticString) -> UInt32 {

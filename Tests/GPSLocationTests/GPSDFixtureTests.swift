@@ -11,7 +11,10 @@ extension RealGPSD.LaneB {
         "gpsd integration: project fixtures", .serialized,
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
     struct GPSDFixtureTests {
-        static let fixtures = ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea"]
+        static let fixtures = [
+            "drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea", "midnight-newyear-1hz-gp.nmea",
+            "midnight-leapday-1hz-multi.nmea", "midnight-march-10hz-multi.nmea",
+        ]
 
         @Test("every TPV gpsd reports reaches our Fix exactly", arguments: fixtures)
         func fixtureMatchesWatcher(name: String) async throws {

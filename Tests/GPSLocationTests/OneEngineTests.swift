@@ -43,7 +43,7 @@ extension RealGPSD.LaneB {
                 case "diagnostic":
                     let code = line["code"] as! String
                     // The replay's own labels and input statistics are the command's, not the engine's.
-                    if !["replay", "skippedInput", "pacing"].contains(code) { received.diagnostics.append(code) }
+                    if !["replay", "pacing"].contains(code) { received.diagnostics.append(code) }
                 default:
                     break
                 }

@@ -27,7 +27,10 @@ struct NMEAParserTests {
         return (sentences, parser.statistics)
     }
 
-    static let fixtureNames = ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea"]
+    static let fixtureNames = [
+        "drive-1hz-gp.nmea", "drive-10hz-multi.nmea", "clean-1hz-multi.nmea", "midnight-newyear-1hz-gp.nmea",
+        "midnight-leapday-1hz-multi.nmea", "midnight-march-10hz-multi.nmea", "nochecksum-1hz-multi.nmea",
+    ]
 
     @Test("byte by byte, line by line and whole buffer give the same sentences", arguments: fixtureNames)
     func chunkingDoesNotMatter(name: String) throws {

@@ -152,11 +152,43 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
         decoder.finish(deliver)
         lock.withLock { statistics = decoder.statistics }
         guard isRunning else { return }
+        for (code, message) in Self.inputNotes(decoder.statistics) { handler(.notice(code: code, message: message)) }
         handler(
             .problem(
                 CLError(
                     .locationUnknown, message: "the replay of \(path == "-" ? "standard input" : path) ended",
                     reason: .sourceEnded),
                 terminal: true))
+    }
+
+    /// What the recording held besides usable sentences, said once at its end: lines that had
+    /// to be skipped (`skippedInput`), and sentences accepted without a checksum (`noChecksums`).
+    package static func inputNotes(_ statistics: NMEAStatistics) -> [(code: String, message: String)] {
+        var notes: [(code: String, message: String)] = []
+        let skipped =
+            statistics.badChecksum + statistics.missingChecksum + statistics.tooLong + statistics.noise
+            + statistics.malformed
+        if skipped > 0 {
+            notes.append(
+                (
+                    "skippedInput",
+                    "skipped \(skipped) unusable line(s) of the recording: \(statistics.badChecksum) bad checksum, "
+                        + "\(statistics.missingChecksum) cut off (no checksum and incomplete), "
+                        + "\(statistics.tooLong) too long, \(statistics.noise) noise, \(statistics.malformed) malformed"
+                ))
+        }
+        if statistics.withoutChecksum > 0 {
+            var message =
+                "\(statistics.withoutChecksum) sentence(s) carried no *hh checksum and were accepted because each "
+                + "was a complete, well-formed line (as gpsd accepts them)"
+            if statistics.satellitesWithoutChecksum > 0 {
+                message +=
+                    "; \(statistics.satellitesWithoutChecksum) satellite list(s) (GSV) without one were skipped, as "
+                    + "gpsd skips them (a cut-off GSV cannot be recognised), so no satellites are shown"
+            }
+            message += "; line noise in such sentences cannot be detected — enable checksums on the receiver if it can"
+            notes.append(("noChecksums", message))
+        }
+        return notes
     }
 }
