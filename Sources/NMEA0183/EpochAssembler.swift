@@ -38,6 +38,11 @@ public struct EpochAssembler: Sendable {
     private var cycleEnders: Set<TimedType> = []
     /// The last time-bearing sentence type seen.
     private var lastTimed: TimedType?
+    /// gpsd's own cycle enders: learned the same way, but from the sentences whose time gpsd
+    /// latches (RMC, GGA/GNS, GLL — not ZDA). gpsd reports a cycle when one of them arrives, so
+    /// a cycle that had one is reported even when input ends before our ending sentence.
+    private var gpsdEnders: Set<TimedType> = []
+    private var lastLatched: TimedType?
     /// True until the first cycle closes.
     private var learning = true
 
@@ -64,6 +69,8 @@ public struct EpochAssembler: Sendable {
         var reported = false
         /// A GGA/GNS with a fix was seen: its mode outranks GSA's in this cycle.
         var ggaFix = false
+        /// A sentence of one of gpsd's cycle enders was seen in this cycle.
+        var gpsdEnded = false
     }
 
     public init() {}
@@ -147,6 +154,10 @@ public struct EpochAssembler: Sendable {
             break
         }
         if let emitted { emit(emitted) }
+        if let type = Self.timedType(sentence), type != .zda {
+            if gpsdEnders.contains(type) { cycle.gpsdEnded = true }
+            lastLatched = type
+        }
         // A sentence of a type learned to end cycles reports the cycle now, as gpsd does:
         // sentences after it in the same cycle only shape the next one.
         if let type = Self.timedType(sentence), cycleEnders.contains(type), !cycle.reported, cycle.time != nil,
@@ -167,11 +178,14 @@ public struct EpochAssembler: Sendable {
         }
     }
 
-    /// Emits the open cycle at the end of a recording, unless it was reported already or its
-    /// ending sentence never came (a cut-off last cycle, which gpsd does not report either).
+    /// Emits the open cycle at the end of the input (a recording's end, standard input closing)
+    /// unless it was reported already. A last cycle whose ending sentence never came is reported
+    /// when it had a sentence gpsd ends cycles with (gpsd reported it there: e.g. a cycle cut off
+    /// after its GGA, before its ZDA), and not otherwise (gpsd never reported it either).
     public mutating func finish() -> Fix? {
         defer { cycle = Cycle() }
-        return cycle.reported || !cycleEnders.isEmpty ? nil : makeFix()
+        if cycle.reported || (!cycleEnders.isEmpty && !cycle.gpsdEnded) { return nil }
+        return makeFix()
     }
 
     /// A dated sentence: its date is the day of its own time of day (when it has one).
@@ -222,6 +236,7 @@ public struct EpochAssembler: Sendable {
             return nil
         }
         if let lastTimed, cycle.time != nil { cycleEnders.insert(lastTimed) }
+        if let lastLatched, cycle.time != nil { gpsdEnders.insert(lastLatched) }
         // Once the cycle's end is known, a cycle is reported at its ending sentence or not at
         // all (gpsd does not report a cycle that lacked it); while learning, at its close.
         let fix = cycle.reported || !learning ? nil : makeFix()

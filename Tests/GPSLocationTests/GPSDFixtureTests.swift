@@ -50,5 +50,44 @@ extension RealGPSD.LaneB {
             }
             #expect(error.code == .disconnected)
         }
+
+        @Test(
+            "a recording cut after its last GGA, and one without checksums: gpsd and our NMEA engine report the same fixes",
+            arguments: ["cut", "nochecksum"])
+        func edgeRecordingsAgree(kind: String) async throws {
+            let url: URL
+            if kind == "cut" {
+                var lines = try Data(contentsOf: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"))
+                    .split(separator: 0x0A)
+                let gga = try #require(lines.lastIndex { $0.dropFirst(3).starts(with: "GGA".utf8) })
+                lines = Array(lines[...gga])
+                url = FileManager.default.temporaryDirectory.appendingPathComponent("cut-\(UUID().uuidString).nmea")
+                try Data(lines.map { Data($0) + Data([0x0A]) }.joined()).write(to: url)
+            } else {
+                url = Paths.fixtures.appendingPathComponent("nochecksum-1hz-multi.nmea")
+            }
+            defer { if kind == "cut" { try? FileManager.default.removeItem(at: url) } }
+            let (events, _) = try await replayThroughGPSD(url)
+            let gpsd = events.compactMap { event -> Fix? in
+                if case .report(.fix(let fix)) = event, fix.hasPosition { fix } else { nil }
+            }
+            let ours = NMEADecoder.fixes(in: try Data(contentsOf: url)).fixes.filter(\.hasPosition)
+            #expect(gpsd.count > 100)
+            // One epoch per time: gpsd repeats the first epoch while it learns the cycle (the
+            // last report of a time is its epoch, as in the corpus comparison).
+            func epochs(_ fixes: [Fix]) -> [Date: Fix] {
+                var result: [Date: Fix] = [:]
+                for fix in fixes { if let time = fix.time { result[time] = fix } }
+                return result
+            }
+            let (mine, theirs) = (epochs(ours), epochs(gpsd))
+            #expect(mine.keys.sorted() == theirs.keys.sorted())
+            for (time, fix) in theirs {
+                guard let own = mine[time] else { continue }
+                #expect(own.mode == fix.mode, "\(time)")
+                #expect(nearlyEqual(own.latitude, fix.latitude, tolerance: 1e-7), "\(time)")
+                #expect(nearlyEqual(own.longitude, fix.longitude, tolerance: 1e-7), "\(time)")
+            }
+        }
     }
 }
