@@ -52,7 +52,8 @@ struct ChecksumlessTests {
             #expect(sentences.count == 1, "\(why): only the good sentence")
         }
         // The last line of a recording without its line feed may be cut off: a fault.
-        let (sentences, statistics) = Self.parse(good + "$GPGGA,123520,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+        let (sentences, statistics) = Self.parse(
+            good + "$GPGGA,123520,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
         #expect(sentences.count == 1 && statistics.missingChecksum == 1 && statistics.withoutChecksum == 0)
     }
 
