@@ -67,6 +67,7 @@ with open(sys.argv[1], "w") as f:
             f.write(f"{lat:.9f} {lon:.9f} {random.uniform(-90, 90):.9f} {random.uniform(-180, 180):.9f}\n")
 PY
 "$bin/gpsloc-bench" pipeline 1000000 "$out/lines.txt"
+"$bin/gpsloc-bench" manager 1000000
 best "GeodSolve -i on the same 200,000 lines (text in/out)" "GeodSolve -i -p 9 < $out/lines.txt > /dev/null"
 
 echo "== gpsd path end to end: fixtures/drive-10hz-multi.nmea through gpsfake"

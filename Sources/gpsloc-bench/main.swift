@@ -77,6 +77,10 @@ if arguments.first == "nmea", arguments.count >= 2 {
             Double(data.count) / best / 1e6))
     exit(0)
 }
+if arguments.first == "manager" {
+    benchManager(count: Int(arguments.dropFirst().first ?? "") ?? 1_000_000)
+    exit(0)
+}
 if arguments.first == "pipeline" { arguments.removeFirst() }
 let count = Int(arguments.first ?? "") ?? 1_000_000
 let fixes = syntheticDrive(count: count)
