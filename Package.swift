@@ -44,6 +44,9 @@ let package = Package(
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .executableTarget(name: "nmea-sim", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
         .executableTarget(
+            name: "ported-daemon", dependencies: ["GPSLocation"], path: "Examples/PortedDaemon",
+            swiftSettings: strictSettings),
+        .executableTarget(
             name: "gpsloc-bench", dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "TestSupport"],
             swiftSettings: strictSettings),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),

@@ -20,6 +20,32 @@ public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// `GPSLOCATION_GPSD` (`HOST`, `HOST:PORT`, `:PORT` or `[IPv6]:PORT`), else 127.0.0.1:2947:
+    /// where the default source connects, so a program can be pointed at another gpsd without
+    /// a code change. A value that cannot be read is ignored (the default is used).
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> GPSDEndpoint
+    {
+        guard let text = environment["GPSLOCATION_GPSD"], !text.isEmpty else { return GPSDEndpoint() }
+        var host = text
+        var port = defaultPort
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            if rest.hasPrefix(":") {
+                guard let value = Int(rest.dropFirst()), (1...65535).contains(value) else { return GPSDEndpoint() }
+                port = value
+            }
+        } else if let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon {
+            host = String(text[..<colon])
+            guard let value = Int(text[text.index(after: colon)...]), (1...65535).contains(value) else {
+                return GPSDEndpoint()
+            }
+            port = value
+        }
+        return GPSDEndpoint(host: host.isEmpty ? defaultHost : host, port: port)
+    }
 }
 
 /// A failure talking to gpsd. It keeps libgps's own code and text, and says what to do.

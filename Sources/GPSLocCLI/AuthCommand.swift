@@ -79,26 +79,4 @@ enum AuthCommand {
             throw UsageError("an app identifier is letters, digits, '.', '_' or '-', not \(app)")
         }
     }
-
-    /// Asks the person at the terminal; nil when stdin is not a terminal. "Allow once" is
-    /// returned but not stored (it lasts until the process ends).
-    static func prompt(app: String) -> (decision: AuthorizationDecision, store: Bool)? {
-        guard isatty(STDIN_FILENO) != 0 else { return nil }
-        FileHandle.standardError.write(
-            Data(
-                "Allow \"\(app)\" to use this machine's location? [o]nce / [w]hile running / [a]lways / [d]on't allow: "
-                    .utf8))
-        guard let answer = readLine()?.lowercased().first else { return nil }
-        let status: CLAuthorizationStatus
-        switch answer {
-        case "o", "w": status = .authorizedWhenInUse
-        case "a": status = .authorizedAlways
-        default: return (AuthorizationDecision(status: .denied), true)
-        }
-        FileHandle.standardError.write(Data("Precise location? [y/n]: ".utf8))
-        let precise = readLine()?.lowercased().first != "n"
-        return (
-            AuthorizationDecision(status: status, accuracy: precise ? .fullAccuracy : .reducedAccuracy), answer != "o"
-        )
-    }
 }

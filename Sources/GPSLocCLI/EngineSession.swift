@@ -13,8 +13,12 @@ struct PipelineOptions {
     var gpx: String?
     /// Seconds without a usable fix before saying so; nil: three receiver cycles, at least 1 s.
     var staleAfter: TimeInterval?
+    /// At most one location per this many seconds (0: no limit).
+    var minimumInterval: TimeInterval = 0
 
-    static let valued: Set<String> = ["distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after"]
+    static let valued: Set<String> = [
+        "distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after", "min-interval",
+    ]
     static let flags: Set<String> = ["json"]
 
     init() {}
@@ -45,6 +49,7 @@ struct PipelineOptions {
         }
         if let age = try arguments.number("max-age", minimum: 0.1) { maximumAge = age }
         staleAfter = try arguments.number("stale-after", minimum: 0.1)
+        if let interval = try arguments.number("min-interval", minimum: 0) { minimumInterval = interval }
         json = arguments.has("json")
         gpx = arguments["gpx"]
     }
@@ -56,6 +61,7 @@ struct PipelineOptions {
         configuration.desiredAccuracy = desiredAccuracy
         configuration.maximumLocationAge = maximumAge
         configuration.staleFixTimeout = staleAfter
+        configuration.minimumUpdateInterval = minimumInterval
         return configuration
     }
 
@@ -68,6 +74,8 @@ struct PipelineOptions {
     static let help = """
           --distance-filter M|none   deliver only after moving M metres from the last delivered location
                                      (or when accuracy at least halves); default none
+          --min-interval SECONDS     at most one location per SECONDS of the locations' own time (both it
+                                     and --distance-filter must pass); default 0, every location
           --desired-accuracy NAME    bestForNavigation, best (default), nearestTenMeters, hundredMeters,
                                      kilometer, threeKilometers — a hint, as on Apple: continuous updates
                                      still deliver every location, each labelled with its accuracyClass
@@ -116,6 +124,7 @@ final class EngineSession: Sendable {
         engine = Locked(
             LocationEngine(
                 configuration: options.configuration, authorization: authorization, isLive: source.isLive,
+                sourceInformation: source.sourceInformation,
                 fuzzer: LocationFuzzer(
                     appID: authorization.appID,
                     seed: fuzzerSeed ?? LocationFuzzer.secretSeed(authorization.appID))))

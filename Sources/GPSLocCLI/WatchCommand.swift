@@ -49,15 +49,18 @@ enum WatchCommand {
             appID: options.appID, usageDescription: "gpsloc shows the locations an app would receive", store: store,
             isInUse: inUse)
         if let problem = store.problem { sink.diagnostic(code: "authorizationStore", message: problem) }
-        if authorizer.status == .notDetermined, let answer = AuthCommand.prompt(app: options.appID) {
-            if answer.store {
+        if authorizer.status == .notDetermined,
+            let answer = LocationAuthorizer.terminalPrompt(usageDescription: authorizer.usageDescription)(
+                options.appID, false)
+        {
+            if !answer.isTemporary {
                 do {
-                    try store.set(answer.decision, for: options.appID)
+                    try store.set(answer, for: options.appID)
                 } catch {
                     sink.diagnostic(code: "authorizationStore", message: error.description)
                 }
             }
-            authorizer.set(answer.decision)
+            authorizer.set(answer)
         }
         sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
         if arguments.has("once") {

@@ -19,6 +19,9 @@ public final class ManualLocationSource: LocationSource {
 
     public init(isLive: Bool = true) { self.isLive = isLive }
 
+    /// Test data: always simulated, whichever clock it follows.
+    public var isSimulated: Bool { true }
+
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         state.withLock {
             $0.current = handler

@@ -206,7 +206,8 @@ enum NDJSONSchema {
         switch type {
         case "location":
             let expected = Set(
-                ["type", "timestamp", "latitude", "longitude", "fixMode", "accuracyClass", "reduced"] + locationNumbers)
+                ["type", "timestamp", "latitude", "longitude", "fixMode", "accuracyClass", "reduced", "simulated"]
+                    + locationNumbers)
             #expect(Set(line.keys) == expected, "location keys: \(line.keys.sorted())", sourceLocation: sourceLocation)
             let timestamp = line["timestamp"] as? String ?? ""
             #expect(
@@ -225,6 +226,7 @@ enum NDJSONSchema {
             #expect(["2d", "3d"].contains(line["fixMode"] as? String ?? ""), sourceLocation: sourceLocation)
             #expect(accuracyClasses.contains(line["accuracyClass"] as? String ?? ""), sourceLocation: sourceLocation)
             #expect(line["reduced"] is Bool, sourceLocation: sourceLocation)
+            #expect(line["simulated"] is Bool, sourceLocation: sourceLocation)
             if line["fixMode"] as? String == "2d" {
                 #expect(
                     line["altitude"] is NSNull && line["verticalAccuracy"] is NSNull, sourceLocation: sourceLocation)

@@ -45,6 +45,8 @@ public struct NDJSONWriter: Sendable {
         append(location.accuracyClass.description)
         append(#"","reduced":"#)
         append(gnss?.reduced == true ? "true" : "false")
+        append(#","simulated":"#)
+        append(location.sourceInformation?.isSimulatedBySoftware == true ? "true" : "false")
         append("}\n")
     }
 

@@ -4,9 +4,14 @@ import Foundation
 public struct AuthorizationDecision: Sendable, Equatable {
     public var status: CLAuthorizationStatus
     public var accuracy: CLAccuracyAuthorization
-    public init(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy) {
+    /// "Allow once": for this process only, never written to the decision store.
+    public var isTemporary: Bool
+    public init(
+        status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy, isTemporary: Bool = false
+    ) {
         self.status = status
         self.accuracy = accuracy
+        self.isTemporary = isTemporary
     }
 }
 
@@ -51,7 +56,7 @@ public final class LocationAuthorizer: @unchecked Sendable {
         isInUse: Bool = isatty(STDIN_FILENO) != 0
     ) {
         self.appID = appID
-        self.usageDescription = usageDescription
+        self.usageDescription = usageDescription ?? Self.environmentUsageDescription
         decision = initial ?? AuthorizationDecision(status: .notDetermined)
         self.prompt = prompt
         self.fuzzerSeed = fuzzerSeed ?? LocationFuzzer.secretSeed(appID)
@@ -126,6 +131,15 @@ public final class LocationAuthorizer: @unchecked Sendable {
 
     public func removeObserver(_ token: UUID) { _ = lock.withLock { observers.removeValue(forKey: token) } }
 
+    /// `GPSLOCATION_USAGE_DESCRIPTION`: the usage description of an app whose code gives none
+    /// (ported CoreLocation code has it in Info.plist, which Linux does not read).
+    public static var environmentUsageDescription: String? {
+        guard let text = ProcessInfo.processInfo.environment["GPSLOCATION_USAGE_DESCRIPTION"], !text.isEmpty else {
+            return nil
+        }
+        return text
+    }
+
     /// The executable's name: how an app is known when it does not say.
     public static var defaultAppID: String {
         let name = URL(fileURLWithPath: CommandLine.arguments.first ?? "app").lastPathComponent
@@ -155,29 +169,31 @@ public final class LocationAuthorizer: @unchecked Sendable {
             lock.unlock()
             return .unchanged
         }
+        guard let prompt = self.prompt else {
+            lock.unlock()
+            let flag = always ? "--always" : "--when-in-use"
+            return .noPrompt(
+                "no one can be asked for location permission for \(appID) here (no terminal, no prompt): "
+                    + "nothing is delivered until it is granted — run `gpsloc auth grant \(appID) \(flag)` "
+                    + "(or have the administrator grant it in the policy); locations start at once, without a restart")
+        }
         guard usageDescription != nil else {
             lock.unlock()
             return .missingUsageDescription(
-                "\(appID) requested location authorization without a usage description — Apple's CoreLocation does nothing "
-                    + "without NSLocationWhenInUseUsageDescription; on Linux give the authorizer one: "
-                    + "`LocationAuthorizer(appID: \"\(appID)\", usageDescription: \"why the app needs the location\")`")
+                "\(appID) requested location authorization without a usage description, so nobody is asked — Apple's "
+                    + "CoreLocation does nothing without NSLocationWhenInUseUsageDescription; on Linux set "
+                    + "`GPSLOCATION_USAGE_DESCRIPTION=\"why the app needs the location\"` in its environment, or "
+                    + "give the authorizer one (`LocationAuthorizer(appID:usageDescription:)`)")
         }
         if canUpgrade { upgradeUsed = true }
-        let prompt = self.prompt
         lock.unlock()
-        guard let prompt else {
-            let flag = always ? "--always" : "--when-in-use"
-            return .noPrompt(
-                "no one can be asked for location permission for \(appID) here (no prompt is installed): "
-                    + "grant it with `gpsloc auth grant \(appID) \(flag)`, or give the manager's authorizer a prompt")
-        }
         guard let answer = prompt(appID, always) else { return .unchanged }
         let (outcome, store) = lock.withLock { () -> (RequestOutcome, DecisionStore?) in
             guard answer != decision else { return (.unchanged, nil) }
             decision = answer
             return (.changed, self.store)
         }
-        if outcome == .changed, let store { try? store.set(answer, for: appID) }
+        if outcome == .changed, let store, !answer.isTemporary { try? store.set(answer, for: appID) }
         return outcome
     }
 

@@ -58,7 +58,8 @@ package struct LocationFuzzer: Sendable {
             gnss: GNSSDetails(
                 fixMode: .twoDimensional, quality: .unknown,
                 accuracyClass: AccuracyStage.classify(horizontalAccuracy: accuracy, mode: .twoDimensional),
-                reduced: true, device: nil))
+                reduced: true, device: nil),
+            sourceInformation: location.sourceInformation)
     }
 
     /// The offset moves by at most 5 % of the grid per hour of elapsed time, within one cell.

@@ -79,6 +79,36 @@ public struct GNSSDetails: Sendable, Equatable {
     }
 }
 
+/// Where a location came from (Apple's, iOS 15): from software — a replayed recording, a list
+/// of fixes, gpsd fed by gpsfake — or from a receiver behind gpsd.
+public final class CLLocationSourceInformation: NSObject, Sendable {
+    /// Recorded or made-up data played back (`NMEAReplaySource`, `FixListSource`, gpsfake).
+    public let isSimulatedBySoftware: Bool
+    /// Produced by an external receiver (a GNSS receiver that gpsd reads).
+    public let isProducedByAccessory: Bool
+
+    public init(
+        softwareSimulationState isSimulatedBySoftware: Bool, andExternalAccessoryState isProducedByAccessory: Bool
+    ) {
+        self.isSimulatedBySoftware = isSimulatedBySoftware
+        self.isProducedByAccessory = isProducedByAccessory
+    }
+
+    /// The two kinds GPSLocation's sources produce.
+    public static let simulated = CLLocationSourceInformation(
+        softwareSimulationState: true, andExternalAccessoryState: false)
+    public static let receiver = CLLocationSourceInformation(
+        softwareSimulationState: false, andExternalAccessoryState: true)
+
+    public override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? CLLocationSourceInformation else { return false }
+        return other.isSimulatedBySoftware == isSimulatedBySoftware
+            && other.isProducedByAccessory == isProducedByAccessory
+    }
+
+    public override var hash: Int { (isSimulatedBySoftware ? 1 : 0) | (isProducedByAccessory ? 2 : 0) }
+}
+
 /// A location as CoreLocation delivers it: immutable, with Apple's fields and invalid markers.
 ///
 /// `horizontalAccuracy` < 0 means the coordinate is invalid; `verticalAccuracy` ≤ 0 means the
@@ -100,6 +130,9 @@ public final class CLLocation: NSObject, Sendable {
     /// GPSLocation's additions: fix mode, quality, accuracy tier, reduction; nil for locations
     /// made with Apple's initializers.
     public let gnss: GNSSDetails?
+    /// Whether the location was simulated by software or produced by a receiver; nil for
+    /// locations made with Apple's initializers that do not say.
+    public let sourceInformation: CLLocationSourceInformation?
 
     public convenience init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
         self.init(
@@ -139,12 +172,26 @@ public final class CLLocation: NSObject, Sendable {
             courseAccuracy: courseAccuracy, speed: speed, speedAccuracy: speedAccuracy, timestamp: timestamp, gnss: nil)
     }
 
+    /// Apple's initializer with source information (iOS 15).
+    public convenience init(
+        coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
+        verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, courseAccuracy: CLLocationDirectionAccuracy,
+        speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy, timestamp: Date,
+        sourceInfo: CLLocationSourceInformation
+    ) {
+        self.init(
+            coordinate: coordinate, altitude: altitude, ellipsoidalAltitude: verticalAccuracy > 0 ? altitude : 0,
+            horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, course: course,
+            courseAccuracy: courseAccuracy, speed: speed, speedAccuracy: speedAccuracy, timestamp: timestamp, gnss: nil,
+            sourceInformation: sourceInfo)
+    }
+
     /// The designated initializer, with GPSLocation's ellipsoidal altitude and GNSS details.
     public init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, ellipsoidalAltitude: CLLocationDistance,
         horizontalAccuracy: CLLocationAccuracy, verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection,
         courseAccuracy: CLLocationDirectionAccuracy, speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy,
-        timestamp: Date, gnss: GNSSDetails?
+        timestamp: Date, gnss: GNSSDetails?, sourceInformation: CLLocationSourceInformation? = nil
     ) {
         self.coordinate = coordinate
         self.altitude = altitude
@@ -157,6 +204,7 @@ public final class CLLocation: NSObject, Sendable {
         self.speedAccuracy = speedAccuracy
         self.timestamp = timestamp
         self.gnss = gnss
+        self.sourceInformation = sourceInformation
     }
 
     /// The geodesic distance on the WGS 84 ellipsoid (Karney's method), in metres, ignoring

@@ -3,7 +3,9 @@ import Foundation
 import GNSSCore
 
 /// Holds the factory behind `CLLocationManager.defaultSource()`.
-private let defaultSourceFactory = Locked<@Sendable () -> any LocationSource>({ GPSDLocationSource() })
+private let defaultSourceFactory = Locked<@Sendable () -> any LocationSource>({
+    GPSDLocationSource(endpoint: .fromEnvironment())
+})
 
 /// Apple's delegate protocol. Every method is optional (default implementations do nothing).
 public protocol CLLocationManagerDelegate: AnyObject {
@@ -76,6 +78,13 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public var distanceFilter: CLLocationDistance {
         get { state.withLock { $0.engine.configuration.distanceFilter } }
         set { state.withLock { $0.engine.configuration.distanceFilter = newValue } }
+    }
+    /// At most one location per this many seconds (a GPSLocation addition, like GeoClue's time
+    /// threshold and Android's minimum update interval; 0, the default: no limit). Measured on
+    /// the locations' own timestamps; with a `distanceFilter` both must pass.
+    public var minimumUpdateInterval: TimeInterval {
+        get { state.withLock { $0.engine.configuration.minimumUpdateInterval } }
+        set { state.withLock { $0.engine.configuration.minimumUpdateInterval = max(0, newValue) } }
     }
     /// Accepted for source compatibility; gpsd receivers do not change behaviour with it.
     public var activityType: CLActivityType {
@@ -171,8 +180,16 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public let source: any LocationSource
     public let authorizer: LocationAuthorizer
 
-    /// The process-wide authorizer managers use unless given one.
-    public static let sharedAuthorizer = LocationAuthorizer()
+    /// The process-wide authorizer managers use unless given one: the real gate for this app
+    /// (the executable's name) — the administrator's policy, then the user's decision store,
+    /// both followed live, so a `gpsloc auth grant APP --always` reaches a running program. On a
+    /// terminal a request asks there (`LocationAuthorizer.terminalPrompt`); without one nobody
+    /// is asked and the explanation names the command. The usage description comes from
+    /// `GPSLOCATION_USAGE_DESCRIPTION`.
+    public static let sharedAuthorizer = LocationAuthorizer.persistent(
+        appID: LocationAuthorizer.defaultAppID,
+        prompt: isatty(STDIN_FILENO) != 0
+            ? LocationAuthorizer.terminalPrompt(usageDescription: LocationAuthorizer.environmentUsageDescription) : nil)
 
     /// Locations enabled for this machine: false when the administrator's policy
     /// (`LocationPolicy`, /etc/gpslocation/policy.json) turns them off or cannot be read.
@@ -259,7 +276,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         state = Locked(
             State(
                 engine: LocationEngine(
-                    authorization: authorizer.state, isLive: source.isLive,
+                    authorization: authorizer.state, isLive: source.isLive, sourceInformation: source.sourceInformation,
                     fuzzer: LocationFuzzer(appID: authorizer.appID, seed: authorizer.fuzzerSeed)),
                 queue: queue))
         super.init()

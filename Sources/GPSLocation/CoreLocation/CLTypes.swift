@@ -180,18 +180,71 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         self.underlyingError = underlyingError
     }
 
+    // Apple's static codes, so `CLError.denied` and `catch CLError.denied` read as on Apple.
     public static let locationUnknown = Code.locationUnknown
     public static let denied = Code.denied
+    public static let network = Code.network
+    public static let headingFailure = Code.headingFailure
+    public static let regionMonitoringDenied = Code.regionMonitoringDenied
+    public static let regionMonitoringFailure = Code.regionMonitoringFailure
+    public static let regionMonitoringSetupDelayed = Code.regionMonitoringSetupDelayed
+    public static let regionMonitoringResponseDelayed = Code.regionMonitoringResponseDelayed
+    public static let geocodeFoundNoResult = Code.geocodeFoundNoResult
+    public static let geocodeFoundPartialResult = Code.geocodeFoundPartialResult
+    public static let geocodeCanceled = Code.geocodeCanceled
+    public static let deferredFailed = Code.deferredFailed
+    public static let deferredNotUpdatingLocation = Code.deferredNotUpdatingLocation
+    public static let deferredAccuracyTooLow = Code.deferredAccuracyTooLow
+    public static let deferredDistanceFiltered = Code.deferredDistanceFiltered
+    public static let deferredCanceled = Code.deferredCanceled
+    public static let rangingUnavailable = Code.rangingUnavailable
+    public static let rangingFailure = Code.rangingFailure
     public static let promptDeclined = Code.promptDeclined
+    public static let historicalLocationError = Code.historicalLocationError
 
     public static func == (lhs: CLError, rhs: CLError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.reason == rhs.reason
     }
 
-    public var errorCode: Int { code.rawValue }
-    public static var errorDomain: String { kCLErrorDomain }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(reason)
+    }
 
     public var description: String { message.isEmpty ? "CLError \(code) (\(code.rawValue))" : message }
+}
+
+extension CLError: Hashable {}
+
+/// Bridged like Apple's: `(error as NSError).domain` is `kCLErrorDomain`, `.code` the code's raw
+/// value, `localizedDescription` our explanation, and the lower-level cause is
+/// `NSUnderlyingErrorKey`.
+extension CLError: CustomNSError {
+    public static var errorDomain: String { kCLErrorDomain }
+    public var errorCode: Int { code.rawValue }
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: description]
+        if let suggestion = recoverySuggestion { info[NSLocalizedRecoverySuggestionErrorKey] = suggestion }
+        if let underlyingError { info[NSUnderlyingErrorKey] = underlyingError as NSError }
+        return info
+    }
+}
+
+extension CLError: LocalizedError {
+    /// The explanation (what `error.localizedDescription` shows).
+    public var errorDescription: String? { description }
+    /// The command that fixes it, when the explanation names one (the first `` `…` `` in it).
+    public var recoverySuggestion: String? {
+        let parts = message.split(separator: "`", omittingEmptySubsequences: false)
+        guard parts.count >= 3, !parts[1].isEmpty else { return nil }
+        return "Run `\(parts[1])`."
+    }
+}
+
+/// `catch CLError.denied`, `case CLError.locationUnknown:` — as on Apple platforms.
+public func ~= (code: CLError.Code, error: any Error) -> Bool {
+    (error as? CLError)?.code == code
 }
 
 extension CLError.Code: CustomStringConvertible {

@@ -28,6 +28,9 @@ package struct LocationEngine: Sendable {
         package var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
         /// See `DistanceFilterStage`.
         package var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
+        /// At most one delivered location per this many seconds of the locations' own time
+        /// (0: no limit). Both this and the distance filter must pass.
+        package var minimumUpdateInterval: TimeInterval = 0
         /// Fixes older than this (seconds, by the source's clock) are not delivered.
         package var maximumLocationAge: TimeInterval = 10
         /// nil: three receiver cycles, at least 1 s (see `FixStalenessMonitor`).
@@ -94,6 +97,8 @@ package struct LocationEngine: Sendable {
 
     private var validity = ValidityStage()
     private let accuracy = AccuracyStage()
+    /// What every location says of its source (simulated or a receiver).
+    private let sourceInformation: CLLocationSourceInformation?
     private var receivers = ReceiverSelectionStage()
     private var timeOrder = TimeOrderStage()
     private var staleness = FixStalenessMonitor()
@@ -107,16 +112,19 @@ package struct LocationEngine: Sendable {
     private var stalenessDeadline: Date?
     /// The code of the last rejection reported since the last delivery.
     private var lastRejection: String?
+    /// The time of the last location delivered in these updates (the interval's start).
+    private var lastDeliveryTime: Date?
     /// Receivers gpsd said are deactivated and has not reactivated since.
     private var deactivated: Set<String> = []
     private var lastDiagnosed: [String: Date] = [:]
 
     package init(
         configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
-        fuzzer: LocationFuzzer? = nil
+        sourceInformation: CLLocationSourceInformation? = nil, fuzzer: LocationFuzzer? = nil
     ) {
         self.configuration = configuration
         self.isLive = isLive
+        self.sourceInformation = sourceInformation
         gate = AuthorizationGate(state: authorization, fuzzer: fuzzer ?? LocationFuzzer(appID: authorization.appID))
         applyConfiguration()
     }
@@ -176,6 +184,7 @@ package struct LocationEngine: Sendable {
         lastRejection = nil
         stalenessDeadline = nil
         deactivated = []
+        lastDeliveryTime = nil
         return [.cancel(.staleness), .cancel(.requestLocation)]
     }
 
@@ -283,7 +292,7 @@ package struct LocationEngine: Sendable {
         if let clock { staleness.heard(clock: clock) }
         let checkClock = clock ?? Date(timeIntervalSince1970: 0)
         let rejection = validity.check(fix, now: checkClock)
-        let candidate = rejection == nil ? accuracy.location(from: fix) : nil
+        let candidate = rejection == nil ? accuracy.location(from: fix, source: sourceInformation) : nil
         receivers.lossTimeout = staleness.effectiveTimeout
         guard
             receivers.admits(
@@ -331,14 +340,22 @@ package struct LocationEngine: Sendable {
                 } else if location.horizontalAccuracy < (oneShotBest?.horizontalAccuracy ?? .infinity) {
                     oneShotBest = location
                 }
-            } else if filter.admits(location) {
+            } else if intervalAdmits(location), filter.admits(location) {
                 filter.delivered(location)
+                lastDeliveryTime = location.timestamp
                 lastDelivered = location
                 lastRejection = nil
                 actions.append(.deliver(location))
             }
         }
         return actions
+    }
+
+    /// `minimumUpdateInterval`: the location is at least that long after the last delivered one
+    /// (by the locations' own timestamps; 1 ms of slack for receiver rounding).
+    private func intervalAdmits(_ location: CLLocation) -> Bool {
+        guard configuration.minimumUpdateInterval > 0, let last = lastDeliveryTime else { return true }
+        return location.timestamp.timeIntervalSince(last) >= configuration.minimumUpdateInterval - 0.001
     }
 
     /// A fix not used: a diagnostic (once per change of reason since the last delivery, each

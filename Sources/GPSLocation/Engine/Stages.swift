@@ -217,7 +217,7 @@ package struct AccuracyStage: Sendable {
     }
 
     /// Builds the location for a fix that passed validity (coordinates and time present).
-    package func location(from fix: Fix) -> CLLocation {
+    package func location(from fix: Fix, source: CLLocationSourceInformation? = nil) -> CLLocation {
         let horizontal = Self.horizontalAccuracy(fix.errors)
         let is3D = fix.mode == .threeDimensional
         let vertical: Double =
@@ -239,7 +239,8 @@ package struct AccuracyStage: Sendable {
             timestamp: fix.time ?? Date(timeIntervalSince1970: 0),
             gnss: GNSSDetails(
                 fixMode: fix.mode, quality: fix.quality,
-                accuracyClass: Self.classify(horizontalAccuracy: horizontal, mode: fix.mode), device: fix.device))
+                accuracyClass: Self.classify(horizontalAccuracy: horizontal, mode: fix.mode), device: fix.device),
+            sourceInformation: source)
     }
 
     /// True when `location` satisfies `desiredAccuracy` (a `kCLLocationAccuracy*` value or metres).

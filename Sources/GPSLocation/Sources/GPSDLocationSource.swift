@@ -23,7 +23,7 @@ public final class GPSDLocationSource: LocationSource {
     ///   - reconnect: nil: a lost connection ends the source (a terminal problem).
     ///   - isLive: false for gpsfake replays (see `isLive`).
     public init(
-        endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration? = .seconds(5),
+        endpoint: GPSDEndpoint = .fromEnvironment(), noDataTimeout: Duration? = .seconds(5),
         reconnect: ReconnectPolicy? = ReconnectPolicy(), isLive: Bool = true
     ) {
         self.endpoint = endpoint

@@ -21,8 +21,15 @@ public protocol LocationSource: AnyObject, Sendable {
     /// True (the default) when the source's clock is the wall clock; false for replays, whose
     /// clock is the recording's own and is known only from fixes that carry a time.
     var isLive: Bool { get }
+    /// True when software makes or plays back the fixes (a replay, a list, gpsd fed by
+    /// gpsfake): locations carry `sourceInformation.isSimulatedBySoftware`. Default: not live.
+    var isSimulated: Bool { get }
 }
 
 extension LocationSource {
     public var isLive: Bool { true }
+    public var isSimulated: Bool { !isLive }
+
+    /// What the locations from this source say of where they came from.
+    public var sourceInformation: CLLocationSourceInformation { isSimulated ? .simulated : .receiver }
 }

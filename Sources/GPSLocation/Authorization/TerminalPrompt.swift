@@ -1,0 +1,34 @@
+import Foundation
+
+extension LocationAuthorizer {
+    /// The person at this process's terminal answers (questions on stderr, answers on stdin):
+    /// allow once / while running / always / don't allow, then precise or approximate. Nil —
+    /// nobody asked — when stdin is not a terminal or closes before an answer. Approximate is
+    /// the default: only an explicit "y" gives the precise location. "Once" is temporary (not
+    /// stored).
+    public static func terminalPrompt(usageDescription: String?) -> AuthorizationPrompt {
+        { appID, wantsAlways in
+            guard isatty(STDIN_FILENO) != 0 else { return nil }
+            var question = "\"\(appID)\" would like to use this machine's location"
+            if let usageDescription { question += ": \(usageDescription)" }
+            question += "\nAllow? [o]nce / [w]hile running / [a]lways / [d]on't allow"
+            if wantsAlways { question += " (it asks for always)" }
+            question += ": "
+            FileHandle.standardError.write(Data(question.utf8))
+            guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased().first else { return nil }
+            let status: CLAuthorizationStatus
+            switch answer {
+            case "o", "w": status = .authorizedWhenInUse
+            case "a": status = .authorizedAlways
+            case "d", "n": return AuthorizationDecision(status: .denied)
+            default:
+                FileHandle.standardError.write(Data("Not an answer: nothing is decided.\n".utf8))
+                return nil
+            }
+            FileHandle.standardError.write(Data("Precise location? [y/N] (no: approximate, a 2 km grid): ".utf8))
+            let precise = readLine()?.trimmingCharacters(in: .whitespaces).lowercased().first == "y"
+            return AuthorizationDecision(
+                status: status, accuracy: precise ? .fullAccuracy : .reducedAccuracy, isTemporary: answer == "o")
+        }
+    }
+}

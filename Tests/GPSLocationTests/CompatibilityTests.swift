@@ -1,0 +1,143 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// Ported CoreLocation code, issue by issue: errors bridge like Apple's, locations say where
+/// they came from, and a time threshold exists beside the distance filter.
+@Suite("CoreLocation compatibility: errors, source information, minimum interval")
+struct CompatibilityTests {
+    @Test("CLError bridges like Apple's: kCLErrorDomain, the code, our explanation, the cause")
+    func errorBridging() {
+        let cause = GPSDError.noDevice(at: GPSDEndpoint())
+        let error: any Error = CLError(
+            .denied, message: "location access for demo is denied — `gpsloc auth grant demo --when-in-use` allows it",
+            reason: .notAuthorized, underlyingError: cause)
+        let nsError = error as NSError
+        #expect(nsError.domain == kCLErrorDomain)
+        #expect(nsError.code == CLError.Code.denied.rawValue)
+        #expect(error.localizedDescription.hasPrefix("location access for demo is denied"))
+        #expect(nsError.userInfo[NSUnderlyingErrorKey] != nil)
+        #expect((error as? LocalizedError)?.recoverySuggestion == "Run `gpsloc auth grant demo --when-in-use`.")
+
+        // Apple's patterns compile and match.
+        var matched = ""
+        do {
+            throw error
+        } catch CLError.locationUnknown {
+            matched = "locationUnknown"
+        } catch CLError.denied {
+            matched = "denied"
+        } catch {
+            matched = "other"
+        }
+        #expect(matched == "denied")
+        switch error {
+        case CLError.network: Issue.record("not a network error")
+        case CLError.denied: break
+        default: Issue.record("no match")
+        }
+        // All of Apple's static codes exist.
+        let codes: [CLError.Code] = [
+            CLError.locationUnknown, CLError.denied, CLError.network, CLError.headingFailure,
+            CLError.regionMonitoringDenied, CLError.regionMonitoringFailure, CLError.regionMonitoringSetupDelayed,
+            CLError.regionMonitoringResponseDelayed, CLError.geocodeFoundNoResult, CLError.geocodeFoundPartialResult,
+            CLError.geocodeCanceled, CLError.deferredFailed, CLError.deferredNotUpdatingLocation,
+            CLError.deferredAccuracyTooLow, CLError.deferredDistanceFiltered, CLError.deferredCanceled,
+            CLError.rangingUnavailable, CLError.rangingFailure, CLError.promptDeclined, CLError.historicalLocationError,
+        ]
+        #expect(codes.map(\.rawValue) == Array(0...19))
+    }
+
+    @Test("a denied app's localizedDescription is the explanation, in kCLErrorDomain")
+    func deniedExplanation() throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer(.denied))
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        defer { manager.stopUpdatingLocation() }
+        #expect(delegate.waitForError(.notAuthorized))
+        let error: any Error = try #require(delegate.errors.first { $0.reason == .notAuthorized })
+        #expect((error as NSError).domain == kCLErrorDomain)
+        #expect(error.localizedDescription.contains("gpsloc auth grant test"))
+        #expect(delegate.locations.isEmpty)
+    }
+
+    @Test("sourceInformation: replays and lists are simulated by software")
+    func sourceInformation() throws {
+        let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        for source in [NMEAReplaySource(path: path), FixListSource(try FixtureFixes.load("drive-1hz-gp"))]
+            as [any LocationSource]
+        {
+            let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer(.authorizedAlways))
+            manager.maximumLocationAge = 1e9
+            let delegate = RecordingDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            #expect(delegate.waitForLocations(5))
+            manager.stopUpdatingLocation()
+            #expect(delegate.locations.allSatisfy { $0.sourceInformation?.isSimulatedBySoftware == true })
+            #expect(delegate.locations.allSatisfy { $0.sourceInformation?.isProducedByAccessory == false })
+        }
+        #expect(GPSDLocationSource().sourceInformation.isProducedByAccessory)
+        #expect(GPSDLocationSource(isLive: false).sourceInformation.isSimulatedBySoftware)
+        // Apple's initializer.
+        let made = CLLocation(
+            coordinate: CLLocationCoordinate2D(latitude: 1, longitude: 2), altitude: 0, horizontalAccuracy: 5,
+            verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1, timestamp: Date(),
+            sourceInfo: CLLocationSourceInformation(softwareSimulationState: true, andExternalAccessoryState: false))
+        #expect(made.sourceInformation?.isSimulatedBySoftware == true)
+    }
+
+    @Test("minimumUpdateInterval: at most one location per interval; with a distance filter both must pass")
+    func minimumInterval() throws {
+        let fixes = try FixtureFixes.load("drive-10hz-multi")
+        func run(interval: TimeInterval, filter: CLLocationDistance) -> [CLLocation] {
+            var engine = LocationEngine(
+                authorization: AuthorizationState(appID: "t", status: .authorizedAlways), isLive: false)
+            engine.configuration.minimumUpdateInterval = interval
+            engine.configuration.distanceFilter = filter
+            engine.configuration.maximumLocationAge = 1e9
+            _ = engine.start(.continuous, now: Date())
+            var delivered: [CLLocation] = []
+            for fix in fixes {
+                for case .deliver(let location) in engine.handle(.fix(fix), now: Date()) { delivered.append(location) }
+            }
+            return delivered
+        }
+        let every = run(interval: 0, filter: kCLDistanceFilterNone)
+        let spaced = run(interval: 5, filter: kCLDistanceFilterNone)
+        #expect(every.count > 500)
+        #expect(spaced.count < every.count / 40)
+        let gaps = zip(spaced.dropFirst(), spaced).map { $0.timestamp.timeIntervalSince($1.timestamp) }
+        #expect(gaps.allSatisfy { $0 >= 4.999 }, "\(gaps)")
+        #expect(gaps.filter { $0 < 5.2 }.count > gaps.count / 2, "mostly every 5 s: \(gaps)")
+        // Both must pass: a 200 m filter at ~15 m/s needs ~13 s, longer than the 5 s interval.
+        let both = run(interval: 5, filter: 200)
+        let onlyDistance = run(interval: 0, filter: 200)
+        #expect(both.count <= onlyDistance.count && both.count <= spaced.count)
+        for (later, earlier) in zip(both.dropFirst(), both) {
+            #expect(later.timestamp.timeIntervalSince(earlier.timestamp) >= 4.999)
+        }
+        // The manager property, and the CLI option, reach the same engine setting.
+        let manager = CLLocationManager(source: FixListSource([]), authorizer: grantedAuthorizer())
+        manager.minimumUpdateInterval = 2
+        #expect(manager.minimumUpdateInterval == 2)
+    }
+
+    @Test("GPSLOCATION_GPSD points the default source elsewhere")
+    func endpointFromEnvironment() {
+        #expect(GPSDEndpoint.fromEnvironment([:]) == GPSDEndpoint())
+        #expect(
+            GPSDEndpoint.fromEnvironment(["GPSLOCATION_GPSD": "10.0.0.5:3000"])
+                == GPSDEndpoint(host: "10.0.0.5", port: 3000))
+        #expect(GPSDEndpoint.fromEnvironment(["GPSLOCATION_GPSD": "gps.local"]) == GPSDEndpoint(host: "gps.local"))
+        #expect(GPSDEndpoint.fromEnvironment(["GPSLOCATION_GPSD": ":4000"]) == GPSDEndpoint(port: 4000))
+        #expect(
+            GPSDEndpoint.fromEnvironment(["GPSLOCATION_GPSD": "[::1]:2948"]) == GPSDEndpoint(host: "::1", port: 2948))
+        #expect(GPSDEndpoint.fromEnvironment(["GPSLOCATION_GPSD": "host:notaport"]) == GPSDEndpoint())
+    }
+}

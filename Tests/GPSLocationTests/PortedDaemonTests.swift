@@ -1,0 +1,83 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+extension RealGPSD.LaneB {
+    /// `Examples/PortedDaemon`: unchanged CoreLocation daemon code (`CLLocationManager()`,
+    /// `requestAlwaysAuthorization()`, delegate methods, `error.localizedDescription`,
+    /// `(error as NSError).domain`) against a real gpsd, with a private decision store: told in
+    /// kCLErrorDomain what to run, then locations once `gpsloc auth grant` runs — no restart.
+    @Suite(
+        "a ported daemon on the default manager: explained, then granted live",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+    struct PortedDaemonTests {
+        static let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/ported-daemon").path
+
+        @Test("before the grant: the explanation in kCLErrorDomain; after it: live locations")
+        func grantReachesRunningDaemon() async throws {
+            let folder = try GPSLocBinary.makeConfigHome()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            // A recording dated now, so its fixes are fresh by the wall clock (a live receiver).
+            let recording = folder.appendingPathComponent("now.nmea")
+            let start = ISO8601DateFormatter().string(from: Date())
+            let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
+            #expect(
+                try ChildProcessForTests.run(
+                    simulator,
+                    [
+                        "--rate", "1", "--duration", "600", "--scenario", "clean", "--start", start, "--output",
+                        recording.path,
+                    ])
+                    == 0)
+            let server = try await GPSFakeServer.started(log: recording)
+            defer { server.stop() }
+            #expect(await server.waitUntilDeviceAttached())
+
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.daemon)
+            var environment = ProcessInfo.processInfo.environment
+            environment["XDG_CONFIG_HOME"] = folder.path
+            environment["GPSLOCATION_POLICY"] = folder.appendingPathComponent("policy.json").path
+            environment["GPSLOCATION_GPSD"] = "127.0.0.1:\(server.endpoint.port)"
+            environment["GPSLOCATION_USAGE_DESCRIPTION"] = nil
+            process.environment = environment
+            process.standardInput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let reader = LineReader(output.fileHandleForReading)
+            defer {
+                process.terminate()
+                process.waitUntilExit()
+            }
+
+            // Not determined, no terminal: nothing is asked, the explanation names the command.
+            #expect(
+                reader.waitFor(timeout: 10) { lines in
+                    lines.contains {
+                        $0.text.hasPrefix("error kCLErrorDomain 18:")
+                            && $0.text.contains("`gpsloc auth grant ported-daemon --always`")
+                    }
+                })
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(
+                !reader.waitFor(timeout: 0) { $0.contains { $0.text.hasPrefix("location") } },
+                "nothing before the grant")
+
+            let grant = try GPSLocBinary.run(["auth", "grant", "ported-daemon", "--always"], configHome: folder)
+            #expect(grant.status == 0, "\(grant.stderr)")
+            #expect(
+                reader.waitFor(timeout: 15) { lines in
+                    lines.contains { $0.text == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)" }
+                        && lines.contains { $0.text.hasPrefix("location 51.") }
+                }, "locations flow after the grant, without a restart")
+            process.terminate()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "SIGTERM stops it cleanly")
+        }
+    }
+}
