@@ -77,7 +77,7 @@ enum WatchCommand {
             source: GPSDLocationSource(
                 endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy()),
             fuzzerSeed: authorizer.fuzzerSeed,
-            fatalReasons: [.gpsdUnreachable, .notDetermined, .notAuthorized, .notInUse]
+            fatalReasons: [.gpsdUnreachable, .notDetermined, .notAuthorized, .restricted, .notInUse]
         ) { _ in
             exitStatus.value = 1
             finished.signal()

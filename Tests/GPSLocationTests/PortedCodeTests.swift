@@ -42,7 +42,7 @@ struct PortedCodeTests {
         // The list does not report its end: the sequence stays open, as a live one does.
         let source = FixListSource(fixes, interval: 0.001, reportsEnd: false)
         var locations: [CLLocation] = []
-        for await update in CLLocationUpdate.liveUpdates(source: source, authorizer: grantedAuthorizer()) {
+        for try await update in CLLocationUpdate.liveUpdates(source: source, authorizer: grantedAuthorizer()) {
             if let location = update.location { locations.append(location) }
             // Latest wins: a consumer starved of CPU (a loaded test run) may see fewer than 20
             // of the 277 locations, but always the newest one.
@@ -58,7 +58,8 @@ struct PortedCodeTests {
         let fixes = try FixtureFixes.load("clean-1hz-multi")
         var last: CLLocationUpdate?
         var count = 0
-        for await update in CLLocationUpdate.liveUpdates(source: FixListSource(fixes), authorizer: grantedAuthorizer())
+        for try await update in CLLocationUpdate.liveUpdates(
+            source: FixListSource(fixes), authorizer: grantedAuthorizer())
         {
             last = update
             count += 1
@@ -71,7 +72,7 @@ struct PortedCodeTests {
     @Test("liveUpdates says why there is no location when denied")
     func liveUpdatesDenied() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
-        for await update in CLLocationUpdate.liveUpdates(
+        for try await update in CLLocationUpdate.liveUpdates(
             source: FixListSource(fixes), authorizer: grantedAuthorizer(.denied))
         {
             #expect(update.location == nil)

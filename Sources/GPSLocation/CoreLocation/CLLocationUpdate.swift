@@ -1,46 +1,109 @@
 import Foundation
 
-/// One element of `CLLocationUpdate.liveUpdates()` (Apple, iOS 17+): a location, or a
-/// diagnostic saying why there is none right now.
+/// One element of `CLLocationUpdate.liveUpdates()` (Apple, iOS 17–18): a location, or
+/// diagnostics saying why there is none right now.
 public struct CLLocationUpdate: Sendable {
     public let location: CLLocation?
-    /// Always false: gpsd receivers report continuously, GPSLocation does not detect stillness.
+    /// The device has stayed put: speed below 0.5 m/s (or unknown) and every location for at
+    /// least `StationaryDetector.minimumDuration` within twice the horizontal accuracy of where
+    /// it settled. The update carries the location (Apple pauses instead; a gpsd receiver keeps
+    /// reporting, so the flag is what changes).
     public let isStationary: Bool
-    /// The app is denied (or restricted): no locations will come.
+    /// The app is denied by the user: no locations will come.
     public let authorizationDenied: Bool
-    /// Authorization is not determined and nobody could be asked.
+    /// Location services are off for the whole machine (the administrator's policy).
+    public let authorizationDeniedGlobally: Bool
+    /// The administrator's policy restricts this app.
+    public let authorizationRestricted: Bool
+    /// Authorized When In Use, and not in use (no terminal, not declared in use).
+    public let insufficientlyInUse: Bool
+    /// Authorization is not determined and nobody could be asked (or the request is open).
     public let authorizationRequestInProgress: Bool
-    /// The source reports no usable location (gpsd down, no receiver, no fix).
+    /// The source reports no usable location (gpsd down, no receiver, no fix, stale).
     public let locationUnavailable: Bool
     /// Locations are delivered with reduced accuracy.
     public let accuracyLimited: Bool
+    /// Always false: no `CLServiceSession` is required on Linux (the authorization gate
+    /// decides; a session only asks for authorization and reports diagnostics).
+    public let serviceSessionRequired: Bool
     /// What went wrong, in words, when `location` is nil (a GPSLocation addition).
     public let message: String?
+    /// The machine-readable reason, when `location` is nil (a GPSLocation addition).
+    public let reason: CLError.Reason?
 
-    init(location: CLLocation?, error: CLError? = nil, accuracyLimited: Bool = false) {
+    init(
+        location: CLLocation?, error: CLError? = nil, accuracyLimited: Bool = false, isStationary: Bool = false,
+        servicesEnabled: Bool = true
+    ) {
         self.location = location
-        isStationary = false
-        authorizationDenied = error?.code == .denied
-        authorizationRequestInProgress = error?.code == .promptDeclined
-        locationUnavailable = error?.code == .locationUnknown
+        self.isStationary = isStationary
+        let reason = error?.reason
+        authorizationDeniedGlobally = reason == .notAuthorized && !servicesEnabled
+        authorizationDenied = reason == .notAuthorized && servicesEnabled
+        authorizationRestricted = reason == .restricted
+        insufficientlyInUse = reason == .notInUse
+        authorizationRequestInProgress = reason == .notDetermined || reason == .authorizationRequest
+        locationUnavailable =
+            error != nil && !authorizationDenied && !authorizationDeniedGlobally && !authorizationRestricted
+            && !insufficientlyInUse && !authorizationRequestInProgress
         self.accuracyLimited = accuracyLimited
+        serviceSessionRequired = false
         message = error?.message
+        self.reason = reason
     }
 
-    /// Apple's configurations; accepted for source compatibility (they do not change gpsd).
+    /// Apple's configurations. Here each one sets the manager's thresholds:
+    /// - `default`: at most one location a second (`minimumUpdateInterval` 1 s), like Apple's
+    ///   default rate; a 10 Hz receiver is thinned to 1 Hz.
+    /// - `automotiveNavigation`, `otherNavigation`, `airborne`: every location the receiver
+    ///   makes (no interval), `desiredAccuracy` best for navigation.
+    /// - `fitness`: at most one location a second, and only after moving 2 m (`distanceFilter`),
+    ///   so a runner standing still produces nothing new.
+    /// The activity type is set to match.
     public enum LiveConfiguration: Int, Sendable {
         case `default` = 0
         case automotiveNavigation, otherNavigation, fitness, airborne
+
+        /// Applies the configuration to a manager.
+        func configure(_ manager: CLLocationManager) {
+            switch self {
+            case .default:
+                manager.minimumUpdateInterval = 1
+                manager.activityType = .other
+            case .automotiveNavigation, .otherNavigation, .airborne:
+                manager.minimumUpdateInterval = 0
+                manager.desiredAccuracy = kCLLocationAccuracyBestForNavigation
+                manager.activityType =
+                    self == .automotiveNavigation
+                    ? .automotiveNavigation : self == .airborne ? .airborne : .otherNavigation
+            case .fitness:
+                manager.minimumUpdateInterval = 1
+                manager.distanceFilter = 2
+                manager.activityType = .fitness
+            }
+        }
     }
 
     /// Live updates from `CLLocationManager.defaultSource()` through the shared authorizer.
     public static func liveUpdates(_ configuration: LiveConfiguration = .default) -> Updates {
-        Updates(makeManager: { CLLocationManager() })
+        Updates(
+            makeManager: {
+                let manager = CLLocationManager()
+                configuration.configure(manager)
+                return manager
+            })
     }
 
     /// Live updates from a given source and authorizer (a GPSLocation addition).
-    public static func liveUpdates(source: any LocationSource, authorizer: LocationAuthorizer) -> Updates {
-        Updates(makeManager: { CLLocationManager(source: source, authorizer: authorizer) })
+    public static func liveUpdates(
+        _ configuration: LiveConfiguration = .default, source: any LocationSource, authorizer: LocationAuthorizer
+    ) -> Updates {
+        Updates(
+            makeManager: {
+                let manager = CLLocationManager(source: source, authorizer: authorizer)
+                configuration.configure(manager)
+                return manager
+            })
     }
 
     /// An `AsyncSequence` of updates. Buffering: **latest wins** — if the consumer is slower
@@ -70,24 +133,60 @@ public struct CLLocationUpdate: Sendable {
             var base: AsyncStream<CLLocationUpdate>.Iterator
             let bridge: Bridge
             let manager: CLLocationManager
-            public mutating func next() async -> CLLocationUpdate? { await base.next() }
+            /// Throwing, as Apple's is (`for try await update in …`); it never throws here:
+            /// problems arrive as updates with diagnostics, and the end as the sequence's end.
+            public mutating func next() async throws -> CLLocationUpdate? { await base.next() }
         }
     }
 
-    /// Forwards delegate callbacks into the stream.
+    /// Forwards delegate callbacks into the stream. Delegate calls are serial (the manager's
+    /// queue), so the detector needs no lock of its own beyond `Locked`'s.
     final class Bridge: CLLocationManagerDelegate, Sendable {
         let continuation: AsyncStream<CLLocationUpdate>.Continuation
+        let stationary = Locked(StationaryDetector())
         init(continuation: AsyncStream<CLLocationUpdate>.Continuation) { self.continuation = continuation }
 
         func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
             for location in locations {
+                let still = stationary.withLock { $0.add(location) }
                 continuation.yield(
-                    CLLocationUpdate(location: location, accuracyLimited: location.gnss?.reduced == true))
+                    CLLocationUpdate(
+                        location: location, accuracyLimited: location.gnss?.reduced == true, isStationary: still))
             }
         }
 
         func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
-            continuation.yield(CLLocationUpdate(location: nil, error: error as? CLError))
+            continuation.yield(
+                CLLocationUpdate(
+                    location: nil, error: error as? CLError,
+                    servicesEnabled: CLLocationManager.locationServicesEnabled()))
         }
+    }
+}
+
+/// Decides `CLLocationUpdate.isStationary` from the locations themselves: the device settled
+/// at an anchor, and has stayed within twice the horizontal accuracy of it, at under 0.5 m/s
+/// (or unknown speed), for at least `minimumDuration` of the locations' own time. Any location
+/// outside that circle, or faster, moves the anchor to it.
+package struct StationaryDetector: Sendable {
+    package static let minimumDuration: TimeInterval = 10
+    package static let maximumSpeed: CLLocationSpeed = 0.5
+    private var anchor: CLLocation?
+
+    package init() {}
+
+    /// Adds a location; returns whether the device is stationary at it.
+    package mutating func add(_ location: CLLocation) -> Bool {
+        guard let anchor else {
+            self.anchor = location
+            return false
+        }
+        let accuracy = max(location.horizontalAccuracy, anchor.horizontalAccuracy, 1)
+        let slow = location.speed < 0 || location.speed < Self.maximumSpeed
+        guard slow, location.horizontalAccuracy >= 0, location.distance(from: anchor) <= 2 * accuracy else {
+            self.anchor = location
+            return false
+        }
+        return location.timestamp.timeIntervalSince(anchor.timestamp) >= Self.minimumDuration
     }
 }

@@ -154,8 +154,10 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let sourceFailed = Reason("sourceFailed")
         /// Authorization is not determined: nothing is delivered until it is granted.
         public static let notDetermined = Reason("notDetermined")
-        /// The app is denied, or restricted by the administrator.
+        /// The app is denied (by the user, or for everyone: location services off).
         public static let notAuthorized = Reason("notAuthorized")
+        /// The administrator's policy restricts the app; the user cannot change it.
+        public static let restricted = Reason("restricted")
         /// Authorized When In Use, and not in use.
         public static let notInUse = Reason("notInUse")
         /// The app asked for authorization in a way that cannot work (no usage description,

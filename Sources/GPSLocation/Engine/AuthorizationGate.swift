@@ -54,7 +54,7 @@ package struct AuthorizationState: Sendable, Equatable {
                 .denied,
                 message: "location access for \(appID) is restricted by the administrator's policy "
                     + "(\(LocationPolicy.defaultPath)) — no location is delivered; ask the administrator",
-                reason: .notAuthorized)
+                reason: .restricted)
         }
     }
 }

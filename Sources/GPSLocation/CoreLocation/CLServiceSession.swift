@@ -1,0 +1,143 @@
+import Foundation
+
+/// Apple's iOS 18 service session: declares the authorization an app's feature needs. Creating
+/// one with `.whenInUse` or `.always` asks for that authorization (as
+/// `requestWhenInUseAuthorization()`/`requestAlwaysAuthorization()` would: the prompt on a
+/// terminal, otherwise the explanation naming `gpsloc auth grant`), and `diagnostics` reports
+/// the authorization situation now and at every change, until `invalidate()`.
+///
+/// On Linux no session is *required*: the authorization gate decides what is delivered, with or
+/// without sessions (`serviceSessionRequired` is always false).
+public final class CLServiceSession: Sendable {
+    public enum AuthorizationRequirement: Sendable {
+        case none
+        case whenInUse
+        case always
+    }
+
+    /// The state of the app's authorization as this session sees it.
+    public struct Diagnostic: Sendable {
+        /// The user denied the app.
+        public let authorizationDenied: Bool
+        /// Location services are off for the whole machine (the administrator's policy).
+        public let authorizationDeniedGlobally: Bool
+        /// The administrator's policy restricts the app.
+        public let authorizationRestricted: Bool
+        /// When In Use, and the app is not in use.
+        public let insufficientlyInUse: Bool
+        /// Always false on Linux (see the type).
+        public let serviceSessionRequired: Bool
+        /// The session asked for full accuracy and the app has reduced accuracy.
+        public let fullAccuracyDenied: Bool
+        /// The session asked for Always and the app has When In Use (or less).
+        public let alwaysAuthorizationDenied: Bool
+        /// Not determined yet: nobody has answered (or nobody can be asked — see the message
+        /// the manager's delegate receives, and `gpsloc auth grant`).
+        public let authorizationRequestInProgress: Bool
+
+        init(authorizer: LocationAuthorizer, requirement: AuthorizationRequirement, wantsFullAccuracy: Bool) {
+            let status = authorizer.status
+            let enabled = CLLocationManager.locationServicesEnabled()
+            authorizationDeniedGlobally = !enabled
+            authorizationDenied = enabled && status == .denied
+            authorizationRestricted = status == .restricted
+            insufficientlyInUse = status == .authorizedWhenInUse && !authorizer.isInUse
+            serviceSessionRequired = false
+            fullAccuracyDenied =
+                wantsFullAccuracy && status.isAuthorized && authorizer.accuracy == .reducedAccuracy
+            alwaysAuthorizationDenied =
+                requirement == .always && status != .authorizedAlways && status != .notDetermined
+            authorizationRequestInProgress = status == .notDetermined
+        }
+    }
+
+    public let authorization: AuthorizationRequirement
+    /// The key naming why full accuracy is needed (Apple: an Info.plist key); when given, the
+    /// session reports `fullAccuracyDenied` for a reduced-accuracy app.
+    public let fullAccuracyPurposeKey: String?
+    private let authorizer: LocationAuthorizer
+    private let state: Locked<(observer: UUID?, continuations: [UUID: AsyncStream<Diagnostic>.Continuation])>
+
+    public convenience init(authorization: AuthorizationRequirement) {
+        self.init(
+            authorization: authorization, fullAccuracyPurposeKey: nil, authorizer: CLLocationManager.sharedAuthorizer)
+    }
+
+    public convenience init(authorization: AuthorizationRequirement, fullAccuracyPurposeKey: String) {
+        self.init(
+            authorization: authorization, fullAccuracyPurposeKey: fullAccuracyPurposeKey,
+            authorizer: CLLocationManager.sharedAuthorizer)
+    }
+
+    /// A session for a given authorizer (a GPSLocation addition, for managers built with one).
+    public init(
+        authorization: AuthorizationRequirement, fullAccuracyPurposeKey: String? = nil, authorizer: LocationAuthorizer
+    ) {
+        self.authorization = authorization
+        self.fullAccuracyPurposeKey = fullAccuracyPurposeKey
+        self.authorizer = authorizer
+        state = Locked((nil, [:]))
+        let observer = authorizer.addObserver { [weak self] in self?.publish() }
+        state.withLock { $0.observer = observer }
+        switch authorization {
+        case .none: break
+        case .whenInUse: _ = authorizer.request(always: false)
+        case .always: _ = authorizer.request(always: true)
+        }
+    }
+
+    deinit { invalidate() }
+
+    /// The diagnostics now and after every change of the app's authorization. Each call gives
+    /// its own sequence; all of them end at `invalidate()`.
+    public var diagnostics: AsyncStream<Diagnostic> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Diagnostic.self, bufferingPolicy: .bufferingNewest(1))
+        let token = UUID()
+        let alive = state.withLock { state -> Bool in
+            guard state.observer != nil else { return false }
+            state.continuations[token] = continuation
+            return true
+        }
+        guard alive else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.continuations.removeValue(forKey: token) }
+        }
+        continuation.yield(current)
+        return stream
+    }
+
+    /// The diagnostic for the app's authorization now.
+    public var current: Diagnostic {
+        Diagnostic(authorizer: authorizer, requirement: authorization, wantsFullAccuracy: fullAccuracyPurposeKey != nil)
+    }
+
+    /// Ends the session: its diagnostics sequences finish.
+    public func invalidate() {
+        let (observer, continuations) = state.withLock { state in
+            defer { state = (nil, [:]) }
+            return (state.observer, Array(state.continuations.values))
+        }
+        if let observer { authorizer.removeObserver(observer) }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    private func publish() {
+        let diagnostic = current
+        for continuation in state.withLock({ Array($0.continuations.values) }) { continuation.yield(diagnostic) }
+    }
+}
+
+/// Apple's background activity session (iOS 17). Accepted so ported code compiles and runs: a
+/// Linux process is never suspended in the background, so it changes nothing.
+public final class CLBackgroundActivitySession: Sendable {
+    public init() {}
+    public func invalidate() {}
+}
+
+extension CLAuthorizationStatus {
+    /// Authorized Always or When In Use.
+    var isAuthorized: Bool { self == .authorizedAlways || self == .authorizedWhenInUse }
+}

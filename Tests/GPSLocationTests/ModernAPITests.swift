@@ -1,0 +1,145 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// The iOS 17–18 surface against recordings: update diagnostics, stationarity, live
+/// configurations, service sessions.
+@Suite("CoreLocation iOS 17–18: liveUpdates diagnostics, configurations, sessions")
+struct ModernAPITests {
+    static func firstUpdate(
+        _ authorizer: LocationAuthorizer, source: any LocationSource = FixListSource([], reportsEnd: false)
+    ) async throws -> CLLocationUpdate? {
+        for try await update in CLLocationUpdate.liveUpdates(source: source, authorizer: authorizer) {
+            return update
+        }
+        return nil
+    }
+
+    @Test("each authorization problem has its own diagnostic")
+    func diagnostics() async throws {
+        let denied = try #require(try await Self.firstUpdate(grantedAuthorizer(.denied)))
+        #expect(denied.authorizationDenied && !denied.locationUnavailable && denied.location == nil)
+        let restricted = try #require(try await Self.firstUpdate(grantedAuthorizer(.restricted)))
+        #expect(restricted.authorizationRestricted && !restricted.authorizationDenied)
+        let notInUse = LocationAuthorizer(
+            appID: "t", initial: AuthorizationDecision(status: .authorizedWhenInUse), isInUse: false)
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let idle = try #require(try await Self.firstUpdate(notInUse, source: FixListSource(fixes, reportsEnd: false)))
+        #expect(idle.insufficientlyInUse && !idle.locationUnavailable, "\(idle.message ?? "")")
+        let ended = try #require(try await Self.firstUpdate(grantedAuthorizer(), source: FixListSource([])))
+        #expect(ended.locationUnavailable && ended.reason == .sourceEnded)
+        #expect(!ended.serviceSessionRequired)
+        var reduced: CLLocationUpdate?
+        for try await update in CLLocationUpdate.liveUpdates(
+            source: FixListSource(try FixtureFixes.load("clean-1hz-multi"), reportsEnd: false),
+            authorizer: grantedAuthorizer(.authorizedAlways, accuracy: .reducedAccuracy))
+        where update.location != nil {
+            reduced = update
+            break
+        }
+        #expect(reduced?.accuracyLimited == true)
+    }
+
+    @Test("isStationary: a receiver standing still for 10 s is stationary, a moving one never")
+    func stationary() async throws {
+        let moving = try FixtureFixes.load("clean-1hz-multi")
+        // The same recording standing at its first position, with a little noise and no speed.
+        var random = SplitMix64(seed: 9)
+        let still = moving.map { fix -> Fix in
+            var fix = fix
+            fix.latitude = moving[0].latitude.map { $0 + (Double(random.next() % 100) - 50) * 1e-7 }
+            fix.longitude = moving[0].longitude
+            fix.speed = 0.1
+            return fix
+        }
+        func flags(_ fixes: [Fix]) async throws -> [Bool] {
+            var result: [Bool] = []
+            for try await update in CLLocationUpdate.liveUpdates(
+                .automotiveNavigation, source: FixListSource(fixes, interval: 0.002),
+                authorizer: grantedAuthorizer(.authorizedAlways))
+            where update.location != nil {
+                result.append(update.isStationary)
+            }
+            return result
+        }
+        let movingFlags = try await flags(moving)
+        #expect(!movingFlags.isEmpty && !movingFlags.contains(true))
+        let stillFlags = try await flags(still)
+        #expect(stillFlags.contains(true), "standing still is noticed")
+        var detector = StationaryDetector()
+        let start = Date(timeIntervalSince1970: 1_781_510_400)
+        func at(_ seconds: Double, metresNorth: Double, speed: Double = 0) -> CLLocation {
+            CLLocation(
+                coordinate: CLLocationCoordinate2D(latitude: 51 + metresNorth / 111_200, longitude: -2), altitude: 0,
+                horizontalAccuracy: 3, verticalAccuracy: -1, course: -1, speed: speed, timestamp: start + seconds)
+        }
+        let answers = [
+            detector.add(at(0, metresNorth: 0)),
+            detector.add(at(9, metresNorth: 4)),  // within 6 m, but not 10 s yet
+            detector.add(at(10, metresNorth: -3)),
+            detector.add(at(11, metresNorth: 1, speed: 2)),  // moving fast: not stationary; re-anchors
+            detector.add(at(12, metresNorth: 40)),
+        ]
+        #expect(answers == [false, false, true, false, false])
+    }
+
+    @Test("LiveConfiguration: .default thins to one a second; navigation gives every location")
+    func configurations() async throws {
+        let fixes = try FixtureFixes.load("drive-10hz-multi")
+        func timestamps(_ configuration: CLLocationUpdate.LiveConfiguration) async throws -> [Date] {
+            var result: [Date] = []
+            // Slow source (2 ms a fix): the consumer keeps up, so latest-wins drops nothing.
+            for try await update in CLLocationUpdate.liveUpdates(
+                configuration, source: FixListSource(Array(fixes.prefix(400)), interval: 0.002),
+                authorizer: grantedAuthorizer(.authorizedAlways))
+            {
+                if let location = update.location { result.append(location.timestamp) }
+            }
+            return result
+        }
+        let thinned = try await timestamps(.default)
+        let gaps = zip(thinned.dropFirst(), thinned).map { $0.timeIntervalSince($1) }
+        #expect(!gaps.isEmpty && gaps.allSatisfy { $0 >= 0.999 }, "\(gaps.prefix(5))")
+        let every = try await timestamps(.automotiveNavigation)
+        #expect(every.count > thinned.count * 3)
+        let manager = CLLocationManager(source: FixListSource([]), authorizer: grantedAuthorizer())
+        CLLocationUpdate.LiveConfiguration.fitness.configure(manager)
+        #expect(manager.minimumUpdateInterval == 1 && manager.distanceFilter == 2 && manager.activityType == .fitness)
+    }
+
+    @Test("CLServiceSession: asks, then reports the situation at every change; invalidate ends it")
+    func serviceSession() async throws {
+        let authorizer = LocationAuthorizer(appID: "session-test", isInUse: false)
+        let session = CLServiceSession(
+            authorization: .always, fullAccuracyPurposeKey: "Navigation", authorizer: authorizer)
+        var iterator = session.diagnostics.makeAsyncIterator()
+        let first = try #require(await iterator.next())
+        #expect(first.authorizationRequestInProgress && !first.serviceSessionRequired)
+        authorizer.set(AuthorizationDecision(status: .authorizedWhenInUse, accuracy: .reducedAccuracy))
+        let second = try #require(await iterator.next())
+        #expect(second.insufficientlyInUse && second.fullAccuracyDenied && second.alwaysAuthorizationDenied)
+        authorizer.set(AuthorizationDecision(status: .denied))
+        let third = try #require(await iterator.next())
+        #expect(third.authorizationDenied)
+        session.invalidate()
+        #expect(await iterator.next() == nil)
+        CLBackgroundActivitySession().invalidate()
+    }
+
+    @Test("ported iOS 18 code (service session, liveUpdates, background session) runs unchanged")
+    @MainActor
+    func portedModernCode() async throws {
+        let fixes = try FixtureFixes.load("drive-1hz-gp")
+        let service = ModernLocationService()
+        try await service.run(
+            CLLocationUpdate.liveUpdates(
+                .fitness, source: FixListSource(fixes, interval: 0.003, reportsEnd: false),
+                authorizer: grantedAuthorizer(.authorizedAlways)),
+            limit: 20)
+        #expect(service.locations.count == 20, "\(service.problems)")
+        #expect(!service.problems.contains("session required") && !service.problems.contains("denied"))
+    }
+}
