@@ -54,10 +54,12 @@ enum AuthCommand {
             case "revoke":
                 guard let app else { throw UsageError("revoke needs an app identifier") }
                 try store.set(AuthorizationDecision(status: .denied), for: app)
-                print("\(app): denied")
+                LastLocationCache.user.remove(app: app)
+                print("\(app): denied (its last location is forgotten)")
             case "reset":
                 guard let app else { throw UsageError("reset needs an app identifier") }
                 try store.remove(app: app)
+                LastLocationCache.user.remove(app: app)
                 print("\(app): notDetermined")
             default:
                 throw UsageError("unknown auth command \(verb): use status, grant, revoke or reset")

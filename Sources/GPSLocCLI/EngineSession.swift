@@ -103,6 +103,9 @@ final class EngineSession: Sendable {
     private let ended: @Sendable (CLError?) -> Void
     /// Errors with these reasons end the command (e.g. watch: gpsd unreachable at start).
     private let fatalReasons: Set<CLError.Reason>
+    /// Where the app's last received location is kept (the library's rule: receivers only).
+    private let cache: LastLocationCache?
+    private let appID: String
 
     struct Counts {
         var fixes = 0
@@ -115,9 +118,12 @@ final class EngineSession: Sendable {
 
     init(
         sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState, source: any LocationSource,
-        fuzzerSeed: UInt64? = nil, fatalReasons: Set<CLError.Reason> = [], ended: @escaping @Sendable (CLError?) -> Void
+        fuzzerSeed: UInt64? = nil, fatalReasons: Set<CLError.Reason> = [], cache: LastLocationCache? = .user,
+        ended: @escaping @Sendable (CLError?) -> Void
     ) {
         self.sink = sink
+        self.cache = cache
+        appID = authorization.appID
         self.source = source
         self.fatalReasons = fatalReasons
         self.ended = ended
@@ -148,7 +154,11 @@ final class EngineSession: Sendable {
 
     /// Stops the source and the timers.
     func stop() {
-        _ = engine.withLock { $0.stop() }
+        let last = engine.withLock { engine -> CLLocation? in
+            _ = engine.stop()
+            return engine.lastDelivered
+        }
+        if let last { cache?.record(last, for: appID, force: true) }
         timers.cancelAll()
         source.stop()
     }
@@ -168,6 +178,7 @@ final class EngineSession: Sendable {
             case .deliver(let location):
                 counts.withLock { $0.delivered += 1 }
                 sink.location(location)
+                cache?.record(location, for: appID)
             case .fail(let error):
                 lastError = error
                 if !isNormalEnd(error) { sink.error(error) }

@@ -10,6 +10,7 @@ public enum GPSLoc {
           replay     an NMEA recording through the same pipeline (--via nmea|gpsd)
           auth       which apps may have the location: status, grant, revoke, reset
           sky        the satellites gpsd sees: PRN, constellation, elevation, azimuth, SNR, used
+          last       the last location an app received, and how old it is
           doctor     what is wrong with this machine's GPS setup, and the commands that fix it
           version    versions of gpsloc and the libgps it was built with
         """
@@ -28,6 +29,7 @@ public enum GPSLoc {
             case "auth": return try AuthCommand.run(rest)
             case "doctor": return try DoctorCommand.run(rest)
             case "sky": return try SkyCommand.run(rest)
+            case "last": return try LastCommand.run(rest)
             case "version", "--version":
                 print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
                 return 0

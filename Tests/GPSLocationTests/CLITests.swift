@@ -55,6 +55,7 @@ enum GPSLocBinary {
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = (configHome ?? emptyConfigHome).path
+        environment["XDG_CACHE_HOME"] = (configHome ?? emptyConfigHome).appendingPathComponent("cache").path
         process.environment = environment
         let out = Pipe()
         let err = Pipe()
@@ -82,6 +83,7 @@ enum GPSLocBinary {
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = configHome.path
+        environment["XDG_CACHE_HOME"] = configHome.appendingPathComponent("cache").path
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
@@ -284,6 +286,7 @@ extension RealGPSD.LaneB {
                 ]
                 var environment = ProcessInfo.processInfo.environment
                 environment["XDG_CONFIG_HOME"] = config.path
+                environment["XDG_CACHE_HOME"] = config.appendingPathComponent("cache").path
                 process.environment = environment
                 process.standardOutput = FileHandle.nullDevice
                 return process
@@ -329,6 +332,18 @@ extension RealGPSD.LaneB {
             #expect(locations.count > 200)
             for line in lines { NDJSONSchema.check(line) }
             #expect(lines.contains { $0["type"] as? String == "device" && $0["activated"] as? Bool == false })
+
+            // What watch delivered from the receiver is the app's last location now.
+            let last = try GPSLocBinary.run(["last", "--json"], configHome: config)
+            #expect(last.status == 0, "\(last.stdout) \(last.stderr)")
+            let lastLines = GPSLocBinary.jsonLines(last.stdout)
+            for line in lastLines { NDJSONSchema.check(line) }
+            let shown = try #require(lastLines.first { $0["type"] as? String == "location" })
+            #expect(shown["timestamp"] as? String == locations.last?["timestamp"] as? String)
+            #expect(shown["simulated"] as? Bool == false)
+            // Another app, never run: nothing, and it says why.
+            let other = try GPSLocBinary.run(["last", "--app", "never-ran"], configHome: config)
+            #expect(other.status == 1 && other.stdout.contains("no last location"), "\(other.stdout)")
         }
 
         @Test(
@@ -736,7 +751,7 @@ extension RealGPSD.LaneB {
                 let session = "gpsloc-\(UUID().uuidString.prefix(8))"
                 let socket = config.appendingPathComponent("tmux.sock").path
                 let command =
-                    "XDG_CONFIG_HOME=\(config.path) \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
+                    "XDG_CONFIG_HOME=\(config.path) XDG_CACHE_HOME=\(config.path)/cache \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
                 _ = try await Self.tmux([
                     "-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command,
                 ])

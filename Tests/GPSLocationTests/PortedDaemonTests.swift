@@ -40,6 +40,7 @@ extension RealGPSD.LaneB {
             process.executableURL = URL(fileURLWithPath: Self.daemon)
             var environment = ProcessInfo.processInfo.environment
             environment["XDG_CONFIG_HOME"] = folder.path
+            environment["XDG_CACHE_HOME"] = folder.appendingPathComponent("cache").path
             environment["GPSLOCATION_POLICY"] = folder.appendingPathComponent("policy.json").path
             environment["GPSLOCATION_GPSD"] = "127.0.0.1:\(server.endpoint.port)"
             environment["GPSLOCATION_USAGE_DESCRIPTION"] = nil

@@ -103,7 +103,7 @@ public final class LocationAuthorizer: @unchecked Sendable {
     }
 
     /// Policy first, then the user's store.
-    static func resolve(app: String, store: DecisionStore, policyPath: String) -> AuthorizationDecision? {
+    package static func resolve(app: String, store: DecisionStore, policyPath: String) -> AuthorizationDecision? {
         LocationPolicy.load(path: policyPath).decision(for: app) ?? store.decision(for: app)
     }
 

@@ -102,7 +102,39 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         set { state.withLock { $0.pausesLocationUpdatesAutomatically = newValue } }
     }
     /// The most recent location delivered, or nil.
-    public var location: CLLocation? { state.withLock { $0.engine.lastDelivered } }
+    /// The last location delivered to this manager; before any, the last one this app received
+    /// (the per-user `lastLocationCache`), with its own old timestamp — when the app is
+    /// authorized now, and with reduced accuracy only if that one was reduced too.
+    public var location: CLLocation? {
+        let (delivered, cache, cached) = state.withLock {
+            ($0.engine.lastDelivered, $0.lastLocationCache, $0.cachedLocation)
+        }
+        if let delivered { return delivered }
+        guard let cache else { return nil }
+        let decision = AuthorizationDecision(status: authorizer.status, accuracy: authorizer.accuracy)
+        guard decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse else { return nil }
+        let entry: CLLocation?
+        if let cached {
+            entry = cached
+        } else {
+            entry = cache.location(for: authorizer.appID)
+            state.withLock { $0.cachedLocation = .some(entry) }
+        }
+        guard let entry, decision.accuracy == .fullAccuracy || entry.gnss?.reduced == true else { return nil }
+        return entry
+    }
+
+    /// Where the last location this app received is kept between runs (default: the user's
+    /// cache, `LastLocationCache.user`); nil keeps nothing.
+    public var lastLocationCache: LastLocationCache? {
+        get { state.withLock { $0.lastLocationCache } }
+        set {
+            state.withLock {
+                $0.lastLocationCache = newValue
+                $0.cachedLocation = nil
+            }
+        }
+    }
 
     public var authorizationStatus: CLAuthorizationStatus { authorizer.status }
     public var accuracyAuthorization: CLAccuracyAuthorization { authorizer.accuracy }
@@ -158,16 +190,23 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// The device path whose fixes are being delivered, once one has been chosen.
     public var followedReceiver: String? { state.withLock { $0.engine.followedReceiver } }
     /// True while updates run and no usable fix has come for `staleFixTimeout`: `location`
-    /// is the last one known, not the current position.
-    public var isLocationStale: Bool { state.withLock { $0.engine.isStale } }
+    /// is the last one known, not the current position. Also true for a `location` from the
+    /// last-location cache older than `maximumLocationAge` (an earlier run's).
+    public var isLocationStale: Bool {
+        if state.withLock({ $0.engine.isStale }) { return true }
+        guard state.withLock({ $0.engine.lastDelivered == nil }), let age = locationAge else { return false }
+        return age > maximumLocationAge
+    }
     /// The age of `location` in seconds by the source's clock (the wall clock live, the
-    /// recording's in a replay), or nil without a location.
+    /// recording's in a replay; the wall clock for a cached location), or nil without one.
     public var locationAge: TimeInterval? {
-        state.withLock { state in
-            guard let location = state.engine.lastDelivered else { return nil }
+        let delivered = state.withLock { state -> TimeInterval?? in
+            guard let location = state.engine.lastDelivered else { return .none }
             let now = state.engine.clock(now: Date()) ?? location.timestamp
-            return now.timeIntervalSince(location.timestamp)
+            return .some(now.timeIntervalSince(location.timestamp))
         }
+        if let delivered { return delivered }
+        return location.map { Date().timeIntervalSince($0.timestamp) }
     }
     /// Where notes that are not errors for the app go (dropped fixes, a receiver clock that
     /// stepped, a request that cannot work): by default one line on stderr. Daemons route them
@@ -225,6 +264,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         var pending: [Event] = []
         var drainScheduled = false
         var onSourceEnded: (@Sendable () -> Void)?
+        var lastLocationCache: LastLocationCache? = .user
+        /// The cache's entry for this app, read once (nil inside: there was none).
+        var cachedLocation: CLLocation??
     }
 
     private enum Event {
@@ -244,6 +286,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         var startSource = false
         var drain = false
         var generation = 0
+        /// The newest delivered location, for the last-location cache.
+        var delivered: CLLocation?
     }
 
     private let state: Locked<State>
@@ -335,16 +379,18 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public func startUpdatingLocation() { start(.continuous) }
 
     public func stopUpdatingLocation() {
-        let (wasRunning, queue) = state.withLock { state in
+        let (wasRunning, queue, last, cache) = state.withLock { state in
             _ = state.engine.stop()
             state.generation += 1
             state.pending.removeAll()
             let wasRunning = state.sourceRunning
             state.sourceRunning = false
-            return (wasRunning, state.queue)
+            return (wasRunning, state.queue, state.engine.lastDelivered, state.lastLocationCache)
         }
         timers.cancelAll()
         if wasRunning { source.stop() }
+        // The newest location is kept even when the last timed write was a while before it.
+        if wasRunning, let last, let cache { cache.record(last, for: authorizer.appID, force: true) }
         // Wait for a callback already running on the delegate queue, unless we are it.
         if DispatchQueue.getSpecific(key: queueKey) != ObjectIdentifier(self) { queue.sync {} }
     }
@@ -401,7 +447,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             var effects = Effects(generation: state.generation)
             for action in actions {
                 switch action {
-                case .deliver(let location): append(.locations([location]), to: &state)
+                case .deliver(let location):
+                    append(.locations([location]), to: &state)
+                    effects.delivered = location
                 case .fail(let error): append(.failure(error), to: &state)
                 case .receiver(let device): append(.receiver(device), to: &state)
                 case .sourceEnded: append(.sourceEnded, to: &state)
@@ -439,6 +487,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         if effects.startSource {
             let generation = effects.generation
             source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
+        }
+        if let location = effects.delivered, let cache = state.withLock({ $0.lastLocationCache }) {
+            cache.record(location, for: authorizer.appID)
         }
         if effects.drain { scheduleDrain() }
     }

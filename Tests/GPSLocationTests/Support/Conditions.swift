@@ -8,7 +8,19 @@ import Testing
 /// (`CI=true`), where a missing gpsd must fail the run rather than skip it.
 enum Conditions {
     static let underCI = ProcessInfo.processInfo.environment["CI"] == "true"
-    static let gpsdAvailable = GPSFakeServer.isInstalled || underCI
+    static let gpsdAvailable: Bool = {
+        isolateUserFiles()
+        return GPSFakeServer.isInstalled || underCI
+    }()
+
+    /// Managers on live sources write the last-location cache; tests keep it in a scratch
+    /// folder, never the user's. Runs while the suites' traits are evaluated, before any test
+    /// (every real-gpsd suite asks `gpsdAvailable`).
+    static func isolateUserFiles() {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gpslocation-tests-cache-\(getpid())")
+        setenv("XDG_CACHE_HOME", folder.path, 1)
+    }
     static let gpsdMissingReason: Comment =
         "gpsd integration tests skipped: gpsfake is not installed (sudo apt-get install gpsd gpsd-clients)"
     static let corpusAvailable = !Paths.corpusLogs().isEmpty

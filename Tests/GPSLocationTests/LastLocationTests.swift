@@ -1,0 +1,144 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// The last known location: kept per app, only what passed its gate, only from receivers, and
+/// shown to a new manager at once when (and as far as) the app is authorized.
+@Suite("last known location: the per-app cache and manager.location")
+struct LastLocationTests {
+    static func scratch() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("last-\(UUID().uuidString)")
+    }
+
+    static func location(reduced: Bool = false, source: CLLocationSourceInformation? = .receiver, age: Double = 600)
+        -> CLLocation
+    {
+        CLLocation(
+            coordinate: CLLocationCoordinate2D(latitude: 51.4539, longitude: -2.5973), altitude: 45.5,
+            ellipsoidalAltitude: 93.7, horizontalAccuracy: reduced ? 2000 : 1.6, verticalAccuracy: reduced ? -1 : 2.6,
+            course: 72, courseAccuracy: -1, speed: 13.4, speedAccuracy: -1, timestamp: Date() - age,
+            gnss: GNSSDetails(
+                fixMode: .threeDimensional, quality: .gps, accuracyClass: reduced ? .threeKilometers : .best,
+                reduced: reduced, device: "/dev/ttyACM0"),
+            sourceInformation: source)
+    }
+
+    @Test("a receiver's location round-trips whole; files are private and written whole")
+    func roundTrip() throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = LastLocationCache(directory: folder)
+        let original = Self.location()
+        #expect(cache.record(original, for: "widget"))
+        let read = try #require(cache.location(for: "widget"))
+        #expect(read.coordinate == original.coordinate && read.altitude == original.altitude)
+        #expect(read.horizontalAccuracy == original.horizontalAccuracy && read.speed == original.speed)
+        #expect(abs(read.timestamp.timeIntervalSince(original.timestamp)) < 1e-6)
+        #expect(read.gnss == original.gnss && read.sourceInformation?.isProducedByAccessory == true)
+        let file = folder.appendingPathComponent("widget.json").path
+        let attributes = try FileManager.default.attributesOfItem(atPath: file)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect((try FileManager.default.attributesOfItem(atPath: folder.path)[.posixPermissions] as? Int) == 0o700)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["widget.json"], "no temp files left")
+    }
+
+    @Test("replays are never cached; writes are throttled, except the one when updates stop")
+    func whatIsWritten() {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = LastLocationCache(directory: folder, writeInterval: 30)
+        #expect(!cache.record(Self.location(source: .simulated), for: "a"))
+        #expect(!cache.record(Self.location(source: nil), for: "a"), "unknown origin: not kept")
+        #expect(cache.location(for: "a") == nil)
+        let now = Date()
+        #expect(cache.record(Self.location(age: 10), for: "a", now: now))
+        #expect(!cache.record(Self.location(age: 5), for: "a", now: now + 10), "within 30 s")
+        #expect(cache.record(Self.location(age: 1), for: "a", now: now + 11, force: true))
+        #expect(cache.record(Self.location(age: 0), for: "a", now: now + 45))
+        #expect(!cache.record(Self.location(), for: "../etc/passwd"), "app ids are names, not paths")
+    }
+
+    @Test("only an authorized app sees it; a reduced app never sees a precise one; planted links are not read")
+    func whoSeesWhat() throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = LastLocationCache(directory: folder)
+        cache.record(Self.location(), for: "precise")
+        cache.record(Self.location(reduced: true), for: "approx")
+        let full = AuthorizationDecision(status: .authorizedWhenInUse)
+        let reduced = AuthorizationDecision(status: .authorizedAlways, accuracy: .reducedAccuracy)
+        #expect(cache.location(for: "precise", allowedBy: full) != nil)
+        #expect(cache.location(for: "precise", allowedBy: reduced) == nil)
+        #expect(cache.location(for: "approx", allowedBy: reduced)?.gnss?.reduced == true)
+        for status in [CLAuthorizationStatus.notDetermined, .denied, .restricted] {
+            #expect(cache.location(for: "precise", allowedBy: AuthorizationDecision(status: status)) == nil)
+        }
+        // A symlink planted in place of an app's file is neither read nor written through.
+        let target = folder.appendingPathComponent("elsewhere.txt")
+        try Data("precious".utf8).write(to: target)
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.appendingPathComponent("victim.json").path, withDestinationPath: target.path)
+        #expect(cache.location(for: "victim") == nil)
+        #expect(cache.record(Self.location(), for: "victim"))
+        #expect(try String(contentsOf: target, encoding: .utf8) == "precious")
+    }
+
+    @Test("a Today-widget style reader shows the cached location at once, old and marked stale")
+    func widgetPattern() throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = LastLocationCache(directory: folder)
+        cache.record(Self.location(age: 3600), for: "test")
+        // The widget: a manager, no updates started, reading `location`.
+        let manager = CLLocationManager(source: FixListSource([]), authorizer: grantedAuthorizer())
+        manager.lastLocationCache = cache
+        let shown = try #require(manager.location)
+        #expect(abs(shown.coordinate.latitude - 51.4539) < 1e-9)
+        #expect(manager.isLocationStale)
+        #expect((manager.locationAge ?? 0) > 3500)
+        let denied = CLLocationManager(source: FixListSource([]), authorizer: grantedAuthorizer(.denied))
+        denied.lastLocationCache = cache
+        #expect(denied.location == nil)
+    }
+
+    @Test("a manager on a receiver writes what its delegate got; a replay writes nothing")
+    func managerWrites() throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = LastLocationCache(directory: folder, writeInterval: 30)
+        let fixes = try FixtureFixes.load("clean-1hz-multi")
+        for (source, written) in [(ManualLocationSource(isLive: false), false)] {
+            let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer(.authorizedAlways))
+            manager.lastLocationCache = cache
+            manager.maximumLocationAge = 1e9
+            let delegate = RecordingDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) }
+            #expect(delegate.waitForLocations(3))
+            manager.stopUpdatingLocation()
+            #expect((cache.location(for: "test") != nil) == written)
+        }
+        // Receivers: the cache's own rule, with a receiver's location as a live source makes it.
+        let live = LastLocationCache(directory: folder, writeInterval: 30, recordsSimulated: true)
+        let manager = CLLocationManager(
+            source: ManualLocationSource(isLive: false),
+            authorizer: grantedAuthorizer(.authorizedAlways, accuracy: .reducedAccuracy))
+        manager.lastLocationCache = live
+        manager.maximumLocationAge = 1e9
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        let source = manager.source as! ManualLocationSource
+        for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) }
+        #expect(delegate.waitForLocations(1))
+        manager.stopUpdatingLocation()
+        let kept = try #require(live.location(for: "test"))
+        #expect(kept.gnss?.reduced == true, "a reduced app's cache holds the reduced location")
+        #expect(kept.coordinate == delegate.locations.last?.coordinate)
+    }
+}
