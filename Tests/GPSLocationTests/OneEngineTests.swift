@@ -26,6 +26,7 @@ extension RealGPSD.LaneB {
         /// Each run has its own gpsfake port.
         static func withoutPort(_ message: String) -> String {
             message.replacingOccurrences(of: #"127\.0\.0\.1:\d+"#, with: "127.0.0.1:PORT", options: .regularExpression)
+                .replacingOccurrences(of: #"/dev/pts/\d+"#, with: "/dev/pts/N", options: .regularExpression)
         }
 
         static func fromNDJSON(_ text: String) -> Received {

@@ -95,6 +95,9 @@ extension RealGPSD.LaneA {
             }
 
             let port = try FreePort.find()
+            // The process-wide default authorizer holds an inotify descriptor for as long as the
+            // process lives; other suites may create it during this run, so it exists before the count.
+            _ = CLLocationManager.sharedAuthorizer
             let descriptorsBefore = openFileDescriptors()
             let source = GPSDLocationSource(
                 endpoint: GPSDEndpoint(host: "127.0.0.1", port: port), noDataTimeout: .seconds(30))

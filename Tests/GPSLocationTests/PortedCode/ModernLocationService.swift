@@ -4,7 +4,6 @@
 import Foundation
 import GPSLocation
 
-@MainActor
 final class ModernLocationService {
     private(set) var locations: [CLLocation] = []
     private(set) var stationaryUpdates = 0
@@ -12,7 +11,7 @@ final class ModernLocationService {
     private var session: CLServiceSession?
     private var background: CLBackgroundActivitySession?
 
-    func run(_ updates: CLLocationUpdate.Updates, limit: Int) async throws {
+    func run(_ updates: CLLocationUpdate.Updates, limit: Int, until last: Date? = nil) async throws {
         session = CLServiceSession(authorization: .whenInUse)
         background = CLBackgroundActivitySession()
         defer {
@@ -31,7 +30,7 @@ final class ModernLocationService {
             if update.isStationary { stationaryUpdates += 1 }
             if let location = update.location {
                 locations.append(location)
-                if locations.count >= limit { break }
+                if locations.count >= limit || location.timestamp == last { break }
             }
         }
     }
