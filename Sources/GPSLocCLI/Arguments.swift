@@ -73,10 +73,17 @@ public struct Arguments: Equatable {
         return value
     }
 
-    public func number(_ name: String, minimum: Double) throws(UsageError) -> Double? {
+    static func plain(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%g", value)
+    }
+
+    /// A number in [minimum, maximum]; a value outside (or not a number) is a usage error that
+    /// names the range, never a crash further on.
+    public func number(_ name: String, minimum: Double, maximum: Double = 1e9) throws(UsageError) -> Double? {
         guard let text = values[name] else { return nil }
-        guard let value = Double(text), value.isFinite, value >= minimum else {
-            throw UsageError("--\(name) must be a number ≥ \(minimum), not \(text)")
+        guard let value = Double(text), value.isFinite, value >= minimum, value <= maximum else {
+            throw UsageError(
+                "--\(name) must be a number from \(Self.plain(minimum)) to \(Self.plain(maximum)), not \(text)")
         }
         return value
     }

@@ -47,9 +47,11 @@ struct PipelineOptions {
             }
             appID = app
         }
-        if let age = try arguments.number("max-age", minimum: 0.1) { maximumAge = age }
-        staleAfter = try arguments.number("stale-after", minimum: 0.1)
-        if let interval = try arguments.number("min-interval", minimum: 0) { minimumInterval = interval }
+        if let age = try arguments.number("max-age", minimum: 0.1, maximum: 1e12) { maximumAge = age }
+        staleAfter = try arguments.number("stale-after", minimum: 0.1, maximum: 86_400)
+        if let interval = try arguments.number("min-interval", minimum: 0, maximum: 86_400) {
+            minimumInterval = interval
+        }
         json = arguments.has("json")
         gpx = arguments["gpx"]
     }

@@ -41,7 +41,7 @@ enum ReplayCommand {
         if arguments.has("fast") && arguments["speed"] != nil {
             throw UsageError("--speed and --fast cannot be combined")
         }
-        let speed = try arguments.number("speed", minimum: 0.001)
+        let speed = try arguments.number("speed", minimum: 0.001, maximum: 1_000_000)
         let statusName = arguments["authorization"] ?? "always"
         guard let status = statuses[statusName] else {
             throw UsageError(
@@ -79,21 +79,25 @@ enum ReplayCommand {
                 path: path, sink: sink, options: options, authorization: authorization,
                 speed: speed ?? (arguments.has("fast") || json ? nil : 1))
         }
+        // A replay that yields no location at all is a failure (exit 1), said in words.
+        var exitStatus = run.status
         if run.status == 0 && run.fixesSeen == 0 && status != .denied && status != .restricted {
             sink.error(
                 CLError(
                     .locationUnknown,
                     message: "the recording \(label) contains no position report at all — is it NMEA 0183?",
                     reason: .sourceEnded))
+            exitStatus = 1
         } else if run.status == 0 && authorization.allowsDelivery && run.delivered == 0 {
             sink.error(
                 CLError(
                     .locationUnknown,
                     message: "the recording \(label) never has a usable position fix (see the diagnostics above)",
                     reason: .sourceEnded))
+            exitStatus = 1
         }
         sink.finish()
-        return run.status
+        return exitStatus
     }
 
     /// How a replay went: its exit status and what passed through the engine.

@@ -33,7 +33,7 @@ enum WatchCommand {
         }
         let options = try PipelineOptions(arguments)
         let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
-        let timeout = try arguments.number("timeout", minimum: 0.1) ?? 5
+        let timeout = try arguments.number("timeout", minimum: 0.1, maximum: 86_400) ?? 5
         let endpoint = GPSDEndpoint(
             host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
 
@@ -42,7 +42,7 @@ enum WatchCommand {
         // The real decision store and policy for --app: nothing is delivered without a grant,
         // and a change made outside (gpsloc auth revoke, an edited policy) applies at once.
         let store = DecisionStore()
-        let policy = LocationPolicy.load()
+        let policy = LocationPolicy.effective()
         if let problem = policy.problem { sink.diagnostic(code: "authorizationPolicy", message: problem) }
         let inUse = isatty(STDIN_FILENO) != 0 || arguments.has("in-use")
         let authorizer = LocationAuthorizer.persistent(

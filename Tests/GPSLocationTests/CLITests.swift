@@ -262,7 +262,9 @@ extension RealGPSD.LaneB {
             let lines = GPSLocBinary.jsonLines(result.stdout)
             #expect(lines.first?["status"] as? String == "notDetermined")
             #expect(!lines.contains { $0["type"] as? String == "location" })
-            #expect((lines.last?["message"] as? String)?.contains("gpsloc auth grant fresh-app --when-in-use") == true)
+            #expect(
+                (lines.last?["message"] as? String)?.contains("gpsloc auth grant fresh-app --when-in-use") == true,
+                "\(result.stdout)")
         }
 
         @Test("revoked: one denied error line, no location")
@@ -504,7 +506,18 @@ extension RealGPSD.LaneB {
             #expect(missing.status == 1)
             #expect(missing.stdout.contains("cannot read the recording /nonexistent/file.nmea"))
             let empty = try GPSLocBinary.run(["replay", "/dev/null", "--json"])
-            #expect(empty.stdout.contains("contains no position report"))
+            #expect(empty.stdout.contains("contains no position report") && empty.status == 1)
+            let noise = FileManager.default.temporaryDirectory.appendingPathComponent("noise-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: noise) }
+            var random = SplitMix64(seed: 4)
+            try Data((0..<4096).map { _ in UInt8(truncatingIfNeeded: random.next()) }).write(to: noise)
+            let binary = try GPSLocBinary.run(["replay", noise.path, "--json"])
+            #expect(binary.status == 1 && binary.stdout.contains("contains no position report"))
+            // Numbers out of range are usage errors with the range, never a crash.
+            for (option, value) in [("--timeout", "1e19"), ("--max-age", "-1"), ("--min-interval", "nan")] {
+                let result = try GPSLocBinary.run(["watch", option, value, "--json"])
+                #expect(result.status == 2 && result.stderr.contains("must be a number from"), "\(option) \(value)")
+            }
             let fixture = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
             let fromFile = try GPSLocBinary.run(["replay", fixture.path, "--json"])
             let fromStdin = try GPSLocBinary.run(["replay", "-", "--json"], stdin: fixture)

@@ -60,7 +60,16 @@ public final class DecisionStore: @unchecked Sendable {
     /// The stored decision for `app`, or nil when none (not determined).
     public func decision(for app: String) -> AuthorizationDecision? {
         guard let entry = (try? withFileLock(exclusive: false) { readEntries() })?[app] else { return nil }
-        return Self.decision(from: entry)
+        guard let decision = Self.decision(from: entry) else {
+            let message =
+                "the authorization store's entry for \(app) (status \"\(entry.status)\", accuracy \"\(entry.accuracy)\") "
+                + "is not a valid decision — \(app) is treated as not determined (nothing is delivered); "
+                + "grant again with `gpsloc auth grant \(app)`"
+            lock.withLock { storedProblem = message }
+            diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", message: message))
+            return nil
+        }
+        return decision
     }
 
     public func entries() throws(StoreError) -> [String: Entry] {
@@ -95,8 +104,15 @@ public final class DecisionStore: @unchecked Sendable {
         case "authorizedAlways": status = .authorizedAlways
         default: return nil
         }
-        return AuthorizationDecision(
-            status: status, accuracy: entry.accuracy == "reduced" ? .reducedAccuracy : .fullAccuracy)
+        // Exactly "full" or "reduced": anything else ("Reduced", "REDUCED", "reducedAccuracy")
+        // is not a decision at all — never full accuracy by mistake.
+        let accuracy: CLAccuracyAuthorization
+        switch entry.accuracy {
+        case "full": accuracy = .fullAccuracy
+        case "reduced": accuracy = .reducedAccuracy
+        default: return nil
+        }
+        return AuthorizationDecision(status: status, accuracy: accuracy)
     }
 
     // MARK: - File handling
@@ -108,7 +124,19 @@ public final class DecisionStore: @unchecked Sendable {
         } catch {
             throw .io("cannot create \(directory.path): \(error.localizedDescription) — check the folder's permissions")
         }
-        let fd = open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // The folder must be ours and closed to others: otherwise another user could plant
+        // links or files in it (the store decides what every app of ours may receive).
+        var info = stat()
+        guard stat(directory.path, &info) == 0 else {
+            throw .io("cannot examine \(directory.path): \(String(cString: strerror(errno)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+            throw .io(
+                "the authorization store's folder \(directory.path) is not a folder owned by you and closed to others "
+                    + "(owner uid \(info.st_uid), mode \(String(info.st_mode & 0o777, radix: 8))) — nothing is read or "
+                    + "written there; fix it with `chmod 700 \(directory.path)` (or remove it if it is not yours)")
+        }
+        let fd = open(lockURL.path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io("cannot open \(lockURL.path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         while flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0 {
@@ -149,8 +177,9 @@ public final class DecisionStore: @unchecked Sendable {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(entries)
-        let temporary = directory.appendingPathComponent(".authorizations.json.\(getpid()).tmp")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A fresh name opened exclusively, never following a link planted under it.
+        let temporary = directory.appendingPathComponent(".authorizations.json.\(getpid()).\(UUID().uuidString).tmp")
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw StoreError.io("cannot write \(temporary.path): \(String(cString: strerror(errno)))")
         }

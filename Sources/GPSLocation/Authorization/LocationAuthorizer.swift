@@ -92,7 +92,8 @@ public final class LocationAuthorizer: @unchecked Sendable {
             authorizer.policyPath = policyPath
         }
         try? FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
-        let watcher = FileChangeWatcher(paths: [store.fileURL.path, policyPath]) { [weak authorizer] in
+        let watched = [store.fileURL.path, policyPath] + (LocationPolicy.additionalPath.map { [$0] } ?? [])
+        let watcher = FileChangeWatcher(paths: watched) { [weak authorizer] in
             guard let authorizer else { return }
             authorizer.set(
                 resolve(app: appID, store: store, policyPath: policyPath)
@@ -104,7 +105,7 @@ public final class LocationAuthorizer: @unchecked Sendable {
 
     /// Policy first, then the user's store.
     package static func resolve(app: String, store: DecisionStore, policyPath: String) -> AuthorizationDecision? {
-        LocationPolicy.load(path: policyPath).decision(for: app) ?? store.decision(for: app)
+        LocationPolicy.effective(path: policyPath).decision(for: app) ?? store.decision(for: app)
     }
 
     /// Whether the app counts as in use (see the type's documentation).

@@ -1,8 +1,10 @@
 import Foundation
 
-/// The administrator's location policy: `/etc/gpslocation/policy.json` (or the file named by
-/// `GPSLOCATION_POLICY`). It can turn location services off for everyone, restrict named apps
-/// (the user cannot change that), and pre-grant apps — daemons have no one to ask.
+/// The administrator's location policy: `/etc/gpslocation/policy.json`. It can turn location
+/// services off for everyone, restrict named apps (the user cannot change that), and pre-grant
+/// apps — daemons have no one to ask. A file named by `GPSLOCATION_POLICY` can only add
+/// restrictions to it (services off, restricted apps): its grants are ignored, so an app the
+/// administrator restricted cannot escape by pointing the variable elsewhere.
 ///
 /// ```json
 /// { "locationServicesEnabled": true,
@@ -20,13 +22,52 @@ public struct LocationPolicy: Sendable, Equatable {
 
     public init() {}
 
-    public static var defaultPath: String {
-        ProcessInfo.processInfo.environment["GPSLOCATION_POLICY"] ?? "/etc/gpslocation/policy.json"
+    /// The administrator's policy file.
+    public static let defaultPath = "/etc/gpslocation/policy.json"
+
+    /// `GPSLOCATION_POLICY`: a further policy whose restrictions are added (see the type).
+    public static var additionalPath: String? {
+        guard let path = ProcessInfo.processInfo.environment["GPSLOCATION_POLICY"], !path.isEmpty else { return nil }
+        return path
     }
 
+    /// The policy in force: the administrator's (`path`), plus the restrictions of
+    /// `GPSLOCATION_POLICY`'s file — services off there turns them off, its restricted apps are
+    /// restricted; its grants are ignored (and said so in `problem`).
+    public static func effective(path: String = defaultPath, additional: String? = additionalPath) -> LocationPolicy {
+        var policy = load(path: path)
+        guard let additional, additional != path else { return policy }
+        let extra = load(path: additional)
+        if !extra.locationServicesEnabled { policy.locationServicesEnabled = false }
+        policy.restricted.formUnion(extra.restricted)
+        var problems = [policy.problem, extra.problem].compactMap { $0 }
+        if !extra.granted.isEmpty {
+            problems.append(
+                "GPSLOCATION_POLICY (\(additional)) can only add restrictions: its grants for "
+                    + "\(extra.granted.keys.sorted().joined(separator: ", ")) are ignored — grant in \(path) or with `gpsloc auth grant`"
+            )
+        }
+        policy.problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
+        return policy
+    }
+
+    /// One policy file as it is (see `effective` for the one in force).
     public static func load(path: String = LocationPolicy.defaultPath) -> LocationPolicy {
         var policy = LocationPolicy()
-        guard FileManager.default.fileExists(atPath: path) else { return policy }
+        var info = stat()
+        guard stat(path, &info) == 0 else { return policy }
+        // Only a file that no one else can have edited is trusted: owned by root (or the user
+        // running this, who could grant themselves anyway) and writable by nobody else.
+        let trusted = info.st_uid == 0 || info.st_uid == geteuid()
+        if !trusted || info.st_mode & 0o022 != 0 {
+            policy.locationServicesEnabled = false
+            policy.problem =
+                "the location policy \(path) is owned by uid \(info.st_uid) with mode "
+                + "\(String(info.st_mode & 0o777, radix: 8)): another user could have written it, so it is not trusted — "
+                + "location services are treated as off until an administrator runs `sudo chown root: \(path) && "
+                + "sudo chmod 644 \(path)`"
+            return policy
+        }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {

@@ -232,7 +232,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
 
     /// Locations enabled for this machine: false when the administrator's policy
     /// (`LocationPolicy`, /etc/gpslocation/policy.json) turns them off or cannot be read.
-    open class func locationServicesEnabled() -> Bool { LocationPolicy.load().locationServicesEnabled }
+    open class func locationServicesEnabled() -> Bool { LocationPolicy.effective().locationServicesEnabled }
 
     @available(*, deprecated, message: "Use the authorizationStatus instance property")
     open class func authorizationStatus() -> CLAuthorizationStatus { sharedAuthorizer.status }

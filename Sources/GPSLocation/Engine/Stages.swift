@@ -45,7 +45,8 @@ package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         case .noFix:
             "no position fix: the receiver does not see enough satellites yet (give it a clear view of the sky)"
         case .missingCoordinate: "the fix has no latitude or longitude"
-        case .outOfRange(let latitude, let longitude): "the position (\(latitude), \(longitude)) is out of range"
+        // Never the coordinates: one of them may be precise, and the app may have reduced accuracy.
+        case .outOfRange: "the position is out of range (latitude beyond ±90° or longitude beyond ±180°)"
         case .missingTime: "the fix carries no time, so its age is unknown"
         case .stale(let age):
             String(format: "the fix is %.1f s old: the receiver stopped reporting fresh positions", age)

@@ -1,0 +1,112 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// The decision store and the policy against mistakes and planted files.
+@Suite("hardening: the decision store and the policy fail closed")
+struct HardeningTests {
+    static func folder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("harden-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test("a misspelled accuracy is no decision at all, never full accuracy")
+    func misspelledAccuracy() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = DecisionStore(
+            directory: folder.appendingPathComponent("store"), diagnosticsHandler: Diagnostics.discard)
+        try store.set(AuthorizationDecision(status: .authorizedAlways), for: "probe")
+        for spelling in ["REDUCED", "Reduced", "reducedAccuracy", ""] {
+            let text =
+                #"{"app":{"status":"authorizedAlways","accuracy":"\#(spelling)","decidedAt":"2026-11-30T10:00:00Z"}}"#
+            try Data(text.utf8).write(to: store.fileURL)
+            #expect(store.decision(for: "app") == nil, "\(spelling)")
+            #expect(store.problem?.contains("not a valid decision") == true)
+        }
+        let policyPath = folder.appendingPathComponent("policy.json").path
+        try Data(#"{"granted":{"app":{"status":"authorizedAlways","accuracy":"Reduced"}}}"#.utf8).write(
+            to: URL(fileURLWithPath: policyPath))
+        let policy = LocationPolicy.load(path: policyPath)
+        #expect(!policy.locationServicesEnabled && policy.problem != nil, "an invalid policy turns services off")
+    }
+
+    @Test("GPSLOCATION_POLICY only adds restrictions to the administrator's policy")
+    func additionalPolicyRestrictsOnly() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let admin = folder.appendingPathComponent("admin.json").path
+        let extra = folder.appendingPathComponent("extra.json").path
+        try Data(#"{"restricted":["kid"],"granted":{"fleetd":{"status":"authorizedAlways","accuracy":"full"}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: admin))
+        try Data(
+            #"{"restricted":["tracker"],"granted":{"kid":{"status":"authorizedAlways","accuracy":"full"},"me":{"status":"authorizedAlways","accuracy":"full"}}}"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: extra))
+        let policy = LocationPolicy.effective(path: admin, additional: extra)
+        #expect(policy.decision(for: "kid") == AuthorizationDecision(status: .restricted), "no escape")
+        #expect(policy.decision(for: "tracker") == AuthorizationDecision(status: .restricted), "added")
+        #expect(policy.decision(for: "me") == nil, "its grants are ignored")
+        #expect(policy.decision(for: "fleetd") == AuthorizationDecision(status: .authorizedAlways))
+        #expect(policy.problem?.contains("can only add restrictions") == true)
+        try Data(#"{"locationServicesEnabled":false}"#.utf8).write(to: URL(fileURLWithPath: extra))
+        #expect(!LocationPolicy.effective(path: admin, additional: extra).locationServicesEnabled)
+    }
+
+    @Test("a policy others can write is not trusted: services off, and it says how to fix it")
+    func writablePolicy() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("policy.json").path
+        try Data(#"{"granted":{"app":{"status":"authorizedAlways","accuracy":"full"}}}"#.utf8).write(
+            to: URL(fileURLWithPath: path))
+        chmod(path, 0o666)
+        let policy = LocationPolicy.load(path: path)
+        #expect(
+            !policy.locationServicesEnabled && policy.decision(for: "app") == AuthorizationDecision(status: .denied))
+        #expect(policy.problem?.contains("chmod 644") == true)
+        chmod(path, 0o644)
+        #expect(LocationPolicy.load(path: path).decision(for: "app")?.status == .authorizedAlways)
+    }
+
+    @Test("the store refuses a folder open to others and never writes through planted links")
+    func plantedFiles() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let storeFolder = folder.appendingPathComponent("store")
+        let store = DecisionStore(directory: storeFolder, diagnosticsHandler: Diagnostics.discard)
+        try store.set(AuthorizationDecision(status: .authorizedWhenInUse), for: "app")
+        // Another user's planted link, named like a temporary file of this process: not followed.
+        let victim = folder.appendingPathComponent("victim.txt")
+        try Data("precious".utf8).write(to: victim)
+        try FileManager.default.createSymbolicLink(
+            atPath: storeFolder.appendingPathComponent(".authorizations.json.\(getpid()).tmp").path,
+            withDestinationPath: victim.path)
+        try store.set(AuthorizationDecision(status: .authorizedAlways), for: "app")
+        #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
+        #expect(store.decision(for: "app")?.status == .authorizedAlways)
+        // The lock file replaced by a link: refused rather than followed.
+        let lock = storeFolder.appendingPathComponent("authorizations.lock")
+        if FileManager.default.fileExists(atPath: lock.path) {
+            try FileManager.default.removeItem(at: lock)
+            try FileManager.default.createSymbolicLink(atPath: lock.path, withDestinationPath: victim.path)
+            #expect(throws: DecisionStore.StoreError.self) {
+                try store.set(AuthorizationDecision(status: .denied), for: "app")
+            }
+            #expect(try String(contentsOf: victim, encoding: .utf8) == "precious")
+            try FileManager.default.removeItem(at: lock)
+        }
+        // A folder others can write to: nothing is read or written.
+        chmod(storeFolder.path, 0o777)
+        #expect(throws: DecisionStore.StoreError.self) {
+            try store.set(AuthorizationDecision(status: .denied), for: "app")
+        }
+        #expect(store.decision(for: "app") == nil)
+        chmod(storeFolder.path, 0o700)
+        #expect(store.decision(for: "app")?.status == .authorizedAlways)
+    }
+}
