@@ -87,7 +87,8 @@ struct PipelineOptions {
                                      location is kept (default: three receiver cycles, at least 1 s)
           --json                     NDJSON, one object per line (the default when stdout is not a terminal)
           --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
-                                     file after every point, even if the process is killed)
+                                     file after every point, even if the process is killed); FILE must
+                                     not exist yet (never overwritten), and is created mode 0600
         """
 }
 

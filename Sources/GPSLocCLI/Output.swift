@@ -207,7 +207,9 @@ extension PipelineOptions {
         do {
             return GPXRecordingSink(inner: base, writer: try GPXWriter(path: gpx, name: trackName))
         } catch {
-            throw UsageError(error.description)
+            // Not a usage mistake: a runtime failure, one sentence and exit 1, before anything runs.
+            FileHandle.standardError.write(Data("gpsloc: \(error.description)\n".utf8))
+            exit(1)
         }
     }
 }

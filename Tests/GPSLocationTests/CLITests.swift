@@ -705,6 +705,23 @@ extension RealGPSD.LaneB {
             #expect(delivered.count >= 15)
             // xmllint: well-formed.
             #expect(try Self.run("/usr/bin/xmllint", ["--noout", track.path]).status == 0)
+            // Private, and never overwritten: a second run refuses the existing file before it
+            // starts (exit 1, the file untouched), and a link is not followed.
+            #expect((try FileManager.default.attributesOfItem(atPath: track.path)[.posixPermissions] as? Int) == 0o600)
+            let before = try Data(contentsOf: track)
+            let again = try GPSLocBinary.run([
+                "replay", Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path, "--gpx", track.path,
+            ])
+            #expect(again.status == 1 && again.stderr.contains("never overwrites"), "\(again.stderr)")
+            #expect(try Data(contentsOf: track) == before)
+            let recording = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
+            let onItself = try GPSLocBinary.run(["replay", recording.path, "--gpx", recording.path])
+            #expect(onItself.status == 1, "the recording being replayed is never truncated")
+            let link = config.appendingPathComponent("link.gpx")
+            try FileManager.default.createSymbolicLink(
+                atPath: link.path, withDestinationPath: config.appendingPathComponent("elsewhere.gpx").path)
+            #expect(try GPSLocBinary.run(["replay", recording.path, "--gpx", link.path]).status == 1)
+            #expect(!FileManager.default.fileExists(atPath: config.appendingPathComponent("elsewhere.gpx").path))
             // gpsbabel reads the track back: the same points, in order.
             let csv = try Self.run(
                 "/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", track.path, "-o", "unicsv", "-F", "-"])

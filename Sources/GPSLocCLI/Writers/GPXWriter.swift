@@ -23,11 +23,19 @@ public final class GPXWriter {
         }
     }
 
-    /// Creates (or truncates) `path` and writes an empty track named `name`.
+    /// Creates `path` — a new file, mode 0600 (a precise track is nobody else's business) —
+    /// and writes an empty track named `name`. An existing file (a recording being replayed, an
+    /// earlier track) or a link is never opened: the track goes to a new name or nowhere.
     public init(path: String, name: String, creator: String = "gpsloc (GPSLocation)") throws(WriteError) {
         self.path = path
-        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .cannotOpen(path, String(cString: strerror(errno))) }
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let why =
+                errno == EEXIST
+                ? "it exists — gpsloc never overwrites a file with a track; choose a new name or remove it first"
+                : String(cString: strerror(errno))
+            throw .cannotOpen(path, why)
+        }
         let header = """
             <?xml version="1.0" encoding="UTF-8"?>
             <gpx version="1.1" creator="\(Self.escape(creator))" xmlns="http://www.topografix.com/GPX/1/1" \
