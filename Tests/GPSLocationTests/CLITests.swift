@@ -262,9 +262,12 @@ extension RealGPSD.LaneB {
             let lines = GPSLocBinary.jsonLines(result.stdout)
             #expect(lines.first?["status"] as? String == "notDetermined")
             #expect(!lines.contains { $0["type"] as? String == "location" })
+            // The refusal ends the run; gpsd's own state (here: not running) may be reported too.
             #expect(
-                (lines.last?["message"] as? String)?.contains("gpsloc auth grant fresh-app --when-in-use") == true,
-                "\(result.stdout)")
+                lines.contains {
+                    $0["code"] as? String == "promptDeclined"
+                        && ($0["message"] as? String)?.contains("gpsloc auth grant fresh-app --when-in-use") == true
+                }, "\(result.stdout)")
         }
 
         @Test("revoked: one denied error line, no location")
