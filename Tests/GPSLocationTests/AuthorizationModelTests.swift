@@ -7,7 +7,7 @@ import Testing
 
 /// Randomised sequences of status, accuracy and in-use changes interleaved with fixes, checked
 /// against an independent model of what may be delivered.
-@Suite("authorization gate against a model")
+@Suite("authorization gate against a model", .timeLimit(.minutes(5)))
 struct AuthorizationModelTests {
     static let statuses: [CLAuthorizationStatus] = [
         .notDetermined, .restricted, .denied, .authorizedWhenInUse, .authorizedAlways,

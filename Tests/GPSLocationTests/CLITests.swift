@@ -6,7 +6,7 @@ import Testing
 @testable import GPSLocCLI
 @testable import GPSLocation
 
-@Suite("gpsloc argument parsing")
+@Suite("gpsloc argument parsing", .timeLimit(.minutes(5)))
 struct ArgumentTests {
     @Test func valuesFlagsAndPositionals() throws {
         let arguments = try Arguments(

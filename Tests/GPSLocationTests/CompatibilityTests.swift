@@ -7,7 +7,7 @@ import Testing
 
 /// Ported CoreLocation code, issue by issue: errors bridge like Apple's, locations say where
 /// they came from, and a time threshold exists beside the distance filter.
-@Suite("CoreLocation compatibility: errors, source information, minimum interval")
+@Suite("CoreLocation compatibility: errors, source information, minimum interval", .timeLimit(.minutes(5)))
 struct CompatibilityTests {
     @Test("CLError bridges like Apple's: kCLErrorDomain, the code, our explanation, the cause")
     func errorBridging() {

@@ -6,7 +6,7 @@ import Testing
 @testable import GPSLocation
 
 /// Our Karney geodesic against GeographicLib's own `GeodSolve` (Debian geographiclib-tools).
-@Suite("geodesic distance on WGS 84")
+@Suite("geodesic distance on WGS 84", .timeLimit(.minutes(5)))
 struct GeodesicTests {
     /// Distances GeodSolve printed for these lines (`GeodSolve -i -p 9`), kept here so the
     /// check runs without GeographicLib installed.

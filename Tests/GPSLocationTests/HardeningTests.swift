@@ -6,7 +6,7 @@ import Testing
 @testable import GPSLocation
 
 /// The decision store and the policy against mistakes and planted files.
-@Suite("hardening: the decision store and the policy fail closed")
+@Suite("hardening: the decision store and the policy fail closed", .timeLimit(.minutes(5)))
 struct HardeningTests {
     static func folder() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("harden-\(UUID().uuidString)")

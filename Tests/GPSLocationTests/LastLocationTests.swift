@@ -7,7 +7,7 @@ import Testing
 
 /// The last known location: kept per app, only what passed its gate, only from receivers, and
 /// shown to a new manager at once when (and as far as) the app is authorized.
-@Suite("last known location: the per-app cache and manager.location")
+@Suite("last known location: the per-app cache and manager.location", .timeLimit(.minutes(5)))
 struct LastLocationTests {
     static func scratch() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("last-\(UUID().uuidString)")

@@ -6,7 +6,7 @@ import Testing
 @testable import GPSLocation
 
 /// The engine alone: every "must" and "must not" driven with a manual clock, no sleeping.
-@Suite("LocationEngine: the one state machine")
+@Suite("LocationEngine: the one state machine", .timeLimit(.minutes(5)))
 struct LocationEngineTests {
     static let start = Date(timeIntervalSince1970: 1_781_510_400)
 

@@ -7,7 +7,7 @@ import Testing
 
 /// The manager's threading, made deterministic with `ManualLocationSource` (the test decides
 /// every interleaving), and checked under Thread Sanitizer by scripts/test.sh.
-@Suite("CLLocationManager: races")
+@Suite("CLLocationManager: races", .timeLimit(.minutes(5)))
 struct ManagerRaceTests {
     static func manager(_ source: ManualLocationSource, delegate: RecordingDelegate) -> CLLocationManager {
         let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer(.authorizedAlways))

@@ -84,7 +84,7 @@ enum IndependentModel {
     }
 }
 
-@Suite("CLLocationManager")
+@Suite("CLLocationManager", .timeLimit(.minutes(5)))
 struct ManagerTests {
     static let filters: [Double] = [kCLDistanceFilterNone, 5, 50, 500]
     static let accuracies: [Double] = [

@@ -7,7 +7,7 @@ import Testing
 
 /// The CoreLocation-style `LocationService` compiles unchanged and runs against a fixture.
 /// Serialized: it points the process-wide default source and shared authorizer at the fixture.
-@Suite("CoreLocation code ported by changing its import", .serialized)
+@Suite("CoreLocation code ported by changing its import", .serialized, .timeLimit(.minutes(5)))
 struct PortedCodeTests {
     @Test("LocationService runs against the drive fixture")
     func runsAgainstFixture() throws {

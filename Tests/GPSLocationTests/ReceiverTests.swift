@@ -7,7 +7,7 @@ import Testing
 
 /// The selection rules on their own and under a manager fed from a list: no gpsd, so these also
 /// run under Thread Sanitizer.
-@Suite("receiver selection: the stage, and a manager fed fixes")
+@Suite("receiver selection: the stage, and a manager fed fixes", .timeLimit(.minutes(5)))
 struct ReceiverSelectionStageTests {
     let t0 = Date(timeIntervalSince1970: 1_781_510_400)
 

@@ -5,7 +5,7 @@ import Testing
 
 @testable import GPSLocation
 
-@Suite("NMEA replay source")
+@Suite("NMEA replay source", .timeLimit(.minutes(5)))
 struct ReplaySourceTests {
     static func collect(_ source: NMEAReplaySource) -> (fixes: [Fix], problems: [CLError]) {
         let lock = NSLock()

@@ -7,7 +7,7 @@ import Testing
 /// sees only the shim's own structs, so it has no version #if at all.
 @Suite(
     "CGPS shim across libgps API versions",
-    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/gcc"), "needs gcc"))
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/gcc"), "needs gcc"), .timeLimit(.minutes(5)))
 struct ShimVariantTests {
     static func compile(api: Int) throws -> (status: Int32, output: String) {
         let process = Process()

@@ -98,7 +98,7 @@ struct UdevRules {
     }
 }
 
-@Suite("udev rules")
+@Suite("udev rules", .timeLimit(.minutes(5)))
 struct UdevRulesTests {
     static func load() throws -> UdevRules {
         try UdevRules(

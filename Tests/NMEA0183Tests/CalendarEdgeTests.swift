@@ -7,7 +7,7 @@ import Testing
 /// The recordings in `fixtures/midnight-*.nmea` cross the same edges with a date in every
 /// cycle and are compared with gpsd in `EpochAssemblerTests`; these cover the receivers that
 /// date only some of their cycles.
-@Suite("NMEA dates across midnight, the year's end and February")
+@Suite("NMEA dates across midnight, the year's end and February", .timeLimit(.minutes(5)))
 struct CalendarEdgeTests {
     static func sentence(_ body: String) -> String { NMEAParserTests.sentence(body) }
 

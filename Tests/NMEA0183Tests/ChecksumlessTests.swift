@@ -6,7 +6,7 @@ import Testing
 
 /// Receivers that send no `*hh` at all: whole, well-formed lines are accepted as gpsd accepts
 /// them; cut-off lines are still faults.
-@Suite("NMEA sentences without a checksum")
+@Suite("NMEA sentences without a checksum", .timeLimit(.minutes(5)))
 struct ChecksumlessTests {
     static func parse(_ text: String) -> ([NMEASentence], NMEAStatistics) {
         var parser = NMEAParser()

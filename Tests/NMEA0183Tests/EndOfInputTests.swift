@@ -6,7 +6,7 @@ import Testing
 
 /// The last cycle of an input that ends before the cycle's ending sentence: reported when gpsd
 /// reported it (it had one of gpsd's cycle-ending sentences), not otherwise.
-@Suite("NMEA: the last cycle at the end of input")
+@Suite("NMEA: the last cycle at the end of input", .timeLimit(.minutes(5)))
 struct EndOfInputTests {
     static func lines(_ name: String) throws -> [Data] {
         try Data(contentsOf: Paths.fixtures.appendingPathComponent(name)).split(

@@ -64,7 +64,8 @@ struct Agreement: CustomStringConvertible {
     "NMEA engine agrees with gpsd",
     .enabled(
         if: !Paths.corpusLogs().isEmpty,
-        "real-receiver corpus tests skipped: ../shared/corpus is not beside this checkout"))
+        "real-receiver corpus tests skipped: ../shared/corpus is not beside this checkout"),
+    .timeLimit(.minutes(5)))
 struct NMEAConformanceTests {
     @Test("per-log agreement with gpsd 3.22 over the real-receiver corpus")
     func corpusAgreement() throws {

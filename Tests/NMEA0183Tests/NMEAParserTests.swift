@@ -5,7 +5,7 @@ import Testing
 
 @testable import NMEA0183
 
-@Suite("NMEA parser")
+@Suite("NMEA parser", .timeLimit(.minutes(5)))
 struct NMEAParserTests {
     /// Parses `data` fed in pieces of `chunk` bytes (0: whole buffer), returning sentences and stats.
     static func parse(_ data: [UInt8], chunk: Int) -> ([NMEASentence], NMEAStatistics) {
@@ -141,7 +141,7 @@ struct NMEAParserTests {
     }
 }
 
-@Suite("NMEA epoch assembly")
+@Suite("NMEA epoch assembly", .timeLimit(.minutes(5)))
 struct EpochAssemblerTests {
     @Test("replaying fixtures through our parser gives gpsd's fixes", arguments: NMEAParserTests.fixtureNames)
     func fixturesMatchGPSD(name: String) throws {
