@@ -177,27 +177,10 @@ public final class DecisionStore: @unchecked Sendable {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(entries)
-        // A fresh name opened exclusively, never following a link planted under it.
-        let temporary = directory.appendingPathComponent(".authorizations.json.\(getpid()).\(UUID().uuidString).tmp")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw StoreError.io("cannot write \(temporary.path): \(String(cString: strerror(errno)))")
-        }
-        let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == data.count, synced else {
-            unlink(temporary.path)
-            throw StoreError.io("could not write all of \(temporary.path) (disk full?)")
-        }
-        guard rename(temporary.path, fileURL.path) == 0 else {
-            unlink(temporary.path)
-            throw StoreError.io("cannot replace \(fileURL.path): \(String(cString: strerror(errno)))")
-        }
-        let directoryFD = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            fsync(directoryFD)
-            close(directoryFD)
+        do {
+            try PrivateFile.replace(fileURL, with: data)
+        } catch {
+            throw StoreError.io(error.description)
         }
     }
 }

@@ -103,20 +103,15 @@ public final class LastLocationCache: Sendable {
     }
 
     private static func writeAtomically(_ data: Data, to url: URL) -> Bool {
-        let folder = url.deletingLastPathComponent()
         try? FileManager.default.createDirectory(
-            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UUID().uuidString).tmp")
-        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return false }
-        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        guard written == data.count, synced, rename(temporary.path, url.path) == 0 else {
-            unlink(temporary.path)
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        do {
+            try PrivateFile.replace(url, with: data)
+            return true
+        } catch {
             return false
         }
-        return true
     }
 }
 
