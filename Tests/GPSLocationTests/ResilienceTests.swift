@@ -157,7 +157,9 @@ extension RealGPSD.LaneA.ResilienceTests {
         var attempt = 0
         while true {
             attempt += 1
-            let server = try GPSFakeServer(log: log, cycle: 0.01, port: port)
+            // 50 ms a cycle: a segment feeds for 2.5 s after gpsfake's 1.4 s start, longer than the
+            // client's longest reconnection wait (2 s), so a loaded run cannot miss a whole segment.
+            let server = try GPSFakeServer(log: log, cycle: 0.05, port: port)
             do {
                 try await server.waitUntilListening()
                 return server
