@@ -121,6 +121,9 @@ struct ModernAPITests {
         var iterator = session.diagnostics.makeAsyncIterator()
         let first = try #require(await iterator.next())
         #expect(first.authorizationRequestInProgress && !first.serviceSessionRequired)
+        #expect(
+            first.message?.contains("`gpsloc auth grant session-test --always`") == true,
+            "nobody could be asked: the diagnostic says what to run")
         authorizer.set(AuthorizationDecision(status: .authorizedWhenInUse, accuracy: .reducedAccuracy))
         let second = try #require(await iterator.next())
         #expect(second.insufficientlyInUse && second.fullAccuracyDenied && second.alwaysAuthorizationDenied)

@@ -50,13 +50,7 @@ public struct NDJSONWriter: Sendable {
         append("}\n")
     }
 
-    public mutating func error(code: String, message: String) {
-        append(#"{"type":"error","code":"#)
-        appendString(code)
-        append(#","message":"#)
-        appendString(message)
-        append("}\n")
-    }
+    public mutating func error(code: String, message: String) { codeAndMessage(type: "error", code, message) }
 
     public mutating func error(_ error: CLError) {
         self.error(code: error.code.description, message: error.description)
@@ -121,8 +115,13 @@ public struct NDJSONWriter: Sendable {
         append("]}\n")
     }
 
-    public mutating func diagnostic(code: String, message: String) {
-        append(#"{"type":"diagnostic","code":"#)
+    public mutating func diagnostic(code: String, message: String) { codeAndMessage(type: "diagnostic", code, message) }
+
+    /// `{"type":TYPE,"code":…,"message":…}`: the shape errors and diagnostics share.
+    private mutating func codeAndMessage(type: String, _ code: String, _ message: String) {
+        append(#"{"type":""#)
+        append(type)
+        append(#"","code":"#)
         appendString(code)
         append(#","message":"#)
         appendString(message)

@@ -61,9 +61,7 @@ public final class LastLocationCache: Sendable {
     /// wrote. Failures are not errors for the app: the cache is a convenience.
     @discardableResult
     public func record(_ location: CLLocation, for app: String, now: Date = Date(), force: Bool = false) -> Bool {
-        guard recordsSimulated || location.sourceInformation?.isSimulatedBySoftware != true,
-            location.sourceInformation != nil || recordsSimulated
-        else { return false }
+        guard recordsSimulated || location.sourceInformation?.isProducedByAccessory == true else { return false }
         let due = lastWrite.withLock { writes -> Bool in
             if !force, let last = writes[app], now.timeIntervalSince(last) < writeInterval, now >= last { return false }
             writes[app] = now

@@ -34,8 +34,14 @@ public final class CLServiceSession: Sendable {
         /// Not determined yet: nobody has answered (or nobody can be asked — see the message
         /// the manager's delegate receives, and `gpsloc auth grant`).
         public let authorizationRequestInProgress: Bool
+        /// Why the app has no authorization yet and what to do, when the session's request
+        /// could not ask anyone (a GPSLocation addition): e.g. the `gpsloc auth grant` to run.
+        public let message: String?
 
-        init(authorizer: LocationAuthorizer, requirement: AuthorizationRequirement, wantsFullAccuracy: Bool) {
+        init(
+            authorizer: LocationAuthorizer, requirement: AuthorizationRequirement, wantsFullAccuracy: Bool,
+            requestMessage: String?
+        ) {
             let status = authorizer.status
             let enabled = CLLocationManager.locationServicesEnabled()
             authorizationDeniedGlobally = !enabled
@@ -48,6 +54,7 @@ public final class CLServiceSession: Sendable {
             alwaysAuthorizationDenied =
                 requirement == .always && status != .authorizedAlways && status != .notDetermined
             authorizationRequestInProgress = status == .notDetermined
+            message = status == .notDetermined ? requestMessage : nil
         }
     }
 
@@ -57,6 +64,8 @@ public final class CLServiceSession: Sendable {
     public let fullAccuracyPurposeKey: String?
     private let authorizer: LocationAuthorizer
     private let state: Locked<(observer: UUID?, continuations: [UUID: AsyncStream<Diagnostic>.Continuation])>
+    /// What the session's request said when nobody could be asked.
+    private let requestMessage: String?
 
     public convenience init(authorization: AuthorizationRequirement) {
         self.init(
@@ -77,13 +86,19 @@ public final class CLServiceSession: Sendable {
         self.fullAccuracyPurposeKey = fullAccuracyPurposeKey
         self.authorizer = authorizer
         state = Locked((nil, [:]))
+        let outcome: LocationAuthorizer.RequestOutcome? =
+            switch authorization {
+            case .none: nil
+            case .whenInUse: authorizer.request(always: false)
+            case .always: authorizer.request(always: true)
+            }
+        requestMessage =
+            switch outcome {
+            case .noPrompt(let message), .missingUsageDescription(let message): message
+            default: nil
+            }
         let observer = authorizer.addObserver { [weak self] in self?.publish() }
         state.withLock { $0.observer = observer }
-        switch authorization {
-        case .none: break
-        case .whenInUse: _ = authorizer.request(always: false)
-        case .always: _ = authorizer.request(always: true)
-        }
     }
 
     deinit { invalidate() }
@@ -111,7 +126,9 @@ public final class CLServiceSession: Sendable {
 
     /// The diagnostic for the app's authorization now.
     public var current: Diagnostic {
-        Diagnostic(authorizer: authorizer, requirement: authorization, wantsFullAccuracy: fullAccuracyPurposeKey != nil)
+        Diagnostic(
+            authorizer: authorizer, requirement: authorization, wantsFullAccuracy: fullAccuracyPurposeKey != nil,
+            requestMessage: requestMessage)
     }
 
     /// Ends the session: its diagnostics sequences finish.
