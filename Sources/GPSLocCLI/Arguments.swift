@@ -13,6 +13,8 @@ public struct Arguments: Equatable {
     public private(set) var values: [String: String] = [:]
     public private(set) var flags: Set<String> = []
     public private(set) var positionals: [String] = []
+    /// Every value given for each valued option, in order (for repeatable options).
+    public private(set) var repeated: [String: [String]] = [:]
 
     /// - Parameters:
     ///   - valued: options that take a value (without the leading dashes).
@@ -52,6 +54,7 @@ public struct Arguments: Equatable {
                     values[name] = arguments[index]
                     index += 1
                 }
+                repeated[name, default: []].append(values[name]!)
             } else if known.contains(name) || name == "help" {
                 if inlineValue != nil { throw UsageError("--\(name) takes no value") }
                 flags.insert(name)

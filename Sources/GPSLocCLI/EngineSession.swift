@@ -15,11 +15,16 @@ struct PipelineOptions {
     var staleAfter: TimeInterval?
     /// At most one location per this many seconds (0: no limit).
     var minimumInterval: TimeInterval = 0
+    /// `--region ID=LAT,LON,RADIUS`, repeatable.
+    var regions: [Geofence] = []
+    var visits = false
+    /// Significant changes instead of every location.
+    var significantChanges = false
 
     static let valued: Set<String> = [
-        "distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after", "min-interval",
+        "distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after", "min-interval", "region",
     ]
-    static let flags: Set<String> = ["json"]
+    static let flags: Set<String> = ["json", "visits", "significant-changes"]
 
     init() {}
 
@@ -54,6 +59,32 @@ struct PipelineOptions {
         }
         json = arguments.has("json")
         gpx = arguments["gpx"]
+        visits = arguments.has("visits")
+        significantChanges = arguments.has("significant-changes")
+        for text in arguments.repeated["region"] ?? [] { regions.append(try Self.region(text)) }
+        let identifiers = regions.map(\.identifier)
+        if Set(identifiers).count != identifiers.count {
+            throw UsageError("--region identifiers must differ (each names one region)")
+        }
+    }
+
+    /// `ID=LAT,LON,RADIUS`: an identifier, degrees, and metres (at most 100 km).
+    static func region(_ text: String) throws(UsageError) -> Geofence {
+        let usage = "--region must be ID=LAT,LON,RADIUS (e.g. depot=51.4545,-2.5879,150), not \(text)"
+        guard let equals = text.lastIndex(of: "=") else { throw UsageError(usage) }
+        let identifier = String(text[..<equals])
+        let numbers = text[text.index(after: equals)...].split(separator: ",", omittingEmptySubsequences: false)
+            .map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard !identifier.isEmpty, identifier.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }),
+            numbers.count == 3, let latitude = numbers[0], let longitude = numbers[1], let radius = numbers[2]
+        else { throw UsageError(usage) }
+        guard latitude.isFinite, abs(latitude) <= 90, longitude.isFinite, abs(longitude) <= 180 else {
+            throw UsageError("--region \(identifier): latitude must be −90…90 and longitude −180…180")
+        }
+        guard radius.isFinite, radius > 0, radius <= 100_000 else {
+            throw UsageError("--region \(identifier): the radius must be more than 0 and at most 100000 metres")
+        }
+        return Geofence(identifier: identifier, latitude: latitude, longitude: longitude, radius: radius)
     }
 
     /// The engine configuration these options ask for.
@@ -89,6 +120,12 @@ struct PipelineOptions {
           --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
                                      file after every point, even if the process is killed); FILE must
                                      not exist yet (never overwritten), and is created mode 0600
+          --region ID=LAT,LON,RADIUS monitor a circle (repeatable): a "region" line when its state is first
+                                     known ("determined") and on every "enter" and "exit"; a crossing needs
+                                     the location's whole accuracy circle across the boundary for 3 s
+          --visits                   report stops of 3 minutes or more within 50 m ("visit" lines)
+          --significant-changes      only significant changes: the first location, then one per 500 m
+                                     moved and at least 5 minutes apart (instead of every location)
         """
 }
 
@@ -142,11 +179,19 @@ final class EngineSession: Sendable {
         owner.session = self
     }
 
-    /// Starts continuous updates and the source (unless the engine refuses at once).
-    func start() {
-        step { $0.start(.continuous, now: Date()) }
+    /// Starts continuous updates (or, with `--significant-changes`, only those) and the
+    /// monitoring services asked for, then the source (unless the engine refuses at once).
+    func start(_ options: PipelineOptions) {
+        let now = Date()
+        step { engine in
+            var actions =
+                options.significantChanges ? engine.startSignificantChanges() : engine.start(.continuous, now: now)
+            for fence in options.regions { actions += engine.startMonitoring(fence, now: now) }
+            if options.visits { actions += engine.startVisits() }
+            return actions
+        }
         // Refused at once (denied): the engine said why; there is nothing to run.
-        guard engine.withLock({ $0.mode }) != .stopped else { return end(nil) }
+        guard engine.withLock({ $0.isRunning }) else { return end(nil) }
         source.start { [weak self] event in
             guard let self else { return }
             if case .fix = event { counts.withLock { $0.fixes += 1 } }
@@ -189,6 +234,8 @@ final class EngineSession: Sendable {
             case .diagnose(let code, let message): sink.diagnostic(code: code, message: message)
             case .receiver(let device): sink.device(device)
             case .sky(let sky): sink.sky(sky)
+            case .region(let event): sink.region(event)
+            case .visit(let visit): sink.visit(visit)
             case .arm(let timer, let seconds): timers.arm(timer, after: seconds)
             case .cancel(let timer): timers.cancel(timer)
             case .stopSource, .sourceEnded: finish = .some(lastError.flatMap { isNormalEnd($0) ? nil : $0 })

@@ -12,6 +12,10 @@ protocol UpdateSink: AnyObject, Sendable {
     func device(_ device: DeviceEvent)
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?)
     func sky(_ sky: SkyView)
+    /// A monitored region's state became known or changed (`--region`).
+    func region(_ event: RegionEvent)
+    /// A visit began or ended (`--visits`).
+    func visit(_ visit: VisitRecord)
     func finish()
 }
 
@@ -87,6 +91,9 @@ final class NDJSONSink: UpdateSink, @unchecked Sendable {
 
     func sky(_ sky: SkyView) {}
 
+    func region(_ event: RegionEvent) { emit { $0.region(event) } }
+    func visit(_ visit: VisitRecord) { emit { $0.visit(visit) } }
+
     func finish() { lock.withLock { stream.flush() } }
 }
 
@@ -156,6 +163,18 @@ final class TextSink: UpdateSink, @unchecked Sendable {
         stream.write("authorization: \(status), \(accuracy) accuracy\(reason.map { " — \($0)" } ?? "")\n")
     }
     func sky(_ sky: SkyView) {}
+    func region(_ event: RegionEvent) {
+        let limited = event.limitation.map { " (\($0.rawValue))" } ?? ""
+        stream.write(
+            "region \(event.identifier): \(event.kind.rawValue), \(event.state.rawValue)\(limited) at "
+                + "\(iso8601Milliseconds(event.timestamp))\n")
+    }
+    func visit(_ visit: VisitRecord) {
+        let departure = visit.departure.map { "left \(iso8601Milliseconds($0))" } ?? "still there"
+        stream.write(
+            "visit: arrived \(iso8601Milliseconds(visit.arrival)), \(departure), "
+                + String(format: "%.7f %.7f ±%.0f m\n", visit.latitude, visit.longitude, visit.horizontalAccuracy))
+    }
     func finish() { stream.flush() }
 }
 
@@ -194,6 +213,8 @@ final class GPXRecordingSink: UpdateSink, @unchecked Sendable {
         inner.authorization(status: status, accuracy: accuracy, reason: reason)
     }
     func sky(_ sky: SkyView) { inner.sky(sky) }
+    func region(_ event: RegionEvent) { inner.region(event) }
+    func visit(_ visit: VisitRecord) { inner.visit(visit) }
     func finish() { inner.finish() }
 }
 

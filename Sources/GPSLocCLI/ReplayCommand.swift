@@ -119,7 +119,7 @@ enum ReplayCommand {
             finished.signal()
         }
         let signals = SignalTrap { finished.signal() }
-        session.start()
+        session.start(options)
         finished.wait()
         signals.cancel()
         session.stop()

@@ -14,6 +14,9 @@ final class TableSink: UpdateSink, @unchecked Sendable {
     private var authorization = "—"
     private var device = "—"
     private var lastMessage = "—"
+    /// Each monitored region's state, by identifier (`--region`).
+    private var regions: [String: String] = [:]
+    private var lastVisit: String?
     private var timer: (any DispatchSourceTimer)?
     private var started = false
 
@@ -49,6 +52,22 @@ final class TableSink: UpdateSink, @unchecked Sendable {
                 table.sky = sky
                 table.skyTime = now
             }
+        }
+    }
+
+    func region(_ event: RegionEvent) {
+        update {
+            $0.regions[event.identifier] =
+                event.state.rawValue + (event.limitation.map { " (\($0.rawValue))" } ?? "") + " since "
+                + String(iso8601Milliseconds(event.timestamp).dropFirst(11).prefix(8))
+        }
+    }
+
+    func visit(_ visit: VisitRecord) {
+        update {
+            $0.lastVisit =
+                "arrived \(iso8601Milliseconds(visit.arrival).dropFirst(11).prefix(8))"
+                + (visit.departure.map { ", left \(iso8601Milliseconds($0).dropFirst(11).prefix(8))" } ?? ", still there")
         }
     }
 
@@ -113,6 +132,11 @@ final class TableSink: UpdateSink, @unchecked Sendable {
             }
             lines.append(row("Device", device))
             lines.append(row("Authorization", authorization))
+            for (identifier, state) in regions.sorted(by: { $0.key < $1.key }).prefix(8) {
+                lines.append(row("Region", "\(Self.escaped(identifier)): \(state)"))
+            }
+            if regions.count > 8 { lines.append(row("Regions", "… and \(regions.count - 8) more")) }
+            if let lastVisit { lines.append(row("Visit", lastVisit)) }
             lines.append(row("Last message", lastMessage))
             lines.append(String(repeating: "─", count: 78))
             lines.append(Self.fit("Ctrl-C to stop"))
@@ -125,6 +149,11 @@ final class TableSink: UpdateSink, @unchecked Sendable {
 
     private func row(_ label: String, _ value: String) -> String {
         Self.fit(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value)
+    }
+
+    /// Control characters shown as `?` (identifiers come from the command line or a file).
+    private static func escaped(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
     }
 
     private static func fit(_ text: String) -> String { text.count <= 78 ? text : String(text.prefix(77)) + "…" }

@@ -88,7 +88,7 @@ enum WatchCommand {
             session.authorizationChanged(authorizer.state)
         }
         let signals = SignalTrap { finished.signal() }
-        session.start()
+        session.start(options)
         finished.wait()
         session.stop()
         signals.cancel()

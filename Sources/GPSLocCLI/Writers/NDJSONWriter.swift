@@ -50,6 +50,47 @@ public struct NDJSONWriter: Sendable {
         append("}\n")
     }
 
+    /// `{"type":"region","identifier":ID,"event":"determined"|"enter"|"exit","state":"inside"|"outside"|"unknown","timestamp":ISO}`,
+    /// with `"limitation"` when the region cannot be evaluated (`accuracyLimited`, `notAuthorized`).
+    package mutating func region(_ event: RegionEvent) {
+        append(#"{"type":"region","identifier":"#)
+        appendString(event.identifier)
+        append(#","event":""#)
+        append(event.kind.rawValue)
+        append(#"","state":""#)
+        append(event.state.rawValue)
+        append(#"","timestamp":""#)
+        appendTimestamp(event.timestamp)
+        append("\"")
+        if let limitation = event.limitation {
+            append(#","limitation":""#)
+            append(limitation.rawValue)
+            append("\"")
+        }
+        append("}\n")
+    }
+
+    /// `{"type":"visit","arrival":ISO,"departure":ISO|null,"latitude":…,"longitude":…,"horizontalAccuracy":…}`.
+    package mutating func visit(_ visit: VisitRecord) {
+        append(#"{"type":"visit","arrival":""#)
+        appendTimestamp(visit.arrival)
+        append(#"","departure":"#)
+        if let departure = visit.departure {
+            append("\"")
+            appendTimestamp(departure)
+            append("\"")
+        } else {
+            append("null")
+        }
+        append(#","latitude":"#)
+        appendFixed(visit.latitude, decimals: 9)
+        append(#","longitude":"#)
+        appendFixed(visit.longitude, decimals: 9)
+        append(#","horizontalAccuracy":"#)
+        appendFixed(visit.horizontalAccuracy, decimals: 3)
+        append("}\n")
+    }
+
     public mutating func error(code: String, message: String) { codeAndMessage(type: "error", code, message) }
 
     public mutating func error(_ error: CLError) {

@@ -21,6 +21,16 @@ public protocol CLLocationManagerDelegate: AnyObject {
     /// `gpsdctl add/remove`). When the receiver being followed goes away, the delegate also
     /// gets `CLError.locationUnknown` saying so.
     func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent)
+    /// A monitored region's state became known (the first time, after a gap, in answer to
+    /// `requestState(for:)`) or changed — alongside every enter and exit.
+    func locationManager(_ manager: CLLocationManager, didDetermineState state: CLRegionState, for region: CLRegion)
+    func locationManager(_ manager: CLLocationManager, didEnterRegion region: CLRegion)
+    func locationManager(_ manager: CLLocationManager, didExitRegion region: CLRegion)
+    func locationManager(_ manager: CLLocationManager, didStartMonitoringFor region: CLRegion)
+    /// `regionMonitoringDenied` (not authorized Always with full accuracy: the region stays
+    /// registered and is monitored once it is) or `regionMonitoringFailure` (it cannot be).
+    func locationManager(_ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error)
+    func locationManager(_ manager: CLLocationManager, didVisit visit: CLVisit)
 }
 
 extension CLLocationManagerDelegate {
@@ -29,6 +39,16 @@ extension CLLocationManagerDelegate {
     public func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {}
     public func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus) {}
     public func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {}
+    public func locationManager(
+        _ manager: CLLocationManager, didDetermineState state: CLRegionState, for region: CLRegion
+    ) {}
+    public func locationManager(_ manager: CLLocationManager, didEnterRegion region: CLRegion) {}
+    public func locationManager(_ manager: CLLocationManager, didExitRegion region: CLRegion) {}
+    public func locationManager(_ manager: CLLocationManager, didStartMonitoringFor region: CLRegion) {}
+    public func locationManager(
+        _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error
+    ) {}
+    public func locationManager(_ manager: CLLocationManager, didVisit visit: CLVisit) {}
 }
 
 /// CoreLocation's location manager, on Linux, over gpsd.
@@ -66,7 +86,10 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 defer { if reference.value != nil { state.initialAuthorizationReported = true } }
                 return reference.value != nil && !state.initialAuthorizationReported
             }
-            if first { enqueue(.authorization) }
+            if first {
+                enqueue(.authorization)
+                resumePersistedRegions()
+            }
         }
     }
     /// Default `kCLLocationAccuracyBest`. Used by `requestLocation()` and the tier check.
@@ -264,6 +287,12 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         var pending: [Event] = []
         var drainScheduled = false
         var onSourceEnded: (@Sendable () -> Void)?
+        /// The registered regions, by identifier (for the delegate calls).
+        var regions: [String: CLRegion] = [:]
+        var regionStore: MonitorStore? = MonitorStore()
+        var persistedRegionsLoaded = false
+        /// Set by `CLMonitor`: region events go here instead of to the delegate.
+        var regionHandler: (@Sendable (RegionEvent) -> Void)?
         var lastLocationCache: LastLocationCache? = .user
         /// The cache's entry for this app, read once (nil inside: there was none).
         var cachedLocation: CLLocation??
@@ -275,6 +304,11 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         case authorization
         case sourceEnded
         case receiver(DeviceEvent)
+        case region(RegionEvent)
+        case regionFailed(CLRegion?, CLError)
+        case regionStarted(CLRegion)
+        case regionState(CLRegion, CLRegionState)
+        case visit(VisitRecord)
     }
 
     /// What the engine's actions leave to do once the lock is released.
@@ -288,6 +322,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         var generation = 0
         /// The newest delivered location, for the last-location cache.
         var delivered: CLLocation?
+        /// Region events to hand to `regionHandler` (CLMonitor) and to persist.
+        var regionEvents: [RegionEvent] = []
     }
 
     private let state: Locked<State>
@@ -381,13 +417,21 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public func stopUpdatingLocation() {
         let (wasRunning, queue, last, cache) = state.withLock { state in
             _ = state.engine.stop()
+            if state.engine.isRunning {
+                // Monitoring goes on: only the location updates' pending callbacks are dropped.
+                state.pending.removeAll { if case .locations = $0 { true } else { false } }
+                return (false, state.queue, state.engine.lastDelivered, state.lastLocationCache)
+            }
             state.generation += 1
             state.pending.removeAll()
             let wasRunning = state.sourceRunning
             state.sourceRunning = false
             return (wasRunning, state.queue, state.engine.lastDelivered, state.lastLocationCache)
         }
-        timers.cancelAll()
+        if wasRunning { timers.cancelAll() } else {
+            timers.cancel(.staleness)
+            timers.cancel(.requestLocation)
+        }
         if wasRunning { source.stop() }
         // The newest location is kept even when the last timed write was a while before it.
         if wasRunning, let last, let cache { cache.record(last, for: authorizer.appID, force: true) }
@@ -436,6 +480,243 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         return true
     }
 
+    // MARK: Region monitoring, visits, significant changes
+
+    /// The largest radius `startMonitoring(for:)` accepts: 100 km (Apple documents no value;
+    /// −1 would mean monitoring is unavailable).
+    public var maximumRegionMonitoringDistance: CLLocationDistance { 100_000 }
+
+    /// True for `CLCircularRegion` (and its subclasses): the only kind a GNSS receiver can monitor.
+    open class func isMonitoringAvailable(for regionClass: AnyClass) -> Bool {
+        regionClass is CLCircularRegion.Type
+    }
+
+    /// Always available: a receiver's fixes are all it takes.
+    open class func significantLocationChangeMonitoringAvailable() -> Bool { true }
+
+    /// The regions this app monitors, including those kept from earlier runs (`regionStore`).
+    public var monitoredRegions: Set<CLRegion> {
+        loadPersistedRegions()
+        return Set(state.withLock { $0.regions.values })
+    }
+
+    /// Where monitored regions are kept between runs (default: the user's
+    /// `$XDG_STATE_HOME/gpslocation/monitors/APP/regions.json`); nil keeps nothing. Set it before
+    /// the delegate: kept regions are monitored again as soon as a delegate is set.
+    public var regionStore: MonitorStore? {
+        get { state.withLock { $0.regionStore } }
+        set { state.withLock { $0.regionStore = newValue } }
+    }
+
+    /// Starts monitoring a circular region (replacing a region with its identifier), fed by the
+    /// same gated locations as updates (see `RegionMonitorStage` for the boundary rule: a
+    /// location counts when its whole circle of uncertainty is inside or outside, a crossing
+    /// needs 3 s and two locations, 60 s without a location makes the state unknown). The
+    /// delegate hears `didStartMonitoringFor`, then `didDetermineState` as soon as the state is
+    /// known, then `didEnterRegion`/`didExitRegion` (each with `didDetermineState`). As on Apple
+    /// platforms it needs Always authorization with full accuracy: otherwise
+    /// `monitoringDidFailFor` with `regionMonitoringDenied` says why, and the region stays
+    /// registered and is monitored once that is granted.
+    open func startMonitoring(for region: CLRegion) {
+        loadPersistedRegions()
+        guard let circle = region as? CLCircularRegion else {
+            enqueue(
+                .regionFailed(
+                    region,
+                    CLError(
+                        .regionMonitoringFailure,
+                        message: "only CLCircularRegion can be monitored (\(type(of: region)) cannot)",
+                        reason: .invalidRegion)))
+            return
+        }
+        if let problem = circle.problem(maximumDistance: maximumRegionMonitoringDistance) {
+            enqueue(.regionFailed(region, CLError(.regionMonitoringFailure, message: problem, reason: .invalidRegion)))
+            return
+        }
+        guard preflight() else { return }
+        state.withLock { $0.regions[circle.identifier] = circle }
+        enqueue(.regionStarted(circle))
+        drive { engine in engine.startMonitoring(circle.geofence, now: Date()) }
+        saveRegions()
+    }
+
+    open func stopMonitoring(for region: CLRegion) {
+        loadPersistedRegions()
+        let removed = state.withLock { $0.regions.removeValue(forKey: region.identifier) != nil }
+        guard removed else { return }
+        drive { engine in engine.stopMonitoring(region.identifier) }
+        saveRegions()
+    }
+
+    /// The region's current state, asynchronously through `didDetermineState` (unknown when it
+    /// is not known yet, or the region is not monitored).
+    open func requestState(for region: CLRegion) {
+        loadPersistedRegions()
+        let known = state.withLock { state -> (CLRegion, CLRegionState) in
+            let registered = state.regions[region.identifier] ?? region
+            return (registered, state.engine.regionState(region.identifier).map(CLRegionState.init) ?? .unknown)
+        }
+        enqueue(.regionState(known.0, known.1))
+    }
+
+    /// Visits (`didVisit`): a stop of at least 3 minutes within 50 m is an arrival (reported
+    /// then, dated with the first location of the stop), leaving it a departure (dated with the
+    /// last location there); see `VisitStage` for the exact rule. A tunnel or outage is not a
+    /// visit. Works with When In Use (while in use) and Always; with reduced accuracy visits are
+    /// as coarse, and as late, as the reduced locations.
+    open func startMonitoringVisits() {
+        guard preflight() else { return }
+        drive { engine in engine.startVisits() }
+    }
+
+    open func stopMonitoringVisits() { drive { engine in engine.stopVisits() } }
+
+    /// The significant-change service: the first location at once, then one whenever the device
+    /// is at least 500 m from the last one and at least 5 minutes after it (Apple's documented
+    /// behaviour), through `didUpdateLocations`, unaffected by `desiredAccuracy` and
+    /// `distanceFilter`. While standard updates run they already deliver every location.
+    open func startMonitoringSignificantLocationChanges() {
+        guard preflight() else { return }
+        drive { engine in engine.startSignificantChanges() }
+    }
+
+    open func stopMonitoringSignificantLocationChanges() { drive { engine in engine.stopSignificantChanges() } }
+
+    /// `CLMonitor` drives region monitoring through its own manager: When In Use is enough,
+    /// nothing is persisted here, and region events go to `handler` instead of the delegate.
+    func adoptForMonitor(handler: @escaping @Sendable (RegionEvent) -> Void) {
+        state.withLock {
+            $0.regionHandler = handler
+            $0.regionStore = nil
+            $0.persistedRegionsLoaded = true
+            $0.engine.configuration.regionsRequireAlways = false
+        }
+    }
+
+    /// `CLMonitor`'s conditions.
+    func monitor(_ fence: Geofence, assuming: RegionPresence) {
+        _ = preflight()
+        drive { engine in engine.startMonitoring(fence, assuming: assuming, now: Date()) }
+    }
+
+    func unmonitor(_ identifier: String) { drive { engine in engine.stopMonitoring(identifier) } }
+
+    /// The regions kept from earlier runs are registered once, with their last known states.
+    private func loadPersistedRegions() {
+        let (store, first) = state.withLock { state in
+            defer { state.persistedRegionsLoaded = true }
+            return (state.regionStore, !state.persistedRegionsLoaded)
+        }
+        guard first, let store else { return }
+        let conditions: [MonitorStore.Condition]
+        do {
+            conditions = try store.conditions(monitor: MonitorStore.legacyRegions, app: authorizer.appID)
+        } catch {
+            logOnce(error.description, code: "regionStore")
+            enqueue(.regionFailed(nil, CLError(.regionMonitoringFailure, message: error.description, reason: .persistence)))
+            return
+        }
+        state.withLock { state in
+            for condition in conditions {
+                let region = CLCircularRegion(
+                    center: CLLocationCoordinate2D(latitude: condition.latitude, longitude: condition.longitude),
+                    radius: condition.radius, identifier: condition.identifier)
+                region.notifyOnEntry = condition.notifyOnEntry
+                region.notifyOnExit = condition.notifyOnExit
+                state.regions[condition.identifier] = region
+            }
+        }
+    }
+
+    /// Kept regions resume when the first delegate is set, as a relaunched app's do on Apple platforms.
+    private func resumePersistedRegions() {
+        loadPersistedRegions()
+        guard let store = regionStore else { return }
+        let stored = (try? store.conditions(monitor: MonitorStore.legacyRegions, app: authorizer.appID)) ?? []
+        guard !stored.isEmpty else { return }
+        guard preflight() else { return }
+        drive { engine in
+            var actions: [LocationEngine.Action] = []
+            for condition in stored where engine.region(condition.identifier) == nil {
+                let fence = Geofence(
+                    identifier: condition.identifier, latitude: condition.latitude, longitude: condition.longitude,
+                    radius: condition.radius)
+                actions += engine.startMonitoring(
+                    fence, assuming: RegionPresence(rawValue: condition.state) ?? .unknown, now: Date())
+            }
+            return actions
+        }
+    }
+
+    /// Writes the registered regions and their states.
+    private func saveRegions(events: [RegionEvent] = []) {
+        let (store, conditions) = state.withLock { state -> (MonitorStore?, [MonitorStore.Condition]) in
+            guard let store = state.regionStore else { return (nil, []) }
+            let dates = Dictionary(events.map { ($0.identifier, $0.timestamp) }, uniquingKeysWith: { $1 })
+            let conditions = state.regions.values.compactMap { region -> MonitorStore.Condition? in
+                guard let circle = region as? CLCircularRegion else { return nil }
+                return MonitorStore.Condition(
+                    identifier: circle.identifier, latitude: circle.center.latitude,
+                    longitude: circle.center.longitude, radius: circle.radius, notifyOnEntry: circle.notifyOnEntry,
+                    notifyOnExit: circle.notifyOnExit,
+                    state: (state.engine.regionState(circle.identifier) ?? .unknown).rawValue,
+                    date: dates[circle.identifier])
+            }.sorted { $0.identifier < $1.identifier }
+            return (store, conditions)
+        }
+        guard let store else { return }
+        do {
+            try store.save(conditions, monitor: MonitorStore.legacyRegions, app: authorizer.appID)
+        } catch {
+            logOnce(error.description, code: "regionStore")
+        }
+    }
+
+    private func regionEventsHappened(_ events: [RegionEvent]) {
+        let handler = state.withLock { $0.regionHandler }
+        if let handler {
+            for event in events { handler(event) }
+        } else if events.contains(where: { $0.limitation == nil }) {
+            saveRegions(events: events)
+        }
+    }
+
+    private func deliverRegionEvent(_ event: RegionEvent, to delegate: (any CLLocationManagerDelegate)?) {
+        guard let delegate, let region = state.withLock({ $0.regions[event.identifier] }) else { return }
+        if let limitation = event.limitation {
+            let app = authorizer.appID
+            let message: String
+            let reason: CLError.Reason
+            switch limitation {
+            case .accuracyLimited:
+                message =
+                    "region monitoring needs full accuracy and \(app) has approximate location: \(region.identifier) is "
+                    + "kept and its state stays unknown — `gpsloc auth grant \(app) --always` grants precise Always"
+                reason = .reducedAccuracy
+            case .alwaysRequired:
+                message =
+                    "region monitoring needs Always authorization (as on Apple platforms) and \(app) is authorized "
+                    + "When In Use: \(region.identifier) is kept and monitored once `gpsloc auth grant \(app) --always`"
+                reason = .alwaysRequired
+            case .notAuthorized:
+                message =
+                    "\(app) may not receive locations (\(authorizer.status)): \(region.identifier) is kept and monitored "
+                    + "once Always is granted — `gpsloc auth grant \(app) --always`"
+                reason = .notAuthorized
+            }
+            delegate.locationManager(
+                self, monitoringDidFailFor: region,
+                withError: CLError(.regionMonitoringDenied, message: message, reason: reason))
+            return
+        }
+        switch event.kind {
+        case .enter where region.notifyOnEntry: delegate.locationManager(self, didEnterRegion: region)
+        case .exit where region.notifyOnExit: delegate.locationManager(self, didExitRegion: region)
+        default: break
+        }
+        delegate.locationManager(self, didDetermineState: CLRegionState(event.state), for: region)
+    }
+
     // MARK: Driving the engine
 
     /// Runs `step` on the engine under the lock (dropped when `generation` is given and stale),
@@ -453,6 +734,10 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 case .fail(let error): append(.failure(error), to: &state)
                 case .receiver(let device): append(.receiver(device), to: &state)
                 case .sourceEnded: append(.sourceEnded, to: &state)
+                case .region(let event):
+                    effects.regionEvents.append(event)
+                    if state.regionHandler == nil { append(.region(event), to: &state) }
+                case .visit(let record): append(.visit(record), to: &state)
                 case .sky: break
                 case .diagnose(let code, let message):
                     effects.diagnostics.append(LocationDiagnostic(code: code, message: message))
@@ -465,7 +750,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                     }
                 }
             }
-            if state.engine.mode != .stopped && !state.sourceRunning && !effects.stopSource {
+            if state.engine.isRunning && !state.sourceRunning && !effects.stopSource {
                 state.sourceRunning = true
                 effects.startSource = true
             }
@@ -488,6 +773,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             let generation = effects.generation
             source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
         }
+        if !effects.regionEvents.isEmpty { regionEventsHappened(effects.regionEvents) }
         if let location = effects.delivered, let cache = state.withLock({ $0.lastLocationCache }) {
             cache.record(location, for: authorizer.appID)
         }
@@ -553,6 +839,16 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                     onEnded?()
                 case .receiver(let event):
                     delegate?.locationManager(self, didChangeReceiver: event)
+                case .region(let event):
+                    deliverRegionEvent(event, to: delegate)
+                case .regionFailed(let region, let error):
+                    delegate?.locationManager(self, monitoringDidFailFor: region, withError: error)
+                case .regionStarted(let region):
+                    delegate?.locationManager(self, didStartMonitoringFor: region)
+                case .regionState(let region, let regionState):
+                    delegate?.locationManager(self, didDetermineState: regionState, for: region)
+                case .visit(let record):
+                    delegate?.locationManager(self, didVisit: CLVisit(record))
                 }
             }
         }

@@ -163,6 +163,14 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The app asked for authorization in a way that cannot work (no usage description,
         /// no prompt, updates started without asking).
         public static let authorizationRequest = Reason("authorizationRequest")
+        /// A region cannot be monitored with reduced (approximate) accuracy.
+        public static let reducedAccuracy = Reason("reducedAccuracy")
+        /// Legacy region monitoring needs Always authorization.
+        public static let alwaysRequired = Reason("alwaysRequired")
+        /// The region's centre or radius cannot be monitored.
+        public static let invalidRegion = Reason("invalidRegion")
+        /// The monitored regions could not be read or saved.
+        public static let persistence = Reason("persistence")
     }
 
     public let code: Code

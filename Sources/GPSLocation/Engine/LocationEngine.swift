@@ -13,6 +13,11 @@ import Foundation
 /// (`FixStalenessMonitor`) → authorization gate (`AuthorizationGate`) → distance filter
 /// (`DistanceFilterStage`), or, for `requestLocation()`, the desired-accuracy check.
 ///
+/// The monitoring services — regions (`RegionMonitorStage`), visits (`VisitStage`) and
+/// significant changes (`SignificantChangeStage`) — run on the same locations, after the gate
+/// and before the distance filter: they see exactly what the app may see, never a raw fix. The
+/// source runs while location updates or any monitoring service runs (`isRunning`).
+///
 /// **Clocks.** With `isLive` (gpsd) "now" is the wall clock the driver passes and `uptime` a
 /// monotonic clock for the time-jump check. A replay's clock is the recording's own: the latest
 /// fix time seen; the `now` passed in is then ignored.
@@ -40,6 +45,9 @@ package struct LocationEngine: Sendable {
         package var timeJumpTolerance: TimeInterval = 5
         /// How long `requestLocation()` waits for `desiredAccuracy`.
         package var requestLocationTimeout: TimeInterval = 10
+        /// Legacy region monitoring (`startMonitoring(for:)`) needs Always, as on Apple
+        /// platforms; `CLMonitor` and gpsloc accept When In Use while in use.
+        package var regionsRequireAlways = false
         package init() {}
     }
 
@@ -49,6 +57,8 @@ package struct LocationEngine: Sendable {
         case staleness
         /// `requestLocation()`'s timeout.
         case requestLocation
+        /// Regions are monitored: has no location come for `RegionMonitorStage.gapTimeout`? (live)
+        case monitoringGap
     }
 
     /// What the driver must do, in order.
@@ -64,6 +74,10 @@ package struct LocationEngine: Sendable {
         case receiver(DeviceEvent)
         /// The satellites in view (for displays; carries no position).
         case sky(SkyView)
+        /// What is known about a monitored region changed.
+        case region(RegionEvent)
+        /// A visit began (no departure yet) or ended.
+        case visit(VisitRecord)
         /// Call `timerFired(timer, now:)` after this many seconds (replacing an armed one).
         case arm(Timer, after: TimeInterval)
         case cancel(Timer)
@@ -94,6 +108,18 @@ package struct LocationEngine: Sendable {
     /// True while running with no usable fix for the staleness timeout.
     package var isStale: Bool { staleness.isStale }
     package var authorization: AuthorizationState { gate.state }
+    /// True while the source must run: location updates or a monitoring service.
+    package var isRunning: Bool { mode != .stopped || isMonitoring }
+    /// True while regions, visits or significant changes are monitored (and not refused).
+    package var isMonitoring: Bool {
+        !monitoringSuspended && (!regions.isEmpty || visits != nil || significantChanges != nil)
+    }
+    /// The monitored regions' identifiers.
+    package var monitoredRegions: [String] { regions.identifiers }
+    package func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
+    package func region(_ identifier: String) -> Geofence? { regions.fence(identifier) }
+    package var monitorsVisits: Bool { visits != nil }
+    package var monitorsSignificantChanges: Bool { significantChanges != nil }
 
     private var validity = ValidityStage()
     private let accuracy = AccuracyStage()
@@ -104,6 +130,13 @@ package struct LocationEngine: Sendable {
     private var staleness = FixStalenessMonitor()
     private var gate: AuthorizationGate
     private var filter = DistanceFilterStage()
+    private var regions = RegionMonitorStage()
+    private var visits: VisitStage?
+    private var significantChanges: SignificantChangeStage?
+    /// Monitoring was refused (denied, restricted): it resumes when a service is started again.
+    private var monitoringSuspended = false
+    /// When the armed monitoring-gap timer fires (the source's clock), or nil.
+    private var gapDeadline: Date?
     /// `requestLocation()`'s best location so far.
     private var oneShotBest: CLLocation?
     /// The replay clock: the latest fix time seen.
@@ -154,6 +187,7 @@ package struct LocationEngine: Sendable {
             if let error = gate.explain(refusal) { actions.append(.fail(error)) }
             if gate.state.status == .denied || gate.state.status == .restricted { return actions }
         }
+        monitoringSuspended = false
         if mode == .oneShot && newMode == .continuous { actions.append(.cancel(.requestLocation)) }
         if mode == newMode || (mode == .continuous && newMode == .oneShot) { return actions }
         mode = newMode
@@ -171,21 +205,130 @@ package struct LocationEngine: Sendable {
         return actions
     }
 
-    /// Stops updates and forgets what they learned (the next start delivers at once).
+    /// Stops location updates and forgets what they learned (the next start delivers at once).
+    /// Monitoring services go on; when none runs, the source may stop (`isRunning`).
     package mutating func stop() -> [Action] {
         guard mode != .stopped else { return [] }
         mode = .stopped
         oneShotBest = nil
         filter.reset()
+        lastRejection = nil
+        stalenessDeadline = nil
+        lastDeliveryTime = nil
+        if !isMonitoring { resetShared() }
+        return [.cancel(.staleness), .cancel(.requestLocation)]
+    }
+
+    /// Stops everything: location updates and the monitoring services (which stay registered
+    /// and resume when one is started again).
+    private mutating func stopAll() -> [Action] {
+        var actions = stop()
+        if isMonitoring {
+            monitoringSuspended = true
+            resetShared()
+            actions.append(.cancel(.monitoringGap))
+        }
+        return actions
+    }
+
+    /// What the stages shared by updates and monitoring learned about the source.
+    private mutating func resetShared() {
         timeOrder.reset()
         staleness.reset()
         receivers.reset()
         recordingNow = nil
-        lastRejection = nil
-        stalenessDeadline = nil
         deactivated = []
-        lastDeliveryTime = nil
-        return [.cancel(.staleness), .cancel(.requestLocation)]
+        regions.resetClock()
+        visits?.reset()
+        gapDeadline = nil
+    }
+
+    // MARK: Monitoring services
+
+    /// Starts monitoring `fence` (replacing one with its identifier). `assuming`: the state to
+    /// start from (a persisted one); unknown is determined by the next location.
+    package mutating func startMonitoring(_ fence: Geofence, assuming: RegionPresence = .unknown, now: Date)
+        -> [Action]
+    {
+        var actions = admitMonitoring()
+        var events: [RegionEvent] = []
+        regions.add(fence, assuming: assuming, limitation: regionLimitation(), at: clock(now: now) ?? now, into: &events)
+        actions.append(contentsOf: events.map { .region($0) })
+        return actions
+    }
+
+    /// Why regions cannot be evaluated for this app now, if they cannot.
+    private func regionLimitation() -> RegionEvent.Limitation? {
+        if !gate.state.allowsDelivery { return .notAuthorized }
+        if gate.state.accuracy == .reducedAccuracy { return .accuracyLimited }
+        if configuration.regionsRequireAlways && gate.state.status != .authorizedAlways { return .alwaysRequired }
+        return nil
+    }
+
+    /// Stops monitoring a region; `.stopSource` when nothing runs any more.
+    package mutating func stopMonitoring(_ identifier: String) -> [Action] {
+        regions.remove(identifier)
+        return stopIfIdle()
+    }
+
+    package mutating func startVisits() -> [Action] {
+        let refusal = admitMonitoring()
+        if visits == nil { visits = VisitStage() }
+        return refusal
+    }
+
+    package mutating func stopVisits() -> [Action] {
+        visits = nil
+        return stopIfIdle()
+    }
+
+    package mutating func startSignificantChanges() -> [Action] {
+        let refusal = admitMonitoring()
+        if significantChanges == nil { significantChanges = SignificantChangeStage() }
+        return refusal
+    }
+
+    package mutating func stopSignificantChanges() -> [Action] {
+        significantChanges = nil
+        return stopIfIdle()
+    }
+
+    /// A monitoring service is starting: refused (said once) when the app is denied or
+    /// restricted, otherwise monitoring resumes.
+    private mutating func admitMonitoring() -> [Action] {
+        if gate.state.status == .denied || gate.state.status == .restricted, let refusal = gate.state.refusal {
+            monitoringSuspended = true
+            return gate.explain(refusal).map { [.fail($0)] } ?? []
+        }
+        monitoringSuspended = false
+        return []
+    }
+
+    private mutating func stopIfIdle() -> [Action] {
+        guard !isRunning else { return [] }
+        resetShared()
+        return [.cancel(.monitoringGap), .cancel(.staleness), .stopSource]
+    }
+
+    /// A location that passed the gate, for the monitoring services.
+    private mutating func monitor(_ location: CLLocation, clock: Date, now: Date) -> [Action] {
+        var actions: [Action] = []
+        if !regions.isEmpty {
+            let limitation = regionLimitation()
+            var events: [RegionEvent] = []
+            regions.observe(location, clock: clock, limitation: limitation, into: &events)
+            for event in events { actions.append(.region(event)) }
+            if isLive && gapDeadline == nil {
+                gapDeadline = clock.addingTimeInterval(RegionMonitorStage.gapTimeout)
+                actions.append(.arm(.monitoringGap, after: max(0, gapDeadline!.timeIntervalSince(now))))
+            }
+        }
+        if visits != nil {
+            var records: [VisitRecord] = []
+            visits!.observe(location, reduced: gate.state.accuracy == .reducedAccuracy, into: &records)
+            for record in records { actions.append(.visit(record)) }
+        }
+        return actions
     }
 
     /// Something was told to the app about authorization already (the manager's request
@@ -196,11 +339,11 @@ package struct LocationEngine: Sendable {
     package mutating func setAuthorization(_ state: AuthorizationState, now: Date) -> [Action] {
         guard state != gate.state else { return [] }
         gate.state = state
-        guard mode != .stopped, let refusal = state.refusal else { return [] }
+        guard isRunning, let refusal = state.refusal else { return [] }
         var actions: [Action] = []
         if let error = gate.explain(refusal) { actions.append(.fail(error)) }
         if state.status == .denied || state.status == .restricted {
-            actions.append(contentsOf: stop())
+            actions.append(contentsOf: stopAll())
             actions.append(.stopSource)
         }
         return actions
@@ -211,7 +354,7 @@ package struct LocationEngine: Sendable {
     /// One event from the source. `now`: the wall clock; `uptime`: a monotonic clock in
     /// seconds (live sources; it guards against receivers whose dates jump).
     package mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
-        guard mode != .stopped else { return [] }
+        guard isRunning else { return [] }
         switch consume event {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
@@ -247,7 +390,7 @@ package struct LocationEngine: Sendable {
             } else {
                 actions.append(.fail(error))
             }
-            actions.append(contentsOf: stop())
+            actions.append(contentsOf: stopAll())
             actions.append(.stopSource)
             actions.append(.sourceEnded)
             return actions
@@ -266,6 +409,17 @@ package struct LocationEngine: Sendable {
                 if due > now { return armStaleness(from: last, now: now) }
             }
             return checkStaleness(clock: now)
+        case .monitoringGap:
+            gapDeadline = nil
+            guard isMonitoring, isLive, let last = regions.lastLocationClock else { return [] }
+            let due = last.addingTimeInterval(RegionMonitorStage.gapTimeout)
+            if due > now {
+                gapDeadline = due
+                return [.arm(.monitoringGap, after: due.timeIntervalSince(now))]
+            }
+            var events: [RegionEvent] = []
+            regions.expireIfSilent(clock: now, into: &events)
+            return events.map { .region($0) }
         case .requestLocation:
             guard mode == .oneShot else { return [] }
             let seconds = Int(configuration.requestLocationTimeout.rounded())
@@ -278,7 +432,7 @@ package struct LocationEngine: Sendable {
                         reason: .timedOut))
             ]
             actions.append(contentsOf: stop())
-            actions.append(.stopSource)
+            if !isRunning { actions.append(.stopSource) }
             return actions
         }
     }
@@ -331,12 +485,17 @@ package struct LocationEngine: Sendable {
         case .hold:
             break
         case .deliver(let location):
+            if isMonitoring { actions.append(contentsOf: monitor(location, clock: checkClock, now: now)) }
+            if significantChanges?.admits(location) == true && mode != .continuous && mode != .oneShot {
+                lastDelivered = location
+                actions.append(.deliver(location))
+            }
             if mode == .oneShot {
                 if AccuracyStage.meets(location, desiredAccuracy: configuration.desiredAccuracy) {
                     oneShotBest = location
                     actions.append(settle(orFail: nil))
                     actions.append(contentsOf: stop())
-                    actions.append(.stopSource)
+                    if !isRunning { actions.append(.stopSource) }
                 } else if location.horizontalAccuracy < (oneShotBest?.horizontalAccuracy ?? .infinity) {
                     oneShotBest = location
                 }

@@ -1,0 +1,172 @@
+import Foundation
+
+/// Where monitored regions live between runs, so a daemon restarted by systemd gets its
+/// geofences back with their last known states: one JSON file per monitor under
+/// `$XDG_STATE_HOME/gpslocation/monitors/APP/` (falling back to `~/.local/state`), the folder
+/// mode 0700 and owned by the user (anything else is refused), each file written whole, mode
+/// 0600 (`PrivateFile.replace`). `CLMonitor("name")` uses `monitor-NAME.json` (the name
+/// percent-encoded); the legacy `CLLocationManager.startMonitoring(for:)` regions use
+/// `regions.json`.
+public struct MonitorStore: Sendable {
+    /// One stored condition and what was last known of it.
+    public struct Condition: Codable, Sendable, Equatable {
+        public var identifier: String
+        public var latitude: Double
+        public var longitude: Double
+        public var radius: Double
+        public var notifyOnEntry: Bool
+        public var notifyOnExit: Bool
+        /// "inside", "outside" or "unknown".
+        public var state: String
+        /// The time of the last event (nil: none yet).
+        public var date: Date?
+
+        public init(
+            identifier: String, latitude: Double, longitude: Double, radius: Double, notifyOnEntry: Bool = true,
+            notifyOnExit: Bool = true, state: String = "unknown", date: Date? = nil
+        ) {
+            self.identifier = identifier
+            self.latitude = latitude
+            self.longitude = longitude
+            self.radius = radius
+            self.notifyOnEntry = notifyOnEntry
+            self.notifyOnExit = notifyOnExit
+            self.state = state
+            self.date = date
+        }
+    }
+
+    /// Why the store could not be read or written, naming the file and what to do.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public let description: String
+    }
+
+    private struct File: Codable {
+        var version = 1
+        var monitor: String
+        var conditions: [Condition]
+    }
+
+    /// The folder holding every app's monitors.
+    public let directory: URL
+
+    public init(directory: URL? = nil) { self.directory = directory ?? Self.defaultDirectory() }
+
+    public static func defaultDirectory() -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            return URL(fileURLWithPath: state).appendingPathComponent("gpslocation/monitors")
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home).appendingPathComponent(".local/state/gpslocation/monitors")
+    }
+
+    /// The name of the legacy region list (`CLLocationManager.monitoredRegions`).
+    public static let legacyRegions = "\u{0}regions"
+
+    /// The file for `monitor` of `app`.
+    public func file(monitor: String, app: String) throws(Failure) -> URL {
+        guard !app.isEmpty, !app.hasPrefix("."),
+            app.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
+        else { throw Failure(description: "the app id \(app) cannot name a folder: use letters, digits, '.', '_', '-'") }
+        let folder = directory.appendingPathComponent(app)
+        if monitor == Self.legacyRegions { return folder.appendingPathComponent("regions.json") }
+        guard !monitor.isEmpty, monitor.utf8.count <= 200 else {
+            throw Failure(description: "a monitor name must be 1 to 200 bytes, not \(monitor.utf8.count)")
+        }
+        var encoded = ""
+        for byte in monitor.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            if byte < 0x80 && (Character(scalar).isLetter || Character(scalar).isNumber || "_-".unicodeScalars.contains(scalar)) {
+                encoded.unicodeScalars.append(scalar)
+            } else {
+                encoded += String(format: "%%%02X", byte)
+            }
+        }
+        return folder.appendingPathComponent("monitor-\(encoded).json")
+    }
+
+    /// The stored conditions of `monitor` (empty when there is no file yet).
+    public func conditions(monitor: String, app: String) throws(Failure) -> [Condition] {
+        let url = try file(monitor: monitor, app: app)
+        try checkFolder(url.deletingLastPathComponent(), create: false)
+        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if descriptor < 0 {
+            if errno == ENOENT { return [] }
+            throw Failure(description: "cannot read \(url.path): \(String(cString: strerror(errno)))")
+        }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_size <= 16 << 20 else {
+            throw Failure(description: "\(url.path) is larger than 16 MB — not a monitor file; move it away")
+        }
+        let data = handle.readDataToEndOfFile()
+        do {
+            return try JSONDecoder().decode(File.self, from: data).conditions
+        } catch {
+            throw Failure(
+                description: "\(url.path) is not a monitor file GPSLocation can read (\(error)) — "
+                    + "its conditions are not monitored; remove it or fix it with `gpsloc monitor`")
+        }
+    }
+
+    /// Replaces the stored conditions of `monitor` (removes the file when there are none).
+    public func save(_ conditions: [Condition], monitor: String, app: String) throws(Failure) {
+        let url = try file(monitor: monitor, app: app)
+        try checkFolder(url.deletingLastPathComponent(), create: true)
+        if conditions.isEmpty {
+            if unlink(url.path) != 0 && errno != ENOENT {
+                throw Failure(description: "cannot remove \(url.path): \(String(cString: strerror(errno)))")
+            }
+            return
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        let data: Data
+        do {
+            data = try encoder.encode(File(monitor: monitor == Self.legacyRegions ? "" : monitor, conditions: conditions))
+        } catch {
+            throw Failure(description: "cannot encode the monitor \(monitor): \(error)")
+        }
+        do {
+            try PrivateFile.replace(url, with: data)
+        } catch {
+            throw Failure(description: error.description)
+        }
+    }
+
+    /// The monitor names stored for `app` (legacy regions not included).
+    public func monitors(app: String) -> [String] {
+        let folder = directory.appendingPathComponent(app)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.compactMap { name -> String? in
+            guard name.hasPrefix("monitor-"), name.hasSuffix(".json") else { return nil }
+            return String(name.dropFirst(8).dropLast(5)).removingPercentEncoding
+        }.sorted()
+    }
+
+    /// The folder must be a folder owned by the user and closed to others: the files in it
+    /// decide what a daemon is told about where it is.
+    private func checkFolder(_ folder: URL, create: Bool) throws(Failure) {
+        if create {
+            do {
+                try FileManager.default.createDirectory(
+                    at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw Failure(description: "cannot create \(folder.path): \(error.localizedDescription)")
+            }
+        }
+        var info = stat()
+        guard lstat(folder.path, &info) == 0 else {
+            if errno == ENOENT && !create { return }
+            throw Failure(description: "cannot examine \(folder.path): \(String(cString: strerror(errno)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+            throw Failure(
+                description: "the monitor folder \(folder.path) is not a folder owned by you and closed to others "
+                    + "(owner uid \(info.st_uid), mode \(String(info.st_mode & 0o777, radix: 8))) — nothing is read "
+                    + "or written there; fix it with `chmod 700 \(folder.path)` (or remove it if it is not yours)")
+        }
+    }
+}

@@ -1,0 +1,318 @@
+import Foundation
+import GNSSCore
+
+/// A condition `CLMonitor` can watch (Apple's `CLCondition`). GPSLocation monitors
+/// `CLMonitor.CircularGeographicCondition`; others are reported `conditionUnsupported`.
+public protocol CLCondition: Sendable {}
+
+/// Apple's `CLMonitor` (iOS 17): named sets of conditions whose state changes arrive on
+/// `events`. On Linux a monitor runs on the same `LocationEngine` as `CLLocationManager` (its
+/// region stage — see `RegionMonitorStage` for the boundary rule), fed by the gated locations of
+/// its source. Conditions and their last events persist per app and monitor name
+/// (`MonitorStore`, `$XDG_STATE_HOME/gpslocation/monitors/APP/`), so a daemon restarted by
+/// systemd gets its geofences back, and their states, by opening the monitor again.
+///
+/// Authorization: Always, or When In Use while in use. With reduced accuracy no condition is
+/// evaluated: each gets one event with state `unknown` and `accuracyLimited` (a crossing would
+/// reveal a finer position than the app may have). Without authorization, one `unknown` event
+/// per condition with `authorizationDenied`/`authorizationRestricted`/`insufficientlyInUse`.
+public actor CLMonitor {
+    public typealias Condition = CLCondition
+
+    /// Apple's circular geographic condition.
+    public struct CircularGeographicCondition: CLCondition, Equatable {
+        public let center: CLLocationCoordinate2D
+        public let radius: CLLocationDistance
+        public init(center: CLLocationCoordinate2D, radius: CLLocationDistance) {
+            self.center = center
+            self.radius = radius
+        }
+    }
+
+    public struct Event: Sendable {
+        public enum State: Int, Sendable, CustomStringConvertible {
+            case unknown = 0
+            case satisfied = 1
+            case unsatisfied = 2
+            case unmonitored = 3
+
+            public var description: String {
+                switch self {
+                case .unknown: "unknown"
+                case .satisfied: "satisfied"
+                case .unsatisfied: "unsatisfied"
+                case .unmonitored: "unmonitored"
+                }
+            }
+        }
+
+        public let identifier: String
+        public let state: State
+        /// The time of the location that decided it.
+        public let date: Date
+        public let refinement: (any CLCondition)?
+        public let accuracyLimited: Bool
+        public let authorizationDenied: Bool
+        public let authorizationDeniedGlobally: Bool
+        public let authorizationRestricted: Bool
+        public let insufficientlyInUse: Bool
+        public let conditionUnsupported: Bool
+        public let conditionLimitExceeded: Bool
+        public let persistenceUnavailable: Bool
+        public let serviceSessionRequired: Bool
+        public let authorizationRequestInProgress: Bool
+
+        init(
+            identifier: String, state: State, date: Date, accuracyLimited: Bool = false,
+            authorizationDenied: Bool = false, authorizationDeniedGlobally: Bool = false,
+            authorizationRestricted: Bool = false, insufficientlyInUse: Bool = false,
+            conditionUnsupported: Bool = false, persistenceUnavailable: Bool = false
+        ) {
+            self.identifier = identifier
+            self.state = state
+            self.date = date
+            refinement = nil
+            self.accuracyLimited = accuracyLimited
+            self.authorizationDenied = authorizationDenied
+            self.authorizationDeniedGlobally = authorizationDeniedGlobally
+            self.authorizationRestricted = authorizationRestricted
+            self.insufficientlyInUse = insufficientlyInUse
+            self.conditionUnsupported = conditionUnsupported
+            conditionLimitExceeded = false
+            self.persistenceUnavailable = persistenceUnavailable
+            serviceSessionRequired = false
+            authorizationRequestInProgress = false
+        }
+    }
+
+    public struct Record: Sendable {
+        public let condition: any CLCondition
+        public let lastEvent: Event
+    }
+
+    /// The monitor's events, oldest first. `for try await event in await monitor.events`.
+    public struct Events: AsyncSequence, Sendable {
+        public typealias Element = Event
+        let stream: AsyncStream<Event>
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            var base: AsyncStream<Event>.AsyncIterator
+            public mutating func next() async throws -> Event? { await base.next() }
+        }
+
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator()) }
+    }
+
+    public let name: String
+    private let manager: CLLocationManager
+    private let store: MonitorStore?
+    /// Behind a lock, not the actor: region events arrive from the engine's driver, in order.
+    private let records = Locked<[String: Record]>([:])
+    private let stream: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+    /// Said once: the monitor's conditions could not be read or saved.
+    private let persistenceProblem = Locked<String?>(nil)
+
+    /// Apple's initializer: the default source and the shared authorizer, kept in the user's
+    /// monitor store. Conditions stored under `name` are monitored again at once.
+    public init(_ name: String) async {
+        await self.init(name, source: CLLocationManager.defaultSource())
+    }
+
+    /// A monitor over `source`, authorized by `authorizer`, kept in `store` (nil: nothing kept).
+    public init(
+        _ name: String, source: any LocationSource, authorizer: LocationAuthorizer = CLLocationManager.sharedAuthorizer,
+        store: MonitorStore? = MonitorStore()
+    ) async {
+        self.name = name
+        self.store = store
+        (stream, continuation) = AsyncStream.makeStream(of: Event.self)
+        manager = CLLocationManager(source: source, authorizer: authorizer)
+        manager.lastLocationCache = nil
+        let forward = MonitorReference()
+        manager.adoptForMonitor { event in forward.monitor?.handle(event) }
+        forward.monitor = self
+        manager.delegate = problems
+        problems.name = name
+        problems.handler = manager.diagnosticsHandler
+        restore()
+    }
+
+    /// Forwards the manager's errors (gpsd down, no fix, not authorized) to the diagnostics
+    /// handler, so a monitor that gets no locations says why.
+    private let problems = MonitorProblems()
+
+    /// Where notes and errors go (default: one line on stderr).
+    nonisolated public var diagnosticsHandler: DiagnosticsHandler {
+        get { manager.diagnosticsHandler }
+        set {
+            manager.diagnosticsHandler = newValue
+            problems.handler = newValue
+        }
+    }
+
+    deinit {
+        continuation.finish()
+        manager.stopMonitoringVisits()
+        for identifier in records.withLock({ Array($0.keys) }) { manager.unmonitor(identifier) }
+    }
+
+    public var events: Events { Events(stream: stream) }
+
+    public var identifiers: [String] { records.withLock { $0.keys.sorted() } }
+
+    public func record(for identifier: String) -> Record? { records.withLock { $0[identifier] } }
+
+    /// Monitors `condition` as `identifier` (replacing one with that identifier), starting from
+    /// `assuming`: an event comes when the state is found to differ.
+    public func add(_ condition: some CLCondition, identifier: String, assuming state: Event.State = .unknown) {
+        let now = Date()
+        guard let circle = condition as? CircularGeographicCondition else {
+            emit(Event(identifier: identifier, state: .unknown, date: now, conditionUnsupported: true), condition)
+            return
+        }
+        let fence = Geofence(
+            identifier: identifier, latitude: circle.center.latitude, longitude: circle.center.longitude,
+            radius: circle.radius)
+        let region = CLCircularRegion(center: circle.center, radius: circle.radius, identifier: identifier)
+        if let problem = region.problem(maximumDistance: manager.maximumRegionMonitoringDistance) {
+            diagnosticsHandler(LocationDiagnostic(code: "invalidRegion", message: problem))
+            emit(Event(identifier: identifier, state: .unknown, date: now, conditionUnsupported: true), condition)
+            return
+        }
+        records.withLock {
+            $0[identifier] = Record(condition: circle, lastEvent: Event(identifier: identifier, state: state, date: now))
+        }
+        manager.monitor(fence, assuming: state.presence)
+        save()
+    }
+
+    public func remove(_ identifier: String) {
+        guard records.withLock({ $0.removeValue(forKey: identifier) }) != nil else { return }
+        manager.unmonitor(identifier)
+        save()
+    }
+
+    // MARK: Inside
+
+    nonisolated fileprivate func handle(_ event: RegionEvent) {
+        guard let record = records.withLock({ $0[event.identifier] }) else { return }
+        let state = Event.State(event.state)
+        let status = manager.authorizationStatus
+        let notAuthorized = event.limitation == .notAuthorized
+        let next = Event(
+            identifier: event.identifier, state: state, date: event.timestamp,
+            accuracyLimited: event.limitation == .accuracyLimited,
+            authorizationDenied: notAuthorized && (status == .denied || status == .notDetermined),
+            authorizationDeniedGlobally: notAuthorized && !CLLocationManager.locationServicesEnabled(),
+            authorizationRestricted: notAuthorized && status == .restricted,
+            insufficientlyInUse: notAuthorized && status == .authorizedWhenInUse)
+        emit(next, record.condition)
+        if event.limitation == nil { save() }
+    }
+
+    nonisolated private func emit(_ event: Event, _ condition: any CLCondition) {
+        records.withLock {
+            if $0[event.identifier] != nil { $0[event.identifier] = Record(condition: condition, lastEvent: event) }
+            // Yielded under the lock: events leave in the order the states were recorded.
+            continuation.yield(event)
+        }
+    }
+
+    private func restore() {
+        guard let store else { return }
+        let stored: [MonitorStore.Condition]
+        do {
+            stored = try store.conditions(monitor: name, app: manager.authorizer.appID)
+        } catch {
+            persistenceFailed(error.description)
+            return
+        }
+        for condition in stored {
+            let circle = CircularGeographicCondition(
+                center: CLLocationCoordinate2D(latitude: condition.latitude, longitude: condition.longitude),
+                radius: condition.radius)
+            let presence = RegionPresence(rawValue: condition.state) ?? .unknown
+            records.withLock {
+                $0[condition.identifier] = Record(
+                    condition: circle,
+                    lastEvent: Event(
+                        identifier: condition.identifier, state: Event.State(presence), date: condition.date ?? Date()))
+            }
+            manager.monitor(
+                Geofence(
+                    identifier: condition.identifier, latitude: condition.latitude, longitude: condition.longitude,
+                    radius: condition.radius), assuming: presence)
+        }
+    }
+
+    nonisolated private func save() {
+        guard let store else { return }
+        let conditions = records.withLock { $0 }.compactMap { identifier, record -> MonitorStore.Condition? in
+            guard let circle = record.condition as? CircularGeographicCondition else { return nil }
+            return MonitorStore.Condition(
+                identifier: identifier, latitude: circle.center.latitude, longitude: circle.center.longitude,
+                radius: circle.radius, state: record.lastEvent.state.presence.rawValue, date: record.lastEvent.date)
+        }.sorted { $0.identifier < $1.identifier }
+        do {
+            try store.save(conditions, monitor: name, app: manager.authorizer.appID)
+        } catch {
+            persistenceFailed(error.description)
+        }
+    }
+
+    nonisolated private func persistenceFailed(_ message: String) {
+        let first = persistenceProblem.withLock { problem in
+            defer { problem = message }
+            return problem != message
+        }
+        guard first else { return }
+        diagnosticsHandler(
+            LocationDiagnostic(
+                code: "monitorStore", message: "CLMonitor \(name): \(message) — conditions are monitored but not kept"))
+    }
+}
+
+extension CLMonitor.Event.State {
+    init(_ presence: RegionPresence) {
+        switch presence {
+        case .unknown: self = .unknown
+        case .inside: self = .satisfied
+        case .outside: self = .unsatisfied
+        }
+    }
+
+    var presence: RegionPresence {
+        switch self {
+        case .satisfied: .inside
+        case .unsatisfied: .outside
+        case .unknown, .unmonitored: .unknown
+        }
+    }
+}
+
+/// The monitor, weakly, for the manager's region handler (set once, right after the manager).
+private final class MonitorReference: @unchecked Sendable {
+    // @unchecked Sendable: written once in CLMonitor's init before any location can arrive.
+    weak var monitor: CLMonitor?
+}
+
+/// The monitor's manager's delegate: errors become diagnostics, once per reason.
+private final class MonitorProblems: CLLocationManagerDelegate, @unchecked Sendable {
+    // @unchecked Sendable: `name` and `handler` are set in the monitor's init and by its
+    // isolated `diagnosticsHandler` setter; the manager calls the delegate serially.
+    var name = ""
+    var handler: DiagnosticsHandler = Diagnostics.standardError
+    private var said: Set<String> = []
+
+    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
+        guard let error = error as? CLError else { return }
+        let key = error.reason?.name ?? error.message
+        guard said.insert(key).inserted else { return }
+        handler(LocationDiagnostic(code: key, message: "CLMonitor \(name): \(error.message)"))
+    }
+
+    func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+        said.removeAll()
+    }
+}

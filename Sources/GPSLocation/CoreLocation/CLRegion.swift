@@ -1,0 +1,150 @@
+import Foundation
+import GNSSCore
+
+/// Apple's `CLRegionState`: where the device is relative to a monitored region.
+public enum CLRegionState: Int, Sendable, CustomStringConvertible {
+    case unknown = 0
+    case inside = 1
+    case outside = 2
+
+    init(_ presence: RegionPresence) {
+        switch presence {
+        case .unknown: self = .unknown
+        case .inside: self = .inside
+        case .outside: self = .outside
+        }
+    }
+
+    var presence: RegionPresence {
+        switch self {
+        case .unknown: .unknown
+        case .inside: .inside
+        case .outside: .outside
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unknown: "unknown"
+        case .inside: "inside"
+        case .outside: "outside"
+        }
+    }
+}
+
+/// Apple's `CLRegion`: an area to monitor, named by `identifier` (regions are compared by
+/// identifier and geometry, never by object).
+open class CLRegion: NSObject, @unchecked Sendable {
+    // @unchecked Sendable: a non-final NSObject subclass cannot be checked; the two flags are
+    // behind a lock and everything else is immutable.
+    public let identifier: String
+    private let flags = Locked((entry: true, exit: true))
+
+    /// Whether entering is reported (`didEnterRegion`); default true.
+    public var notifyOnEntry: Bool {
+        get { flags.withLock { $0.entry } }
+        set { flags.withLock { $0.entry = newValue } }
+    }
+    /// Whether leaving is reported (`didExitRegion`); default true.
+    public var notifyOnExit: Bool {
+        get { flags.withLock { $0.exit } }
+        set { flags.withLock { $0.exit = newValue } }
+    }
+
+    init(identifier: String) {
+        self.identifier = identifier
+        super.init()
+    }
+
+    open override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? CLRegion else { return false }
+        return type(of: other) == type(of: self) && other.identifier == identifier
+    }
+
+    open override var hash: Int { identifier.hashValue }
+}
+
+/// Apple's `CLCircularRegion`: a circle on the WGS 84 ellipsoid.
+open class CLCircularRegion: CLRegion, @unchecked Sendable {
+    // @unchecked Sendable: see CLRegion; the geometry is immutable.
+    public let center: CLLocationCoordinate2D
+    /// Metres from `center` to the boundary.
+    public let radius: CLLocationDistance
+
+    public init(center: CLLocationCoordinate2D, radius: CLLocationDistance, identifier: String) {
+        self.center = center
+        self.radius = radius
+        super.init(identifier: identifier)
+    }
+
+    /// Whether `coordinate` is within `radius` of `center` (the geodesic distance on WGS 84) —
+    /// the plain geometric test. Monitoring decides with each location's accuracy too (see
+    /// `CLLocationManager.startMonitoring(for:)`).
+    public func contains(_ coordinate: CLLocationCoordinate2D) -> Bool {
+        guard CLLocationCoordinate2DIsValid(coordinate), CLLocationCoordinate2DIsValid(center) else { return false }
+        return Geodesic.wgs84.distance(
+            latitude1: center.latitude, longitude1: center.longitude, latitude2: coordinate.latitude,
+            longitude2: coordinate.longitude) <= radius
+    }
+
+    open override var description: String {
+        String(
+            format: "CLCircularRegion (identifier:'%@', center:<%+.8f,%+.8f>, radius:%.2f)", identifier,
+            center.latitude, center.longitude, radius)
+    }
+
+    var geofence: Geofence {
+        Geofence(identifier: identifier, latitude: center.latitude, longitude: center.longitude, radius: radius)
+    }
+
+    /// Why this region cannot be monitored (nil: it can).
+    func problem(maximumDistance: CLLocationDistance) -> String? {
+        guard CLLocationCoordinate2DIsValid(center), center.latitude.isFinite, center.longitude.isFinite else {
+            return "the region \(identifier) has an invalid centre (latitude −90…90, longitude −180…180)"
+        }
+        guard radius.isFinite, radius > 0 else {
+            return "the region \(identifier) has radius \(radius): it must be a positive number of metres"
+        }
+        guard radius <= maximumDistance else {
+            return "the region \(identifier) has radius \(radius) m, more than maximumRegionMonitoringDistance "
+                + "(\(Int(maximumDistance)) m)"
+        }
+        return nil
+    }
+}
+
+/// Apple's `CLVisit`: a stop (see `startMonitoringVisits()` for the rule).
+public final class CLVisit: NSObject, Sendable {
+    /// When the device arrived.
+    public let arrivalDate: Date
+    /// When it left; `Date.distantFuture` while the visit goes on.
+    public let departureDate: Date
+    /// The centre of the places the device was seen during the stop.
+    public let coordinate: CLLocationCoordinate2D
+    /// The radius of the visited place (metres).
+    public let horizontalAccuracy: CLLocationAccuracy
+
+    public init(
+        arrivalDate: Date, departureDate: Date, coordinate: CLLocationCoordinate2D,
+        horizontalAccuracy: CLLocationAccuracy
+    ) {
+        self.arrivalDate = arrivalDate
+        self.departureDate = departureDate
+        self.coordinate = coordinate
+        self.horizontalAccuracy = horizontalAccuracy
+    }
+
+    convenience init(_ record: VisitRecord) {
+        self.init(
+            arrivalDate: record.arrival, departureDate: record.departure ?? .distantFuture,
+            coordinate: CLLocationCoordinate2D(latitude: record.latitude, longitude: record.longitude),
+            horizontalAccuracy: record.horizontalAccuracy)
+    }
+
+    public override var description: String {
+        let departure = departureDate == .distantFuture ? "ongoing" : iso8601Milliseconds(departureDate)
+        return String(
+            format: "CLVisit (arrival %@, departure %@, <%+.6f,%+.6f> ±%.0f m)", iso8601Milliseconds(arrivalDate),
+            departure, coordinate.latitude, coordinate.longitude, horizontalAccuracy)
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+
+/// A stop somewhere: the visit stage's output, and `CLVisit`'s fields.
+package struct VisitRecord: Sendable, Equatable {
+    package var arrival: Date
+    /// nil while the visit goes on.
+    package var departure: Date?
+    package var latitude: Double
+    package var longitude: Double
+    /// The radius of the visited place (metres).
+    package var horizontalAccuracy: Double
+}
+
+/// Stage: visits, fed only with locations that passed the gate.
+///
+/// **The rule.** Consecutive locations that all stay within `radius` of their running centre
+/// (the mean position), with no two more than `maximumGap` apart (by their timestamps), for at
+/// least `minimumStay`, are a stop: the *arrival* is reported then, dated with the first of
+/// them. The *departure* is reported when `minimumLocations` consecutive locations spanning
+/// `dwell` are all further than `radius` + their own accuracy from the centre, dated with the
+/// last location that was still within the radius. A gap longer than `maximumGap` before the
+/// stop is confirmed starts over (a tunnel or an outage is not a stop); during a confirmed
+/// visit the next location decides (still there: the visit goes on; elsewhere: it ended at the
+/// last location before the gap). The place's `horizontalAccuracy` is the larger of the
+/// farthest location from the centre and the median location accuracy.
+///
+/// With reduced accuracy the gate passes one snapped location every few minutes, so the stage
+/// then accepts gaps up to `reducedMaximumGap` and a radius of the locations' own accuracy:
+/// visits come late and as coarse as the locations are, never finer.
+package struct VisitStage: Sendable {
+    package static let radius: Double = 50
+    package static let minimumStay: TimeInterval = 180
+    package static let maximumGap: TimeInterval = 60
+    package static let reducedMaximumGap: TimeInterval = 45 * 60
+    package static let dwell: TimeInterval = 3
+    package static let minimumLocations = 2
+
+    fileprivate struct Stop {
+        var first: Date
+        var last: Date
+        var sumLatitude = 0.0
+        var sumLongitude = 0.0
+        var count = 0
+        var accuracies: [Double] = []
+        var farthest = 0.0
+        var confirmed = false
+        /// Locations outside in a row, and the first one's time.
+        var leavingCount = 0
+        var leavingSince = Date.distantPast
+
+        var latitude: Double { sumLatitude / Double(count) }
+        var longitude: Double { sumLongitude / Double(count) }
+    }
+
+    private var stop: Stop?
+
+    package init() {}
+
+    package mutating func reset() { stop = nil }
+
+    /// True while a confirmed visit goes on.
+    package var isVisiting: Bool { stop?.confirmed == true }
+
+    package mutating func observe(_ location: CLLocation, reduced: Bool, into visits: inout [VisitRecord]) {
+        let time = location.timestamp
+        let latitude = location.coordinate.latitude
+        let longitude = location.coordinate.longitude
+        let accuracy = max(0, location.horizontalAccuracy)
+        let radius = reduced ? max(Self.radius, accuracy) : Self.radius
+        let maximumGap = reduced ? Self.reducedMaximumGap : Self.maximumGap
+        guard var current = stop else {
+            stop = Self.start(at: location)
+            return
+        }
+        let distance = Geodesic.wgs84.distance(
+            latitude1: current.latitude, longitude1: current.longitude, latitude2: latitude, longitude2: longitude)
+        let gap = time.timeIntervalSince(current.last)
+        if gap < 0 { return }
+        if !current.confirmed {
+            if gap > maximumGap || distance > radius {
+                stop = Self.start(at: location)
+                return
+            }
+            current.add(latitude, longitude, accuracy, time)
+            current.farthest = max(current.farthest, distance)
+            if time.timeIntervalSince(current.first) >= Self.minimumStay {
+                current.confirmed = true
+                visits.append(current.record(departure: nil))
+            }
+            stop = current
+            return
+        }
+        // A confirmed visit.
+        if gap > maximumGap && distance > radius {
+            visits.append(current.record(departure: current.last))
+            stop = Self.start(at: location)
+            return
+        }
+        if distance <= radius {
+            current.add(latitude, longitude, accuracy, time)
+            current.farthest = max(current.farthest, distance)
+            current.leavingCount = 0
+            stop = current
+            return
+        }
+        if distance - accuracy <= radius {
+            // Undecided: neither there nor certainly gone.
+            current.leavingCount = 0
+            stop = current
+            return
+        }
+        if current.leavingCount == 0 { current.leavingSince = time }
+        current.leavingCount += 1
+        if current.leavingCount >= Self.minimumLocations && time.timeIntervalSince(current.leavingSince) >= Self.dwell {
+            visits.append(current.record(departure: current.last))
+            stop = Self.start(at: location)
+            return
+        }
+        stop = current
+    }
+
+    private static func start(at location: CLLocation) -> Stop {
+        var stop = Stop(first: location.timestamp, last: location.timestamp)
+        stop.add(
+            location.coordinate.latitude, location.coordinate.longitude, max(0, location.horizontalAccuracy),
+            location.timestamp)
+        return stop
+    }
+}
+
+extension VisitStage.Stop {
+    fileprivate mutating func add(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ time: Date) {
+        sumLatitude += latitude
+        sumLongitude += longitude
+        count += 1
+        last = time
+        if accuracies.count < 10_000 { accuracies.append(accuracy) }
+    }
+
+    fileprivate func record(departure: Date?) -> VisitRecord {
+        let sorted = accuracies.sorted()
+        let median = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        return VisitRecord(
+            arrival: first, departure: departure, latitude: latitude, longitude: longitude,
+            horizontalAccuracy: max(farthest, median))
+    }
+}
+
+/// Stage: the significant-change service — the first location at once, then one whenever the
+/// device is at least `minimumDistance` from the last one reported and at least
+/// `minimumInterval` has passed since it (Apple's documented 500 m and five minutes), by the
+/// locations' own timestamps.
+package struct SignificantChangeStage: Sendable {
+    package static let minimumDistance: Double = 500
+    package static let minimumInterval: TimeInterval = 300
+
+    private var last: CLLocation?
+
+    package init() {}
+
+    package mutating func reset() { last = nil }
+
+    package mutating func admits(_ location: CLLocation) -> Bool {
+        if let last {
+            guard location.timestamp.timeIntervalSince(last.timestamp) >= Self.minimumInterval,
+                Geodesic.wgs84.isDistance(
+                    latitude1: last.coordinate.latitude, longitude1: last.coordinate.longitude,
+                    latitude2: location.coordinate.latitude, longitude2: location.coordinate.longitude,
+                    atLeast: Self.minimumDistance)
+            else { return false }
+        }
+        last = location
+        return true
+    }
+}
