@@ -122,7 +122,7 @@ struct PipelineOptions {
                                      not exist yet (never overwritten), and is created mode 0600
           --region ID=LAT,LON,RADIUS monitor a circle (repeatable): a "region" line when its state is first
                                      known ("determined") and on every "enter" and "exit"; a crossing needs
-                                     the location's whole accuracy circle across the boundary for 3 s
+                                     the location's whole accuracy circle across the boundary for 4 s (3 locations)
           --visits                   report stops of 3 minutes or more within 50 m ("visit" lines)
           --significant-changes      only significant changes: the first location, then one per 500 m
                                      moved and at least 5 minutes apart (instead of every location)

@@ -67,7 +67,8 @@ final class TableSink: UpdateSink, @unchecked Sendable {
         update {
             $0.lastVisit =
                 "arrived \(iso8601Milliseconds(visit.arrival).dropFirst(11).prefix(8))"
-                + (visit.departure.map { ", left \(iso8601Milliseconds($0).dropFirst(11).prefix(8))" } ?? ", still there")
+                + (visit.departure.map { ", left \(iso8601Milliseconds($0).dropFirst(11).prefix(8))" }
+                    ?? ", still there")
         }
     }
 

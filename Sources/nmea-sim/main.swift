@@ -6,14 +6,19 @@ import Foundation
 import GPSLocation
 
 let usage = """
-    usage: nmea-sim [--rate HZ] [--duration SECONDS] [--talkers gp|multi] [--scenario drive|clean]
-                    [--start ISO8601] [--seed N] [--output FILE]
+    usage: nmea-sim [--rate HZ] [--duration SECONDS] [--talkers gp|multi]
+                    [--scenario drive|clean|loop|stops|boundary] [--start ISO8601] [--seed N] [--output FILE]
 
       --rate HZ          receiver cycles per second: 1, 5 or 10 (default 1)
       --duration S       seconds of recording (default 300)
       --talkers T        gp: GPS-only $GP sentences; multi: $GN with GP/GL/GA/GB satellites (default gp)
       --scenario S       drive: no-fix start, 2D stretch, tunnel dropout and corrupted lines;
-                         clean: a 3D fix throughout, no faults (default drive)
+                         clean: a 3D fix throughout, no faults (default drive);
+                         loop: laps of a 400 m-radius circle round the start at 12 m/s (geofences);
+                         stops: a drive with stops — 300 s from 60 s, a stop at 500 s whose fix is
+                         lost from 520 s to 720 s, 200 s from 900 s (visits);
+                         boundary: standing still at the start for the whole recording (a receiver
+                         sitting on a geofence boundary)
       --start T          UTC start time (default 2026-06-15T08:00:00Z)
       --seed N           random seed (default 1)
       --output FILE      write here instead of standard output
@@ -24,6 +29,7 @@ struct Options {
     var duration = 300.0
     var multiGNSS = false
     var faults = true
+    var scenario = "drive"
     var start = Date(timeIntervalSince1970: 1_781_510_400)  // 2026-06-15T08:00:00Z
     var seed: UInt64 = 1
     var output: String?
@@ -55,11 +61,12 @@ func parseOptions(_ arguments: [String]) -> Options {
             default: fail("--talkers must be gp or multi")
             }
         case "--scenario":
-            switch value(argument) {
-            case "drive": options.faults = true
-            case "clean": options.faults = false
-            default: fail("--scenario must be drive or clean")
+            let scenario = value(argument)
+            guard ["drive", "clean", "loop", "stops", "boundary"].contains(scenario) else {
+                fail("--scenario must be drive, clean, loop, stops or boundary")
             }
+            options.scenario = scenario
+            options.faults = scenario == "drive"
         case "--start":
             let text = value(argument)
             guard let date = ISO8601DateFormatter().date(from: text) else {
@@ -139,6 +146,8 @@ final class Simulator {
     }
 
     func phase(at t: Double) -> Phase {
+        // stops: the fix is lost while standing at the second stop.
+        if options.scenario == "stops" && t >= 520 && t < 720 { return .noFix }
         guard options.faults else { return .threeD }
         let d = options.duration
         if t < min(8, d * 0.05) { return .noFix }
@@ -191,7 +200,36 @@ final class Simulator {
         flush(force: true)
     }
 
+    /// Where the loop scenario's circle is centred (the start point).
+    lazy var loopCentre = (latitude: latitude, longitude: longitude)
+
+    /// Whether the stops scenario stands still at `t`.
+    func standing(at t: Double) -> Bool {
+        (t >= 60 && t < 360) || (t >= 500 && t < 740) || (t >= 900 && t < 1100)
+    }
+
     func advance(by seconds: Double, at t: Double) {
+        switch options.scenario {
+        case "boundary":
+            speed = 0
+            return
+        case "loop":
+            // Counter-clockwise laps of a 400 m circle, starting due south of its centre... of
+            // the start point, which is the centre.
+            let radius = 400.0
+            speed = 12
+            let angle = (t + seconds) * speed / radius
+            let centre = loopCentre
+            latitude = centre.latitude - radius * cos(angle) / 111_132
+            longitude = centre.longitude + radius * sin(angle) / (111_320 * cos(centre.latitude * .pi / 180))
+            heading = (90 + angle * 180 / .pi).truncatingRemainder(dividingBy: 360)
+            return
+        case "stops" where standing(at: t):
+            speed = 0
+            return
+        default:
+            break
+        }
         heading = (heading + sin(t / 40) * 0.8 * seconds + 360).truncatingRemainder(dividingBy: 360)
         speed = max(0, 13.4 + 4 * sin(t / 55))
         let metersPerDegreeLatitude = 111_132.0

@@ -56,6 +56,7 @@ enum GPSLocBinary {
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = (configHome ?? emptyConfigHome).path
         environment["XDG_CACHE_HOME"] = (configHome ?? emptyConfigHome).appendingPathComponent("cache").path
+        environment["XDG_STATE_HOME"] = (configHome ?? emptyConfigHome).appendingPathComponent("state").path
         process.environment = environment
         let out = Pipe()
         let err = Pipe()
@@ -84,6 +85,7 @@ enum GPSLocBinary {
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = configHome.path
         environment["XDG_CACHE_HOME"] = configHome.appendingPathComponent("cache").path
+        environment["XDG_STATE_HOME"] = configHome.appendingPathComponent("state").path
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output

@@ -68,7 +68,9 @@ public struct MonitorStore: Sendable {
     public func file(monitor: String, app: String) throws(Failure) -> URL {
         guard !app.isEmpty, !app.hasPrefix("."),
             app.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
-        else { throw Failure(description: "the app id \(app) cannot name a folder: use letters, digits, '.', '_', '-'") }
+        else {
+            throw Failure(description: "the app id \(app) cannot name a folder: use letters, digits, '.', '_', '-'")
+        }
         let folder = directory.appendingPathComponent(app)
         if monitor == Self.legacyRegions { return folder.appendingPathComponent("regions.json") }
         guard !monitor.isEmpty, monitor.utf8.count <= 200 else {
@@ -77,7 +79,9 @@ public struct MonitorStore: Sendable {
         var encoded = ""
         for byte in monitor.utf8 {
             let scalar = Unicode.Scalar(byte)
-            if byte < 0x80 && (Character(scalar).isLetter || Character(scalar).isNumber || "_-".unicodeScalars.contains(scalar)) {
+            if byte < 0x80
+                && (Character(scalar).isLetter || Character(scalar).isNumber || "_-".unicodeScalars.contains(scalar))
+            {
                 encoded.unicodeScalars.append(scalar)
             } else {
                 encoded += String(format: "%%%02X", byte)
@@ -102,7 +106,9 @@ public struct MonitorStore: Sendable {
         }
         let data = handle.readDataToEndOfFile()
         do {
-            return try JSONDecoder().decode(File.self, from: data).conditions
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return try decoder.decode(File.self, from: data).conditions
         } catch {
             throw Failure(
                 description: "\(url.path) is not a monitor file GPSLocation can read (\(error)) — "
@@ -125,7 +131,8 @@ public struct MonitorStore: Sendable {
         encoder.dateEncodingStrategy = .iso8601
         let data: Data
         do {
-            data = try encoder.encode(File(monitor: monitor == Self.legacyRegions ? "" : monitor, conditions: conditions))
+            data = try encoder.encode(
+                File(monitor: monitor == Self.legacyRegions ? "" : monitor, conditions: conditions))
         } catch {
             throw Failure(description: "cannot encode the monitor \(monitor): \(error)")
         }

@@ -29,7 +29,8 @@ public protocol CLLocationManagerDelegate: AnyObject {
     func locationManager(_ manager: CLLocationManager, didStartMonitoringFor region: CLRegion)
     /// `regionMonitoringDenied` (not authorized Always with full accuracy: the region stays
     /// registered and is monitored once it is) or `regionMonitoringFailure` (it cannot be).
-    func locationManager(_ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error)
+    func locationManager(
+        _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error)
     func locationManager(_ manager: CLLocationManager, didVisit visit: CLVisit)
 }
 
@@ -353,10 +354,13 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         timers = EngineTimers { timer in
             owner.manager?.drive { engine in engine.timerFired(timer, now: Date()) }
         }
+        var configuration = LocationEngine.Configuration()
+        configuration.regionsRequireAlways = true
         state = Locked(
             State(
                 engine: LocationEngine(
-                    authorization: authorizer.state, isLive: source.isLive, sourceInformation: source.sourceInformation,
+                    configuration: configuration, authorization: authorizer.state, isLive: source.isLive,
+                    sourceInformation: source.sourceInformation,
                     fuzzer: LocationFuzzer(appID: authorizer.appID, seed: authorizer.fuzzerSeed)),
                 queue: queue))
         super.init()
@@ -428,7 +432,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             state.sourceRunning = false
             return (wasRunning, state.queue, state.engine.lastDelivered, state.lastLocationCache)
         }
-        if wasRunning { timers.cancelAll() } else {
+        if wasRunning {
+            timers.cancelAll()
+        } else {
             timers.cancel(.staleness)
             timers.cancel(.requestLocation)
         }
@@ -511,7 +517,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// Starts monitoring a circular region (replacing a region with its identifier), fed by the
     /// same gated locations as updates (see `RegionMonitorStage` for the boundary rule: a
     /// location counts when its whole circle of uncertainty is inside or outside, a crossing
-    /// needs 3 s and two locations, 60 s without a location makes the state unknown). The
+    /// needs 4 s and three locations, 60 s without a location makes the state unknown). The
     /// delegate hears `didStartMonitoringFor`, then `didDetermineState` as soon as the state is
     /// known, then `didEnterRegion`/`didExitRegion` (each with `didDetermineState`). As on Apple
     /// platforms it needs Always authorization with full accuracy: otherwise
@@ -613,7 +619,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             conditions = try store.conditions(monitor: MonitorStore.legacyRegions, app: authorizer.appID)
         } catch {
             logOnce(error.description, code: "regionStore")
-            enqueue(.regionFailed(nil, CLError(.regionMonitoringFailure, message: error.description, reason: .persistence)))
+            enqueue(
+                .regionFailed(nil, CLError(.regionMonitoringFailure, message: error.description, reason: .persistence)))
             return
         }
         state.withLock { state in

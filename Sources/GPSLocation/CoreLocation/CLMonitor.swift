@@ -181,7 +181,8 @@ public actor CLMonitor {
             return
         }
         records.withLock {
-            $0[identifier] = Record(condition: circle, lastEvent: Event(identifier: identifier, state: state, date: now))
+            $0[identifier] = Record(
+                condition: circle, lastEvent: Event(identifier: identifier, state: state, date: now))
         }
         manager.monitor(fence, assuming: state.presence)
         save()
@@ -207,17 +208,23 @@ public actor CLMonitor {
             authorizationDeniedGlobally: notAuthorized && !CLLocationManager.locationServicesEnabled(),
             authorizationRestricted: notAuthorized && status == .restricted,
             insufficientlyInUse: notAuthorized && status == .authorizedWhenInUse)
-        emit(next, record.condition)
-        if event.limitation == nil { save() }
+        emit(next, record.condition, persist: event.limitation == nil)
     }
 
-    nonisolated private func emit(_ event: Event, _ condition: any CLCondition) {
-        records.withLock {
-            if $0[event.identifier] != nil { $0[event.identifier] = Record(condition: condition, lastEvent: event) }
-            // Yielded under the lock: events leave in the order the states were recorded.
+    /// Records the event, saves the conditions (so a consumer that reacts to the event finds it
+    /// kept), then yields it — all in one critical section, so events leave in order.
+    nonisolated private func emit(_ event: Event, _ condition: any CLCondition, persist: Bool = false) {
+        emitting.withLock { _ in
+            records.withLock {
+                if $0[event.identifier] != nil { $0[event.identifier] = Record(condition: condition, lastEvent: event) }
+            }
+            if persist { save() }
             continuation.yield(event)
         }
     }
+
+    /// Serializes `emit`.
+    private let emitting = Locked(())
 
     private func restore() {
         guard let store else { return }

@@ -252,7 +252,8 @@ package struct LocationEngine: Sendable {
     {
         var actions = admitMonitoring()
         var events: [RegionEvent] = []
-        regions.add(fence, assuming: assuming, limitation: regionLimitation(), at: clock(now: now) ?? now, into: &events)
+        regions.add(
+            fence, assuming: assuming, limitation: regionLimitation(), at: clock(now: now) ?? now, into: &events)
         actions.append(contentsOf: events.map { .region($0) })
         return actions
     }
@@ -499,7 +500,7 @@ package struct LocationEngine: Sendable {
                 } else if location.horizontalAccuracy < (oneShotBest?.horizontalAccuracy ?? .infinity) {
                     oneShotBest = location
                 }
-            } else if intervalAdmits(location), filter.admits(location) {
+            } else if mode == .continuous, intervalAdmits(location), filter.admits(location) {
                 filter.delivered(location)
                 lastDeliveryTime = location.timestamp
                 lastDelivered = location

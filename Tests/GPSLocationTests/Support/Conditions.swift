@@ -20,6 +20,7 @@ enum Conditions {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "gpslocation-tests-cache-\(getpid())")
         setenv("XDG_CACHE_HOME", folder.path, 1)
+        setenv("XDG_STATE_HOME", folder.appendingPathComponent("state").path, 1)
     }
     static let gpsdMissingReason: Comment =
         "gpsd integration tests skipped: gpsfake is not installed (sudo apt-get install gpsd gpsd-clients)"

@@ -55,8 +55,8 @@ package struct RegionEvent: Sendable, Equatable {
 ///
 /// **The boundary rule.** A location is *inside* a circle when its whole circle of uncertainty
 /// is inside (distance to the centre + `horizontalAccuracy` ≤ radius), *outside* when wholly
-/// outside (distance − `horizontalAccuracy` > radius), and *undecided* otherwise. Distances are
-/// geodesics on WGS 84 (`Geodesic.wgs84`).
+/// outside (distance − `horizontalAccuracy` > radius), and *undecided* otherwise (also when its
+/// accuracy is unknown). Distances are geodesics on WGS 84 (`Geodesic.wgs84`).
 /// - The first decided location determines the initial state at once (`determined`).
 /// - A crossing needs the new state on consecutive locations for at least `dwell` seconds (by
 ///   their timestamps) and at least `minimumLocations` of them; an undecided location or one in
@@ -74,8 +74,8 @@ package struct RegionEvent: Sendable, Equatable {
 /// not a settled `outside`, and the few that do not fit the grid (near a pole, across the
 /// antimeridian, huge); any circle left out is then certainly, and already, outside.
 package struct RegionMonitorStage: Sendable {
-    package static let dwell: TimeInterval = 3
-    package static let minimumLocations = 2
+    package static let dwell: TimeInterval = 4
+    package static let minimumLocations = 3
     package static let gapTimeout: TimeInterval = 60
     package static let indexMargin: Double = 1_000
     package static let cellDegrees: Double = 0.01
@@ -130,7 +130,9 @@ package struct RegionMonitorStage: Sendable {
         remove(fence.identifier)
         var tracked = Tracked(fence: fence, state: assuming, lastKnown: assuming == .unknown ? nil : assuming)
         let slot: Int
-        if let reused = free.popLast() { slot = reused } else {
+        if let reused = free.popLast() {
+            slot = reused
+        } else {
             slot = slots.count
             slots.append(nil)
         }
@@ -179,7 +181,9 @@ package struct RegionMonitorStage: Sendable {
         }
         let latitude = location.coordinate.latitude
         let longitude = location.coordinate.longitude
-        let accuracy = max(0, location.horizontalAccuracy)
+        // Unknown accuracy (negative, NaN): no circle of uncertainty, so nothing is decided.
+        guard location.horizontalAccuracy >= 0 else { return }
+        let accuracy = location.horizontalAccuracy
         if accuracy > Self.indexMargin || abs(latitude) >= 89 {
             for slot in slots.indices where slots[slot] != nil {
                 evaluate(slot, latitude, longitude, accuracy, location.timestamp, into: &events)
@@ -208,7 +212,8 @@ package struct RegionMonitorStage: Sendable {
                 tracked.lastKnown = tracked.state
                 tracked.state = .unknown
                 events.append(
-                    RegionEvent(identifier: tracked.fence.identifier, kind: .determined, state: .unknown, timestamp: when))
+                    RegionEvent(
+                        identifier: tracked.fence.identifier, kind: .determined, state: .unknown, timestamp: when))
             }
             slots[slot] = tracked
             active.insert(slot)
@@ -245,7 +250,11 @@ package struct RegionMonitorStage: Sendable {
             distance + accuracy <= fence.radius ? .inside : (distance - accuracy > fence.radius ? .outside : nil)
         defer {
             slots[slot] = tracked
-            if tracked.state == .outside && tracked.candidate == nil { active.remove(slot) } else { active.insert(slot) }
+            if tracked.state == .outside && tracked.candidate == nil {
+                active.remove(slot)
+            } else {
+                active.insert(slot)
+            }
         }
         guard let decided else {
             tracked.candidate = nil
@@ -284,7 +293,8 @@ package struct RegionMonitorStage: Sendable {
         tracked.candidate = nil
         events.append(
             RegionEvent(
-                identifier: fence.identifier, kind: decided == .inside ? .enter : .exit, state: decided, timestamp: time))
+                identifier: fence.identifier, kind: decided == .inside ? .enter : .exit, state: decided, timestamp: time
+            ))
     }
 
     // MARK: The grid

@@ -16,19 +16,22 @@ package struct VisitRecord: Sendable, Equatable {
 /// **The rule.** Consecutive locations that all stay within `radius` of their running centre
 /// (the mean position), with no two more than `maximumGap` apart (by their timestamps), for at
 /// least `minimumStay`, are a stop: the *arrival* is reported then, dated with the first of
-/// them. The *departure* is reported when `minimumLocations` consecutive locations spanning
-/// `dwell` are all further than `radius` + their own accuracy from the centre, dated with the
-/// last location that was still within the radius. A gap longer than `maximumGap` before the
+/// them within the *place* — `placeRadius`, or three times their median accuracy if more, of
+/// the centre (so the last metres of the approach do not count as the stay). The *departure*
+/// is reported when `minimumLocations` consecutive locations spanning `dwell` are all further
+/// than `radius` + their own accuracy from the centre, dated with the last location that was
+/// within the place. A gap longer than `maximumGap` before the
 /// stop is confirmed starts over (a tunnel or an outage is not a stop); during a confirmed
 /// visit the next location decides (still there: the visit goes on; elsewhere: it ended at the
-/// last location before the gap). The place's `horizontalAccuracy` is the larger of the
-/// farthest location from the centre and the median location accuracy.
+/// last location before the gap). The visit's coordinate is the mean of the locations within the
+/// place, its `horizontalAccuracy` the place's radius.
 ///
 /// With reduced accuracy the gate passes one snapped location every few minutes, so the stage
 /// then accepts gaps up to `reducedMaximumGap` and a radius of the locations' own accuracy:
 /// visits come late and as coarse as the locations are, never finer.
 package struct VisitStage: Sendable {
     package static let radius: Double = 50
+    package static let placeRadius: Double = 5
     package static let minimumStay: TimeInterval = 180
     package static let maximumGap: TimeInterval = 60
     package static let reducedMaximumGap: TimeInterval = 45 * 60
@@ -42,8 +45,12 @@ package struct VisitStage: Sendable {
         var sumLongitude = 0.0
         var count = 0
         var accuracies: [Double] = []
-        var farthest = 0.0
+        /// The candidate's locations (time, latitude, longitude) until it is confirmed.
+        var track: [(Date, Double, Double)] = []
         var confirmed = false
+        /// Once confirmed: the place's radius, and the last location within it.
+        var place = 0.0
+        var lastInPlace = Date.distantPast
         /// Locations outside in a row, and the first one's time.
         var leavingCount = 0
         var leavingSince = Date.distantPast
@@ -82,9 +89,9 @@ package struct VisitStage: Sendable {
                 return
             }
             current.add(latitude, longitude, accuracy, time)
-            current.farthest = max(current.farthest, distance)
+            current.track.append((time, latitude, longitude))
             if time.timeIntervalSince(current.first) >= Self.minimumStay {
-                current.confirmed = true
+                current.confirm(minimumPlace: reduced ? radius : Self.placeRadius)
                 visits.append(current.record(departure: nil))
             }
             stop = current
@@ -92,13 +99,13 @@ package struct VisitStage: Sendable {
         }
         // A confirmed visit.
         if gap > maximumGap && distance > radius {
-            visits.append(current.record(departure: current.last))
+            visits.append(current.record(departure: current.lastInPlace))
             stop = Self.start(at: location)
             return
         }
         if distance <= radius {
-            current.add(latitude, longitude, accuracy, time)
-            current.farthest = max(current.farthest, distance)
+            current.last = time
+            if distance <= current.place { current.lastInPlace = time }
             current.leavingCount = 0
             stop = current
             return
@@ -112,7 +119,7 @@ package struct VisitStage: Sendable {
         if current.leavingCount == 0 { current.leavingSince = time }
         current.leavingCount += 1
         if current.leavingCount >= Self.minimumLocations && time.timeIntervalSince(current.leavingSince) >= Self.dwell {
-            visits.append(current.record(departure: current.last))
+            visits.append(current.record(departure: current.lastInPlace))
             stop = Self.start(at: location)
             return
         }
@@ -124,6 +131,7 @@ package struct VisitStage: Sendable {
         stop.add(
             location.coordinate.latitude, location.coordinate.longitude, max(0, location.horizontalAccuracy),
             location.timestamp)
+        stop.track.append((location.timestamp, location.coordinate.latitude, location.coordinate.longitude))
         return stop
     }
 }
@@ -137,12 +145,33 @@ extension VisitStage.Stop {
         if accuracies.count < 10_000 { accuracies.append(accuracy) }
     }
 
-    fileprivate func record(departure: Date?) -> VisitRecord {
+    /// The stop is confirmed: the place is the locations within its radius of the centre; the
+    /// arrival is the first of them, the centre their mean.
+    fileprivate mutating func confirm(minimumPlace: Double) {
         let sorted = accuracies.sorted()
         let median = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-        return VisitRecord(
-            arrival: first, departure: departure, latitude: latitude, longitude: longitude,
-            horizontalAccuracy: max(farthest, median))
+        place = max(minimumPlace, 3 * median)
+        let centre = (latitude, longitude)
+        let inPlace = track.filter {
+            Geodesic.wgs84.distance(latitude1: centre.0, longitude1: centre.1, latitude2: $0.1, longitude2: $0.2)
+                <= place
+        }
+        if let firstInPlace = inPlace.first {
+            first = firstInPlace.0
+            lastInPlace = inPlace.last!.0
+            sumLatitude = inPlace.reduce(0) { $0 + $1.1 }
+            sumLongitude = inPlace.reduce(0) { $0 + $1.2 }
+            count = inPlace.count
+        } else {
+            lastInPlace = last
+        }
+        confirmed = true
+        track = []
+    }
+
+    fileprivate func record(departure: Date?) -> VisitRecord {
+        VisitRecord(
+            arrival: first, departure: departure, latitude: latitude, longitude: longitude, horizontalAccuracy: place)
     }
 }
 
