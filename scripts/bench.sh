@@ -68,6 +68,9 @@ with open(sys.argv[1], "w") as f:
 PY
 "$bin/gpsloc-bench" pipeline 1000000 "$out/lines.txt"
 "$bin/gpsloc-bench" manager 1000000
+
+echo "== geofences: 10,000 monitored circles, one hour of a 10 Hz drive (grid index against the naive loop)"
+"$bin/gpsloc-bench" regions 10000
 best "GeodSolve -i on the same 200,000 lines (text in/out)" "GeodSolve -i -p 9 < $out/lines.txt > /dev/null"
 
 echo "== gpsd path end to end: fixtures/drive-10hz-multi.nmea through gpsfake"

@@ -23,6 +23,7 @@ struct PipelineOptions {
 
     static let valued: Set<String> = [
         "distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after", "min-interval", "region",
+        "monitor",
     ]
     static let flags: Set<String> = ["json", "visits", "significant-changes"]
 
@@ -62,6 +63,22 @@ struct PipelineOptions {
         visits = arguments.has("visits")
         significantChanges = arguments.has("significant-changes")
         for text in arguments.repeated["region"] ?? [] { regions.append(try Self.region(text)) }
+        if let name = arguments["monitor"] {
+            do {
+                let stored = try MonitorStore().conditions(monitor: name, app: appID)
+                guard !stored.isEmpty else {
+                    throw UsageError(
+                        "--monitor \(name): \(appID) keeps no conditions under that name (`gpsloc monitor list --app \(appID)`)")
+                }
+                regions += stored.map {
+                    Geofence(identifier: $0.identifier, latitude: $0.latitude, longitude: $0.longitude, radius: $0.radius)
+                }
+            } catch let error as UsageError {
+                throw error
+            } catch {
+                throw UsageError("--monitor \(name): \(error)")
+            }
+        }
         let identifiers = regions.map(\.identifier)
         if Set(identifiers).count != identifiers.count {
             throw UsageError("--region identifiers must differ (each names one region)")
@@ -123,6 +140,7 @@ struct PipelineOptions {
           --region ID=LAT,LON,RADIUS monitor a circle (repeatable): a "region" line when its state is first
                                      known ("determined") and on every "enter" and "exit"; a crossing needs
                                      the location's whole accuracy circle across the boundary for 4 s (3 locations)
+          --monitor NAME             also monitor the circles kept for --app's CLMonitor NAME (`gpsloc monitor`)
           --visits                   report stops of 3 minutes or more within 50 m ("visit" lines)
           --significant-changes      only significant changes: the first location, then one per 500 m
                                      moved and at least 5 minutes apart (instead of every location)

@@ -11,6 +11,7 @@ public enum GPSLoc {
           auth       which apps may have the location: status, grant, revoke, reset
           sky        the satellites gpsd sees: PRN, constellation, elevation, azimuth, SNR, used
           last       the last location an app received, and how old it is
+          monitor    the geofences a named CLMonitor of an app keeps: list, add, remove
           doctor     what is wrong with this machine's GPS setup, and the commands that fix it
           version    versions of gpsloc and the libgps it was built with
         """
@@ -30,6 +31,7 @@ public enum GPSLoc {
             case "doctor": return try DoctorCommand.run(rest)
             case "sky": return try SkyCommand.run(rest)
             case "last": return try LastCommand.run(rest)
+            case "monitor": return try MonitorCommand.run(rest)
             case "version", "--version":
                 print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
                 return 0

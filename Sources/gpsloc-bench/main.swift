@@ -54,6 +54,11 @@ if arguments.first == "consume" {
     exit(0)
 }
 
+if arguments.first == "regions" {
+    benchmarkRegions(circles: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
+    exit(0)
+}
+
 // `gpsloc-bench nmea FILE`: parse + epoch assembly throughput over a recording, best of 3.
 if arguments.first == "nmea", arguments.count >= 2 {
     let data = try Data(contentsOf: URL(fileURLWithPath: arguments[1]))

@@ -1,0 +1,119 @@
+import Foundation
+import GPSLocation
+
+/// `gpsloc monitor`: the conditions a named `CLMonitor` of an app keeps between runs
+/// (`MonitorStore`), listed, added and removed without writing code.
+enum MonitorCommand {
+    static let help = """
+        usage: gpsloc monitor list [NAME] [--app ID] [--json]
+               gpsloc monitor add NAME ID=LAT,LON,RADIUS... [--app ID]
+               gpsloc monitor remove NAME ID... [--app ID]
+
+        The circles a named CLMonitor of APP (default gpsloc) monitors, kept in
+        $XDG_STATE_HOME/gpslocation/monitors/APP/ (or ~/.local/state/gpslocation/monitors/APP/), with
+        the state each was last seen in. A program that opens `CLMonitor("NAME")` monitors them, and
+        `gpsloc watch --monitor NAME` shows their events. `add` replaces a circle with the same ID
+        (its state becomes unknown); radii are metres, at most 100000.
+        Exit status: 0 done, 1 the store could not be read or written, 2 a usage mistake.
+        """
+
+    static func run(_ argv: [String]) throws(UsageError) -> Int32 {
+        let arguments = try Arguments(argv, valued: ["app"], flags: ["json"])
+        if arguments.has("help") {
+            print(help)
+            return 0
+        }
+        let app = arguments["app"] ?? "gpsloc"
+        try AuthCommand.validate(app)
+        guard let action = arguments.positionals.first else {
+            throw UsageError("monitor needs list, add or remove")
+        }
+        let operands = Array(arguments.positionals.dropFirst())
+        let store = MonitorStore()
+        do {
+            switch action {
+            case "list":
+                guard operands.count <= 1 else { throw UsageError("monitor list takes at most one NAME") }
+                let names = operands.isEmpty ? store.monitors(app: app) : operands
+                let json = arguments.has("json") || isatty(STDOUT_FILENO) == 0
+                if names.isEmpty && !json { print("\(app) keeps no monitors (add one: gpsloc monitor add NAME ID=LAT,LON,RADIUS)") }
+                for name in names {
+                    let conditions = try store.conditions(monitor: name, app: app)
+                    for condition in conditions {
+                        if json {
+                            print(jsonLine(app: app, monitor: name, condition))
+                        } else {
+                            print(
+                                "\(escaped(name))  \(escaped(condition.identifier))  "
+                                    + String(
+                                        format: "%.7f %.7f r %.0f m", condition.latitude, condition.longitude,
+                                        condition.radius) + "  \(condition.state)")
+                        }
+                    }
+                    if conditions.isEmpty && !json { print("\(escaped(name)): no conditions") }
+                }
+                return 0
+            case "add":
+                guard operands.count >= 2 else { throw UsageError("monitor add needs NAME and at least one ID=LAT,LON,RADIUS") }
+                let name = operands[0]
+                var fences: [Geofence] = []
+                for text in operands.dropFirst() {
+                    do {
+                        fences.append(try PipelineOptions.region(text))
+                    } catch {
+                        throw UsageError(error.message.replacingOccurrences(of: "--region", with: "each circle"))
+                    }
+                }
+                var conditions = try store.conditions(monitor: name, app: app)
+                for fence in fences {
+                    conditions.removeAll { $0.identifier == fence.identifier }
+                    conditions.append(
+                        MonitorStore.Condition(
+                            identifier: fence.identifier, latitude: fence.latitude, longitude: fence.longitude,
+                            radius: fence.radius))
+                }
+                try store.save(conditions.sorted { $0.identifier < $1.identifier }, monitor: name, app: app)
+                print("\(app)'s monitor \(escaped(name)) now has \(conditions.count) condition(s)")
+                return 0
+            case "remove":
+                guard operands.count >= 2 else { throw UsageError("monitor remove needs NAME and at least one ID") }
+                let name = operands[0]
+                var conditions = try store.conditions(monitor: name, app: app)
+                let unknown = operands.dropFirst().filter { id in !conditions.contains { $0.identifier == id } }
+                guard unknown.isEmpty else {
+                    FileHandle.standardError.write(
+                        Data(
+                            "gpsloc: \(app)'s monitor \(escaped(name)) has no condition \(unknown.map(escaped).joined(separator: ", ")) — `gpsloc monitor list \(name) --app \(app)` lists them\n"
+                                .utf8))
+                    return 1
+                }
+                conditions.removeAll { operands.dropFirst().contains($0.identifier) }
+                try store.save(conditions, monitor: name, app: app)
+                print("\(app)'s monitor \(escaped(name)) now has \(conditions.count) condition(s)")
+                return 0
+            default:
+                throw UsageError("monitor needs list, add or remove, not \(action)")
+            }
+        } catch let error as UsageError {
+            throw error
+        } catch {
+            FileHandle.standardError.write(Data("gpsloc: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    private static func jsonLine(app: String, monitor: String, _ condition: MonitorStore.Condition) -> String {
+        let object: [String: Any] = [
+            "type": "condition", "app": app, "monitor": monitor, "identifier": condition.identifier,
+            "latitude": condition.latitude, "longitude": condition.longitude, "radius": condition.radius,
+            "state": condition.state,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Names and identifiers shown with control characters as `?`.
+    private static func escaped(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+    }
+}
