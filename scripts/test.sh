@@ -16,4 +16,4 @@ scripts/check-nmea-standalone.sh
 # the real-gpsd receiver suite is left out: under TSan's slowdown which receiver reports first is a
 # race of its set-up (seen: it picked the other receiver), not of the code.
 swift test --sanitize=thread \
-  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests"
+  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests"

@@ -68,10 +68,12 @@ struct PipelineOptions {
                 let stored = try MonitorStore().conditions(monitor: name, app: appID)
                 guard !stored.isEmpty else {
                     throw UsageError(
-                        "--monitor \(name): \(appID) keeps no conditions under that name (`gpsloc monitor list --app \(appID)`)")
+                        "--monitor \(name): \(appID) keeps no conditions under that name (`gpsloc monitor list --app \(appID)`)"
+                    )
                 }
                 regions += stored.map {
-                    Geofence(identifier: $0.identifier, latitude: $0.latitude, longitude: $0.longitude, radius: $0.radius)
+                    Geofence(
+                        identifier: $0.identifier, latitude: $0.latitude, longitude: $0.longitude, radius: $0.radius)
                 }
             } catch let error as UsageError {
                 throw error

@@ -36,7 +36,9 @@ enum MonitorCommand {
                 guard operands.count <= 1 else { throw UsageError("monitor list takes at most one NAME") }
                 let names = operands.isEmpty ? store.monitors(app: app) : operands
                 let json = arguments.has("json") || isatty(STDOUT_FILENO) == 0
-                if names.isEmpty && !json { print("\(app) keeps no monitors (add one: gpsloc monitor add NAME ID=LAT,LON,RADIUS)") }
+                if names.isEmpty && !json {
+                    print("\(app) keeps no monitors (add one: gpsloc monitor add NAME ID=LAT,LON,RADIUS)")
+                }
                 for name in names {
                     let conditions = try store.conditions(monitor: name, app: app)
                     for condition in conditions {
@@ -54,7 +56,9 @@ enum MonitorCommand {
                 }
                 return 0
             case "add":
-                guard operands.count >= 2 else { throw UsageError("monitor add needs NAME and at least one ID=LAT,LON,RADIUS") }
+                guard operands.count >= 2 else {
+                    throw UsageError("monitor add needs NAME and at least one ID=LAT,LON,RADIUS")
+                }
                 let name = operands[0]
                 var fences: [Geofence] = []
                 for text in operands.dropFirst() {

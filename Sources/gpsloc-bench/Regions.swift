@@ -45,7 +45,8 @@ func benchmarkRegions(circles count: Int) {
     let indexed = best / Double(drive.count) * 1e6
     print(
         String(
-            format: "regions, grid index: %d circles, %d locations (1 h at 10 Hz), %d events: %.2f µs a location = %.3f %% of a core at 10 Hz",
+            format:
+                "regions, grid index: %d circles, %d locations (1 h at 10 Hz), %d events: %.2f µs a location = %.3f %% of a core at 10 Hz",
             count, drive.count, eventCount, indexed, indexed * 10 / 1e4))
 
     // The naive loop: every circle, every location.
@@ -77,6 +78,7 @@ func benchmarkRegions(circles count: Int) {
     let naive = naiveBest / Double(sample.count) * 1e6
     print(
         String(
-            format: "regions, naive loop: %d circles, %d locations (%d inside at the end): %.0f µs a location = %.1f %% of a core at 10 Hz (%.0f× the index)",
+            format:
+                "regions, naive loop: %d circles, %d locations (%d inside at the end): %.0f µs a location = %.1f %% of a core at 10 Hz (%.0f× the index)",
             count, sample.count, inside, naive, naive * 10 / 1e4, naive / indexed))
 }

@@ -613,7 +613,10 @@ extension MonitoringRecordingTests {
     func monitorCommand() throws {
         let home = try GPSLocBinary.makeConfigHome()
         let added = try GPSLocBinary.run(
-            ["monitor", "add", "depots", "east=51.453880,-2.591704,60", "south=51.450280,-2.597470,60", "--app", "fleet"],
+            [
+                "monitor", "add", "depots", "east=51.453880,-2.591704,60", "south=51.450280,-2.597470,60", "--app",
+                "fleet",
+            ],
             configHome: home)
         #expect(added.status == 0, "\(added.stderr)")
         let file = home.appendingPathComponent("state/gpslocation/monitors/fleet/monitor-depots.json")
@@ -624,11 +627,14 @@ extension MonitoringRecordingTests {
         let missing = try GPSLocBinary.run(["monitor", "remove", "depots", "west", "--app", "fleet"], configHome: home)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("no condition west"))
-        let removed = try GPSLocBinary.run(["monitor", "remove", "depots", "south", "--app", "fleet"], configHome: home)
+        let removed = try GPSLocBinary.run(
+            ["monitor", "remove", "depots", "south", "--app", "fleet"], configHome: home)
         #expect(removed.status == 0)
         let replay = try GPSLocBinary.run(
-            ["replay", Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path, "--fast", "--json", "--app",
-                "fleet", "--monitor", "depots"], configHome: home)
+            [
+                "replay", Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path, "--fast", "--json", "--app",
+                "fleet", "--monitor", "depots",
+            ], configHome: home)
         let regions = replay.stdout.split(separator: "\n").filter { $0.contains(#""type":"region""#) }
         #expect(regions.count == 7)
         #expect(regions.allSatisfy { $0.contains(#""identifier":"east""#) })
