@@ -47,6 +47,9 @@ let package = Package(
             name: "ported-daemon", dependencies: ["GPSLocation"], path: "Examples/PortedDaemon",
             swiftSettings: strictSettings),
         .executableTarget(
+            name: "geofenced", dependencies: ["GPSLocation"], path: "Examples/GeofenceDaemon",
+            exclude: ["geofenced.service", "geofenced.conf"], swiftSettings: strictSettings),
+        .executableTarget(
             name: "gpsloc-bench", dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "TestSupport"],
             swiftSettings: strictSettings),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),

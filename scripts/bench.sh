@@ -69,6 +69,36 @@ PY
 "$bin/gpsloc-bench" pipeline 1000000 "$out/lines.txt"
 "$bin/gpsloc-bench" manager 1000000
 
+echo "== gpsloc built two ways: the Swift runtime as shared libraries, or linked in (scripts/install.sh)"
+swift build -c release --product gpsloc --static-swift-stdlib --scratch-path .build/static >&2
+static_bin="$(swift build -c release --product gpsloc --static-swift-stdlib --scratch-path .build/static --show-bin-path)/gpsloc"
+strip -o "$out/gpsloc-static" "$static_bin"
+python3 - "$bin/gpsloc" "$out/gpsloc-static" fixtures/loop-1hz-gp.nmea <<'PY'
+import os, re, resource, subprocess, sys, time
+def libraries(path):
+    found = re.findall(r"=> (/\S+)", subprocess.run(["ldd", path], capture_output=True, text=True).stdout)
+    return found
+def startup(path, runs=200):
+    best = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(runs):
+            subprocess.run([path, "--help"], stdout=subprocess.DEVNULL, check=True)
+        best.append((time.perf_counter() - start) / runs)
+    return min(best) * 1000
+def max_rss(command):
+    result = subprocess.run(["/usr/bin/time", "-f", "%M"] + command, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, check=True)
+    return int(result.stderr.strip().splitlines()[-1])
+for label, path in (("dynamic (.build/release)", sys.argv[1]), ("static, stripped (install.sh)", sys.argv[2])):
+    libs = libraries(path)
+    swift = [l for l in libs if re.search(r"libswift|Foundation|libdispatch|BlocksRuntime", l)]
+    disk = os.path.getsize(path) + sum(os.path.getsize(os.path.realpath(l)) for l in libs)
+    print(f"{label}: {len(libs)} shared libraries ({len(swift)} Swift), binary {os.path.getsize(path)/1e6:.1f} MB, "
+          f"binary + libraries {disk/1e6:.1f} MB; --help {startup(path):.1f} ms (best of 5 × 200); "
+          f"max RSS --help {max_rss([path, '--help'])} KB, replay of the loop recording {max_rss([path, 'replay', sys.argv[3], '--fast', '--json'])} KB")
+PY
+
 echo "== geofences: 10,000 monitored circles, one hour of a 10 Hz drive (grid index against the naive loop)"
 "$bin/gpsloc-bench" regions 10000
 best "GeodSolve -i on the same 200,000 lines (text in/out)" "GeodSolve -i -p 9 < $out/lines.txt > /dev/null"

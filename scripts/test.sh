@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: unit tests, the real-gpsd integration tests (gpsfake), the
-# GeodSolve comparison, the CLI tests, the NMEA engine built without libgps, and the manager,
+# GeodSolve comparison, the CLI tests, the NMEA engine built without libgps, the installer, and the manager,
 # engine, staleness and receiver suites under Thread Sanitizer. Warnings are errors (Package.swift).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,9 @@ swift build --build-tests
 swift test --skip-build --parallel
 # The NMEA engine in a package with no CGPS at all: it builds and passes without libgps.
 scripts/check-nmea-standalone.sh
+# The installer into an empty prefix: a gpsloc with the Swift runtime linked in (no Swift library
+# loaded), its man page and completion, the udev rule, idempotence and uninstall (a release build).
+scripts/check-install.sh
 # The threading of the manager and the engine's drivers, under Thread Sanitizer (a separate build).
 # The receiver rules run here through their stage and a manager fed fixes (ReceiverSelectionStageTests);
 # the real-gpsd receiver suite is left out: under TSan's slowdown which receiver reports first is a

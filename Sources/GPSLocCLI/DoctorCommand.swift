@@ -88,14 +88,27 @@ enum DoctorCommand {
         }
 
         // Our udev rule (optional: gpsd's own rules already hot-plug most receivers).
-        let rule = "/etc/udev/rules.d/61-gpslocation-gnss.rules"
-        if FileManager.default.fileExists(atPath: rule) {
-            report("ok", "the GPSLocation udev rule is installed (\(rule))")
+        let name = "61-gpslocation-gnss.rules"
+        // udev reads /etc, /run and /usr/lib (and /lib); scripts/install.sh puts the rule in
+        // PREFIX/lib/udev/rules.d and, for other prefixes, links it from /etc.
+        let read = ["/etc/udev/rules.d", "/run/udev/rules.d", "/usr/lib/udev/rules.d", "/lib/udev/rules.d"]
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let prefixed = executable.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("lib/udev/rules.d").path
+        if let folder = read.first(where: { FileManager.default.fileExists(atPath: "\($0)/\(name)") }) {
+            report("ok", "the GPSLocation udev rule is installed (\(folder)/\(name))")
+        } else if let folder = [prefixed, "/usr/local/lib/udev/rules.d"].first(where: {
+            FileManager.default.fileExists(atPath: "\($0)/\(name)")
+        }) {
+            report(
+                "warn",
+                "the GPSLocation udev rule is in \(folder), which udev does not read — "
+                    + "`sudo ln -s \(folder)/\(name) /etc/udev/rules.d/ && sudo udevadm control --reload`")
         } else {
             report(
                 "warn",
                 "the GPSLocation udev rule is not installed (optional; it adds /dev/gpslocation-gnssN) — "
-                    + "`sudo install -m 644 udev/61-gpslocation-gnss.rules /etc/udev/rules.d/ && sudo udevadm control --reload && sudo udevadm trigger`"
+                    + "`scripts/install.sh` installs it, or `sudo install -m 644 udev/61-gpslocation-gnss.rules /etc/udev/rules.d/ && sudo udevadm control --reload && sudo udevadm trigger`"
             )
         }
         if let defaults = try? String(contentsOfFile: "/etc/default/gpsd", encoding: .utf8),

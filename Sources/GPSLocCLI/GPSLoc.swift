@@ -14,6 +14,7 @@ public enum GPSLoc {
           monitor    the geofences a named CLMonitor of an app keeps: list, add, remove
           doctor     what is wrong with this machine's GPS setup, and the commands that fix it
           version    versions of gpsloc and the libgps it was built with
+          completion bash completion (`source <(gpsloc completion bash)`); manpage: gpsloc(1) in roff
         """
 
     public static func main(_ arguments: [String]) -> Int32 {
@@ -32,6 +33,8 @@ public enum GPSLoc {
             case "sky": return try SkyCommand.run(rest)
             case "last": return try LastCommand.run(rest)
             case "monitor": return try MonitorCommand.run(rest)
+            case "completion": return try ManualCommand.run(rest, page: false)
+            case "manpage": return try ManualCommand.run(rest, page: true)
             case "version", "--version":
                 print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
                 return 0

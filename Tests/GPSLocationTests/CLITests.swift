@@ -643,6 +643,9 @@ final class LineReader: @unchecked Sendable {
         waitUntil(timeout: timeout) { lock.withLock { condition(lines) } }
     }
 
+    /// The lines so far.
+    var snapshot: [(time: Date, text: String)] { lock.withLock { lines } }
+
     func finish() -> [(time: Date, text: String)] {
         done.wait()
         return lock.withLock { lines }

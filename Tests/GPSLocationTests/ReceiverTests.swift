@@ -311,6 +311,21 @@ enum ChildProcessForTests {
         process.waitUntilExit()
         return process.terminationStatus
     }
+
+    /// Runs a program to its end; returns its exit status and its stdout and stderr together.
+    static func runCapturing(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
 }
 
 /// Simulated receivers on pseudo-terminals (`ReceiverSelectionTests.receiver`) and a real gpsd

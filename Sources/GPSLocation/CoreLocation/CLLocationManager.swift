@@ -486,6 +486,37 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         return true
     }
 
+    // MARK: The async shape, for daemons
+
+    /// Location updates as an `AsyncSequence`, for code that prefers a loop to a delegate
+    /// (a daemon's main task): `for try await location in manager.locations() { … }` starts
+    /// updates with this manager's settings (distance filter, minimum interval, …) and stops
+    /// them when the loop ends or its task is cancelled. While it runs the stream is the
+    /// manager's delegate. Errors that do not end updates (gpsd lost and reconnecting, no fix
+    /// for a while) go to `diagnosticsHandler`; those that do — denied or restricted, the
+    /// source ended for good — end the loop by throwing the `CLError`. Authorization that was
+    /// never requested is requested (Always) first, as `requestAlwaysAuthorization()` does.
+    public func locations() -> AsyncThrowingStream<CLLocation, any Error> {
+        AsyncThrowingStream(bufferingPolicy: .bufferingNewest(max(1, maximumBatch))) { continuation in
+            let adapter = StreamDelegate(
+                continuation: continuation,
+                diagnostics: { [weak self] in
+                    self?.diagnosticsHandler ?? Diagnostics.standardError
+                })
+            delegate = adapter
+            onSourceEnded = {
+                continuation.finish(
+                    throwing: CLError(.locationUnknown, message: "the source ended", reason: .sourceEnded))
+            }
+            continuation.onTermination = { [weak self] _ in
+                withExtendedLifetime(adapter) {}
+                self?.stopUpdatingLocation()
+            }
+            if authorizationStatus == .notDetermined { requestAlwaysAuthorization() }
+            startUpdatingLocation()
+        }
+    }
+
     // MARK: Region monitoring, visits, significant changes
 
     /// The largest radius `startMonitoring(for:)` accepts: 100 km (Apple documents no value;
@@ -865,6 +896,36 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     private func logOnce(_ message: String, code: String) {
         let (first, handler) = state.withLock { ($0.loggedMessages.insert(message).inserted, $0.diagnosticsHandler) }
         if first { handler(LocationDiagnostic(code: code, message: message)) }
+    }
+}
+
+/// `CLLocationManager.locations()`'s delegate: locations into the stream, errors that end
+/// updates end it, the others are diagnostics.
+private final class StreamDelegate: CLLocationManagerDelegate, Sendable {
+    let continuation: AsyncThrowingStream<CLLocation, any Error>.Continuation
+    let diagnostics: @Sendable () -> DiagnosticsHandler
+
+    init(
+        continuation: AsyncThrowingStream<CLLocation, any Error>.Continuation,
+        diagnostics: @escaping @Sendable () -> DiagnosticsHandler
+    ) {
+        self.continuation = continuation
+        self.diagnostics = diagnostics
+    }
+
+    func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+        for location in locations { continuation.yield(location) }
+    }
+
+    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
+        guard let error = error as? CLError else { return }
+        switch error.reason {
+        case .notAuthorized?, .restricted?, .sourceEnded?:
+            continuation.finish(throwing: error)
+        default:
+            diagnostics()(
+                LocationDiagnostic(code: error.reason?.name ?? error.code.description, message: error.message))
+        }
     }
 }
 

@@ -1,0 +1,150 @@
+// geofenced — a small service that embeds GPSLocation as a daemon would: locations with a
+// distance filter and geofence events from a config file, as plain lines on stderr for the
+// journal; readiness, watchdog and stopping through sd_notify; a clean stop on SIGTERM.
+//
+//   geofenced [--config FILE] [--distance-filter METRES]
+//
+// The config (default /etc/gpslocation/geofenced.conf) has one circle a line,
+// `ID=LAT,LON,RADIUS` (metres), `#` comments. The app id is the executable's name, so its
+// authorization is the administrator's policy (/etc/gpslocation/policy.json) or
+// `gpsloc auth grant geofenced --always` for the user it runs as: no terminal, no prompt. gpsd
+// comes from GPSLOCATION_GPSD (default 127.0.0.1:2947). The circles and their last states are
+// kept by CLMonitor("geofenced") under $XDG_STATE_HOME (systemd's StateDirectory=), so a
+// restarted service knows where it was.
+import Foundation
+import GPSLocation
+
+func log(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// One `ID=LAT,LON,RADIUS` line.
+func parseCircle(_ text: Substring, line: Int) throws -> (String, CLMonitor.CircularGeographicCondition) {
+    let parts = text.split(separator: "=", maxSplits: 1)
+    let numbers = parts.count == 2 ? parts[1].split(separator: ",").compactMap { Double($0) } : []
+    guard parts.count == 2, !parts[0].isEmpty, numbers.count == 3, abs(numbers[0]) <= 90, abs(numbers[1]) <= 180,
+        numbers[2] > 0
+    else {
+        throw ConfigError(message: "line \(line): expected ID=LAT,LON,RADIUS (metres), not \(text)")
+    }
+    return (
+        String(parts[0]),
+        CLMonitor.CircularGeographicCondition(
+            center: CLLocationCoordinate2D(latitude: numbers[0], longitude: numbers[1]), radius: numbers[2])
+    )
+}
+
+struct ConfigError: Error { let message: String }
+
+var configPath = "/etc/gpslocation/geofenced.conf"
+var distanceFilter: CLLocationDistance = 25
+var arguments = CommandLine.arguments.dropFirst().makeIterator()
+while let argument = arguments.next() {
+    switch argument {
+    case "--config": configPath = arguments.next() ?? configPath
+    case "--distance-filter": distanceFilter = arguments.next().flatMap(Double.init) ?? distanceFilter
+    default:
+        log("geofenced: unknown option \(argument) (usage: geofenced [--config FILE] [--distance-filter METRES])")
+        exit(64)
+    }
+}
+
+var circles: [(String, CLMonitor.CircularGeographicCondition)] = []
+do {
+    let text = try String(contentsOfFile: configPath, encoding: .utf8)
+    for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty { continue }
+        circles.append(try parseCircle(Substring(trimmed), line: index + 1))
+    }
+} catch let error as ConfigError {
+    log("geofenced: \(configPath): \(error.message)")
+    exit(78)  // EX_CONFIG: systemd does not restart on it (RestartPreventExitStatus=78)
+} catch {
+    log("geofenced: cannot read \(configPath): \(error.localizedDescription) — write one ID=LAT,LON,RADIUS a line")
+    exit(78)
+}
+
+let notifier = SystemdNotifier()
+let manager = CLLocationManager()
+manager.distanceFilter = distanceFilter
+manager.diagnosticsHandler = { log("note (\($0.code)): \($0.message)") }
+
+let work = Task {
+    let monitor = await CLMonitor("geofenced")
+    monitor.diagnosticsHandler = { log("note (\($0.code)): \($0.message)") }
+    // The config is the truth: circles no longer in it are dropped, the others (re)added with
+    // the state they were last seen in.
+    let wanted = Set(circles.map(\.0))
+    for identifier in await monitor.identifiers where !wanted.contains(identifier) { await monitor.remove(identifier) }
+    for (identifier, condition) in circles {
+        let last = await monitor.record(for: identifier)?.lastEvent.state ?? .unknown
+        await monitor.add(condition, identifier: identifier, assuming: last)
+    }
+    log("geofenced: monitoring \(circles.count) circle(s) from \(configPath); distance filter \(Int(distanceFilter)) m")
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+            var ready = false
+            for try await location in manager.locations() {
+                let accuracy =
+                    location.horizontalAccuracy < CLLocationDistanceMax
+                    ? String(format: "±%.0f m", location.horizontalAccuracy) : "accuracy unknown"
+                log(
+                    String(
+                        format: "location %.6f %.6f %@ at %@", location.coordinate.latitude,
+                        location.coordinate.longitude, accuracy, "\(location.timestamp)"))
+                if !ready {
+                    ready = true
+                    notifier.send("READY=1\nSTATUS=following the receiver")
+                }
+            }
+        }
+        group.addTask {
+            for try await event in await monitor.events {
+                log(
+                    "region \(event.identifier) \(event.state) at \(event.date)\(event.accuracyLimited ? " (accuracy limited)" : "")"
+                )
+            }
+        }
+        try await group.next()
+        group.cancelAll()
+    }
+}
+
+// The watchdog: half the interval systemd asks for (WATCHDOG_USEC), from a timer of its own.
+let watchdog: (any DispatchSourceTimer)? = notifier.watchdogMicroseconds.map { microseconds in
+    let timer = DispatchSource.makeTimerSource(queue: .global())
+    timer.schedule(deadline: .now(), repeating: .microseconds(microseconds / 2))
+    timer.setEventHandler { notifier.send("WATCHDOG=1") }
+    timer.resume()
+    return timer
+}
+
+var signalSources: [any DispatchSourceSignal] = []
+var stopping = false
+for number in [SIGTERM, SIGINT] {
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+    source.setEventHandler {
+        // A second signal (systemd and a shell may both send one) changes nothing.
+        guard !stopping else { return }
+        stopping = true
+        notifier.send("STOPPING=1")
+        log("geofenced: stopping (signal \(number))")
+        work.cancel()
+    }
+    source.resume()
+    signalSources.append(source)
+}
+
+Task {
+    let result = await work.result
+    watchdog?.cancel()
+    if case .failure(let error) = result, !(error is CancellationError) {
+        log("geofenced: \(error.localizedDescription)")
+        exit(1)
+    }
+    exit(0)
+}
+dispatchMain()

@@ -1,0 +1,286 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// A datagram socket standing in for systemd's notification socket: collects what a service
+/// sends to `NOTIFY_SOCKET`, with arrival times.
+final class NotifySocket: @unchecked Sendable {
+    // @unchecked Sendable: `messages` is behind `lock`; the descriptor is read by one thread.
+    let path: String
+    private let descriptor: Int32
+    private let lock = NSLock()
+    private var received: [(time: Date, text: String)] = []
+
+    init(folder: URL) throws {
+        path = folder.appendingPathComponent("notify.sock").path
+        let made = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        descriptor = made
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in bytes.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(made, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard made >= 0, bound == 0 else { throw POSIXError(.EADDRINUSE) }
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = recv(made, &buffer, buffer.count, 0)
+                if count <= 0 { break }
+                let text = String(decoding: buffer[0..<count], as: UTF8.self)
+                lock.withLock { received.append((Date(), text)) }
+            }
+        }
+    }
+
+    var messages: [(time: Date, text: String)] { lock.withLock { received } }
+
+    func close() {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        Glibc.close(descriptor)
+    }
+}
+
+extension RealGPSD.LaneB {
+    /// `Examples/GeofenceDaemon` (geofenced) as systemd would run it, against a real gpsd.
+    @Suite(
+        "the daemon example under systemd's contract",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+    struct GeofenceDaemonTests {
+        static let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/geofenced").path
+        static let unit = Paths.packageRoot.appendingPathComponent("Examples/GeofenceDaemon/geofenced.service")
+
+        @Test(
+            "its hardened unit passes systemd-analyze verify",
+            .enabled(
+                if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") || Conditions.underCI,
+                "systemd-analyze not installed: sudo apt-get install systemd"))
+        func unitVerifies() throws {
+            let folder = try GPSLocBinary.makeConfigHome()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            // The unit as installed, its ExecStart pointing at the binary just built.
+            let text = try String(contentsOf: Self.unit, encoding: .utf8).replacingOccurrences(
+                of: "/usr/local/bin/geofenced", with: Self.daemon)
+            for setting in [
+                "DynamicUser=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "NoNewPrivileges=yes",
+                "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX", "After=gpsd.socket", "Type=notify",
+                "WatchdogSec=",
+            ] {
+                #expect(text.contains(setting), "the unit sets \(setting)")
+            }
+            let copy = folder.appendingPathComponent("geofenced.service")
+            try text.write(to: copy, atomically: true, encoding: .utf8)
+            let result = try ChildProcessForTests.runCapturing(
+                "/usr/bin/systemd-analyze", ["verify", "--man=no", copy.path])
+            #expect(result.status == 0, "\(result.output)")
+            #expect(!result.output.contains("geofenced.service:"), "\(result.output)")
+        }
+
+        @Test("READY=1 only after the first location, WATCHDOG=1 keeps coming, STOPPING=1 and exit 0 on SIGTERM")
+        func notifies() async throws {
+            let folder = try GPSLocBinary.makeConfigHome()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let recording = folder.appendingPathComponent("now.nmea")
+            let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
+            let start = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
+            #expect(
+                try ChildProcessForTests.run(
+                    simulator,
+                    [
+                        "--rate", "1", "--duration", "600", "--scenario", "loop", "--talkers", "gp", "--start", start,
+                        "--output", recording.path,
+                    ]) == 0)
+            let config = folder.appendingPathComponent("geofenced.conf")
+            try "# test circles\nyard=51.450280,-2.597470,60\neast=51.453880,-2.591704,60\n".write(
+                to: config, atomically: true, encoding: .utf8)
+            #expect(
+                try GPSLocBinary.run(["auth", "grant", "geofenced", "--always"], configHome: folder).status == 0)
+            let server = try await GPSFakeServer.started(log: recording, cycle: 0.12)
+            defer { server.stop() }
+            #expect(await server.waitUntilDeviceAttached())
+            let notify = try NotifySocket(folder: folder)
+            defer { notify.close() }
+
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.daemon)
+            process.arguments = ["--config", config.path, "--distance-filter", "5"]
+            var environment = ProcessInfo.processInfo.environment
+            environment["XDG_CONFIG_HOME"] = folder.path
+            environment["XDG_CACHE_HOME"] = folder.appendingPathComponent("cache").path
+            environment["XDG_STATE_HOME"] = folder.appendingPathComponent("state").path
+            environment["GPSLOCATION_GPSD"] = "127.0.0.1:\(server.endpoint.port)"
+            environment["NOTIFY_SOCKET"] = notify.path
+            environment["WATCHDOG_USEC"] = "1000000"
+            process.environment = environment
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            let errors = Pipe()
+            process.standardError = errors
+            try process.run()
+            let log = LineReader(errors.fileHandleForReading)
+            defer { if process.isRunning { process.terminate() } }
+
+            #expect(
+                waitUntil(timeout: 20) { notify.messages.contains { $0.text.hasPrefix("READY=1") } },
+                "READY=1 arrives")
+            let ready = try #require(notify.messages.first { $0.text.hasPrefix("READY=1") })
+            #expect(
+                log.waitFor(timeout: 5) { lines in
+                    lines.contains {
+                        $0.text.hasPrefix("location 51.") && $0.time <= ready.time.addingTimeInterval(0.05)
+                    }
+                }, "a location was logged before READY=1")
+            try await Task.sleep(for: .seconds(3))
+            let watchdogs = notify.messages.filter { $0.text == "WATCHDOG=1" }
+            #expect(watchdogs.count >= 5, "WATCHDOG=1 every half interval: \(watchdogs.count)")
+            #expect(
+                log.waitFor(timeout: 10) { lines in lines.contains { $0.text.hasPrefix("region yard") } },
+                "geofence events are logged")
+
+            process.terminate()
+            let stopped = waitUntil(timeout: 5) { !process.isRunning }
+            #expect(stopped, "it stops on SIGTERM")
+            #expect(process.terminationStatus == 0)
+            #expect(notify.messages.contains { $0.text == "STOPPING=1" })
+            let lines = log.finish().map(\.text)
+            #expect(lines.contains { $0.hasPrefix("geofenced: stopping") })
+            // The circles and their states are kept for the next start.
+            let kept = try MonitorStore(directory: folder.appendingPathComponent("state/gpslocation/monitors"))
+                .conditions(monitor: "geofenced", app: "geofenced")
+            #expect(kept.map(\.identifier) == ["east", "yard"])
+        }
+
+        @Test("a bad config line is a clear error and exit 78 (EX_CONFIG: systemd does not restart it)")
+        func badConfig() throws {
+            let folder = try GPSLocBinary.makeConfigHome()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let config = folder.appendingPathComponent("bad.conf")
+            try "depot=51.45,-2.6\n".write(to: config, atomically: true, encoding: .utf8)
+            let result = try ChildProcessForTests.runCapturing(Self.daemon, ["--config", config.path])
+            #expect(result.status == 78)
+            #expect(result.output.contains("line 1: expected ID=LAT,LON,RADIUS"))
+        }
+    }
+
+    /// The README's fleet recipe, `gpsloc watch --json | mosquitto_pub -l -t fleet/HOST/location`,
+    /// against a real Mosquitto broker and a real gpsd.
+    @Suite(
+        "sending locations to a broker (the fleet recipe)",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto") || Conditions.underCI,
+            "mosquitto not installed: sudo apt-get install mosquitto mosquitto-clients"))
+    struct FleetRecipeTests {
+        @Test("a subscriber receives the NDJSON lines of gpsloc watch as messages, one location per message")
+        func recipe() async throws {
+            let folder = try GPSLocBinary.makeConfigHome()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let port = try freePort()
+            let config = folder.appendingPathComponent("mosquitto.conf")
+            try "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false\n".write(
+                to: config, atomically: true, encoding: .utf8)
+            let broker = Process()
+            broker.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
+            broker.arguments = ["-c", config.path]
+            broker.standardOutput = FileHandle.nullDevice
+            broker.standardError = FileHandle.nullDevice
+            try broker.run()
+            // SIGKILL: children spawned from the test runner's threads inherit a signal mask
+            // that blocks SIGTERM, and mosquitto would wait for it forever.
+            defer {
+                kill(broker.processIdentifier, SIGKILL)
+                broker.waitUntilExit()
+            }
+            #expect(waitUntil(timeout: 5) { canConnect(port: port) }, "the broker listens")
+
+            let subscriber = Process()
+            subscriber.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
+            subscriber.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", "fleet/+/location", "-v", "-C", "20"]
+            let received = Pipe()
+            subscriber.standardOutput = received
+            try subscriber.run()
+            let messages = LineReader(received.fileHandleForReading)
+            defer { if subscriber.isRunning { kill(subscriber.processIdentifier, SIGKILL) } }
+            try await Task.sleep(for: .milliseconds(300))
+
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), cycle: 0.02)
+            defer { server.stop() }
+            #expect(await server.waitUntilDeviceAttached())
+            #expect(try GPSLocBinary.run(["auth", "grant", "fleet", "--always"], configHome: folder).status == 0)
+            let pipeline = Process()
+            pipeline.executableURL = URL(fileURLWithPath: "/bin/sh")
+            pipeline.arguments = [
+                "-c",
+                "'\(GPSLocBinary.path)' watch --json --app fleet --port \(server.endpoint.port) --max-age 1e9 "
+                    + "| mosquitto_pub -h 127.0.0.1 -p \(port) -l -t fleet/testhost/location",
+            ]
+            var environment = ProcessInfo.processInfo.environment
+            environment["XDG_CONFIG_HOME"] = folder.path
+            environment["XDG_CACHE_HOME"] = folder.appendingPathComponent("cache").path
+            pipeline.environment = environment
+            pipeline.standardError = FileHandle.nullDevice
+            try pipeline.run()
+            defer {
+                _ = try? ChildProcessForTests.run(
+                    "/usr/bin/pkill", ["-9", "-f", "watch --json --app fleet --port \(server.endpoint.port)"])
+                _ = try? ChildProcessForTests.run(
+                    "/usr/bin/pkill", ["-9", "-f", "mosquitto_pub -h 127.0.0.1 -p \(port)"])
+                kill(pipeline.processIdentifier, SIGKILL)
+                pipeline.waitUntilExit()
+            }
+            #expect(
+                messages.waitFor(timeout: 20) { lines in
+                    lines.filter { $0.text.contains(#""type":"location""#) }.count >= 3
+                }, "locations reach the subscriber")
+            for line in messages.snapshot {
+                #expect(line.text.hasPrefix("fleet/testhost/location {"), "\(line.text)")
+                let json = String(line.text.dropFirst("fleet/testhost/location ".count))
+                let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+                #expect(object?["type"] != nil, "each message is one NDJSON object: \(json)")
+                if object?["type"] as? String == "location" {
+                    #expect(abs((object?["latitude"] as? Double ?? 0) - 51.45) < 0.05)
+                }
+            }
+        }
+
+        private func freePort() throws -> Int {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(descriptor) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+            }
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+
+        private func canConnect(port: Int) -> Bool {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(descriptor) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+        }
+    }
+}

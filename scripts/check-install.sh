@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The installer as a user runs it, into an empty folder: a gpsloc that runs with no Swift on
+# PATH and no Swift runtime library loaded, a man page `man -l` renders, a bash completion
+# that registers, the udev rule, an idempotent second run, and a clean uninstall.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix="$(mktemp -d)/gpsloc-prefix"
+trap 'rm -rf "$(dirname "$prefix")"' EXIT
+fail() { echo "check-install: FAIL: $*" >&2; exit 1; }
+
+scripts/install.sh --prefix "$prefix" > "$prefix.log" 2>&1 || { cat "$prefix.log" >&2; fail "install.sh failed"; }
+for file in bin/gpsloc share/man/man1/gpsloc.1 share/bash-completion/completions/gpsloc \
+  lib/udev/rules.d/61-gpslocation-gnss.rules; do
+  [ -f "$prefix/$file" ] || fail "$file was not installed"
+done
+[ "$(stat -c %a "$prefix/bin/gpsloc")" = 755 ] || fail "gpsloc is not mode 755"
+
+# No Swift runtime or Foundation library is loaded: it runs where no Swift is installed.
+if ldd "$prefix/bin/gpsloc" | grep -E 'libswift|libFoundation|lib_FoundationICU|libdispatch|libBlocksRuntime'; then
+  fail "the installed gpsloc loads Swift runtime libraries"
+fi
+out="$(env -i PATH=/usr/bin:/bin HOME="$(dirname "$prefix")" "$prefix/bin/gpsloc" version)" || fail "gpsloc version failed"
+case "$out" in "gpsloc "*) ;; *) fail "unexpected version output: $out" ;; esac
+lines="$(env -i PATH=/usr/bin:/bin HOME="$(dirname "$prefix")" "$prefix/bin/gpsloc" replay fixtures/loop-1hz-gp.nmea --fast \
+  --region east=51.453880,-2.591704,60 | grep -c '"type":"region"')"
+[ "$lines" = 7 ] || fail "the installed gpsloc replayed $lines region lines, not 7"
+
+# The man page renders without warnings and documents every command.
+rendered="$(MANWIDTH=100 man --warnings=w -l "$prefix/share/man/man1/gpsloc.1" 2>"$prefix.warn")" || fail "man -l failed"
+[ ! -s "$prefix.warn" ] || { cat "$prefix.warn" >&2; fail "man reports warnings"; }
+for command in watch replay auth sky last monitor doctor version completion; do
+  grep -q "gpsloc $command" <<<"$rendered" || fail "the man page does not document $command"
+done
+for section in "EXIT STATUS" FILES ENVIRONMENT EXAMPLES "NDJSON OUTPUT"; do
+  grep -q "^$section" <<<"$rendered" || fail "the man page has no $section section"
+done
+
+# The completion registers, and completes commands and options.
+bash -c "source '$prefix/share/bash-completion/completions/gpsloc' && complete -p gpsloc" | grep -q _gpsloc \
+  || fail "the completion does not register"
+got="$(bash -c "source '$prefix/share/bash-completion/completions/gpsloc'
+  COMP_WORDS=(gpsloc watch --reg); COMP_CWORD=2; _gpsloc; echo \${COMPREPLY[*]}")"
+[ "$got" = "--region" ] || fail "completing 'gpsloc watch --reg' gave '$got'"
+
+# Idempotent, then a clean uninstall.
+scripts/install.sh --prefix "$prefix" > "$prefix.log" 2>&1 || fail "a second install.sh failed"
+scripts/install.sh --uninstall --prefix "$prefix" > "$prefix.log" 2>&1 || fail "uninstall failed"
+left="$(find "$prefix" -type f)"
+[ -z "$left" ] || fail "uninstall left $left"
+echo "check-install: ok — static gpsloc without Swift libraries, man page, completion, udev rule, idempotent, uninstall"
