@@ -166,6 +166,8 @@ final class EngineSession: Sendable {
     /// Where the app's last received location is kept (the library's rule: receivers only).
     private let cache: LastLocationCache?
     private let appID: String
+    /// Where reduced accuracy's offset and rate limit are kept between runs (per app).
+    private let reducedAccuracyStore: ReducedAccuracyStore?
 
     struct Counts {
         var fixes = 0
@@ -178,9 +180,11 @@ final class EngineSession: Sendable {
 
     init(
         sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState, source: any LocationSource,
-        fuzzerSeed: UInt64? = nil, fatalReasons: Set<CLError.Reason> = [], cache: LastLocationCache? = .user,
+        fuzzer: LocationFuzzer? = nil, reducedAccuracyStore: ReducedAccuracyStore? = nil,
+        fatalReasons: Set<CLError.Reason> = [], cache: LastLocationCache? = .user,
         ended: @escaping @Sendable (CLError?) -> Void
     ) {
+        self.reducedAccuracyStore = reducedAccuracyStore
         self.sink = sink
         self.cache = cache
         appID = authorization.appID
@@ -191,12 +195,16 @@ final class EngineSession: Sendable {
             LocationEngine(
                 configuration: options.configuration, authorization: authorization, isLive: source.isLive,
                 sourceInformation: source.sourceInformation,
-                fuzzer: LocationFuzzer(
-                    appID: authorization.appID,
-                    seed: fuzzerSeed ?? LocationFuzzer.secretSeed(authorization.appID))))
+                fuzzer: fuzzer ?? Self.keptFuzzer(reducedAccuracyStore, authorization.appID, live: source.isLive)))
         let owner = WeakSession()
         timers = EngineTimers { timer in owner.session?.step { $0.timerFired(timer, now: Date()) } }
         owner.session = self
+    }
+
+    /// The app's kept reduced-accuracy fuzzer, or nil (a fresh one per run) without a store.
+    private static func keptFuzzer(_ store: ReducedAccuracyStore?, _ app: String, live: Bool) -> LocationFuzzer? {
+        guard let store else { return nil }
+        return LocationFuzzer(restoring: store.loadOrCreate(app), live: live)
     }
 
     /// Starts continuous updates (or, with `--significant-changes`, only those) and the
@@ -255,6 +263,14 @@ final class EngineSession: Sendable {
             case .receiver(let device): sink.device(device)
             case .sky(let sky): sink.sky(sky)
             case .region(let event): sink.region(event)
+            case .reducedAccuracyState(let kept):
+                if let store = reducedAccuracyStore, !store.save(kept, for: appID) {
+                    sink.diagnostic(
+                        code: "reducedAccuracyStore",
+                        message:
+                            "reduced accuracy's state could not be kept in \(store.directory.path) — a restart starts a new offset"
+                    )
+                }
             case .visit(let visit): sink.visit(visit)
             case .arm(let timer, let seconds): timers.arm(timer, after: seconds)
             case .cancel(let timer): timers.cancel(timer)

@@ -113,7 +113,12 @@ enum ReplayCommand {
     ) -> Run {
         let finished = DispatchSemaphore(value: 0)
         let outcome = ExitStatus()
-        let session = EngineSession(sink: sink, options: options, authorization: authorization, source: source) {
+        // The app's kept offset: a replay's reduced locations fall in the same cells as every
+        // earlier run's (its rate limit runs on the recording's clock, so it is not kept).
+        let session = EngineSession(
+            sink: sink, options: options, authorization: authorization, source: source,
+            reducedAccuracyStore: .user
+        ) {
             error in
             if error != nil { outcome.value = 1 }
             finished.signal()

@@ -76,7 +76,7 @@ enum WatchCommand {
             sink: sink, options: options, authorization: authorizer.state,
             source: GPSDLocationSource(
                 endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy()),
-            fuzzerSeed: authorizer.fuzzerSeed,
+            fuzzer: authorizer.makeFuzzer(live: true), reducedAccuracyStore: authorizer.reducedAccuracyStore,
             fatalReasons: [.gpsdUnreachable, .notDetermined, .notAuthorized, .restricted, .notInUse]
         ) { _ in
             exitStatus.value = 1

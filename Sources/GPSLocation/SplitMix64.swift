@@ -5,6 +5,9 @@ package struct SplitMix64: RandomNumberGenerator, Sendable {
 
     package init(seed: UInt64) { state = seed }
 
+    /// Continues a generator from a saved `state`.
+    package init(state: UInt64) { self.state = state }
+
     package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

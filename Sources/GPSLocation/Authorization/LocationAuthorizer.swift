@@ -67,6 +67,19 @@ public final class LocationAuthorizer: @unchecked Sendable {
     /// authorizer snaps to the same secret grid, so averaging several gains nothing.
     package let fuzzerSeed: UInt64
 
+    /// Where reduced accuracy's offset and rate limit are kept between runs (persistent
+    /// authorizers: the user's `ReducedAccuracyStore`); nil: per process.
+    package var reducedAccuracyStore: ReducedAccuracyStore? { lock.withLock { storedReducedAccuracy } }
+    private var storedReducedAccuracy: ReducedAccuracyStore?
+
+    /// The fuzzer for a manager or session of this app: the kept one when there is a store.
+    package func makeFuzzer(live: Bool) -> LocationFuzzer {
+        if let store = reducedAccuracyStore {
+            return LocationFuzzer(restoring: store.loadOrCreate(appID), live: live)
+        }
+        return LocationFuzzer(appID: appID, seed: fuzzerSeed)
+    }
+
     /// What the location engine needs to know to gate locations for this app.
     package var state: AuthorizationState {
         lock.withLock {
@@ -90,6 +103,7 @@ public final class LocationAuthorizer: @unchecked Sendable {
         authorizer.lock.withLock {
             authorizer.store = store
             authorizer.policyPath = policyPath
+            authorizer.storedReducedAccuracy = .user
         }
         try? FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
         let watched = [store.fileURL.path, policyPath] + (LocationPolicy.additionalPath.map { [$0] } ?? [])

@@ -325,6 +325,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         var delivered: CLLocation?
         /// Region events to hand to `regionHandler` (CLMonitor) and to persist.
         var regionEvents: [RegionEvent] = []
+        /// Reduced accuracy's state to keep for the next run.
+        var reducedAccuracy: ReducedAccuracyState?
     }
 
     private let state: Locked<State>
@@ -361,7 +363,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 engine: LocationEngine(
                     configuration: configuration, authorization: authorizer.state, isLive: source.isLive,
                     sourceInformation: source.sourceInformation,
-                    fuzzer: LocationFuzzer(appID: authorizer.appID, seed: authorizer.fuzzerSeed)),
+                    fuzzer: authorizer.makeFuzzer(live: source.isLive)),
                 queue: queue))
         super.init()
         owner.manager = self
@@ -776,6 +778,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                     effects.regionEvents.append(event)
                     if state.regionHandler == nil { append(.region(event), to: &state) }
                 case .visit(let record): append(.visit(record), to: &state)
+                case .reducedAccuracyState(let kept): effects.reducedAccuracy = kept
                 case .sky: break
                 case .diagnose(let code, let message):
                     effects.diagnostics.append(LocationDiagnostic(code: code, message: message))
@@ -812,6 +815,14 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
             source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
         }
         if !effects.regionEvents.isEmpty { regionEventsHappened(effects.regionEvents) }
+        if let kept = effects.reducedAccuracy, let store = authorizer.reducedAccuracyStore {
+            if !store.save(kept, for: authorizer.appID) {
+                logOnce(
+                    "reduced accuracy's state could not be kept in \(store.directory.path) (not a private folder of "
+                        + "yours?) — a restart of \(authorizer.appID) starts a new offset", code: "reducedAccuracyStore"
+                )
+            }
+        }
         if let location = effects.delivered, let cache = state.withLock({ $0.lastLocationCache }) {
             cache.record(location, for: authorizer.appID)
         }

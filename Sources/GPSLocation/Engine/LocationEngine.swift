@@ -78,6 +78,9 @@ package struct LocationEngine: Sendable {
         case region(RegionEvent)
         /// A visit began (no departure yet) or ended.
         case visit(VisitRecord)
+        /// Reduced accuracy gave a location: keep this for the app's next run
+        /// (`ReducedAccuracyStore`), so restarting it undoes neither the offset nor the rate limit.
+        case reducedAccuracyState(ReducedAccuracyState)
         /// Call `timerFired(timer, now:)` after this many seconds (replacing an armed one).
         case arm(Timer, after: TimeInterval)
         case cancel(Timer)
@@ -158,7 +161,9 @@ package struct LocationEngine: Sendable {
         self.configuration = configuration
         self.isLive = isLive
         self.sourceInformation = sourceInformation
-        gate = AuthorizationGate(state: authorization, fuzzer: fuzzer ?? LocationFuzzer(appID: authorization.appID))
+        var fuzzer = fuzzer ?? LocationFuzzer(appID: authorization.appID)
+        fuzzer.setLive(isLive)
+        gate = AuthorizationGate(state: authorization, fuzzer: fuzzer)
         applyConfiguration()
     }
 
@@ -486,6 +491,7 @@ package struct LocationEngine: Sendable {
         case .hold:
             break
         case .deliver(let location):
+            if location.gnss?.reduced == true { actions.append(.reducedAccuracyState(gate.fuzzer.persistentState)) }
             if isMonitoring { actions.append(contentsOf: monitor(location, clock: checkClock, now: now)) }
             if significantChanges?.admits(location) == true && mode != .continuous && mode != .oneShot {
                 lastDelivered = location

@@ -1,0 +1,79 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// Restarting an app must not undo reduced accuracy: the offset and the live rate limit are kept.
+@Suite("reduced accuracy across restarts", .timeLimit(.minutes(3)))
+struct ReducedAccuracyPersistenceTests {
+    static func location(_ latitude: Double, _ longitude: Double, at time: Date) -> CLLocation {
+        CLLocation(
+            coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: 0,
+            horizontalAccuracy: 3, verticalAccuracy: -1, timestamp: time)
+    }
+
+    @Test("a restored live fuzzer: the same cell, the last location once within the limit, nothing fresher")
+    func liveRateLimit() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-\(UUID())")
+        let store = ReducedAccuracyStore(directory: folder)
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        let initial = store.loadOrCreate("app")
+        var first = LocationFuzzer(restoring: initial, live: true)
+        // The same app never restarted, for comparison.
+        var continuous = LocationFuzzer(restoring: initial, live: true)
+        _ = continuous.reduce(Self.location(51.45, -2.59, at: t0), now: t0)
+        let firstGiven = first.reduce(Self.location(51.45, -2.59, at: t0), now: t0)
+        let given = try #require(firstGiven)
+        #expect(store.save(first.persistentState, for: "app"))
+        let file = folder.appendingPathComponent("app.json")
+        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+
+        // Restarted a minute later, having moved 300 m: the location it was given, once.
+        var second = LocationFuzzer(restoring: try #require(store.load("app")), live: true)
+        let again = second.reduce(Self.location(51.4527, -2.59, at: t0 + 60), now: t0 + 60)
+        #expect(again?.coordinate == given.coordinate)
+        #expect(again?.timestamp == given.timestamp)
+        #expect(second.reduce(Self.location(51.4527, -2.59, at: t0 + 61), now: t0 + 61) == nil)
+        // After the limit: a fresh one, exactly what the app would have got had it never restarted.
+        let fresh = second.reduce(Self.location(51.45, -2.59, at: t0 + 901), now: t0 + 901)
+        let later = try #require(fresh)
+        let unrestarted = continuous.reduce(Self.location(51.45, -2.59, at: t0 + 901), now: t0 + 901)
+        #expect(later.coordinate == unrestarted?.coordinate, "the restart changed nothing")
+    }
+
+    @Test("20 restarts of replay --accuracy reduced give one cell, never an average closing in on the truth")
+    func replayRestarts() throws {
+        let home = try GPSLocBinary.makeConfigHome()
+        defer { try? FileManager.default.removeItem(at: home) }
+        var cells = Set<String>()
+        for _ in 0..<20 {
+            let result = try GPSLocBinary.run(
+                [
+                    "replay", Paths.fixtures.appendingPathComponent("boundary-1hz-gp.nmea").path, "--fast", "--json",
+                    "--accuracy", "reduced",
+                ], configHome: home)
+            let first = try #require(
+                result.stdout.split(separator: "\n").first { $0.contains(#""type":"location""#) })
+            let object = try #require(JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])
+            cells.insert("\(object["latitude"]!),\(object["longitude"]!)")
+        }
+        #expect(cells.count == 1, "every restart snaps to the kept grid: \(cells)")
+        let kept = home.appendingPathComponent("state/gpslocation/reduced/gpsloc.json")
+        #expect(FileManager.default.fileExists(atPath: kept.path))
+    }
+
+    @Test("a store folder open to others is not used (nothing read from or written to it)")
+    func publicFolderRefused() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-open-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        chmod(folder.path, 0o777)
+        let store = ReducedAccuracyStore(directory: folder)
+        var fuzzer = LocationFuzzer(appID: "app")
+        _ = fuzzer.reduce(Self.location(51.45, -2.59, at: Date()), now: Date())
+        #expect(!store.save(fuzzer.persistentState, for: "app"))
+        #expect(store.load("app") == nil)
+    }
+}
