@@ -77,3 +77,59 @@ struct ReducedAccuracyPersistenceTests {
         #expect(store.load("app") == nil)
     }
 }
+
+/// Live following of the decision files when their folders are missing or replaced.
+@Suite("following the authorization files live", .timeLimit(.minutes(2)))
+struct FileFollowingTests {
+    static func scratch() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("follow-\(UUID())")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test("a file whose folders do not exist yet is seen once they and it are created")
+    func missingFolder() throws {
+        let root = try Self.scratch()
+        let file = root.appendingPathComponent("etc/gpslocation/policy.json")
+        let changes = Locked(0)
+        let watcher = FileChangeWatcher(paths: [file.path]) { changes.withLock { $0 += 1 } }
+        #expect(watcher != nil)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        _ = waitUntil(timeout: 2) { changes.withLock { $0 } > 0 }
+        let before = changes.withLock { $0 }
+        try Data("{}".utf8).write(to: file)
+        #expect(waitUntil(timeout: 5) { changes.withLock { $0 } > before }, "the new file is reported")
+        withExtendedLifetime(watcher) {}
+    }
+
+    @Test("a folder moved away and recreated is followed to the new one")
+    func replacedFolder() throws {
+        let root = try Self.scratch()
+        let folder = root.appendingPathComponent("store")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("authorizations.json")
+        let changes = Locked(0)
+        let watcher = FileChangeWatcher(paths: [file.path]) { changes.withLock { $0 += 1 } }
+        try FileManager.default.moveItem(at: folder, to: root.appendingPathComponent("store.old"))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        _ = waitUntil(timeout: 2) { changes.withLock { $0 } > 0 }
+        let before = changes.withLock { $0 }
+        try Data("{}".utf8).write(to: file)
+        #expect(waitUntil(timeout: 5) { changes.withLock { $0 } > before }, "a write in the new folder is reported")
+        withExtendedLifetime(watcher) {}
+    }
+
+    @Test("a running app sees a policy created later, in a folder that did not exist at its start")
+    func policyCreatedLater() throws {
+        let root = try Self.scratch()
+        let policy = root.appendingPathComponent("etc/gpslocation/policy.json")
+        let store = DecisionStore(directory: root.appendingPathComponent("config"))
+        let authorizer = LocationAuthorizer.persistent(
+            appID: "latecomer", store: store, policyPath: policy.path, isInUse: false)
+        #expect(authorizer.status == .notDetermined)
+        try FileManager.default.createDirectory(at: policy.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(#"{"granted":{"latecomer":{"status":"authorizedAlways","accuracy":"full"}}}"#.utf8).write(to: policy)
+        chmod(policy.path, 0o644)
+        #expect(waitUntil(timeout: 5) { authorizer.status == .authorizedAlways })
+    }
+}

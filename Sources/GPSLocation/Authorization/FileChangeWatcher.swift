@@ -3,52 +3,120 @@ import Foundation
 /// Watches files with inotify and calls `onChange` (on a private queue) when any changes —
 /// written, replaced by rename, created or deleted. No polling: the queue sleeps until the
 /// kernel reports an event.
+///
+/// It follows the *paths*, not the folders that exist when it starts: a folder that does not
+/// exist yet (`/etc/gpslocation` on a fresh machine) is waited for by watching its nearest
+/// existing ancestor, and a folder that is deleted, moved away or replaced is watched again
+/// where it now is. Each time the watched folders change, `onChange` is called too (a file may
+/// have come with its folder). When a folder cannot be watched any more (inotify's watch limit),
+/// `onFailure` says so once — the caller then fails closed.
 package final class FileChangeWatcher: @unchecked Sendable {
-    // @unchecked Sendable: `source` is set once in init and only cancelled after.
+    // @unchecked Sendable: `source` is set once in init and only cancelled after; `watches`
+    // is touched only on `queue` (and in init, before the source starts).
     private let descriptor: Int32
-    private let source: any DispatchSourceRead
+    private var source: (any DispatchSourceRead)?
     private let names: Set<String>
+    /// The folders of the watched paths.
+    private let targets: [String]
+    private let queue = DispatchQueue(label: "gpslocation.filewatch")
+    /// Watch descriptor → the folder it watches.
+    private var watches: [Int32: String] = [:]
+    private let onChange: @Sendable () -> Void
+    private let onFailure: @Sendable (String) -> Void
+    private var failed = false
 
-    /// Watches the folders of `paths` and reports changes to those file names.
-    package init?(paths: [String], onChange: @escaping @Sendable () -> Void) {
+    /// Watches the folders of `paths` (or their nearest existing ancestors) and reports changes
+    /// to those file names.
+    package init?(
+        paths: [String], onFailure: @escaping @Sendable (String) -> Void = { _ in },
+        onChange: @escaping @Sendable () -> Void
+    ) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return nil }
         descriptor = fd
         names = Set(paths.map { URL(fileURLWithPath: $0).lastPathComponent })
-        var watched = 0
-        for folder in Set(paths.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }) {
-            let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM)
-            if inotify_add_watch(fd, folder, mask) >= 0 { watched += 1 }
-        }
-        guard watched > 0 else {
+        targets = Array(Set(paths.map { URL(fileURLWithPath: $0).deletingLastPathComponent().standardized.path }))
+            .sorted()
+        self.onChange = onChange
+        self.onFailure = onFailure
+        guard arm() else {
             close(fd)
             return nil
         }
-        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: DispatchQueue(label: "gpslocation.filewatch"))
-        let names = self.names
-        source.setEventHandler {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            var relevant = false
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count <= 0 { break }
-                var offset = 0
-                while offset + MemoryLayout<inotify_event>.size <= count {
-                    let (length, name) = buffer.withUnsafeBytes { raw -> (Int, String) in
-                        let event = raw.load(fromByteOffset: offset, as: inotify_event.self)
-                        let nameStart = offset + MemoryLayout<inotify_event>.size
-                        let bytes = raw[nameStart..<min(count, nameStart + Int(event.len))].prefix { $0 != 0 }
-                        return (Int(event.len), String(decoding: bytes, as: UTF8.self))
-                    }
-                    if names.contains(name) { relevant = true }
-                    offset += MemoryLayout<inotify_event>.size + length
-                }
-            }
-            if relevant { onChange() }
-        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in self?.drain() }
         source.setCancelHandler { close(fd) }
+        self.source = source
         source.resume()
     }
 
-    deinit { source.cancel() }
+    deinit { source?.cancel() }
+
+    /// (Re)places the watches: each target folder if it exists, else its nearest existing
+    /// ancestor. False when nothing at all could be watched.
+    @discardableResult
+    private func arm() -> Bool {
+        for wd in watches.keys { inotify_rm_watch(descriptor, wd) }
+        watches.removeAll()
+        var problem: String?
+        for target in targets {
+            var folder = target
+            var isTarget = true
+            while !FileManager.default.fileExists(atPath: folder) && folder != "/" {
+                folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
+                isTarget = false
+            }
+            let selfEvents = UInt32(IN_DELETE_SELF | IN_MOVE_SELF)
+            let mask =
+                isTarget
+                ? UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM) | selfEvents
+                : UInt32(IN_CREATE | IN_MOVED_TO) | selfEvents
+            let wd = inotify_add_watch(descriptor, folder, mask)
+            if wd >= 0 {
+                watches[wd] = folder
+            } else {
+                problem = "cannot watch \(folder) for changes (\(String(cString: strerror(errno))))"
+            }
+        }
+        if let problem, !failed {
+            failed = true
+            onFailure(problem)
+        }
+        return !watches.isEmpty
+    }
+
+    private func drain() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var relevant = false
+        var rearm = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= count {
+                let (length, wd, mask, name) = buffer.withUnsafeBytes { raw -> (Int, Int32, UInt32, String) in
+                    let event = raw.load(fromByteOffset: offset, as: inotify_event.self)
+                    let nameStart = offset + MemoryLayout<inotify_event>.size
+                    let bytes = raw[nameStart..<min(count, nameStart + Int(event.len))].prefix { $0 != 0 }
+                    return (Int(event.len), event.wd, event.mask, String(decoding: bytes, as: UTF8.self))
+                }
+                offset += MemoryLayout<inotify_event>.size + length
+                // Events of watches removed by `arm` (their IN_IGNORED) belong to no folder now.
+                guard let folder = watches[wd] else { continue }
+                if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {
+                    rearm = true  // the folder itself went: follow the path again
+                } else if targets.contains(folder) {
+                    if names.contains(name) { relevant = true }
+                } else if mask & UInt32(IN_ISDIR) != 0 || mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+                    rearm = true  // a folder on the way to a target appeared
+                }
+            }
+        }
+        if rearm {
+            let before = Set(watches.values)
+            arm()
+            if Set(watches.values) != before { relevant = true }
+        }
+        if relevant { onChange() }
+    }
 }

@@ -67,6 +67,25 @@ public final class LocationAuthorizer: @unchecked Sendable {
     /// authorizer snaps to the same secret grid, so averaging several gains nothing.
     package let fuzzerSeed: UInt64
 
+    /// Set when the decision files can no longer be followed: the app is denied from then on.
+    private var failedClosed = false
+
+    /// The store and policy cannot be followed live any more (a revocation might go unseen):
+    /// fail closed — denied, said once on stderr with the reason.
+    private func followingFailed(_ problem: String) {
+        let first = lock.withLock {
+            defer { failedClosed = true }
+            return !failedClosed
+        }
+        guard first else { return }
+        Diagnostics.standardError(
+            LocationDiagnostic(
+                code: "authorizationFollow",
+                message: "\(appID): the authorization files cannot be followed live (\(problem)) — failing closed: "
+                    + "no location is delivered until the program is restarted"))
+        set(AuthorizationDecision(status: .denied))
+    }
+
     /// Where reduced accuracy's offset and rate limit are kept between runs (persistent
     /// authorizers: the user's `ReducedAccuracyStore`); nil: per process.
     package var reducedAccuracyStore: ReducedAccuracyStore? { lock.withLock { storedReducedAccuracy } }
@@ -107,12 +126,16 @@ public final class LocationAuthorizer: @unchecked Sendable {
         }
         try? FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
         let watched = [store.fileURL.path, policyPath] + (LocationPolicy.additionalPath.map { [$0] } ?? [])
-        let watcher = FileChangeWatcher(paths: watched) { [weak authorizer] in
-            guard let authorizer else { return }
+        let watcher = FileChangeWatcher(
+            paths: watched,
+            onFailure: { [weak authorizer] problem in authorizer?.followingFailed(problem) }
+        ) { [weak authorizer] in
+            guard let authorizer, !authorizer.lock.withLock({ authorizer.failedClosed }) else { return }
             authorizer.set(
                 resolve(app: appID, store: store, policyPath: policyPath)
                     ?? AuthorizationDecision(status: .notDetermined))
         }
+        if watcher == nil { authorizer.followingFailed("inotify is not available (\(String(cString: strerror(errno))))") }
         authorizer.lock.withLock { authorizer.watcher = watcher }
         return authorizer
     }
