@@ -104,15 +104,29 @@ final class ExitStatus: @unchecked Sendable {
 }
 
 /// Runs `handler` once on SIGINT or SIGTERM (instead of dying mid-line), so output is flushed
-/// and the terminal left clean.
+/// and the terminal left clean. A clean stop gets `gracePeriod` (0.1 s): if it has not ended
+/// the process by then — stdout stalled (a full pipe nobody reads), a source blocked in a write
+/// — the process exits anyway (status 128 + the signal), so a signal always ends it in time.
 final class SignalTrap {
     private var sources: [any DispatchSourceSignal] = []
+    static let gracePeriod = 0.1
 
     init(_ handler: @escaping @Sendable () -> Void) {
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: handler)
+            source.setEventHandler {
+                handler()
+                DispatchQueue.global().asyncAfter(deadline: .now() + Self.gracePeriod) {
+                    // Leave a terminal's cursor visible (the table hides it); never block on it.
+                    if isatty(STDOUT_FILENO) != 0 {
+                        let flags = fcntl(STDOUT_FILENO, F_GETFL)
+                        _ = fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK)
+                        _ = "\u{1B}[?25h\n".withCString { write(STDOUT_FILENO, $0, 7) }
+                    }
+                    _exit(128 + number)
+                }
+            }
             source.resume()
             sources.append(source)
         }

@@ -110,3 +110,56 @@ struct HardeningTests {
         #expect(store.decision(for: "app")?.status == .authorizedAlways)
     }
 }
+
+/// SIGINT and SIGTERM end gpsloc promptly whatever its output or replay clock is doing.
+@Suite("signals end gpsloc within 0.2 s", .timeLimit(.minutes(2)))
+struct SignalTests {
+    /// Starts gpsloc with `arguments`, signals it after 1.5 s, returns (exit status, ms to exit).
+    static func signalled(
+        _ arguments: [String], signal number: Int32, stalledStdout: Bool
+    ) async throws -> (status: Int32, milliseconds: Double) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        let home = try GPSLocBinary.makeConfigHome()
+        environment["XDG_CONFIG_HOME"] = home.path
+        environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
+        environment["XDG_STATE_HOME"] = home.appendingPathComponent("state").path
+        process.environment = environment
+        let pipe = Pipe()  // never read when stalled: writes block once its buffer is full
+        process.standardOutput = stalledStdout ? pipe : FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try await Task.sleep(for: .milliseconds(1500))
+        let start = ContinuousClock.now
+        kill(process.processIdentifier, number)
+        let ended = await waitUntilAsync(timeout: 5) { !process.isRunning }
+        let elapsed = ContinuousClock.now - start
+        if !ended { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        _ = pipe
+        return (
+            process.terminationStatus,
+            Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        )
+    }
+
+    @Test("a paced replay (--speed 1) ends on SIGINT and on SIGTERM, exit 0", arguments: [SIGINT, SIGTERM])
+    func pacedReplay(signal number: Int32) async throws {
+        let result = try await Self.signalled(
+            ["replay", Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path, "--speed", "1", "--json"],
+            signal: number, stalledStdout: false)
+        #expect(result.milliseconds < 200, "ended after \(result.milliseconds) ms")
+        #expect(result.status == 0)
+    }
+
+    @Test("a replay whose stdout is stalled (a full pipe) still ends on SIGTERM, exit 143")
+    func stalledStdout() async throws {
+        let result = try await Self.signalled(
+            ["replay", Paths.fixtures.appendingPathComponent("drive-10hz-multi.nmea").path, "--fast", "--json"],
+            signal: SIGTERM, stalledStdout: true)
+        #expect(result.milliseconds < 200, "ended after \(result.milliseconds) ms")
+        #expect(result.status == 143)
+    }
+}

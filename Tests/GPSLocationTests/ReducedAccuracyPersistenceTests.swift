@@ -127,7 +127,8 @@ struct FileFollowingTests {
         let authorizer = LocationAuthorizer.persistent(
             appID: "latecomer", store: store, policyPath: policy.path, isInUse: false)
         #expect(authorizer.status == .notDetermined)
-        try FileManager.default.createDirectory(at: policy.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: policy.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(#"{"granted":{"latecomer":{"status":"authorizedAlways","accuracy":"full"}}}"#.utf8).write(to: policy)
         chmod(policy.path, 0o644)
         #expect(waitUntil(timeout: 5) { authorizer.status == .authorizedAlways })

@@ -135,7 +135,9 @@ public final class LocationAuthorizer: @unchecked Sendable {
                 resolve(app: appID, store: store, policyPath: policyPath)
                     ?? AuthorizationDecision(status: .notDetermined))
         }
-        if watcher == nil { authorizer.followingFailed("inotify is not available (\(String(cString: strerror(errno))))") }
+        if watcher == nil {
+            authorizer.followingFailed("inotify is not available (\(String(cString: strerror(errno))))")
+        }
         authorizer.lock.withLock { authorizer.watcher = watcher }
         return authorizer
     }

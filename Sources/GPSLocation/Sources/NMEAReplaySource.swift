@@ -121,8 +121,13 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
                 if let speed {
                     if let first = firstRecordingTime {
                         let due = firstClock + time.timeIntervalSince(first) / speed
-                        let wait = due - clock.now()
-                        if wait > 0 { clock.sleep(seconds: min(wait, 60)) }
+                        // In slices of at most 20 ms, so `stop()` ends a paced replay at once
+                        // instead of after the rest of the recording's time.
+                        while isRunning {
+                            let wait = due - clock.now()
+                            if wait <= 0 { break }
+                            clock.sleep(seconds: min(wait, 0.02))
+                        }
                     } else {
                         firstRecordingTime = time
                         firstClock = clock.now()
