@@ -126,15 +126,15 @@ public final class LocationAuthorizer: @unchecked Sendable {
         }
         try? FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
         let watched = [store.fileURL.path, policyPath] + (LocationPolicy.additionalPath.map { [$0] } ?? [])
-        let watcher = FileChangeWatcher(
-            paths: watched,
-            onFailure: { [weak authorizer] problem in authorizer?.followingFailed(problem) }
-        ) { [weak authorizer] in
+        let onChange: @Sendable () -> Void = { [weak authorizer] in
             guard let authorizer, !authorizer.lock.withLock({ authorizer.failedClosed }) else { return }
             authorizer.set(
                 resolve(app: appID, store: store, policyPath: policyPath)
                     ?? AuthorizationDecision(status: .notDetermined))
         }
+        let watcher = FileChangeWatcher(
+            paths: watched, onFailure: { [weak authorizer] problem in authorizer?.followingFailed(problem) },
+            onChange: onChange)
         if watcher == nil {
             authorizer.followingFailed("inotify is not available (\(String(cString: strerror(errno))))")
         }
