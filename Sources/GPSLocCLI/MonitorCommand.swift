@@ -46,13 +46,13 @@ enum MonitorCommand {
                             print(jsonLine(app: app, monitor: name, condition))
                         } else {
                             print(
-                                "\(escaped(name))  \(escaped(condition.identifier))  "
+                                "\(terminalSafe(name))  \(terminalSafe(condition.identifier))  "
                                     + String(
                                         format: "%.7f %.7f r %.0f m", condition.latitude, condition.longitude,
                                         condition.radius) + "  \(condition.state)")
                         }
                     }
-                    if conditions.isEmpty && !json { print("\(escaped(name)): no conditions") }
+                    if conditions.isEmpty && !json { print("\(terminalSafe(name)): no conditions") }
                 }
                 return 0
             case "add":
@@ -77,7 +77,7 @@ enum MonitorCommand {
                             radius: fence.radius))
                 }
                 try store.save(conditions.sorted { $0.identifier < $1.identifier }, monitor: name, app: app)
-                print("\(app)'s monitor \(escaped(name)) now has \(conditions.count) condition(s)")
+                print("\(app)'s monitor \(terminalSafe(name)) now has \(conditions.count) condition(s)")
                 return 0
             case "remove":
                 guard operands.count >= 2 else { throw UsageError("monitor remove needs NAME and at least one ID") }
@@ -87,13 +87,13 @@ enum MonitorCommand {
                 guard unknown.isEmpty else {
                     FileHandle.standardError.write(
                         Data(
-                            "gpsloc: \(app)'s monitor \(escaped(name)) has no condition \(unknown.map(escaped).joined(separator: ", ")) — `gpsloc monitor list \(name) --app \(app)` lists them\n"
+                            "gpsloc: \(app)'s monitor \(terminalSafe(name)) has no condition \(unknown.map(terminalSafe).joined(separator: ", ")) — `gpsloc monitor list \(name) --app \(app)` lists them\n"
                                 .utf8))
                     return 1
                 }
                 conditions.removeAll { operands.dropFirst().contains($0.identifier) }
                 try store.save(conditions, monitor: name, app: app)
-                print("\(app)'s monitor \(escaped(name)) now has \(conditions.count) condition(s)")
+                print("\(app)'s monitor \(terminalSafe(name)) now has \(conditions.count) condition(s)")
                 return 0
             default:
                 throw UsageError("monitor needs list, add or remove, not \(action)")
@@ -114,10 +114,5 @@ enum MonitorCommand {
         ]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// Names and identifiers shown with control characters as `?`.
-    private static func escaped(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
     }
 }

@@ -19,6 +19,17 @@ protocol UpdateSink: AnyObject, Sendable {
     func finish()
 }
 
+/// Text from outside (gpsd's device paths and driver names, identifiers from files) made safe
+/// for a terminal: control characters (escape sequences among them) shown as `?`.
+func terminalSafe(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+        return text
+    }
+    return String(
+        String.UnicodeScalarView(
+            text.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
+}
+
 /// Writes to a file descriptor in large chunks; `flushEachLine` for live output.
 final class OutputStream {
     private let descriptor: Int32
@@ -152,12 +163,13 @@ final class TextSink: UpdateSink, @unchecked Sendable {
         }
     }
 
-    func error(_ error: CLError) { stream.write("error (\(error.code)): \(error.description)\n") }
-    func diagnostic(code: String, message: String) { stream.write("note: \(message)\n") }
+    func error(_ error: CLError) { stream.write("error (\(error.code)): \(terminalSafe(error.description))\n") }
+    func diagnostic(code: String, message: String) { stream.write("note: \(terminalSafe(message))\n") }
     func device(_ device: DeviceEvent) {
         stream.write(
-            "device \(device.path) \(device.activated ? "active" : "inactive")\(device.driver.map { " (\($0))" } ?? "")\n"
-        )
+            terminalSafe(
+                "device \(device.path) \(device.activated ? "active" : "inactive")\(device.driver.map { " (\($0))" } ?? "")")
+                + "\n")
     }
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
         stream.write("authorization: \(status), \(accuracy) accuracy\(reason.map { " — \($0)" } ?? "")\n")
@@ -166,7 +178,7 @@ final class TextSink: UpdateSink, @unchecked Sendable {
     func region(_ event: RegionEvent) {
         let limited = event.limitation.map { " (\($0.rawValue))" } ?? ""
         stream.write(
-            "region \(event.identifier): \(event.kind.rawValue), \(event.state.rawValue)\(limited) at "
+            "region \(terminalSafe(event.identifier)): \(event.kind.rawValue), \(event.state.rawValue)\(limited) at "
                 + "\(iso8601Milliseconds(event.timestamp))\n")
     }
     func visit(_ visit: VisitRecord) {

@@ -26,7 +26,8 @@ enum SkyCommand {
         let result = SkyResult()
         source.start { event in
             switch event {
-            case .report(.sky(let sky)) where !sky.satellites.isEmpty:
+            case .report(.sky(let raw)) where !raw.satellites.isEmpty:
+                let sky = PhysicalRanges.check(raw)
                 // gpsd reports the sky once per constellation as its GSV sets arrive; take the
                 // fullest report of one receiver cycle (about a second).
                 if result.set(sky: sky) {

@@ -134,7 +134,7 @@ final class TableSink: UpdateSink, @unchecked Sendable {
             lines.append(row("Device", device))
             lines.append(row("Authorization", authorization))
             for (identifier, state) in regions.sorted(by: { $0.key < $1.key }).prefix(8) {
-                lines.append(row("Region", "\(Self.escaped(identifier)): \(state)"))
+                lines.append(row("Region", "\(identifier): \(state)"))
             }
             if regions.count > 8 { lines.append(row("Regions", "… and \(regions.count - 8) more")) }
             if let lastVisit { lines.append(row("Visit", lastVisit)) }
@@ -148,13 +148,9 @@ final class TableSink: UpdateSink, @unchecked Sendable {
         }
     }
 
+    /// Every value is made terminal-safe: device paths, driver names and messages come from gpsd.
     private func row(_ label: String, _ value: String) -> String {
-        Self.fit(label.padding(toLength: 14, withPad: " ", startingAt: 0) + value)
-    }
-
-    /// Control characters shown as `?` (identifiers come from the command line or a file).
-    private static func escaped(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+        Self.fit(label.padding(toLength: 14, withPad: " ", startingAt: 0) + terminalSafe(value))
     }
 
     private static func fit(_ text: String) -> String { text.count <= 78 ? text : String(text.prefix(77)) + "…" }

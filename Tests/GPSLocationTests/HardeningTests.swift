@@ -4,6 +4,8 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import GPSLocCLI
+import GNSSCore
 
 /// The decision store and the policy against mistakes and planted files.
 @Suite("hardening: the decision store and the policy fail closed", .timeLimit(.minutes(5)))
@@ -161,5 +163,56 @@ struct SignalTests {
             signal: SIGTERM, stalledStdout: true)
         #expect(result.milliseconds < 200, "ended after \(result.milliseconds) ms")
         #expect(result.status == 143)
+    }
+}
+
+@Suite("values outside physical ranges, and gpsd's strings on a terminal", .timeLimit(.minutes(1)))
+struct PhysicalRangeTests {
+    @Test("speed 5e9 m/s and course 720° become unknown, said once a minute")
+    func speedAndCourse() {
+        var engine = LocationEngineTests.engine()
+        let t0 = LocationEngineTests.start
+        _ = engine.start(.continuous, now: t0)
+        var fix = LocationEngineTests.fix(at: 0)
+        fix.speed = 5e9
+        fix.course = 720
+        let actions = engine.handle(.fix(fix), now: t0, uptime: 0)
+        let location = LocationEngineTests.delivered(actions).first
+        #expect(location?.speed == -1 && location?.speedAccuracy == -1)
+        #expect(location?.course == -1 && location?.courseAccuracy == -1)
+        let notes = actions.compactMap { if case .diagnose(let code, let message) = $0 { (code, message) } else { nil } }
+        #expect(notes.map(\.0) == ["outOfRange"])
+        #expect(notes.first?.1.contains("speed 5e+09 m/s and course 720°") == true)
+        var again = LocationEngineTests.fix(at: 1)
+        again.speed = -3
+        let second = engine.handle(.fix(again), now: t0 + 1, uptime: 1)
+        #expect(!second.contains { if case .diagnose = $0 { true } else { false } }, "once a minute")
+    }
+
+    @Test("a sky with elevation 91, azimuth 400, SNR −1 and HDOP 0 shows them as unknown")
+    func sky() {
+        let raw = SkyView(
+            time: nil,
+            satellites: [
+                Satellite(
+                    prn: 5, constellation: .gps, satelliteID: 5, signalToNoise: -1, elevation: 91, azimuth: 400,
+                    used: true),
+                Satellite(
+                    prn: 7, constellation: .gps, satelliteID: 7, signalToNoise: 38, elevation: 45, azimuth: 120,
+                    used: true),
+            ],
+            dilution: DilutionOfPrecision(horizontal: 0, vertical: 1.4))
+        let sky = PhysicalRanges.check(raw)
+        #expect(sky.satellites[0].signalToNoise == nil && sky.satellites[0].elevation == nil)
+        #expect(sky.satellites[0].azimuth == nil)
+        #expect(sky.satellites[1] == raw.satellites[1])
+        #expect(sky.dilution.horizontal == nil && sky.dilution.vertical == 1.4)
+    }
+
+    @Test("escape sequences in gpsd's device path and driver never reach the terminal")
+    func terminalEscaping() {
+        #expect(terminalSafe("/dev/tty\u{1B}[2J\u{7}USB0") == "/dev/tty?[2J?USB0")
+        #expect(terminalSafe("u-blox") == "u-blox")
+        #expect(terminalSafe("\u{9B}31m") == "?31m")
     }
 }

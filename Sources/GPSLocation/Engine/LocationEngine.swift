@@ -365,7 +365,7 @@ package struct LocationEngine: Sendable {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
         case .sky(let sky):
-            return [.sky(sky)]
+            return [.sky(PhysicalRanges.check(sky))]
         case .notice(let code, let message):
             return [.diagnose(code: code, message: message)]
         case .device(let device):
@@ -446,6 +446,26 @@ package struct LocationEngine: Sendable {
     // MARK: The stages
 
     private mutating func handleFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
+        var notes: [Action] = []
+        var fix = fix
+        if fix.speed != nil || fix.course != nil {
+            let (checked, removed) = PhysicalRanges.check(fix)
+            if let removed {
+                fix = checked
+                let clock = isLive ? now : (fix.time ?? recordingNow ?? now)
+                if let last = lastDiagnosed["outOfRange"], clock.timeIntervalSince(last) < 60, clock >= last {
+                    // Said less than a minute ago.
+                } else {
+                    lastDiagnosed["outOfRange"] = clock
+                    notes.append(.diagnose(code: "outOfRange", message: removed))
+                }
+            }
+        }
+        let actions = handleCheckedFix(fix, now: now, uptime: uptime)
+        return notes.isEmpty ? actions : notes + actions
+    }
+
+    private mutating func handleCheckedFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
         if !isLive, let time = fix.time, time > (recordingNow ?? .distantPast) { recordingNow = time }
         // A replay's clock is known only from fixes that carry a time.
         let clock = isLive ? now : recordingNow
