@@ -30,16 +30,30 @@ enum AuthCommand {
             case "status":
                 let entries = try store.entries()
                 if let problem = store.problem { FileHandle.standardError.write(Data("gpsloc: \(problem)\n".utf8)) }
-                let apps = app.map { [$0] } ?? entries.keys.sorted()
+                // What applies is the policy first, then the user's decision: show that, and
+                // where it comes from.
+                let policy = LocationPolicy.effective()
+                if let problem = policy.problem { FileHandle.standardError.write(Data("gpsloc: \(problem)\n".utf8)) }
+                let apps =
+                    app.map { [$0] } ?? Set(entries.keys).union(policy.granted.keys).union(policy.restricted).sorted()
                 if apps.isEmpty { print("no app has a decision yet (\(store.fileURL.path))") }
                 for name in apps {
-                    if let entry = entries[name] {
-                        print(
-                            "\(name): \(entry.status), \(entry.accuracy) accuracy, decided \(iso8601Milliseconds(entry.decidedAt))"
-                        )
-                    } else {
-                        print("\(name): notDetermined")
+                    let effective =
+                        LocationAuthorizer.resolve(app: name, store: store, policyPath: LocationPolicy.defaultPath)
+                        ?? AuthorizationDecision(status: .notDetermined)
+                    let fromPolicy = policy.decision(for: name) != nil
+                    var line = "\(name): \(effective.status)"
+                    if effective.status == .authorizedAlways || effective.status == .authorizedWhenInUse {
+                        line += ", \(effective.accuracy) accuracy"
                     }
+                    if fromPolicy {
+                        line += " (the administrator's policy"
+                        if let entry = entries[name] { line += "; the user's decision, \(entry.status), does not apply" }
+                        line += ")"
+                    } else if let entry = entries[name] {
+                        line += " (the user's decision, \(iso8601Milliseconds(entry.decidedAt)))"
+                    }
+                    print(line)
                 }
             case "grant":
                 guard let app else { throw UsageError("grant needs an app identifier") }

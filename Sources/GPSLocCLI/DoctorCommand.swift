@@ -123,8 +123,20 @@ enum DoctorCommand {
         }
 
         // Authorization.
+        // What applies: the administrator's policy first, then the user's decision.
         let store = DecisionStore()
-        if let decision = store.decision(for: app) {
+        let policy = LocationPolicy.effective()
+        if let problem = policy.problem { report("fail", "the location policy: \(problem)") }
+        if !policy.locationServicesEnabled {
+            report("fail", "location services are off for everyone in the policy (\(LocationPolicy.defaultPath))")
+        }
+        if let decision = policy.decision(for: app) {
+            let level = decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse ? "ok" : "warn"
+            var text = "\(app) is \(decision.status)"
+            if level == "ok" { text += " with \(decision.accuracy) accuracy" }
+            text += " by the administrator's policy (\(LocationPolicy.defaultPath)); the user cannot change it"
+            report(level, text)
+        } else if let decision = store.decision(for: app) {
             let level = decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse ? "ok" : "warn"
             report(level, "\(app) is \(decision.status) with \(decision.accuracy) accuracy (\(store.fileURL.path))")
         } else {

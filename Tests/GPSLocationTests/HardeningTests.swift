@@ -216,3 +216,36 @@ struct PhysicalRangeTests {
         #expect(terminalSafe("\u{9B}31m") == "?31m")
     }
 }
+
+@Suite("auth status and doctor show the decision that applies", .timeLimit(.minutes(1)))
+struct EffectiveDecisionTests {
+    @Test("a restriction in the policy is what auth status and doctor report, not the user's grant")
+    func restrictedByPolicy() throws {
+        let home = try GPSLocBinary.makeConfigHome()
+        #expect(try GPSLocBinary.run(["auth", "grant", "kid", "--always"], configHome: home).status == 0)
+        let policy = home.appendingPathComponent("policy.json")
+        try Data(#"{"restricted":["kid"]}"#.utf8).write(to: policy)
+        chmod(policy.path, 0o644)
+        func run(_ arguments: [String]) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["XDG_CONFIG_HOME"] = home.path
+            environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
+            environment["GPSLOCATION_POLICY"] = policy.path
+            process.environment = environment
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+        let status = try run(["auth", "status"])
+        #expect(status.contains("kid: restricted (the administrator's policy; the user's decision, authorizedAlways, does not apply)"), "\(status)")
+        let doctor = try run(["doctor", "--app", "kid", "--port", "1"])
+        #expect(doctor.contains("kid is restricted by the administrator's policy"), "\(doctor)")
+    }
+}
