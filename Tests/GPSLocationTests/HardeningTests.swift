@@ -249,3 +249,54 @@ struct EffectiveDecisionTests {
         #expect(doctor.contains("kid is restricted by the administrator's policy"), "\(doctor)")
     }
 }
+
+@Suite("a corrupt decision store loses only what cannot be read", .timeLimit(.minutes(1)))
+struct CorruptStoreTests {
+    static func folder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID())")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        chmod(url.path, 0o700)
+        return url
+    }
+
+    static func asides(_ folder: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains(".corrupt-") }.sorted()
+    }
+
+    @Test("every corrupt copy is kept, even two in the same second")
+    func everyCopyKept() throws {
+        let folder = try Self.folder()
+        let store = DecisionStore(directory: folder)
+        for text in ["{not json", "[1,2"] {
+            try Data(text.utf8).write(to: store.fileURL)
+            #expect(store.decision(for: "any") == nil)
+        }
+        #expect(try Self.asides(folder).count == 2)
+    }
+
+    @Test("the readable decisions survive, and a grant after the corruption keeps them")
+    func salvage() throws {
+        let folder = try Self.folder()
+        let store = DecisionStore(directory: folder)
+        try Data(
+            #"{"good":{"status":"authorizedAlways","accuracy":"full","decidedAt":"2026-11-30T10:00:00Z"},"bad":{"status":3}}"#
+                .utf8
+        ).write(to: store.fileURL)
+        #expect(store.decision(for: "good")?.status == .authorizedAlways)
+        #expect(store.problem?.contains("1 decision(s) could still be read") == true)
+        try store.set(AuthorizationDecision(status: .authorizedWhenInUse), for: "new")
+        #expect(store.decision(for: "good")?.status == .authorizedAlways)
+        #expect(store.decision(for: "new")?.status == .authorizedWhenInUse)
+        #expect(try Self.asides(folder).count == 1)
+    }
+
+    @Test("a store larger than 1 MB is not read into memory: moved aside, said")
+    func oversized() throws {
+        let folder = try Self.folder()
+        let store = DecisionStore(directory: folder)
+        try Data(repeating: UInt8(ascii: " "), count: 2 << 20).write(to: store.fileURL)
+        #expect(store.decision(for: "any") == nil)
+        #expect(store.problem?.contains("larger than 1 MB") == true)
+        #expect(try Self.asides(folder).count == 1)
+    }
+}

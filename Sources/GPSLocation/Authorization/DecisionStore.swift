@@ -151,25 +151,67 @@ public final class DecisionStore: @unchecked Sendable {
         }
     }
 
+    /// The largest store read (a few hundred bytes an app): anything bigger is not a store.
+    package static let maximumSize = 1 << 20
+
     private func readEntries() -> [String: Entry] {
-        guard FileManager.default.fileExists(atPath: fileURL.path) else { return [:] }
-        do {
-            let data = try Data(contentsOf: fileURL)
-            if data.isEmpty { return [:] }
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            return try decoder.decode([String: Entry].self, from: data)
-        } catch {
-            let aside = fileURL.path + ".corrupt-\(Int(Date().timeIntervalSince1970))"
-            let moved = rename(fileURL.path, aside) == 0
-            let message =
-                "the authorization store \(fileURL.path) could not be read (\(error.localizedDescription.prefix(120)))"
-                + (moved ? "; it was moved aside to \(aside) for inspection" : "")
-                + " — every app is treated as not determined; grant again with `gpsloc auth grant APP`"
-            lock.withLock { storedProblem = message }
-            diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", message: message))
-            return [:]
+        let descriptor = open(fileURL.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if descriptor < 0 && errno == ENOENT { return [:] }
+        let data: Data
+        var info = stat()
+        if descriptor < 0 {
+            return corrupt("it cannot be opened (\(String(cString: strerror(errno))); a link is never followed)", [:])
         }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        guard fstat(descriptor, &info) == 0, info.st_size <= Self.maximumSize else {
+            return corrupt("it is larger than \(Self.maximumSize >> 20) MB, far more than any store", [:])
+        }
+        do {
+            data = try handle.readToEnd() ?? Data()
+        } catch {
+            return corrupt("it cannot be read (\(error.localizedDescription))", [:])
+        }
+        if data.isEmpty { return [:] }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        if let entries = try? decoder.decode([String: Entry].self, from: data) { return entries }
+        // Keep every decision that can still be read; only the unreadable ones are lost.
+        var salvaged: [String: Entry] = [:]
+        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            for (app, value) in object {
+                guard JSONSerialization.isValidJSONObject(value),
+                    let entryData = try? JSONSerialization.data(withJSONObject: value),
+                    let entry = try? decoder.decode(Entry.self, from: entryData)
+                else { continue }
+                salvaged[app] = entry
+            }
+        }
+        return corrupt("it is not valid (\(salvaged.count) decision(s) could still be read and are kept)", salvaged)
+    }
+
+    /// A store that cannot be used as it is: moved aside under a name no earlier copy has (each
+    /// one is kept for inspection), said once; `salvaged` is what still applies.
+    private func corrupt(_ why: String, _ salvaged: [String: Entry]) -> [String: Entry] {
+        let stamp = Int(Date().timeIntervalSince1970)
+        var aside: String?
+        for attempt in 0..<1000 {
+            let candidate = fileURL.path + ".corrupt-\(stamp)" + (attempt == 0 ? "" : "-\(attempt)")
+            // link(2) never replaces an existing name (rename would overwrite an earlier copy).
+            if link(fileURL.path, candidate) == 0 {
+                unlink(fileURL.path)
+                aside = candidate
+                break
+            }
+            if errno != EEXIST { break }
+        }
+        let message =
+            "the authorization store \(fileURL.path) could not be used: \(why)"
+            + (aside.map { "; it was moved aside to \($0) for inspection" } ?? "")
+            + " — apps without a readable decision are treated as not determined; grant again with `gpsloc auth grant APP`"
+        lock.withLock { storedProblem = message }
+        diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", message: message))
+        if !salvaged.isEmpty, aside != nil { try? write(salvaged) }
+        return salvaged
     }
 
     private func write(_ entries: [String: Entry]) throws {
