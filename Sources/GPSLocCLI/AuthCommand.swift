@@ -48,7 +48,9 @@ enum AuthCommand {
                     }
                     if fromPolicy {
                         line += " (the administrator's policy"
-                        if let entry = entries[name] { line += "; the user's decision, \(entry.status), does not apply" }
+                        if let entry = entries[name] {
+                            line += "; the user's decision, \(entry.status), does not apply"
+                        }
                         line += ")"
                     } else if let entry = entries[name] {
                         line += " (the user's decision, \(iso8601Milliseconds(entry.decidedAt)))"

@@ -25,7 +25,10 @@ struct PipelineOptions {
         "distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after", "min-interval", "region",
         "monitor",
     ]
-    static let flags: Set<String> = ["json", "visits", "significant-changes"]
+    static let flags: Set<String> = ["json", "visits", "significant-changes", "force"]
+    /// `--force`: replace an existing regular file with the GPX track (never a link, never the
+    /// recording being replayed).
+    var force = false
 
     init() {}
 
@@ -61,6 +64,8 @@ struct PipelineOptions {
         json = arguments.has("json")
         gpx = arguments["gpx"]
         visits = arguments.has("visits")
+        force = arguments.has("force")
+        if force && gpx == nil { throw UsageError("--force only applies to --gpx FILE") }
         significantChanges = arguments.has("significant-changes")
         for text in arguments.repeated["region"] ?? [] { regions.append(try Self.region(text)) }
         if let name = arguments["monitor"] {
@@ -138,7 +143,8 @@ struct PipelineOptions {
           --json                     NDJSON, one object per line (the default when stdout is not a terminal)
           --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
                                      file after every point, even if the process is killed); FILE must
-                                     not exist yet (never overwritten), and is created mode 0600
+                                     not exist yet (or --force replaces a regular file — never a link,
+                                     never the recording being replayed), and is created mode 0600
           --region ID=LAT,LON,RADIUS monitor a circle (repeatable): a "region" line when its state is first
                                      known ("determined") and on every "enter" and "exit"; a crossing needs
                                      the location's whole accuracy circle across the boundary for 4 s (3 locations)

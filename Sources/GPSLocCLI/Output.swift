@@ -168,7 +168,8 @@ final class TextSink: UpdateSink, @unchecked Sendable {
     func device(_ device: DeviceEvent) {
         stream.write(
             terminalSafe(
-                "device \(device.path) \(device.activated ? "active" : "inactive")\(device.driver.map { " (\($0))" } ?? "")")
+                "device \(device.path) \(device.activated ? "active" : "inactive")\(device.driver.map { " (\($0))" } ?? "")"
+            )
                 + "\n")
     }
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
@@ -232,11 +233,40 @@ final class GPXRecordingSink: UpdateSink, @unchecked Sendable {
 
 extension PipelineOptions {
     /// The sink for these options: NDJSON or text, recording GPX when asked.
-    func makeSink(live: Bool, trackName: String, table: Bool = false) throws(UsageError) -> UpdateSink {
+    /// `input`: the recording being replayed, which a track never replaces.
+    func makeSink(live: Bool, trackName: String, table: Bool = false, input: String? = nil) throws(UsageError)
+        -> UpdateSink
+    {
         let json = self.json || isatty(STDOUT_FILENO) == 0
+        guard let gpx else {
+            if json { return NDJSONSink(live: live) }
+            return table ? TableSink(title: trackName) as UpdateSink : TextSink()
+        }
+        var track = stat()
+        if lstat(gpx, &track) == 0 {
+            var recording = stat()
+            let why: String? =
+                if let input, input != "-", stat(input, &recording) == 0, recording.st_dev == track.st_dev,
+                    recording.st_ino == track.st_ino
+                {
+                    "it is the recording being replayed"
+                } else if (track.st_mode & S_IFMT) == S_IFLNK {
+                    "it is a symbolic link, which a track never follows"
+                } else if (track.st_mode & S_IFMT) != S_IFREG {
+                    "it is not a regular file"
+                } else if !force {
+                    "it exists — gpsloc never overwrites a file with a track unless --force; choose a new name"
+                } else {
+                    nil
+                }
+            if let why {
+                FileHandle.standardError.write(Data("gpsloc: cannot write the track \(gpx): \(why)\n".utf8))
+                exit(1)
+            }
+            unlink(gpx)
+        }
         let base: UpdateSink =
             if json { NDJSONSink(live: live) } else if table { TableSink(title: trackName) } else { TextSink() }
-        guard let gpx else { return base }
         do {
             return GPXRecordingSink(inner: base, writer: try GPXWriter(path: gpx, name: trackName))
         } catch {

@@ -55,7 +55,7 @@ enum ReplayCommand {
 
         let json = options.json || isatty(STDOUT_FILENO) == 0
         let sink = try options.makeSink(
-            live: speed != nil, trackName: "replay of \(path == "-" ? "standard input" : path)")
+            live: speed != nil, trackName: "replay of \(path == "-" ? "standard input" : path)", input: path)
         let label = path == "-" ? "standard input" : path
         sink.diagnostic(
             code: "replay",

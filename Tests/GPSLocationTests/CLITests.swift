@@ -730,6 +730,18 @@ extension RealGPSD.LaneB {
                 atPath: link.path, withDestinationPath: config.appendingPathComponent("elsewhere.gpx").path)
             #expect(try GPSLocBinary.run(["replay", recording.path, "--gpx", link.path]).status == 1)
             #expect(!FileManager.default.fileExists(atPath: config.appendingPathComponent("elsewhere.gpx").path))
+            // --force replaces a regular file — never a link, never the recording itself.
+            let forcedOnItself = try GPSLocBinary.run(["replay", recording.path, "--gpx", recording.path, "--force"])
+            #expect(forcedOnItself.status == 1 && forcedOnItself.stderr.contains("the recording being replayed"))
+            #expect(try GPSLocBinary.run(["replay", recording.path, "--gpx", link.path, "--force"]).status == 1)
+            #expect(!FileManager.default.fileExists(atPath: config.appendingPathComponent("elsewhere.gpx").path))
+            let scratch = config.appendingPathComponent("old.gpx")
+            try Data("old".utf8).write(to: scratch)
+            let forced = try GPSLocBinary.run(["replay", recording.path, "--fast", "--gpx", scratch.path, "--force"])
+            #expect(forced.status == 0, "\(forced.stderr)")
+            #expect(try String(contentsOf: scratch, encoding: .utf8).hasPrefix("<?xml"))
+            #expect(
+                (try FileManager.default.attributesOfItem(atPath: scratch.path)[.posixPermissions] as? Int) == 0o600)
             // gpsbabel reads the track back: the same points, in order.
             let csv = try Self.run(
                 "/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", track.path, "-o", "unicsv", "-F", "-"])

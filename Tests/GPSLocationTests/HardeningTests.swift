@@ -1,11 +1,11 @@
 import Foundation
+import GNSSCore
 import GPSLocationTesting
 import TestSupport
 import Testing
 
-@testable import GPSLocation
 @testable import GPSLocCLI
-import GNSSCore
+@testable import GPSLocation
 
 /// The decision store and the policy against mistakes and planted files.
 @Suite("hardening: the decision store and the policy fail closed", .timeLimit(.minutes(5)))
@@ -180,7 +180,9 @@ struct PhysicalRangeTests {
         let location = LocationEngineTests.delivered(actions).first
         #expect(location?.speed == -1 && location?.speedAccuracy == -1)
         #expect(location?.course == -1 && location?.courseAccuracy == -1)
-        let notes = actions.compactMap { if case .diagnose(let code, let message) = $0 { (code, message) } else { nil } }
+        let notes = actions.compactMap {
+            if case .diagnose(let code, let message) = $0 { (code, message) } else { nil }
+        }
         #expect(notes.map(\.0) == ["outOfRange"])
         #expect(notes.first?.1.contains("speed 5e+09 m/s and course 720°") == true)
         var again = LocationEngineTests.fix(at: 1)
@@ -244,7 +246,10 @@ struct EffectiveDecisionTests {
             return String(decoding: data, as: UTF8.self)
         }
         let status = try run(["auth", "status"])
-        #expect(status.contains("kid: restricted (the administrator's policy; the user's decision, authorizedAlways, does not apply)"), "\(status)")
+        #expect(
+            status.contains(
+                "kid: restricted (the administrator's policy; the user's decision, authorizedAlways, does not apply)"),
+            "\(status)")
         let doctor = try run(["doctor", "--app", "kid", "--port", "1"])
         #expect(doctor.contains("kid is restricted by the administrator's policy"), "\(doctor)")
     }

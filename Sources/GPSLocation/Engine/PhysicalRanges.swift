@@ -41,7 +41,9 @@ package enum PhysicalRanges {
             var satellite = sky.satellites[index]
             if let value = satellite.elevation, !Self.elevation.contains(value) { satellite.elevation = nil }
             if let value = satellite.azimuth, !Self.azimuth.contains(value) { satellite.azimuth = nil }
-            if let value = satellite.signalToNoise, !Self.signalToNoise.contains(value) { satellite.signalToNoise = nil }
+            if let value = satellite.signalToNoise, !Self.signalToNoise.contains(value) {
+                satellite.signalToNoise = nil
+            }
             sky.satellites[index] = satellite
         }
         func dop(_ value: Double?) -> Double? { value.flatMap { $0 > 0 && $0 <= 100 ? $0 : nil } }
