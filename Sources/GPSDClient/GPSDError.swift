@@ -64,6 +64,12 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let noData = Code("noData")
         /// gpsd answered WATCH with an empty device list: it reads no receiver at all.
         public static let noDevice = Code("noDevice")
+        /// The peer sent a line libgps cannot take (longer than gpsd ever sends, or not JSON)
+        /// while the connection is still open: not gpsd, or a broken one.
+        public static let protocolError = Code("protocolError")
+        /// The connection was accepted but nothing at all came within the timeout (no VERSION
+        /// banner): a half-open connection or something that is not gpsd.
+        public static let unresponsive = Code("unresponsive")
         public var description: String { name }
     }
 
@@ -112,6 +118,14 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
             return "gpsd at \(endpoint) sent no position report\(device) for \(seconds) s — "
                 + "is a receiver plugged in and known to gpsd? Check `gpspipe -w -n 5`, `ls -l /dev/gps* /dev/ttyACM* /dev/ttyUSB*` "
                 + "and `gpsloc doctor`; with USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd."
+        case .protocolError:
+            return "the server at \(endpoint) sent a line libgps cannot read (longer than gpsd ever sends, or not "
+                + "gpsd's JSON)\(cause) — is it gpsd? Check the port (`ss -ltnp | grep \(endpoint.port)`) and `gpsloc doctor`."
+        case .unresponsive:
+            let seconds = silence.map { String(format: "%.1f", $0) } ?? "?"
+            return "the server at \(endpoint) accepted the connection but sent nothing at all for \(seconds) s (gpsd "
+                + "greets every client at once) — a half-open connection or not gpsd; check `systemctl status gpsd` "
+                + "and the port (`ss -ltnp | grep \(endpoint.port)`)."
         case .noDevice:
             return
                 "gpsd at \(endpoint) has no receiver open — plug one in (for USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd) "

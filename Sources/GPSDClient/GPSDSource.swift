@@ -64,6 +64,8 @@ public final class GPSDSource: @unchecked Sendable {
         var running = false
         var retryTimer: (any DispatchSourceTimer)?
         var attempts = 0
+        /// Anything came on this connection (gpsd greets with VERSION at once).
+        var heardAnything = false
         /// Called once when the source stops (ends an `events()` stream).
         var onStop: (@Sendable () -> Void)?
     }
@@ -156,10 +158,12 @@ public final class GPSDSource: @unchecked Sendable {
         source.setEventHandler { [weak self] in self?.drain() }
         // Closing the socket belongs after the source stops watching its descriptor.
         source.setCancelHandler { withExtendedLifetime(handle) {} }
+        // The backoff is not reset here: a server that accepts and closes at once (or says
+        // nothing) must not be hammered. It resets when the connection delivers data.
         withState { state in
             state.handle = handle
             state.readSource = source
-            state.attempts = 0
+            state.heardAnything = false
         }
         emit(.connected(endpoint))
         armTimer()
@@ -171,14 +175,24 @@ public final class GPSDSource: @unchecked Sendable {
         while true {
             switch handle.read() {
             case .disconnected(let code):
+                // Still open (data waiting, or nothing yet): libgps gave up on what it read — an
+                // over-long or broken line — not on a closed connection.
+                var byte: UInt8 = 0
+                let peeked = recv(handle.fileDescriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                let stillOpen = peeked > 0 || (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                 lose(
                     GPSDError(
-                        code: .disconnected, endpoint: endpoint, libgpsCode: code == 0 ? nil : code,
+                        code: stillOpen ? .protocolError : .disconnected, endpoint: endpoint,
+                        libgpsCode: code == 0 ? nil : code,
                         libgpsMessage: code == 0 ? nil : LibGPSHandle.errorText(code)))
                 return
             case .partial:
                 return
             case .report(let report):
+                withState { state in
+                    state.heardAnything = true
+                    state.attempts = 0
+                }
                 if case .fix = report { heardFix() }
                 emit(.report(report))
             }
@@ -209,6 +223,11 @@ public final class GPSDSource: @unchecked Sendable {
     }
 
     private func silenceElapsed(_ seconds: Double) {
+        // Nothing at all since connecting (gpsd always greets first): drop it and try again.
+        if reconnect != nil, withState({ $0.running && $0.handle != nil && !$0.heardAnything }) {
+            lose(GPSDError(code: .unresponsive, endpoint: endpoint, silence: seconds))
+            return
+        }
         let first = withState { state in
             guard state.running, !state.silent else { return false }
             state.silent = true

@@ -4,6 +4,7 @@ import GPSLocationTesting
 import TestSupport
 import Testing
 
+@testable import GPSDClient
 @testable import GPSLocCLI
 @testable import GPSLocation
 
@@ -303,5 +304,105 @@ struct CorruptStoreTests {
         #expect(store.decision(for: "any") == nil)
         #expect(store.problem?.contains("larger than 1 MB") == true)
         #expect(try Self.asides(folder).count == 1)
+    }
+}
+
+/// A TCP server on a free loopback port that treats each client as told: closes at once, says
+/// nothing, or greets and then sends an over-long line. Counts connections.
+final class MisbehavingServer: @unchecked Sendable {
+    enum Behaviour { case closeAtOnce, silent, overlongLine }
+    let port: Int
+    private let listener: Int32
+    let accepted = Locked(0)
+    private let clients = Locked<[Int32]>([])
+
+    init(_ behaviour: Behaviour) throws {
+        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let fd = listener
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        guard listen(fd, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                accepted.withLock { $0 += 1 }
+                switch behaviour {
+                case .closeAtOnce:
+                    close(client)
+                case .silent:
+                    clients.withLock { $0.append(client) }
+                case .overlongLine:
+                    let greeting =
+                        #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#
+                        + "\n"
+                    let long = "{\"class\":\"TPV\",\"x\":\"" + String(repeating: "a", count: 200_000)
+                    for text in [greeting, long] {
+                        _ = text.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                    }
+                    clients.withLock { $0.append(client) }
+                }
+            }
+        }
+    }
+
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for client in clients.withLock({ $0 }) { close(client) }
+    }
+}
+
+@Suite("reconnecting to servers that misbehave", .timeLimit(.minutes(1)))
+struct MisbehavingServerTests {
+    /// Runs a reconnecting source against `server` for `seconds`; returns the errors it reported.
+    static func run(_ server: MisbehavingServer, seconds: Double, noData: Duration = .seconds(5)) async throws
+        -> [GPSDError]
+    {
+        let source = GPSDSource(
+            endpoint: GPSDEndpoint(port: server.port), noDataTimeout: noData, reconnect: ReconnectPolicy())
+        let errors = Locked<[GPSDError]>([])
+        source.start { event in
+            if case .reconnecting(let error, _, _) = event { errors.withLock { $0.append(error) } }
+        }
+        try await Task.sleep(for: .seconds(seconds))
+        source.stop()
+        server.stop()
+        return errors.withLock { $0 }
+    }
+
+    @Test("a server that accepts and closes at once: the backoff still grows (a handful of tries in 3 s, not 30)")
+    func acceptAndClose() async throws {
+        let server = try MisbehavingServer(.closeAtOnce)
+        _ = try await Self.run(server, seconds: 3)
+        let tries = server.accepted.withLock { $0 }
+        #expect(tries >= 3 && tries <= 8, "\(tries) connections in 3 s")
+    }
+
+    @Test("a half-open server that never speaks is dropped after the no-data timeout and tried again")
+    func halfOpen() async throws {
+        let server = try MisbehavingServer(.silent)
+        let errors = try await Self.run(server, seconds: 2.5, noData: .milliseconds(500))
+        #expect(server.accepted.withLock { $0 } >= 2)
+        #expect(errors.first?.code == .unresponsive)
+        #expect(errors.first?.description.contains("sent nothing at all") == true)
+    }
+
+    @Test("an over-long line is reported as what it is, not as a closed connection")
+    func overlongLine() async throws {
+        let server = try MisbehavingServer(.overlongLine)
+        let errors = try await Self.run(server, seconds: 1)
+        #expect(errors.first?.code == .protocolError, "\(errors.map(\.code))")
     }
 }
