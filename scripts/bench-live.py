@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""The live client benchmark (BENCHMARKS.md): one simulated 10 Hz receiver on a pseudo-terminal
+(`gpsloc-bench serve`), one real gpsd reading it, and two clients of that gpsd side by side —
+`gpsloc watch --json` and `gpspipe -w` — both writing into pipes this script reads.
+
+- CPU: utime + stime of every thread of each client (/proc/PID/stat) over the measured minute;
+- latency: for every fix both print, when gpsloc's line arrived here minus when gpspipe's line
+  for the same fix (matched by its time) arrived — what gpsloc adds over gpsd's own client —
+  as percentiles.
+
+Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ]
+"""
+import argparse, json, os, subprocess, sys, tempfile, threading, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("bin")
+parser.add_argument("--seconds", type=float, default=60)
+parser.add_argument("--rate", type=float, default=10)
+options = parser.parse_args()
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def reader(stream, key, arrivals, counts, name):
+    for line in stream:
+        now = time.monotonic()
+        counts[name] = counts.get(name, 0) + 1
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        stamp = obj.get(key)
+        if stamp and obj.get("class", obj.get("type")) in ("TPV", "location"):
+            arrivals.setdefault(stamp[:23], now)
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="gpslocation-live-")
+    recording = os.path.join(work, "live.nmea")
+    seconds = int(options.seconds + 30)
+    subprocess.run([os.path.join(options.bin, "nmea-sim"), "--rate", str(int(options.rate)), "--duration", str(seconds),
+                    "--talkers", "multi", "--scenario", "clean", "--output", recording], check=True)
+    environment = dict(os.environ, XDG_CONFIG_HOME=work, XDG_CACHE_HOME=os.path.join(work, "cache"),
+                       XDG_STATE_HOME=os.path.join(work, "state"))
+    gpsloc = os.path.join(options.bin, "gpsloc")
+    subprocess.run([gpsloc, "auth", "grant", "gpsloc", "--always"], env=environment, check=True,
+                   stdout=subprocess.DEVNULL)
+    server = subprocess.Popen([os.path.join(options.bin, "gpsloc-bench"), "serve", recording, "--rate", str(options.rate)],
+                              stdout=subprocess.PIPE, text=True)
+    port = server.stdout.readline().split()[1]
+    server.stdout.readline()
+    clients = {
+        "gpsloc watch --json": (subprocess.Popen(
+            [gpsloc, "watch", "--json", "--port", port, "--max-age", "1e9"], env=environment,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True), "timestamp"),
+        "gpspipe -w": (subprocess.Popen(["gpspipe", "-w", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True), "time"),
+    }
+    arrivals = {name: {} for name in clients}
+    counts = {}
+    for name, (process, key) in clients.items():
+        threading.Thread(target=reader, args=(process.stdout, key, arrivals[name], counts, name), daemon=True).start()
+    time.sleep(5)  # start-up is not what is measured
+    start = {name: cpu_seconds(p.pid) for name, (p, _) in clients.items()}
+    began = time.monotonic()
+    time.sleep(options.seconds)
+    elapsed = time.monotonic() - began
+    end = {name: cpu_seconds(p.pid) for name, (p, _) in clients.items()}
+    for process, _ in clients.values():
+        process.terminate()
+    server.send_signal(2)
+    server.wait(timeout=10)
+
+    print(f"== live: a {options.rate:g} Hz multi-GNSS receiver through a real gpsd, {elapsed:.0f} s measured")
+    cpu = {name: end[name] - start[name] for name in clients}
+    for name in clients:
+        print(f"{name}: CPU {cpu[name]:.3f} s ({cpu[name] / elapsed * 60:.3f} s a minute, "
+              f"{cpu[name] / elapsed * 100:.3f} % of a core), {counts.get(name, 0)} lines")
+    ratio = cpu["gpsloc watch --json"] / max(cpu["gpspipe -w"], 1e-9)
+    print(f"gpsloc / gpspipe CPU: {ratio:.2f}×")
+    ours, theirs = arrivals["gpsloc watch --json"], arrivals["gpspipe -w"]
+    added = [(ours[k] - theirs[k]) * 1000 for k in ours if k in theirs]
+    if added:
+        print(f"latency gpsloc adds over gpspipe, {len(added)} fixes: p50 {percentile(added, 50):.2f} ms, "
+              f"p95 {percentile(added, 95):.2f} ms, p99 {percentile(added, 99):.2f} ms, max {max(added):.2f} ms")
+
+
+main()
