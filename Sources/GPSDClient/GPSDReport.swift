@@ -16,23 +16,80 @@ public enum GPSDReport: Sendable, Equatable {
     case other(className: String)
 }
 
-/// Reading fields from gpsd's raw JSON lines where libgps cannot (e.g. DEVICE deactivation).
+/// Reading fields from gpsd's raw JSON lines where libgps cannot (e.g. DEVICE deactivation),
+/// by scanning the line's bytes where they are (every line gpsd sends passes here: no
+/// Foundation string search, no copy of the line).
 package enum GPSDRawJSON {
     /// The value of `"class":"…"`, which gpsd always writes first.
     package static func className(_ line: Substring) -> Substring? { stringField("class", in: line) }
 
     /// The string value of `"key":"…"` (no escapes expected in gpsd's class, path or driver fields).
     package static func stringField(_ key: String, in line: Substring) -> Substring? {
-        guard let keyRange = line.range(of: "\"\(key)\":\"") else { return nil }
-        let rest = line[keyRange.upperBound...]
-        guard let end = rest.firstIndex(of: "\"") else { return nil }
-        return rest[..<end]
+        let utf8 = line.utf8
+        let pattern = Array("\"\(key)\":\"".utf8)
+        guard let start = find(pattern, in: utf8) else { return nil }
+        guard let end = utf8[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        return Substring(utf8[start..<end])
+    }
+
+    /// The string value of `"key":"…"` in a line's bytes (`key` with its quotes and colon and
+    /// the opening quote of the value, e.g. `"device":"`).
+    package static func stringField(_ pattern: StaticString, in line: UnsafeBufferPointer<UInt8>) -> String? {
+        let needle = UnsafeBufferPointer(start: pattern.utf8Start, count: pattern.utf8CodeUnitCount)
+        guard let start = find(needle, in: line) else { return nil }
+        var end = start
+        while end < line.count && line[end] != UInt8(ascii: "\"") { end += 1 }
+        guard end < line.count else { return nil }
+        return String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+    }
+
+    /// Whether the line's `"class":"` value is exactly `name`.
+    package static func hasClass(_ name: StaticString, _ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        let needle: StaticString = "\"class\":\""
+        guard let start = find(UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount), in: line)
+        else { return false }
+        let count = name.utf8CodeUnitCount
+        guard start + count < line.count, line[start + count] == UInt8(ascii: "\"") else { return false }
+        return memcmp(line.baseAddress! + start, name.utf8Start, count) == 0
     }
 
     /// True for gpsd's deactivation message, `"activated":0`, which libgps 3.22 fails to decode.
     package static func isDeactivation(_ line: Substring) -> Bool {
-        guard let range = line.range(of: "\"activated\":") else { return false }
-        let value = line[range.upperBound...].prefix(while: { $0 != "," && $0 != "}" })
-        return value == "0" || value == "0.0"
+        var copy = Array(line.utf8)
+        return copy.withUnsafeMutableBufferPointer { isDeactivation(UnsafeBufferPointer($0)) }
+    }
+
+    package static func isDeactivation(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        let needle: StaticString = "\"activated\":"
+        guard
+            var index = find(UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount), in: line)
+        else { return false }
+        var value: [UInt8] = []
+        while index < line.count && line[index] != UInt8(ascii: ",") && line[index] != UInt8(ascii: "}") {
+            value.append(line[index])
+            index += 1
+        }
+        return value == Array("0".utf8) || value == Array("0.0".utf8)
+    }
+
+    /// The index just past the first occurrence of `needle` in `haystack`.
+    private static func find<C: Collection>(_ needle: some Collection<UInt8>, in haystack: C) -> C.Index?
+    where C.Element == UInt8 {
+        guard let first = needle.first else { return haystack.startIndex }
+        var index = haystack.startIndex
+        while let candidate = haystack[index...].firstIndex(of: first) {
+            var probe = candidate
+            var matched = true
+            for byte in needle {
+                guard probe != haystack.endIndex, haystack[probe] == byte else {
+                    matched = false
+                    break
+                }
+                probe = haystack.index(after: probe)
+            }
+            if matched { return probe }
+            index = haystack.index(after: candidate)
+        }
+        return nil
     }
 }

@@ -64,6 +64,9 @@ public final class GPSDSource: @unchecked Sendable {
         var running = false
         var retryTimer: (any DispatchSourceTimer)?
         var attempts = 0
+        /// When the last fix (or the connection) came; the silence timer measures from it.
+        var lastFix = DispatchTime.now()
+        var timerArmed = false
         /// Anything came on this connection (gpsd greets with VERSION at once).
         var heardAnything = false
         /// Called once when the source stops (ends an `events()` stream).
@@ -201,25 +204,52 @@ public final class GPSDSource: @unchecked Sendable {
         }
     }
 
+    /// A fix came: the silence deadline moves. The timer is not re-armed for it (that cost a
+    /// timer call per fix): when it fires it looks at the last fix and waits the rest.
     private func heardFix() {
-        withState { $0.silent = false }
-        armTimer()
+        let armed = withState { state in
+            state.silent = false
+            state.lastFix = DispatchTime.now()
+            return state.timerArmed
+        }
+        if !armed { armTimer() }
     }
 
-    private func armTimer() {
-        guard let timeout = noDataTimeout else { return }
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+    private var timeoutSeconds: Double? {
+        noDataTimeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+    }
+
+    /// Arms the silence timer for a whole timeout from now (connecting, or no timer armed).
+    private func armTimer(after delay: Double? = nil) {
+        guard let seconds = timeoutSeconds else { return }
         let existing = withState { $0.timer }
         let timer: any DispatchSourceTimer
         if let existing {
             timer = existing
         } else {
             timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [weak self] in self?.silenceElapsed(seconds) }
+            timer.setEventHandler { [weak self] in self?.timerFired() }
             withState { $0.timer = timer }
             timer.resume()
         }
-        timer.schedule(deadline: .now() + seconds, repeating: .never, leeway: .milliseconds(50))
+        withState { state in
+            state.timerArmed = true
+            if delay == nil { state.lastFix = DispatchTime.now() }
+        }
+        timer.schedule(deadline: .now() + (delay ?? seconds), repeating: .never, leeway: .milliseconds(50))
+    }
+
+    private func timerFired() {
+        guard let seconds = timeoutSeconds else { return }
+        let sinceLast = withState { state -> Double in
+            state.timerArmed = false
+            return Double(DispatchTime.now().uptimeNanoseconds - state.lastFix.uptimeNanoseconds) / 1e9
+        }
+        if sinceLast < seconds - 0.01 {
+            armTimer(after: seconds - sinceLast)
+            return
+        }
+        silenceElapsed(seconds)
     }
 
     private func silenceElapsed(_ seconds: Double) {

@@ -76,8 +76,14 @@ final class LibGPSHandle {
         }
         if count < 0 { return .disconnected(errno: errno) }
         if count == 0 { return .partial }
-        let line = lineBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return .report(currentReport(rawLine: Substring(line)))
+        // The line as bytes where libgps put them: no String of it is made.
+        let report = lineBuffer.withUnsafeBufferPointer { buffer in
+            let length = strnlen(buffer.baseAddress!, buffer.count)
+            return UnsafeRawBufferPointer(start: buffer.baseAddress, count: length).withMemoryRebound(to: UInt8.self) {
+                currentReport(line: $0)
+            }
+        }
+        return .report(report)
     }
 
     /// True when another line is buffered or the socket is readable right now (no waiting).
@@ -88,25 +94,24 @@ final class LibGPSHandle {
         var bytes = Array(json.utf8CString)
         let status = bytes.withUnsafeMutableBufferPointer { cgps_unpack($0.baseAddress, data) }
         if status < 0 && !GPSDRawJSON.isDeactivation(Substring(json)) { return nil }
-        return currentReport(rawLine: Substring(json))
+        return Array(json.utf8).withUnsafeBufferPointer { currentReport(line: $0) }
     }
 
     // MARK: - Conversion
 
-    private func currentReport(rawLine: Substring) -> GPSDReport {
-        let className = GPSDRawJSON.className(rawLine) ?? ""
-        switch className {
-        case "TPV":
-            return .fix(currentFix(device: GPSDRawJSON.stringField("device", in: rawLine).map(String.init)))
-        case "SKY":
-            return .sky(currentSky())
-        case "DEVICE":
-            if GPSDRawJSON.isDeactivation(rawLine) {
-                let path = GPSDRawJSON.stringField("path", in: rawLine).map(String.init) ?? ""
+    private func currentReport(line: UnsafeBufferPointer<UInt8>) -> GPSDReport {
+        if GPSDRawJSON.hasClass("TPV", line) {
+            return .fix(currentFix(device: GPSDRawJSON.stringField("\"device\":\"", in: line)))
+        }
+        if GPSDRawJSON.hasClass("SKY", line) { return .sky(currentSky()) }
+        if GPSDRawJSON.hasClass("DEVICE", line) {
+            if GPSDRawJSON.isDeactivation(line) {
+                let path = GPSDRawJSON.stringField("\"path\":\"", in: line) ?? ""
                 return .device(DeviceEvent(path: path, driver: nil, activated: false))
             }
             return .device(currentDevice())
-        case "DEVICES":
+        }
+        if GPSDRawJSON.hasClass("DEVICES", line) {
             var devices: [DeviceEvent] = []
             var raw = cgps_device()
             var index: Int32 = 0
@@ -115,9 +120,8 @@ final class LibGPSHandle {
                 index += 1
             }
             return .devices(devices)
-        default:
-            return .other(className: String(className))
         }
+        return .other(className: GPSDRawJSON.stringField("\"class\":\"", in: line) ?? "")
     }
 
     private func currentFix(device: String?) -> Fix {
