@@ -99,6 +99,9 @@ for label, path in (("dynamic (.build/release)", sys.argv[1]), ("static, strippe
           f"max RSS --help {max_rss([path, '--help'])} KB, replay of the loop recording {max_rss([path, 'replay', sys.argv[3], '--fast', '--json'])} KB")
 PY
 
+echo "== live: gpsloc watch --json beside gpspipe -w on one real gpsd (a 10 Hz receiver, one minute)"
+python3 scripts/bench-live.py "$bin" --seconds 60
+
 echo "== geofences: 10,000 monitored circles, one hour of a 10 Hz drive (grid index against the naive loop)"
 "$bin/gpsloc-bench" regions 10000
 best "GeodSolve -i on the same 200,000 lines (text in/out)" "GeodSolve -i -p 9 < $out/lines.txt > /dev/null"
