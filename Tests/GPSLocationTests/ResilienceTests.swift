@@ -14,7 +14,9 @@ func openFileDescriptors() -> Int {
 /// inode `/proc/net/tcp` lists with that remote port) — a count the suites running beside a
 /// test cannot disturb, unlike `openFileDescriptors()`.
 func openSockets(toPort port: Int) -> Int {
-    let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+    // Read to the end in a loop: procfs files report size 0, and one read returns a page at most.
+    let data = FileHandle(forReadingAtPath: "/proc/net/tcp")?.readDataToEndOfFile() ?? Data()
+    let table = String(decoding: data, as: UTF8.self)
     var inodes = Set<String>()
     for line in table.split(separator: "\n").dropFirst() {
         let fields = line.split(separator: " ")
