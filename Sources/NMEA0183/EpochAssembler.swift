@@ -8,6 +8,10 @@ import GNSSCore
 /// - **Cycles.** A cycle is the run of sentences sharing one UTC time of day. A time-bearing
 ///   sentence (RMC, GGA, GNS, GLL, ZDA) with a different time closes the cycle and emits its
 ///   `Fix`; sentences without time (GSA, GSV, VTG, PGRME) and GST belong to the open cycle.
+///   A time less than 2 s *behind* the open cycle's (a GGA of :04 after an RMC of :05 — a cycle
+///   whose sentences disagree) starts its own epoch but teaches nothing about which sentence
+///   ends cycles, so later cycles are still reported complete, at their usual last sentence:
+///   each epoch once, with the values gpsd 3.22 reports last for it.
 /// - **Mode** is sticky across cycles, as gpsd's is, and each sentence moves it: GSA sets it
 ///   (1–3) unless a GGA/GNS with a fix came earlier in the cycle; RMC `A` and a valid GLL raise it to at least 2D, RMC `V` drops a fix to no-fix;
 ///   GGA/GNS quality 0, or quality 1 with 0 satellites used, means no fix (as gpsd reports
@@ -235,8 +239,13 @@ public struct EpochAssembler: Sendable {
             cycle.time = time
             return nil
         }
-        if let lastTimed, cycle.time != nil { cycleEnders.insert(lastTimed) }
-        if let lastLatched, cycle.time != nil { gpsdEnders.insert(lastLatched) }
+        // A time a little *behind* the open cycle's (a GGA of 12:00:04 after an RMC of
+        // 12:00:05) is a cycle whose sentences disagree, not a cycle's end: the sentence before
+        // it is not learned as an ender (else every later cycle would be reported at that
+        // sentence, before the rest of its data).
+        let mixedTime = cycle.time.map { $0 - time > 0.01 && $0 - time < 2 } ?? false
+        if let lastTimed, cycle.time != nil, !mixedTime { cycleEnders.insert(lastTimed) }
+        if let lastLatched, cycle.time != nil, !mixedTime { gpsdEnders.insert(lastLatched) }
         // Once the cycle's end is known, a cycle is reported at its ending sentence or not at
         // all (gpsd does not report a cycle that lacked it); while learning, at its close.
         let fix = cycle.reported || !learning ? nil : makeFix()
