@@ -93,7 +93,7 @@ struct GeodesicTests {
         }
         let input = lines.map { String(format: "%.12f %.12f %.12f %.12f", $0.0, $0.1, $0.2, $0.3) }.joined(
             separator: "\n")
-        let output = try runGeodSolve(input + "\n")
+        let output = try geodSolveInverse(input + "\n", precision: 9)
         let reference = output.split(separator: "\n").map { Double($0.split(separator: " ")[2])! }
         try #require(reference.count == lines.count)
         var worst = 0.0
@@ -107,22 +107,6 @@ struct GeodesicTests {
             #expect(abs(ours - expected) < 0.001, "\(line): ours \(ours), GeodSolve \(expected)")
         }
         print("geodesic: worst difference from GeodSolve over \(lines.count) lines: \(worst) m")
-    }
-
-    private func runGeodSolve(_ input: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/GeodSolve")
-        process.arguments = ["-i", "-p", "9"]
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
     }
 }
 

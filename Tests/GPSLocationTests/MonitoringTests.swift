@@ -330,22 +330,7 @@ struct MonitoringRecordingTests {
                     location.coordinate.longitude)
             }
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/GeodSolve")
-        process.arguments = ["-i", "-p", "6"]
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        let data = Data(input.utf8)
-        let writer = Thread {
-            stdin.fileHandleForWriting.write(data)
-            try? stdin.fileHandleForWriting.close()
-        }
-        writer.start()
-        let output = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let output = try geodSolveInverse(input, precision: 6)
         let distances = output.split(separator: "\n").map { Double($0.split(separator: " ")[2])! }
         try #require(distances.count == locations.count * fences.count)
         return locations.indices.map { index in
