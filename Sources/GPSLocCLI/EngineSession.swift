@@ -209,8 +209,8 @@ final class EngineSession: Sendable {
 
     /// The app's kept reduced-accuracy fuzzer, or nil (a fresh one per run) without a store.
     private static func keptFuzzer(_ store: ReducedAccuracyStore?, _ app: String, live: Bool) -> LocationFuzzer? {
-        guard let store else { return nil }
-        return LocationFuzzer(restoring: store.loadOrCreate(app), live: live)
+        guard let kept = store?.load(app) else { return nil }
+        return LocationFuzzer(restoring: kept, live: live)
     }
 
     /// Starts continuous updates (or, with `--significant-changes`, only those) and the

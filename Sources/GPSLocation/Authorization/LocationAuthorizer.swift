@@ -91,11 +91,10 @@ public final class LocationAuthorizer: @unchecked Sendable {
     package var reducedAccuracyStore: ReducedAccuracyStore? { lock.withLock { storedReducedAccuracy } }
     private var storedReducedAccuracy: ReducedAccuracyStore?
 
-    /// The fuzzer for a manager or session of this app: the kept one when there is a store.
+    /// The fuzzer for a manager or session of this app: the kept one when there is one (a new
+    /// one is kept from its first reduced location on, so apps with full accuracy write nothing).
     package func makeFuzzer(live: Bool) -> LocationFuzzer {
-        if let store = reducedAccuracyStore {
-            return LocationFuzzer(restoring: store.loadOrCreate(appID), live: live)
-        }
+        if let kept = reducedAccuracyStore?.load(appID) { return LocationFuzzer(restoring: kept, live: live) }
         return LocationFuzzer(appID: appID, seed: fuzzerSeed)
     }
 
