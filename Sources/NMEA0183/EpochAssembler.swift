@@ -39,19 +39,32 @@ public struct EpochAssembler: Sendable {
     private var dayTime: Double?
     private var cycle = Cycle()
     /// The sentence types learned to end a cycle (gpsd's `cycle_enders`).
-    private var cycleEnders: Set<TimedType> = []
+    private var cycleEnders = TimedTypes()
     /// The last time-bearing sentence type seen.
     private var lastTimed: TimedType?
     /// gpsd's own cycle enders: learned the same way, but from the sentences whose time gpsd
     /// latches (RMC, GGA/GNS, GLL — not ZDA). gpsd reports a cycle when one of them arrives, so
     /// a cycle that had one is reported even when input ends before our ending sentence.
-    private var gpsdEnders: Set<TimedType> = []
+    private var gpsdEnders = TimedTypes()
     private var lastLatched: TimedType?
     /// True until the first cycle closes.
     private var learning = true
 
     /// Sentences that carry a time of day.
-    private enum TimedType: Hashable { case rmc, gga, gll, zda }
+    private enum TimedType: UInt8 {
+        case rmc = 1
+        case gga = 2
+        case gll = 4
+        case zda = 8
+    }
+
+    /// A set of `TimedType`s as bits: asked on every sentence, so no hashing.
+    private struct TimedTypes {
+        private var bits: UInt8 = 0
+        var isEmpty: Bool { bits == 0 }
+        func contains(_ type: TimedType) -> Bool { bits & type.rawValue != 0 }
+        mutating func insert(_ type: TimedType) { bits |= type.rawValue }
+    }
 
     private struct Cycle {
         var open = false
