@@ -534,9 +534,13 @@ struct RegionAPITests {
         let file = folder.appendingPathComponent("regiontest/regions.json")
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect(
+            waitUntil(timeout: 3) {
+                (try? store.conditions(monitor: MonitorStore.legacyRegions, app: "regiontest"))?.first?.state
+                    == "outside"
+            }, "kept within a second")
         let stored = try store.conditions(monitor: MonitorStore.legacyRegions, app: "regiontest")
         #expect(stored.map(\.identifier) == ["east"])
-        #expect(stored.first?.state == "outside")
         let again = CLLocationManager(
             source: FixListSource([]), authorizer: granted(.authorizedAlways, appID: "regiontest"))
         again.regionStore = store
@@ -564,8 +568,11 @@ struct RegionAPITests {
             ])
         #expect(await monitor.identifiers == ["east"])
         #expect(await monitor.record(for: "east")?.lastEvent.state == .unsatisfied)
-        let stored = try store.conditions(monitor: "depots", app: "monitortest")
-        #expect(stored.first?.state == "outside")
+        // Region events are kept at most once a second (`CoalescedWriter`).
+        #expect(
+            waitUntil(timeout: 3) {
+                (try? store.conditions(monitor: "depots", app: "monitortest"))?.first?.state == "outside"
+            })
         let restored = await CLMonitor(
             "depots", source: FixListSource([]), authorizer: granted(.authorizedAlways, appID: "monitortest"),
             store: store)
@@ -713,5 +720,34 @@ struct EngineMonitoringTests {
         #expect(E.errors(actions).first?.reason == .notAuthorized)
         #expect(Self.regions(actions).first?.limitation == .notAuthorized)
         #expect(!engine.isRunning)
+    }
+}
+
+@Suite("kept geofence states are written at most once a second", .timeLimit(.minutes(1)))
+struct CoalescedWriterTests {
+    @Test("the first write at once, the next ones merged into one with the latest data, flush on demand")
+    func coalesces() throws {
+        let writer = CoalescedWriter(interval: 0.3)
+        let written = Locked<[Int]>([])
+        writer.write { written.withLock { $0.append(1) } }
+        for value in 2...50 { writer.write { written.withLock { $0.append(value) } } }
+        #expect(written.withLock { $0 } == [1])
+        #expect(waitUntil(timeout: 2) { written.withLock { $0 } == [1, 50] })
+        writer.write { written.withLock { $0.append(51) } }
+        writer.flush()
+        #expect(written.withLock { $0 }.last == 51)
+        #expect(!writer.takePending())
+    }
+
+    @Test("a legacy region's last state and its time reach regions.json within a second")
+    func keptSoon() throws {
+        let folder = try RegionAPITests.folder()
+        let store = MonitorStore(directory: folder)
+        _ = try RegionAPITests.legacyRun(store: store)
+        #expect(
+            waitUntil(timeout: 3) {
+                let stored = try? store.conditions(monitor: MonitorStore.legacyRegions, app: "regiontest")
+                return stored?.first?.state == "outside" && stored?.first?.date != nil
+            })
     }
 }

@@ -292,6 +292,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         var regions: [String: CLRegion] = [:]
         var regionStore: MonitorStore? = MonitorStore()
         var persistedRegionsLoaded = false
+        /// When each region's state last changed (kept with it).
+        var regionDates: [String: Date] = [:]
         /// Set by `CLMonitor`: region events go here instead of to the delegate.
         var regionHandler: (@Sendable (RegionEvent) -> Void)?
         var lastLocationCache: LastLocationCache? = .user
@@ -385,6 +387,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public static func defaultSource() -> any LocationSource { defaultSourceFactory.withLock { $0 }() }
 
     deinit {
+        if regionWriter.takePending() { saveRegions() }
         if let authorizerObservation { authorizer.removeObserver(authorizerObservation) }
         if state.withLock({ $0.sourceRunning }) { source.stop() }
     }
@@ -688,11 +691,13 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         }
     }
 
+    private let regionWriter = CoalescedWriter()
+
     /// Writes the registered regions and their states.
-    private func saveRegions(events: [RegionEvent] = []) {
+    private func saveRegions() {
         let (store, conditions) = state.withLock { state -> (MonitorStore?, [MonitorStore.Condition]) in
             guard let store = state.regionStore else { return (nil, []) }
-            let dates = Dictionary(events.map { ($0.identifier, $0.timestamp) }, uniquingKeysWith: { $1 })
+            let dates = state.regionDates
             let conditions = state.regions.values.compactMap { region -> MonitorStore.Condition? in
                 guard let circle = region as? CLCircularRegion else { return nil }
                 return MonitorStore.Condition(
@@ -717,7 +722,13 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         if let handler {
             for event in events { handler(event) }
         } else if events.contains(where: { $0.limitation == nil }) {
-            saveRegions(events: events)
+            state.withLock { state in
+                for event in events where event.limitation == nil {
+                    state.regionDates[event.identifier] = event.timestamp
+                }
+            }
+            // At most once a second: thousands of regions make a large file.
+            regionWriter.write { [weak self] in self?.saveRegions() }
         }
     }
 

@@ -152,6 +152,7 @@ public actor CLMonitor {
     }
 
     deinit {
+        if writer.takePending() { save() }
         continuation.finish()
         manager.stopMonitoringVisits()
         for identifier in records.withLock({ Array($0.keys) }) { manager.unmonitor(identifier) }
@@ -218,7 +219,7 @@ public actor CLMonitor {
             records.withLock {
                 if $0[event.identifier] != nil { $0[event.identifier] = Record(condition: condition, lastEvent: event) }
             }
-            if persist { save() }
+            if persist { saveSoon() }
             continuation.yield(event)
         }
     }
@@ -252,6 +253,11 @@ public actor CLMonitor {
                     radius: condition.radius), assuming: presence)
         }
     }
+
+    /// Region events save at most once a second (`CoalescedWriter`); adding and removing
+    /// conditions save at once.
+    nonisolated private func saveSoon() { writer.write { [weak self] in self?.save() } }
+    private let writer = CoalescedWriter()
 
     nonisolated private func save() {
         guard let store else { return }
