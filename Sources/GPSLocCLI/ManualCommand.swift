@@ -71,9 +71,8 @@ enum ManualCommand {
             .SH SYNOPSIS
 
             """
-        for (name, help) in commands {
+        for (_, help) in commands {
             for line in usageLines(help) { page += ".B \(escape(line))\n.br\n" }
-            _ = name
         }
         page += ".SH DESCRIPTION\n" + block(GPSLoc.help)
         page += ".SH COMMANDS\n"
@@ -174,8 +173,9 @@ enum ManualCommand {
         let scalars = Array(help.unicodeScalars)
         var index = 0
         while index + 2 < scalars.count {
-            if scalars[index] == "-" && scalars[index + 1] == "-" && (index == 0 || !isWord(scalars[index - 1]))
-                && scalars[index - (index == 0 ? 0 : 1)] != "-"
+            // `--name` not inside a word or a longer run of dashes.
+            if scalars[index] == "-" && scalars[index + 1] == "-"
+                && (index == 0 || (!isWord(scalars[index - 1]) && scalars[index - 1] != "-"))
             {
                 var end = index + 2
                 while end < scalars.count && (isWord(scalars[end]) || scalars[end] == "-") { end += 1 }

@@ -19,7 +19,7 @@ struct ReducedAccuracyPersistenceTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-\(UUID())")
         let store = ReducedAccuracyStore(directory: folder)
         let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-        let initial = store.loadOrCreate("app")
+        let initial = LocationFuzzer(appID: "app").persistentState
         var first = LocationFuzzer(restoring: initial, live: true)
         // The same app never restarted, for comparison.
         var continuous = LocationFuzzer(restoring: initial, live: true)

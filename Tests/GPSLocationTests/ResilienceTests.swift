@@ -5,14 +5,9 @@ import Testing
 
 @testable import GPSLocation
 
-/// Counts this process's open file descriptors.
-func openFileDescriptors() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
-}
-
 /// This process's open TCP sockets to `port` on this machine (its descriptors whose socket
 /// inode `/proc/net/tcp` lists with that remote port) — a count the suites running beside a
-/// test cannot disturb, unlike `openFileDescriptors()`.
+/// test cannot disturb, unlike a count of all of its descriptors.
 func openSockets(toPort port: Int) -> Int {
     // Read to the end in a loop: procfs files report size 0, and one read returns a page at most.
     let data = FileHandle(forReadingAtPath: "/proc/net/tcp")?.readDataToEndOfFile() ?? Data()
@@ -119,10 +114,6 @@ extension RealGPSD.LaneA {
             }
 
             let port = try FreePort.find()
-            // The process-wide default authorizer holds an inotify descriptor for as long as the
-            // process lives; other suites may create it during this run, so it exists before the count.
-            _ = CLLocationManager.sharedAuthorizer
-            let descriptorsBefore = openFileDescriptors()
             let source = GPSDLocationSource(
                 endpoint: GPSDEndpoint(host: "127.0.0.1", port: port), noDataTimeout: .seconds(30))
             let authorizer = LocationAuthorizer(
@@ -173,7 +164,6 @@ extension RealGPSD.LaneA {
             #expect(
                 await waitUntilAsync(timeout: 3) { openSockets(toPort: port) == 0 },
                 "sockets to gpsd leaked: \(openSockets(toPort: port))")
-            _ = descriptorsBefore
         }
     }
 }

@@ -86,15 +86,4 @@ package struct ReducedAccuracyStore: Sendable {
         }
     }
 
-    /// The app's state, made (with a fresh secret seed) and saved when there is none.
-    package func loadOrCreate(_ app: String) -> ReducedAccuracyState {
-        if let state = load(app) { return state }
-        let state = LocationFuzzer(appID: app).persistentState
-        save(state, for: app)
-        return load(app) ?? state
-    }
-
-    package func remove(_ app: String) {
-        if let url = file(for: app) { unlink(url.path) }
-    }
 }

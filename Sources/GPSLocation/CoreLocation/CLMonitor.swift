@@ -154,7 +154,6 @@ public actor CLMonitor {
     deinit {
         if writer.takePending() { save() }
         continuation.finish()
-        manager.stopMonitoringVisits()
         for identifier in records.withLock({ Array($0.keys) }) { manager.unmonitor(identifier) }
     }
 

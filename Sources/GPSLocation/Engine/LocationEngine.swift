@@ -117,12 +117,8 @@ package struct LocationEngine: Sendable {
     package var isMonitoring: Bool {
         !monitoringSuspended && (!regions.isEmpty || visits != nil || significantChanges != nil)
     }
-    /// The monitored regions' identifiers.
-    package var monitoredRegions: [String] { regions.identifiers }
     package func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
     package func region(_ identifier: String) -> Geofence? { regions.fence(identifier) }
-    package var monitorsVisits: Bool { visits != nil }
-    package var monitorsSignificantChanges: Bool { significantChanges != nil }
 
     private var validity = ValidityStage()
     private let accuracy = AccuracyStage()

@@ -109,8 +109,6 @@ package struct RegionMonitorStage: Sendable {
     package init() {}
 
     package var isEmpty: Bool { slotByID.isEmpty }
-    package var count: Int { slotByID.count }
-    package var identifiers: [String] { slotByID.keys.sorted() }
 
     package func state(of identifier: String) -> RegionPresence? {
         slotByID[identifier].flatMap { slots[$0]?.state }
@@ -159,10 +157,6 @@ package struct RegionMonitorStage: Sendable {
         active.remove(slot)
         slots[slot] = nil
         free.append(slot)
-    }
-
-    package mutating func removeAll() {
-        self = RegionMonitorStage()
     }
 
     /// Forgets the clock (monitoring stopped and restarted): states are kept.

@@ -65,9 +65,6 @@ package struct VisitStage: Sendable {
 
     package mutating func reset() { stop = nil }
 
-    /// True while a confirmed visit goes on.
-    package var isVisiting: Bool { stop?.confirmed == true }
-
     package mutating func observe(_ location: CLLocation, reduced: Bool, into visits: inout [VisitRecord]) {
         let time = location.timestamp
         let latitude = location.coordinate.latitude
@@ -186,8 +183,6 @@ package struct SignificantChangeStage: Sendable {
     private var last: CLLocation?
 
     package init() {}
-
-    package mutating func reset() { last = nil }
 
     package mutating func admits(_ location: CLLocation) -> Bool {
         if let last {
