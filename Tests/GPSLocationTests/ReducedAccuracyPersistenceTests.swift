@@ -102,7 +102,7 @@ struct FileFollowingTests {
         withExtendedLifetime(watcher) {}
     }
 
-    @Test("a folder moved away and recreated is followed to the new one")
+    @Test("a folder moved away and recreated is followed to the new one, every time")
     func replacedFolder() throws {
         let root = try Self.scratch()
         let folder = root.appendingPathComponent("store")
@@ -110,12 +110,19 @@ struct FileFollowingTests {
         let file = folder.appendingPathComponent("authorizations.json")
         let changes = Locked(0)
         let watcher = FileChangeWatcher(paths: [file.path]) { changes.withLock { $0 += 1 } }
-        try FileManager.default.moveItem(at: folder, to: root.appendingPathComponent("store.old"))
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        _ = waitUntil(timeout: 2) { changes.withLock { $0 } > 0 }
-        let before = changes.withLock { $0 }
-        try Data("{}".utf8).write(to: file)
-        #expect(waitUntil(timeout: 5) { changes.withLock { $0 } > before }, "a write in the new folder is reported")
+        // Twenty rounds, so the watcher is caught at every point of the move and the recreation
+        // (a folder created between looking for it and watching its parent was once missed).
+        for round in 0..<20 {
+            try FileManager.default.moveItem(at: folder, to: root.appendingPathComponent("store.\(round)"))
+            if round % 2 == 1 { usleep(UInt32(round) * 200) }
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            usleep(100_000)  // let the events of the move and the recreation settle
+            let before = changes.withLock { $0 }
+            try Data("{}".utf8).write(to: file)
+            #expect(
+                waitUntil(timeout: 5) { changes.withLock { $0 } > before },
+                "round \(round): a write in the new folder is reported")
+        }
         withExtendedLifetime(watcher) {}
     }
 

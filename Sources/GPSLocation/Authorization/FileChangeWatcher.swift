@@ -54,18 +54,41 @@ package final class FileChangeWatcher: @unchecked Sendable {
 
     /// (Re)places the watches: each target folder if it exists, else its nearest existing
     /// ancestor. False when nothing at all could be watched.
+    ///
+    /// A folder created between looking for it and watching its parent would never be reported
+    /// (its creation happened before the watch), so after watching, the folders are looked for
+    /// again and the watches placed again until they agree with what exists.
     @discardableResult
     private func arm() -> Bool {
-        for wd in watches.keys { inotify_rm_watch(descriptor, wd) }
-        watches.removeAll()
-        var problem: String?
-        for target in targets {
+        for _ in 0..<16 {
+            let wanted = place()
+            if wanted == watchedFolders() { break }
+        }
+        return !watches.isEmpty
+    }
+
+    /// The folder to watch for each target: the target itself or its nearest existing ancestor.
+    private func wantedFolders() -> [(folder: String, isTarget: Bool)] {
+        targets.map { target in
             var folder = target
             var isTarget = true
             while !FileManager.default.fileExists(atPath: folder) && folder != "/" {
                 folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
                 isTarget = false
             }
+            return (folder, isTarget)
+        }
+    }
+
+    /// What should be watched now, looked up afresh after the watches were placed.
+    private func watchedFolders() -> Set<String> { Set(wantedFolders().map(\.folder)) }
+
+    /// Removes every watch and places one per wanted folder; returns the set of watched folders.
+    private func place() -> Set<String> {
+        for wd in watches.keys { inotify_rm_watch(descriptor, wd) }
+        watches.removeAll()
+        var problem: String?
+        for (folder, isTarget) in wantedFolders() {
             let selfEvents = UInt32(IN_DELETE_SELF | IN_MOVE_SELF)
             let mask =
                 isTarget
@@ -82,13 +105,14 @@ package final class FileChangeWatcher: @unchecked Sendable {
             failed = true
             onFailure(problem)
         }
-        return !watches.isEmpty
+        return Set(watches.values)
     }
 
     private func drain() {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var relevant = false
         var rearm = false
+        var folderWent = false
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count <= 0 { break }
@@ -105,6 +129,7 @@ package final class FileChangeWatcher: @unchecked Sendable {
                 guard let folder = watches[wd] else { continue }
                 if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {
                     rearm = true  // the folder itself went: follow the path again
+                    folderWent = true
                 } else if targets.contains(folder) {
                     if names.contains(name) { relevant = true }
                 } else if mask & UInt32(IN_ISDIR) != 0 || mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
@@ -115,7 +140,8 @@ package final class FileChangeWatcher: @unchecked Sendable {
         if rearm {
             let before = Set(watches.values)
             arm()
-            if Set(watches.values) != before { relevant = true }
+            // A folder that went may have been replaced by one holding a different file.
+            if folderWent || Set(watches.values) != before { relevant = true }
         }
         if relevant { onChange() }
     }
