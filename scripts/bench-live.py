@@ -26,6 +26,41 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def runtimes(pid):
+    """Nanoseconds on a CPU so far, per live thread (/proc/PID/task/TID/schedstat: exact, where
+    utime + stime count 10 ms ticks)."""
+    times = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                times[task] = int(f.read().split()[0])
+        except OSError:
+            pass
+    return times
+
+
+def precise_cpu(before, after):
+    """CPU seconds between two `runtimes` samples; None when a thread ended in between (its time
+    would be lost: then only the tick count is right)."""
+    if any(task not in after for task in before):
+        return None
+    return sum(after[task] - before.get(task, 0) for task in after) / 1e9
+
+
+def switches(pid):
+    """Voluntary + involuntary context switches of all the process's threads so far."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
 def reader(stream, key, arrivals, counts, name):
     for line in stream:
         now = time.monotonic()
@@ -64,6 +99,9 @@ def main():
             [gpsloc, "watch", "--json", "--port", port, "--max-age", "1e9"], env=environment,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True), "timestamp"),
         "gpspipe -w": (subprocess.Popen(["gpspipe", "-w", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True), "time"),
+        # The floor: GPSDSource alone (reading and decoding what watch --json decodes; no engine, no output).
+        "GPSDSource alone": (subprocess.Popen([os.path.join(options.bin, "gpsloc-bench"), "read", "--port", port],
+                                              stdout=subprocess.PIPE, text=True), "none"),
     }
     arrivals = {name: {} for name in clients}
     counts = {}
@@ -71,20 +109,28 @@ def main():
         threading.Thread(target=reader, args=(process.stdout, key, arrivals[name], counts, name), daemon=True).start()
     time.sleep(5)  # start-up is not what is measured
     start = {name: cpu_seconds(p.pid) for name, (p, _) in clients.items()}
+    woke = {name: switches(p.pid) for name, (p, _) in clients.items()}
+    ran = {name: runtimes(p.pid) for name, (p, _) in clients.items()}
     began = time.monotonic()
     time.sleep(options.seconds)
     elapsed = time.monotonic() - began
     end = {name: cpu_seconds(p.pid) for name, (p, _) in clients.items()}
+    woke = {name: switches(p.pid) - woke[name] for name, (p, _) in clients.items()}
+    exact = {name: precise_cpu(ran[name], runtimes(p.pid)) for name, (p, _) in clients.items()}
     for process, _ in clients.values():
         process.terminate()
     server.send_signal(2)
     server.wait(timeout=10)
 
     print(f"== live: a {options.rate:g} Hz multi-GNSS receiver through a real gpsd, {elapsed:.0f} s measured")
-    cpu = {name: end[name] - start[name] for name in clients}
+    ticks = {name: end[name] - start[name] for name in clients}
+    # The exact figure when every thread lived through the minute; else the tick count.
+    cpu = {name: exact[name] if exact[name] is not None else ticks[name] for name in clients}
     for name in clients:
-        print(f"{name}: CPU {cpu[name]:.3f} s ({cpu[name] / elapsed * 60:.3f} s a minute, "
-              f"{cpu[name] / elapsed * 100:.3f} % of a core), {counts.get(name, 0)} lines")
+        print(f"{name}: CPU {cpu[name]:.4f} s ({cpu[name] / elapsed * 60:.4f} s a minute, "
+              f"{'exact' if exact[name] is not None else 'in 10 ms ticks'}; ticks say {ticks[name]:.2f} s, "
+              f"{cpu[name] / elapsed * 100:.3f} % of a core), {woke[name] / elapsed:.1f} context switches a second, "
+              f"{counts.get(name, 0)} lines")
     ratio = cpu["gpsloc watch --json"] / max(cpu["gpspipe -w"], 1e-9)
     print(f"gpsloc / gpspipe CPU: {ratio:.2f}×")
     ours, theirs = arrivals["gpsloc watch --json"], arrivals["gpspipe -w"]

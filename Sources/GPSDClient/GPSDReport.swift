@@ -43,14 +43,37 @@ package enum GPSDRawJSON {
         return String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
 
+    /// The bytes of the line's `"class":"…"` value. gpsd writes it first, so it is looked for
+    /// right after the `{` before the whole line is searched.
+    package static func classValue(_ line: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        let needle: StaticString = "\"class\":\""
+        let length = needle.utf8CodeUnitCount
+        var start: Int
+        if line.count > length + 1, line[0] == UInt8(ascii: "{"),
+            memcmp(line.baseAddress! + 1, needle.utf8Start, length) == 0
+        {
+            start = length + 1
+        } else {
+            guard let found = find(UnsafeBufferPointer(start: needle.utf8Start, count: length), in: line) else {
+                return nil
+            }
+            start = found
+        }
+        var end = start
+        while end < line.count && line[end] != UInt8(ascii: "\"") { end += 1 }
+        guard end < line.count else { return nil }
+        return UnsafeBufferPointer(rebasing: line[start..<end])
+    }
+
+    /// Whether a class value (`classValue`) is exactly `name`.
+    package static func classIs(_ value: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+        value.count == name.utf8CodeUnitCount && memcmp(value.baseAddress!, name.utf8Start, value.count) == 0
+    }
+
     /// Whether the line's `"class":"` value is exactly `name`.
     package static func hasClass(_ name: StaticString, _ line: UnsafeBufferPointer<UInt8>) -> Bool {
-        let needle: StaticString = "\"class\":\""
-        guard let start = find(UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount), in: line)
-        else { return false }
-        let count = name.utf8CodeUnitCount
-        guard start + count < line.count, line[start + count] == UInt8(ascii: "\"") else { return false }
-        return memcmp(line.baseAddress! + start, name.utf8Start, count) == 0
+        guard let value = classValue(line) else { return false }
+        return classIs(value, name)
     }
 
     /// True for gpsd's deactivation message, `"activated":0`, which libgps 3.22 fails to decode.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GNSSCore
+import Synchronization
 
 /// What a `GPSDSource` reports, in the order it happened.
 public enum GPSDEvent: Sendable, Equatable {
@@ -37,83 +38,69 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 }
 
-/// Reads a gpsd daemon through libgps, without ever blocking a Swift concurrency thread.
+/// Reads a gpsd daemon through libgps on a thread of its own.
 ///
-/// The socket is watched by a `DispatchSourceRead` on the source's own serial queue; after each
-/// readiness event it keeps calling `gps_read` while `gps_waiting(…, 0)` says more is buffered.
-/// Every event is passed to the handler on that queue, in order. After `stop()` returns the
-/// handler is never called again.
-// @unchecked Sendable: every mutable property below is read and written only on `queue`
-// (each entry point hops onto it; `dispatchPrecondition` checks that in debug builds).
-public final class GPSDSource: @unchecked Sendable {
+/// The thread blocks in `poll` on the gpsd socket (and on a wake-up descriptor for `stop()`);
+/// after each readiness one `recv` takes what the socket holds and every complete line in the
+/// buffer is reported (`LibGPSHandle.receive`/`nextReport`: libgps's framing and its
+/// `gps_unpack` decoder, the two halves of `gps_read`). The silence timeout and the
+/// reconnection delays are `poll`'s own timeouts. One wake-up per burst of gpsd lines and no
+/// timer of its own: a dispatch read source cost two thread wake-ups per line (libdispatch's
+/// event thread, then a worker), a timer call per fix, and a `select` after every line.
+/// Events reach the handler on that thread, in order, never two at once. After `stop()`
+/// returns the handler is never called again; `stop()` may be called from inside the handler.
+public final class GPSDSource: Sendable {
     public let endpoint: GPSDEndpoint
     /// How long gpsd may stay silent (no TPV) before a `.noData` event; nil disables it.
     public let noDataTimeout: Duration?
+    /// Reconnection after a lost or failed connection; nil: stop and report `.failed`.
+    public let reconnect: ReconnectPolicy?
+    /// Whether SKY reports are decoded and delivered (`.sky`); without them each SKY line is
+    /// `.other("SKY")`, and the largest line gpsd sends (several KB for a multi-GNSS receiver)
+    /// is never parsed.
+    public let decodesSky: Bool
+    private let label: String
+    private let control = Mutex(Control())
 
-    private let queue: DispatchQueue
-    private let queueKey = DispatchSpecificKey<Void>()
-    /// Mutable state, touched only on `queue`.
-    private var queueState = State()
-
-    private struct State {
-        var handle: LibGPSHandle?
-        var readSource: (any DispatchSourceRead)?
-        var timer: (any DispatchSourceTimer)?
-        var handler: (@Sendable (GPSDEvent) -> Void)?
-        var silent = false
-        var running = false
-        var retryTimer: (any DispatchSourceTimer)?
-        var attempts = 0
-        /// When the last fix (or the connection) came; the silence timer measures from it.
-        var lastFix = DispatchTime.now()
-        var timerArmed = false
-        /// Anything came on this connection (gpsd greets with VERSION at once).
-        var heardAnything = false
+    private struct Control: ~Copyable {
+        /// The running reader, if any.
+        var reader: GPSDReader?
         /// Called once when the source stops (ends an `events()` stream).
         var onStop: (@Sendable () -> Void)?
     }
 
-    /// Runs `body` on the state; must be called on `queue`.
-    private func withState<T>(_ body: (inout State) -> T) -> T {
-        dispatchPrecondition(condition: .onQueue(queue))
-        return body(&queueState)
-    }
-
-    /// Reconnection after a lost or failed connection; nil: stop and report `.failed`.
-    public let reconnect: ReconnectPolicy?
-
     public init(
         endpoint: GPSDEndpoint = GPSDEndpoint(), noDataTimeout: Duration? = .seconds(5),
-        reconnect: ReconnectPolicy? = nil,
+        reconnect: ReconnectPolicy? = nil, decodesSky: Bool = true,
         label: String = "gpslocation.gpsd"
     ) {
         self.endpoint = endpoint
         self.noDataTimeout = noDataTimeout
         self.reconnect = reconnect
-        queue = DispatchQueue(label: label)
-        queue.setSpecific(key: queueKey, value: ())
+        self.decodesSky = decodesSky
+        self.label = label
     }
 
     deinit {
-        // No other reference exists any more, so reading the state off the queue is safe here.
-        queueState.timer?.cancel()
-        queueState.retryTimer?.cancel()
-        queueState.readSource?.cancel()
+        // The reader holds no reference to the source; tell it to end (not waiting: the last
+        // reference may have gone inside a handler, on the reader's own thread).
+        control.withLock { $0.reader }?.cancel()
     }
 
-    /// Connects (on the source's queue) and starts delivering events to `handler`.
+    /// Connects (on the source's thread) and starts delivering events to `handler`.
     /// A connection failure arrives as `.failed` — `start` itself never blocks.
     public func start(_ handler: @escaping @Sendable (GPSDEvent) -> Void) {
-        queue.async { [self] in
-            let alreadyRunning = withState { state in
-                if state.running { return true }
-                state.running = true
-                state.handler = handler
-                return false
-            }
-            if alreadyRunning { return }
-            connect()
+        let reader = control.withLock { control -> GPSDReader? in
+            if control.reader != nil { return nil }
+            let reader = GPSDReader(
+                endpoint: endpoint, noDataTimeout: noDataTimeout.map(Self.seconds), reconnect: reconnect,
+                decodesSky: decodesSky, handler: handler)
+            control.reader = reader
+            return reader
         }
+        guard let reader else { return }
+        reader.onEnd = { [weak self] in self?.ended(reader) }
+        reader.launch(name: label)
     }
 
     /// The same events as an `AsyncStream`. Up to `limit` events wait for a slow consumer
@@ -128,7 +115,7 @@ public final class GPSDSource: @unchecked Sendable {
                 guard let source = self else { return }
                 DispatchQueue.global().async { source.stop() }
             }
-            queue.async { [self] in withState { $0.onStop = { continuation.finish() } } }
+            control.withLock { $0.onStop = { continuation.finish() } }
             start { event in
                 continuation.yield(event)
                 if case .failed = event { continuation.finish() }
@@ -138,182 +125,270 @@ public final class GPSDSource: @unchecked Sendable {
 
     /// Stops reading and closes the connection. No event is delivered after this returns.
     public func stop() {
-        if DispatchQueue.getSpecific(key: queueKey) != nil {
-            shutDown()
-        } else {
-            queue.sync { shutDown() }
+        let (reader, onStop) = control.withLock { control in
+            defer {
+                control.reader = nil
+                control.onStop = nil
+            }
+            return (control.reader, control.onStop)
+        }
+        if let reader {
+            reader.cancel()
+            reader.waitUnlessOnItsThread()
+        }
+        onStop?()
+    }
+
+    /// The reader ended by itself (a failure without a reconnection policy).
+    private func ended(_ reader: GPSDReader) {
+        let onStop = control.withLock { control -> (@Sendable () -> Void)? in
+            guard control.reader === reader else { return nil }
+            control.reader = nil
+            defer { control.onStop = nil }
+            return control.onStop
+        }
+        onStop?()
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+/// One run of a `GPSDSource`: the thread, its connection and its timers.
+// @unchecked Sendable: `cancelled` is atomic and `finished` a semaphore; `thread` is set before
+// the thread starts; everything else is touched only on the reader's own thread (and `onEnd`
+// is set before it starts).
+private final class GPSDReader: @unchecked Sendable {
+    let endpoint: GPSDEndpoint
+    let noDataTimeout: Double?
+    let reconnect: ReconnectPolicy?
+    let decodesSky: Bool
+    let handler: @Sendable (GPSDEvent) -> Void
+    var onEnd: (@Sendable () -> Void)?
+
+    private let cancelled = Atomic(false)
+    /// A pipe: `cancel()` writes to it to wake the thread from `poll`.
+    private let wake: Int32
+    private let wakeWriter: Int32
+    private let finished = DispatchSemaphore(value: 0)
+    private var thread = pthread_t()
+
+    // On the reader's thread only.
+    private var handle: LibGPSHandle?
+    private var attempts = 0
+    private var silent = false
+    private var heardAnything = false
+    /// When the last fix (or the connection) came, in uptime nanoseconds.
+    private var lastFix: UInt64 = 0
+
+    init(
+        endpoint: GPSDEndpoint, noDataTimeout: Double?, reconnect: ReconnectPolicy?, decodesSky: Bool,
+        handler: @escaping @Sendable (GPSDEvent) -> Void
+    ) {
+        self.decodesSky = decodesSky
+        self.endpoint = endpoint
+        self.noDataTimeout = noDataTimeout
+        self.reconnect = reconnect
+        self.handler = handler
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 {
+            fatalError("GPSLocation: cannot make the gpsd reader's wake-up pipe (\(String(cString: strerror(errno))))")
+        }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        }
+        wake = ends[0]
+        wakeWriter = ends[1]
+    }
+
+    deinit {
+        close(wake)
+        close(wakeWriter)
+    }
+
+    private var name = ""
+
+    func launch(name: String) {
+        self.name = name
+        let unmanaged = Unmanaged.passRetained(self)
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        pthread_attr_setstacksize(&attributes, 512 * 1024)
+        let created = pthread_create(
+            &thread, &attributes,
+            { context in
+                let reader = Unmanaged<GPSDReader>.fromOpaque(context!).takeRetainedValue()
+                reader.run()
+                return nil
+            }, unmanaged.toOpaque())
+        if created != 0 {
+            unmanaged.release()
+            fatalError("GPSLocation: cannot start the gpsd reader thread (\(String(cString: strerror(created))))")
         }
     }
 
-    // MARK: - On the queue
+    /// Asks the thread to end; it leaves `poll` at once and calls no handler after a running one.
+    func cancel() {
+        guard !cancelled.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        var one: UInt8 = 1
+        _ = write(wakeWriter, &one, 1)
+    }
 
-    private func connect() {
-        guard withState({ $0.running }) else { return }
+    /// Waits until the thread has ended, unless this is that thread (a handler stopping us).
+    func waitUnlessOnItsThread() {
+        if pthread_equal(pthread_self(), thread) != 0 { return }
+        finished.wait()
+        finished.signal()  // a second waiter (stop and deinit racing) passes too
+    }
+
+    private var isCancelled: Bool { cancelled.load(ordering: .sequentiallyConsistent) }
+
+    private func run() {
+        // The thread's name in top, perf and /proc (at most 15 bytes).
+        let comm = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        if comm >= 0 {
+            _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(comm, $0.baseAddress, $0.count) }
+            close(comm)
+        }
+        defer {
+            handle = nil  // closes the socket
+            finished.signal()
+        }
+        while !isCancelled {
+            guard let connected = connect() else {
+                if waitBeforeRetry() { continue }
+                return
+            }
+            handle = connected
+            if !read(connected) { return }
+        }
+    }
+
+    /// Opens the connection and sends WATCH; nil (after reporting) when that failed.
+    private func connect() -> LibGPSHandle? {
         let handle = LibGPSHandle()
         do {
             try handle.open(endpoint)
             try handle.watch(endpoint)
         } catch {
-            lose(error)
-            return
+            lost(error)
+            return nil
         }
-        let source = DispatchSource.makeReadSource(fileDescriptor: handle.fileDescriptor, queue: queue)
-        source.setEventHandler { [weak self] in self?.drain() }
-        // Closing the socket belongs after the source stops watching its descriptor.
-        source.setCancelHandler { withExtendedLifetime(handle) {} }
         // The backoff is not reset here: a server that accepts and closes at once (or says
         // nothing) must not be hammered. It resets when the connection delivers data.
-        withState { state in
-            state.handle = handle
-            state.readSource = source
-            state.heardAnything = false
-        }
+        heardAnything = false
+        silent = false
+        lastFix = Self.uptime()
         emit(.connected(endpoint))
-        armTimer()
-        source.resume()
+        return handle
     }
 
-    private func drain() {
-        guard let handle = withState({ $0.handle }) else { return }
-        while true {
-            switch handle.read() {
-            case .disconnected(let code):
-                // Still open (data waiting, or nothing yet): libgps gave up on what it read — an
-                // over-long or broken line — not on a closed connection.
-                var byte: UInt8 = 0
-                let peeked = recv(handle.fileDescriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-                let stillOpen = peeked > 0 || (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                lose(
-                    GPSDError(
-                        code: stillOpen ? .protocolError : .disconnected, endpoint: endpoint,
-                        libgpsCode: code == 0 ? nil : code,
-                        libgpsMessage: code == 0 ? nil : LibGPSHandle.errorText(code)))
-                return
-            case .partial:
-                return
-            case .report(let report):
-                withState { state in
-                    state.heardAnything = true
-                    state.attempts = 0
-                }
-                if case .fix = report { heardFix() }
-                emit(.report(report))
+    /// Reads the connection until it is lost (true: try again) or the run ends (false).
+    private func read(_ handle: LibGPSHandle) -> Bool {
+        var descriptors = [
+            pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+        ]
+        while !isCancelled {
+            let ready = poll(&descriptors, 2, pollTimeout())
+            if isCancelled { return false }
+            if ready < 0 {
+                if errno == EINTR { continue }
+                fatalError("GPSLocation: poll on the gpsd connection failed (\(String(cString: strerror(errno))))")
             }
-            // The handler may have stopped us.
-            guard withState({ $0.handle }) != nil, handle.hasPendingInput else { return }
+            if descriptors[0].revents != 0 {
+                if let error = drain(handle) {
+                    self.handle = nil
+                    lost(error)
+                    return waitBeforeRetry()
+                }
+                if isCancelled { return false }
+            }
+            if let timeout = noDataTimeout, !silent, Self.uptime() &- lastFix >= UInt64(timeout * 1e9) {
+                // Nothing at all since connecting (gpsd always greets first): drop it and retry.
+                if reconnect != nil && !heardAnything {
+                    self.handle = nil
+                    lost(GPSDError(code: .unresponsive, endpoint: endpoint, silence: timeout))
+                    return waitBeforeRetry()
+                }
+                silent = true
+                emit(.noData(GPSDError(code: .noData, endpoint: endpoint, silence: timeout)))
+            }
+        }
+        return false
+    }
+
+    /// Milliseconds until the silence deadline (rounded up), or -1: none.
+    private func pollTimeout() -> Int32 {
+        guard let timeout = noDataTimeout, !silent else { return -1 }
+        let due = lastFix &+ UInt64(timeout * 1e9)
+        let now = Self.uptime()
+        guard due > now else { return 0 }
+        return Int32(min(Double(Int32.max), ((Double(due - now) / 1e6)).rounded(.up)))
+    }
+
+    /// Reads what the socket holds and reports every complete line; the error when the
+    /// connection went (after the lines that came before it).
+    private func drain(_ handle: LibGPSHandle) -> GPSDError? {
+        let received = handle.receive()
+        while !isCancelled, let report = handle.nextReport(sky: decodesSky) {
+            heardAnything = true
+            attempts = 0
+            if case .fix = report {
+                silent = false
+                lastFix = Self.uptime()
+            }
+            emit(.report(report))
+        }
+        switch received {
+        case .received, .nothing:
+            return nil
+        case .overlong:
+            // libgps gives up on a line longer than its buffer: not a closed connection.
+            return GPSDError(code: .protocolError, endpoint: endpoint)
+        case .closed(let code):
+            return GPSDError(
+                code: .disconnected, endpoint: endpoint, libgpsCode: code == 0 ? nil : code,
+                libgpsMessage: code == 0 ? nil : LibGPSHandle.errorText(code))
         }
     }
 
-    /// A fix came: the silence deadline moves. The timer is not re-armed for it (that cost a
-    /// timer call per fix): when it fires it looks at the last fix and waits the rest.
-    private func heardFix() {
-        let armed = withState { state in
-            state.silent = false
-            state.lastFix = DispatchTime.now()
-            return state.timerArmed
-        }
-        if !armed { armTimer() }
-    }
-
-    private var timeoutSeconds: Double? {
-        noDataTimeout.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-    }
-
-    /// Arms the silence timer for a whole timeout from now (connecting, or no timer armed).
-    private func armTimer(after delay: Double? = nil) {
-        guard let seconds = timeoutSeconds else { return }
-        let existing = withState { $0.timer }
-        let timer: any DispatchSourceTimer
-        if let existing {
-            timer = existing
-        } else {
-            timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [weak self] in self?.timerFired() }
-            withState { $0.timer = timer }
-            timer.resume()
-        }
-        withState { state in
-            state.timerArmed = true
-            if delay == nil { state.lastFix = DispatchTime.now() }
-        }
-        timer.schedule(deadline: .now() + (delay ?? seconds), repeating: .never, leeway: .milliseconds(50))
-    }
-
-    private func timerFired() {
-        guard let seconds = timeoutSeconds else { return }
-        let sinceLast = withState { state -> Double in
-            state.timerArmed = false
-            return Double(DispatchTime.now().uptimeNanoseconds - state.lastFix.uptimeNanoseconds) / 1e9
-        }
-        if sinceLast < seconds - 0.01 {
-            armTimer(after: seconds - sinceLast)
-            return
-        }
-        silenceElapsed(seconds)
-    }
-
-    private func silenceElapsed(_ seconds: Double) {
-        // Nothing at all since connecting (gpsd always greets first): drop it and try again.
-        if reconnect != nil, withState({ $0.running && $0.handle != nil && !$0.heardAnything }) {
-            lose(GPSDError(code: .unresponsive, endpoint: endpoint, silence: seconds))
-            return
-        }
-        let first = withState { state in
-            guard state.running, !state.silent else { return false }
-            state.silent = true
-            return true
-        }
-        if first { emit(.noData(GPSDError(code: .noData, endpoint: endpoint, silence: seconds))) }
-    }
-
-    /// The connection failed or was lost: retry under the policy, or stop.
-    private func lose(_ error: GPSDError) {
+    /// The connection failed or was lost: says so, and whether and when it is tried again.
+    private func lost(_ error: GPSDError) {
         guard let reconnect else {
             emit(.failed(error))
-            shutDown()
+            cancelled.store(true, ordering: .sequentiallyConsistent)
+            onEnd?()
             return
         }
-        // Drop the dead connection (its socket closes once the read source is cancelled).
-        let (source, attempt) = withState { state -> ((any DispatchSourceRead)?, Int) in
-            defer {
-                state.readSource = nil
-                state.handle = nil
-                state.attempts += 1
-            }
-            return (state.readSource, state.attempts)
+        retryDelay = reconnect.delay(attempt: attempts, jitter: Double.random(in: 0...1))
+        attempts += 1
+        emit(.reconnecting(error, attempt: attempts, delay: retryDelay))
+    }
+
+    private var retryDelay = 0.0
+
+    /// Sleeps the reconnection delay (woken early by `cancel`); false when the run ends.
+    private func waitBeforeRetry() -> Bool {
+        guard reconnect != nil, !isCancelled else { return false }
+        var descriptor = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+        let deadline = Self.uptime() &+ UInt64(retryDelay * 1e9)
+        while !isCancelled {
+            let now = Self.uptime()
+            guard deadline > now else { return true }
+            _ = poll(&descriptor, 1, Int32((Double(deadline - now) / 1e6).rounded(.up)))
         }
-        source?.cancel()
-        let delay = reconnect.delay(attempt: attempt, jitter: Double.random(in: 0...1))
-        emit(.reconnecting(error, attempt: attempt + 1, delay: delay))
-        guard withState({ $0.running }) else { return }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + delay)
-        timer.setEventHandler { [weak self] in self?.connect() }
-        withState { $0.retryTimer = timer }
-        timer.resume()
+        return false
     }
 
     private func emit(_ event: GPSDEvent) {
-        guard let handler = withState({ $0.running ? $0.handler : nil }) else { return }
+        guard !isCancelled else { return }
         handler(event)
     }
 
-    private func shutDown() {
-        let (source, timer, retry, onStop) = withState { state in
-            defer {
-                state.readSource = nil
-                state.timer = nil
-                state.retryTimer = nil
-                state.handle = nil
-                state.handler = nil
-                state.running = false
-                state.onStop = nil
-            }
-            return (state.readSource, state.timer, state.retryTimer, state.onStop)
-        }
-        timer?.cancel()
-        retry?.cancel()
-        source?.cancel()
-        onStop?()
-    }
+    private static func uptime() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

@@ -9,8 +9,6 @@ import GNSSCore
 final class LibGPSHandle {
     private let data: UnsafeMutablePointer<gps_data_t>
     private var isOpen = false
-    /// Raw JSON of the last line `read()` consumed (gpsd's lines are < 10 KB; room for more).
-    private var lineBuffer = [CChar](repeating: 0, count: 32 * 1024)
 
     init() {
         guard let pointer = cgps_alloc() else { fatalError("GPSLocation: out of memory allocating gps_data_t") }
@@ -61,33 +59,80 @@ final class LibGPSHandle {
 
     var fileDescriptor: Int32 { cgps_fd(data) }
 
-    enum ReadResult {
-        /// The connection failed or closed (`gps_read` returned -1); `errno` at that moment.
-        case disconnected(errno: Int32)
-        /// Only a partial line is buffered: wait for the socket to be readable again.
-        case partial
-        case report(GPSDReport)
+    // MARK: - Reading the stream
+
+    /// gpsd's lines, framed as `gps_read` frames them: a buffer of libgps's size
+    /// (`GPS_JSON_RESPONSE_MAX` × 2), a line ends at `\n`, and a buffer full without one is an
+    /// error. Each line is decoded in place by `gps_unpack` — the decoder `gps_read` calls — and
+    /// only when it is a report we turn into a value (TPV, DEVICE, DEVICES, and SKY when wanted);
+    /// the others (GST, VERSION, WATCH, ERROR, …) become `.other` without being decoded, as
+    /// their decoded fields were never read. One `recv` per wake-up fills the buffer, so a burst
+    /// of lines costs no `select` per line and no copy of each line.
+    private var inbound = [UInt8](repeating: 0, count: 20_480)
+    /// `inbound[start..<end]` holds bytes received but not yet consumed.
+    private var start = 0
+    private var end = 0
+
+    enum ReceiveResult: Equatable {
+        /// New bytes are buffered (`nextReport` gives the complete lines among them).
+        case received
+        /// Nothing to read right now.
+        case nothing
+        /// The connection closed or failed; `errno` then (0: gpsd closed it).
+        case closed(errno: Int32)
+        /// The buffer is full and holds no complete line: a line longer than libgps accepts.
+        case overlong
     }
 
-    func read() -> ReadResult {
-        errno = 0
-        let count = lineBuffer.withUnsafeMutableBufferPointer { buffer in
-            cgps_read(data, buffer.baseAddress, Int32(buffer.count))
-        }
-        if count < 0 { return .disconnected(errno: errno) }
-        if count == 0 { return .partial }
-        // The line as bytes where libgps put them: no String of it is made.
-        let report = lineBuffer.withUnsafeBufferPointer { buffer in
-            let length = strnlen(buffer.baseAddress!, buffer.count)
-            return UnsafeRawBufferPointer(start: buffer.baseAddress, count: length).withMemoryRebound(to: UInt8.self) {
-                currentReport(line: $0)
+    /// Reads what the socket holds now, without waiting.
+    func receive() -> ReceiveResult {
+        if start > 0 {
+            // Move the unconsumed tail to the front (once per receive, not once per line).
+            inbound.withUnsafeMutableBytes { raw in
+                _ = memmove(raw.baseAddress!, raw.baseAddress! + start, end - start)
             }
+            end -= start
+            start = 0
         }
-        return .report(report)
+        guard end < inbound.count else { return .overlong }
+        let count = inbound.withUnsafeMutableBytes { raw in
+            recv(cgps_fd(data), raw.baseAddress! + end, raw.count - end, Int32(MSG_DONTWAIT))
+        }
+        if count > 0 {
+            end += count
+            return .received
+        }
+        if count == 0 { return .closed(errno: 0) }
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return .nothing }
+        return .closed(errno: errno)
     }
 
-    /// True when another line is buffered or the socket is readable right now (no waiting).
-    var hasPendingInput: Bool { cgps_waiting(data, 0) }
+    /// The next complete buffered line as a report, or nil when no complete line is buffered.
+    /// `sky`: decode SKY reports (else they are `.other("SKY")`).
+    func nextReport(sky: Bool) -> GPSDReport? {
+        inbound.withUnsafeMutableBufferPointer { buffer -> GPSDReport? in
+            let base = buffer.baseAddress!
+            guard start < end, let newline = memchr(base + start, 0x0A, end - start) else { return nil }
+            let lineStart = base + start
+            let length = newline.assumingMemoryBound(to: UInt8.self) - lineStart
+            start += length + 1
+            // Terminated where the newline was, as libgps does (a `\r` before it stays).
+            lineStart[length] = 0
+            return report(line: UnsafeMutablePointer(lineStart), length: length, sky: sky)
+        }
+    }
+
+    /// Decodes one NUL-terminated line (in place) when it is a report we read.
+    private func report(line: UnsafeMutablePointer<UInt8>, length: Int, sky: Bool) -> GPSDReport {
+        let bytes = UnsafeBufferPointer(start: line, count: length)
+        guard let kind = GPSDRawJSON.classValue(bytes) else { return .other(className: "") }
+        let wanted =
+            GPSDRawJSON.classIs(kind, "TPV") || GPSDRawJSON.classIs(kind, "DEVICE")
+            || GPSDRawJSON.classIs(kind, "DEVICES") || (sky && GPSDRawJSON.classIs(kind, "SKY"))
+        guard wanted else { return .other(className: String(decoding: kind, as: UTF8.self)) }
+        line.withMemoryRebound(to: CChar.self, capacity: length + 1) { _ = cgps_unpack($0, data) }
+        return currentReport(line: bytes)
+    }
 
     /// Decodes one JSON object without a socket (`gps_unpack`), for tests and offline tools.
     func unpack(_ json: String) -> GPSDReport? {
@@ -100,18 +145,19 @@ final class LibGPSHandle {
     // MARK: - Conversion
 
     private func currentReport(line: UnsafeBufferPointer<UInt8>) -> GPSDReport {
-        if GPSDRawJSON.hasClass("TPV", line) {
+        guard let kind = GPSDRawJSON.classValue(line) else { return .other(className: "") }
+        if GPSDRawJSON.classIs(kind, "TPV") {
             return .fix(currentFix(device: GPSDRawJSON.stringField("\"device\":\"", in: line)))
         }
-        if GPSDRawJSON.hasClass("SKY", line) { return .sky(currentSky()) }
-        if GPSDRawJSON.hasClass("DEVICE", line) {
+        if GPSDRawJSON.classIs(kind, "SKY") { return .sky(currentSky()) }
+        if GPSDRawJSON.classIs(kind, "DEVICE") {
             if GPSDRawJSON.isDeactivation(line) {
                 let path = GPSDRawJSON.stringField("\"path\":\"", in: line) ?? ""
                 return .device(DeviceEvent(path: path, driver: nil, activated: false))
             }
             return .device(currentDevice())
         }
-        if GPSDRawJSON.hasClass("DEVICES", line) {
+        if GPSDRawJSON.classIs(kind, "DEVICES") {
             var devices: [DeviceEvent] = []
             var raw = cgps_device()
             var index: Int32 = 0
@@ -121,7 +167,7 @@ final class LibGPSHandle {
             }
             return .devices(devices)
         }
-        return .other(className: GPSDRawJSON.stringField("\"class\":\"", in: line) ?? "")
+        return .other(className: String(decoding: kind, as: UTF8.self))
     }
 
     private func currentFix(device: String?) -> Fix {

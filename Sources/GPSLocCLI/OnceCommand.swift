@@ -9,7 +9,7 @@ enum OnceCommand {
         timeout: Double
     ) -> Int32 {
         let manager = CLLocationManager(
-            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout)))),
+            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout))), sky: false),
             authorizer: authorizer)
         manager.desiredAccuracy = options.desiredAccuracy
         manager.maximumLocationAge = options.maximumAge

@@ -12,11 +12,18 @@ protocol UpdateSink: AnyObject, Sendable {
     func device(_ device: DeviceEvent)
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?)
     func sky(_ sky: SkyView)
+    /// Whether `sky` shows anything (the terminal table): otherwise gpsd's SKY reports are
+    /// not even decoded.
+    var showsSky: Bool { get }
     /// A monitored region's state became known or changed (`--region`).
     func region(_ event: RegionEvent)
     /// A visit began or ended (`--visits`).
     func visit(_ visit: VisitRecord)
     func finish()
+}
+
+extension UpdateSink {
+    var showsSky: Bool { false }
 }
 
 /// Text from outside (gpsd's device paths and driver names, identifiers from files) made safe
@@ -226,6 +233,7 @@ final class GPXRecordingSink: UpdateSink, @unchecked Sendable {
         inner.authorization(status: status, accuracy: accuracy, reason: reason)
     }
     func sky(_ sky: SkyView) { inner.sky(sky) }
+    var showsSky: Bool { inner.showsSky }
     func region(_ event: RegionEvent) { inner.region(event) }
     func visit(_ visit: VisitRecord) { inner.visit(visit) }
     func finish() { inner.finish() }

@@ -154,7 +154,8 @@ enum ReplayCommand {
         // If none appears, the source reports that itself.
         server.waitUntilDeviceAttachedBlocking()
         // gpsfake ends its gpsd when the recording is over: the lost connection is the normal end.
-        let source = GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
+        let source = GPSDLocationSource(
+            endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false, sky: sink.showsSky)
         return play(source, sink: sink, options: options, authorization: authorization)
     }
 

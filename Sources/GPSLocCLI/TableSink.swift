@@ -43,6 +43,8 @@ final class TableSink: UpdateSink, @unchecked Sendable {
     }
     /// gpsd reports the sky one constellation set at a time: keep the fullest report of the
     /// last receiver cycle.
+    var showsSky: Bool { true }
+
     func sky(_ sky: SkyView) {
         update { table in
             let now = Date()

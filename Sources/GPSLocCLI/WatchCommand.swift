@@ -75,7 +75,8 @@ enum WatchCommand {
         let session = EngineSession(
             sink: sink, options: options, authorization: authorizer.state,
             source: GPSDLocationSource(
-                endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy()),
+                endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy(),
+                sky: sink.showsSky),
             fuzzer: authorizer.makeFuzzer(live: true), reducedAccuracyStore: authorizer.reducedAccuracyStore,
             fatalReasons: [.gpsdUnreachable, .notDetermined, .notAuthorized, .restricted, .notInUse]
         ) { _ in

@@ -15,7 +15,7 @@ struct PortedCodeTests {
         CLLocationManager.setDefaultSource { FixListSource(fixes, interval: 0.0005) }
         CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedWhenInUse))
         CLLocationManager.sharedAuthorizer.isInUse = true
-        defer { CLLocationManager.setDefaultSource { GPSDLocationSource() } }
+        defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
 
         let service = LocationService()
         service.start()

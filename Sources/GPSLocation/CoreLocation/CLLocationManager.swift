@@ -4,7 +4,8 @@ import GNSSCore
 
 /// Holds the factory behind `CLLocationManager.defaultSource()`.
 private let defaultSourceFactory = Locked<@Sendable () -> any LocationSource>({
-    GPSDLocationSource(endpoint: .fromEnvironment())
+    // A manager has no use for SKY reports: they are left undecoded.
+    GPSDLocationSource(endpoint: .fromEnvironment(), sky: false)
 })
 
 /// Apple's delegate protocol. Every method is optional (default implementations do nothing).
@@ -378,7 +379,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public override convenience init() { self.init(source: CLLocationManager.defaultSource()) }
 
     /// What `CLLocationManager()` and `CLLocationUpdate.liveUpdates()` read from: by default a
-    /// new `GPSDLocationSource()` each time. Programs (and tests) can point them elsewhere —
+    /// new `GPSDLocationSource(sky: false)` each time. Programs (and tests) can point them elsewhere —
     /// another gpsd endpoint, a replay — without changing CoreLocation-style code.
     public static func setDefaultSource(_ factory: @escaping @Sendable () -> any LocationSource) {
         defaultSourceFactory.withLock { $0 = factory }

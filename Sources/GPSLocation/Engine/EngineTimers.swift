@@ -1,41 +1,143 @@
 import Dispatch
 import Foundation
 import GNSSCore
+import Synchronization
 
-/// The dispatch timers behind `LocationEngine`'s `arm`/`cancel` actions, for the drivers
-/// (`CLLocationManager`, gpsloc). Each timer is made on first use and fires `fired` once per
-/// arming; nothing wakes up while none is armed.
+/// The timers behind `LocationEngine`'s `arm`/`cancel` actions, for the drivers
+/// (`CLLocationManager`, gpsloc). Each arming fires `fired` once; nothing wakes up while none
+/// is armed, and re-arming a timer for later wakes nothing either.
+///
+/// All engines' timers share one thread (`TimerThread`) that sleeps in `poll` until the
+/// earliest deadline: a fire costs one thread wake-up. Dispatch timers cost four (libdispatch's
+/// event thread for the timer, a worker for the handler, the event thread again to re-arm) —
+/// for a 10 Hz receiver the staleness timer alone was a third of a live client's wake-ups.
 package final class EngineTimers: Sendable {
-    private let timers = Locked<[LocationEngine.Timer: any DispatchSourceTimer]>([:])
     private let fired: @Sendable (LocationEngine.Timer) -> Void
+    private let owner = TimerThread.Owner()
 
-    /// `fired` runs on a global queue; it feeds `engine.timerFired(timer, now:)`.
+    /// `fired` runs on the shared timer thread; it feeds `engine.timerFired(timer, now:)`.
     package init(fired: @escaping @Sendable (LocationEngine.Timer) -> Void) { self.fired = fired }
 
-    deinit { for timer in timers.withLock({ Array($0.values) }) { timer.cancel() } }
+    deinit { TimerThread.shared.cancelAll(owner) }
 
     package func arm(_ timer: LocationEngine.Timer, after seconds: TimeInterval) {
-        source(timer).schedule(deadline: .now() + max(0, seconds), repeating: .never, leeway: .milliseconds(50))
+        let fired = self.fired
+        TimerThread.shared.schedule(owner, timer, after: seconds) { fired(timer) }
     }
 
-    package func cancel(_ timer: LocationEngine.Timer) {
-        timers.withLock { $0[timer] }?.schedule(deadline: .distantFuture)
+    package func cancel(_ timer: LocationEngine.Timer) { TimerThread.shared.cancel(owner, timer) }
+
+    package func cancelAll() { TimerThread.shared.cancelAll(owner) }
+}
+
+/// One thread for every `EngineTimers` in the process: a table of deadlines under a lock, and a
+/// thread sleeping in `poll` until the earliest of them (woken through a pipe only when a
+/// deadline comes earlier than the one it sleeps for). Actions run on that thread, outside the
+/// lock, one at a time; an action may arm and cancel timers.
+final class TimerThread: @unchecked Sendable {
+    // @unchecked Sendable: `entries` and `sleepingUntil` are guarded by `lock`; the pipe's
+    // descriptors are set once in init.
+    static let shared = TimerThread()
+
+    /// Identifies one `EngineTimers`.
+    final class Owner: Sendable {}
+
+    private struct Key: Hashable {
+        var owner: ObjectIdentifier
+        var timer: LocationEngine.Timer
     }
 
-    package func cancelAll() {
-        for timer in timers.withLock({ Array($0.values) }) { timer.schedule(deadline: .distantFuture) }
+    private struct Entry {
+        var deadline: UInt64
+        var action: @Sendable () -> Void
     }
 
-    private func source(_ timer: LocationEngine.Timer) -> any DispatchSourceTimer {
-        timers.withLock { timers in
-            if let existing = timers[timer] { return existing }
-            let source = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
-            let fired = self.fired
-            source.setEventHandler { fired(timer) }
-            source.schedule(deadline: .distantFuture)
-            source.resume()
-            timers[timer] = source
-            return source
+    private let lock = NSLock()
+    private var entries: [Key: Entry] = [:]
+    /// The deadline the thread sleeps until (uptime ns), or `.max`: none (or not sleeping yet).
+    private var sleepingUntil = UInt64.max
+    private var started = false
+    private let wakeReader: Int32
+    private let wakeWriter: Int32
+
+    private init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 {
+            fatalError("GPSLocation: cannot make the timer thread's wake-up pipe (\(String(cString: strerror(errno))))")
+        }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        }
+        wakeReader = ends[0]
+        wakeWriter = ends[1]
+    }
+
+    func schedule(_ owner: Owner, _ timer: LocationEngine.Timer, after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) {
+        let delay = seconds.isFinite ? min(max(0, seconds), 1e9) : 1e9
+        let deadline = Self.uptime() &+ UInt64(delay * 1e9)
+        let (start, wake) = lock.withLock { () -> (Bool, Bool) in
+            entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = Entry(deadline: deadline, action: action)
+            defer { started = true }
+            return (!started, deadline < sleepingUntil)
+        }
+        if start { launch() }
+        if wake {
+            var byte: UInt8 = 1
+            _ = write(wakeWriter, &byte, 1)
         }
     }
+
+    /// The timer does not fire for its present arming (an action already taken off the table
+    /// may still be running).
+    func cancel(_ owner: Owner, _ timer: LocationEngine.Timer) {
+        lock.withLock { entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = nil }
+    }
+
+    func cancelAll(_ owner: Owner) {
+        let id = ObjectIdentifier(owner)
+        lock.withLock { entries = entries.filter { $0.key.owner != id } }
+    }
+
+    private func launch() {
+        let thread = Thread { [self] in run() }
+        thread.name = "gpslocation.timers"
+        thread.stackSize = 512 * 1024
+        thread.start()
+    }
+
+    private func run() {
+        var descriptor = pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0)
+        var drainBuffer = [UInt8](repeating: 0, count: 64)
+        while true {
+            let now = Self.uptime()
+            // Take what is due; note when the next one is.
+            let (due, next) = lock.withLock { () -> ([@Sendable () -> Void], UInt64) in
+                var due: [@Sendable () -> Void] = []
+                var next = UInt64.max
+                for (key, entry) in entries {
+                    if entry.deadline <= now {
+                        due.append(entry.action)
+                        entries[key] = nil
+                    } else {
+                        next = min(next, entry.deadline)
+                    }
+                }
+                sleepingUntil = due.isEmpty ? next : 0
+                return (due, next)
+            }
+            if !due.isEmpty {
+                for action in due { action() }
+                continue
+            }
+            let timeout: Int32 =
+                next == .max ? -1 : Int32(min(Double(Int32.max), (Double(next - now) / 1e6).rounded(.up)))
+            _ = poll(&descriptor, 1, timeout)
+            if descriptor.revents != 0 {
+                _ = drainBuffer.withUnsafeMutableBytes { read(wakeReader, $0.baseAddress, $0.count) }
+            }
+        }
+    }
+
+    private static func uptime() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

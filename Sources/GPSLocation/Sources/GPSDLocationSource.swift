@@ -22,13 +22,17 @@ public final class GPSDLocationSource: LocationSource {
     ///   - noDataTimeout: report gpsd's silence after this long (nil: never).
     ///   - reconnect: nil: a lost connection ends the source (a terminal problem).
     ///   - isLive: false for gpsfake replays (see `isLive`).
+    ///   - sky: deliver gpsd's SKY reports (`.sky` events); false leaves them undecoded — the
+    ///     largest and costliest lines gpsd sends — for consumers that only want locations.
+    ///     Sources share a connection only when they agree on it.
     public init(
         endpoint: GPSDEndpoint = .fromEnvironment(), noDataTimeout: Duration? = .seconds(5),
-        reconnect: ReconnectPolicy? = ReconnectPolicy(), isLive: Bool = true
+        reconnect: ReconnectPolicy? = ReconnectPolicy(), isLive: Bool = true, sky: Bool = true
     ) {
         self.endpoint = endpoint
         self.isLive = isLive
-        key = SharedGPSDConnections.Key(endpoint: endpoint, noDataTimeout: noDataTimeout, reconnect: reconnect)
+        key = SharedGPSDConnections.Key(
+            endpoint: endpoint, noDataTimeout: noDataTimeout, reconnect: reconnect, decodesSky: sky)
     }
 
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
@@ -36,7 +40,14 @@ public final class GPSDLocationSource: LocationSource {
         // Whether the connection was lost since it last connected (for the "again" notice).
         let lost = Lost()
         let token = SharedGPSDConnections.shared.subscribe(key) { event in
-            for mapped in Self.events(for: event, endpoint: endpoint, lost: lost) { handler(mapped) }
+            // The reports of every receiver cycle go straight through, without an array.
+            switch event {
+            case .report(.fix(let fix)): handler(.fix(fix))
+            case .report(.other): break
+            case .report(.sky(let sky)): handler(.sky(sky))
+            default:
+                for mapped in Self.events(for: event, endpoint: endpoint, lost: lost) { handler(mapped) }
+            }
         }
         let previous = subscription.withLock { stored in
             defer { stored = token }
