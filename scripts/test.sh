@@ -14,9 +14,10 @@ scripts/check-nmea-standalone.sh
 # The installer into an empty prefix: a gpsloc with the Swift runtime linked in (no Swift library
 # loaded), its man page and completion, the udev rule, idempotence and uninstall (a release build).
 scripts/check-install.sh
-# The threading of the manager and the engine's drivers, under Thread Sanitizer (a separate build).
+# The threading of the manager, the engine's drivers and timers, and the gpsd reader thread, under
+# Thread Sanitizer (a separate build).
 # The receiver rules run here through their stage and a manager fed fixes (ReceiverSelectionStageTests);
 # the real-gpsd receiver suite is left out: under TSan's slowdown which receiver reports first is a
 # race of its set-up (seen: it picked the other receiver), not of the code.
 swift test --sanitize=thread \
-  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests"
+  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests"

@@ -235,6 +235,8 @@ final class LibGPSHandle {
         return DeviceEvent(
             path: path, driver: driver.isEmpty || driver == "-" ? nil : driver, activated: true,
             baudRate: raw.baudrate > 0 ? Int(raw.baudrate) : nil,
-            cycle: raw.cycle_seconds > 0 ? raw.cycle_seconds : nil)
+            // libgps 3.22 stores a DEVICES list's "cycle" (a real) into a timespec's seconds as
+            // raw bits (1.0 reads back as 4.6e18 s): a cycle beyond an hour is no cycle.
+            cycle: raw.cycle_seconds > 0 && raw.cycle_seconds <= 3600 ? raw.cycle_seconds : nil)
     }
 }

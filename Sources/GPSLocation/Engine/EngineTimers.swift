@@ -73,7 +73,10 @@ final class TimerThread: @unchecked Sendable {
         wakeWriter = ends[1]
     }
 
-    func schedule(_ owner: Owner, _ timer: LocationEngine.Timer, after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) {
+    func schedule(
+        _ owner: Owner, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
+        _ action: @escaping @Sendable () -> Void
+    ) {
         let delay = seconds.isFinite ? min(max(0, seconds), 1e9) : 1e9
         let deadline = Self.uptime() &+ UInt64(delay * 1e9)
         let (start, wake) = lock.withLock { () -> (Bool, Bool) in

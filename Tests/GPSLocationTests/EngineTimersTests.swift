@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+@testable import GPSLocation
+
+/// The timers behind the engine's `arm`/`cancel` actions, on their one shared thread. Times are
+/// checked loosely (the suite runs in parallel); the order and the counts are exact.
+@Suite("engine timers: one thread, fires once per arming", .timeLimit(.minutes(1)))
+struct EngineTimersTests {
+    /// A recorder of fires: which timer, and how long after `start`.
+    final class Fires: Sendable {
+        let start = Date()
+        let list = Locked<[(LocationEngine.Timer, TimeInterval)]>([])
+        func record(_ timer: LocationEngine.Timer) {
+            list.withLock { $0.append((timer, Date().timeIntervalSince(start))) }
+        }
+        var timers: [LocationEngine.Timer] { list.withLock { $0.map(\.0) } }
+        func at(_ timer: LocationEngine.Timer) -> [TimeInterval] {
+            list.withLock { $0.filter { $0.0 == timer }.map(\.1) }
+        }
+    }
+
+    @Test("each armed timer fires once, in deadline order")
+    func order() async throws {
+        let fires = Fires()
+        let timers = EngineTimers { fires.record($0) }
+        timers.arm(.monitoringGap, after: 0.15)
+        timers.arm(.staleness, after: 0.05)
+        timers.arm(.requestLocation, after: 0.10)
+        #expect(await waitUntilAsync(timeout: 5) { fires.timers.count == 3 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(fires.timers == [.staleness, .requestLocation, .monitoringGap])
+        #expect(fires.at(.staleness).first! >= 0.05)
+    }
+
+    @Test("re-arming replaces the deadline: later fires once, later; earlier wakes the thread early")
+    func rearm() async throws {
+        let fires = Fires()
+        let timers = EngineTimers { fires.record($0) }
+        timers.arm(.staleness, after: 0.05)
+        timers.arm(.staleness, after: 0.3)
+        timers.arm(.requestLocation, after: 30)  // the thread sleeps for this one…
+        timers.arm(.requestLocation, after: 0.1)  // …and must wake for the earlier deadline
+        #expect(await waitUntilAsync(timeout: 5) { fires.timers.count == 2 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(fires.at(.staleness).count == 1)
+        #expect(fires.at(.staleness).first! >= 0.3, "not at the replaced deadline")
+        #expect(fires.at(.requestLocation).count == 1)
+        #expect(fires.at(.requestLocation).first! < 10)
+    }
+
+    @Test("cancel, cancelAll and the end of the owner stop fires; owners are independent")
+    func cancelling() async throws {
+        let fires = Fires()
+        let other = Fires()
+        let timers = EngineTimers { fires.record($0) }
+        let second = EngineTimers { other.record($0) }
+        timers.arm(.staleness, after: 0.05)
+        timers.arm(.requestLocation, after: 0.05)
+        second.arm(.staleness, after: 0.05)
+        timers.cancel(.staleness)
+        var third: EngineTimers? = EngineTimers { other.record($0) }
+        third!.arm(.monitoringGap, after: 0.05)
+        third = nil
+        #expect(await waitUntilAsync(timeout: 5) { fires.timers.count == 1 && other.timers.count == 1 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(fires.timers == [.requestLocation])
+        #expect(other.timers == [.staleness], "the second owner's staleness fired; the ended owner's did not")
+        timers.arm(.staleness, after: 0.05)
+        timers.cancelAll()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(fires.timers == [.requestLocation])
+    }
+
+    @Test("a fire may arm again (the engine re-arms from inside timerFired)")
+    func rearmFromFire() async throws {
+        let count = Locked(0)
+        let box = Locked<EngineTimers?>(nil)
+        let timers = EngineTimers { timer in
+            let fired = count.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            if fired < 5 { box.withLock { $0 }?.arm(timer, after: 0.01) }
+        }
+        box.withLock { $0 = timers }
+        timers.arm(.staleness, after: 0.01)
+        #expect(await waitUntilAsync(timeout: 5) { count.withLock { $0 } == 5 })
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(count.withLock { $0 } == 5)
+        box.withLock { $0 = nil }
+    }
+}

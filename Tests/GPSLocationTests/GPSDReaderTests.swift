@@ -1,0 +1,179 @@
+import Foundation
+import GPSLocation
+import TestSupport
+import Testing
+
+/// A one-client TCP server on a free loopback port that sends `lines` in chunks of the sizes
+/// `chunk` gives (a pause between chunks), then closes: how gpsd's lines reach `GPSDSource` when
+/// the network splits them anywhere or delivers many at once.
+private final class LineServer: @unchecked Sendable {
+    let port: Int
+    private let listener: Int32
+
+    init(payload: [UInt8], chunk: @escaping @Sendable (Int) -> Int, pause: useconds_t = 200) throws {
+        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let fd = listener
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        guard listen(fd, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
+        Thread.detachNewThread {
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            var offset = 0
+            var index = 0
+            while offset < payload.count {
+                let size = min(max(1, chunk(index)), payload.count - offset)
+                let sent = payload[offset..<offset + size].withUnsafeBytes {
+                    send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
+                if sent <= 0 { break }
+                offset += sent
+                index += 1
+                if pause > 0 { usleep(pause) }
+            }
+            // Closing with the client's WATCH unread would reset the connection and could drop
+            // lines not yet read: end our side, read until the client closes, then close.
+            shutdown(client, Int32(SHUT_WR))
+            var sink = [UInt8](repeating: 0, count: 4096)
+            while sink.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, 0) }) > 0 {}
+            close(client)
+        }
+    }
+
+    deinit { close(listener) }
+}
+
+@Suite("reading gpsd's stream: framing and decoding", .timeLimit(.minutes(1)))
+struct GPSDReaderTests {
+    /// gpsd's greeting, its device list, and a recording's TPV and SKY reports with a GST and
+    /// a deactivation among them: every kind of line the reader treats differently.
+    static func stream() throws -> [String] {
+        let recorded = try String(
+            contentsOf: Paths.fixtures.appendingPathComponent("drive-10hz-multi.gpsd.json"), encoding: .utf8
+        ).split(whereSeparator: \.isNewline).prefix(120).map(String.init)
+        let greeting = [
+            #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#,
+            #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyACM0","driver":"NMEA0183","activated":"2026-06-15T08:00:00.000Z","flags":1,"native":0,"bps":9600,"parity":"N","stopbits":1,"cycle":1.00}]}"#,
+            #"{"class":"WATCH","enable":true,"json":true,"nmea":false,"raw":0,"scaled":false,"timing":false,"split24":false,"pps":false}"#,
+        ]
+        let gst =
+            #"{"class":"GST","device":"/dev/ttyACM0","time":"2026-06-15T08:00:01.000Z","rms":1.500,"major":2.100,"minor":1.200,"orient":35.0,"lat":1.600,"lon":1.300,"alt":2.800}"#
+        let deactivation = #"{"class":"DEVICE","path":"/dev/ttyACM0","activated":0}"#
+        return greeting + recorded.prefix(60) + [gst] + recorded.dropFirst(60) + [deactivation]
+    }
+
+    /// What each line gives decoded alone by libgps (`gps_unpack`), with SKY as `.other` when
+    /// it is not wanted.
+    static func expected(_ lines: [String], sky: Bool) -> [GPSDReport] {
+        let decoder = GPSDJSONDecoder()
+        return lines.map { line in
+            if !sky && line.hasPrefix(#"{"class":"SKY""#) { return .other(className: "SKY") }
+            return decoder.decode(line) ?? .other(className: "undecodable")
+        }
+    }
+
+    /// Every report a source read from `server` until the server closed.
+    static func reports(port: Int, sky: Bool) async -> [GPSDReport] {
+        let source = GPSDSource(endpoint: GPSDEndpoint(port: port), noDataTimeout: nil, decodesSky: sky)
+        var reports: [GPSDReport] = []
+        for await event in source.events() {
+            if case .report(let report) = event { reports.append(report) }
+        }
+        return reports
+    }
+
+    @Test(
+        "lines split anywhere or many in one read give what each line gives alone",
+        arguments: [
+            ("whole", 1 << 20), ("byte by byte", 1), ("7 bytes", 7), ("uneven", -1), ("one line less a byte", -2),
+        ])
+    func framing(_ shape: (name: String, size: Int)) async throws {
+        let lines = try Self.stream()
+        let payload = Array(lines.map { $0 + "\r\n" }.joined().utf8)
+        let size = shape.size
+        let server = try LineServer(
+            payload: payload,
+            chunk: { index in
+                switch size {
+                case -1: [1, 300, 17, 4_000, 2, 9_000][index % 6]
+                case -2: 364
+                default: size
+                }
+            }, pause: size == 1 ? 0 : 200)
+        let reports = await Self.reports(port: server.port, sky: true)
+        let expected = Self.expected(lines, sky: true)
+        #expect(reports.count == expected.count, "\(shape.name)")
+        #expect(reports == expected, "\(shape.name)")
+        #expect(reports.contains { if case .sky = $0 { true } else { false } })
+        #expect(reports.last == .device(DeviceEvent(path: "/dev/ttyACM0", driver: nil, activated: false)))
+        #expect(
+            reports.dropFirst().first
+                == .devices([DeviceEvent(path: "/dev/ttyACM0", driver: "NMEA0183", activated: true, baudRate: 9600)]))
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("without sky, SKY lines are left undecoded and everything else is the same")
+    func withoutSky() async throws {
+        let lines = try Self.stream()
+        let server = try LineServer(payload: Array(lines.map { $0 + "\r\n" }.joined().utf8), chunk: { _ in 1_500 })
+        let reports = await Self.reports(port: server.port, sky: false)
+        #expect(reports == Self.expected(lines, sky: false))
+        #expect(reports.contains(.other(className: "SKY")))
+        #expect(reports.contains(.other(className: "GST")))
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("stop() from another thread while reports flow: nothing arrives after it returns", arguments: 0..<10)
+    func stopWhileFlowing(_ round: Int) async throws {
+        let lines = try Self.stream()
+        let payload = Array(Array(repeating: lines.map { $0 + "\n" }.joined(), count: 20).joined().utf8)
+        let server = try LineServer(payload: payload, chunk: { _ in 512 }, pause: 50)
+        let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
+        let stopped = Locked(false)
+        let late = Locked(0)
+        let seen = Locked(0)
+        source.start { _ in
+            if stopped.withLock({ $0 }) { late.withLock { $0 += 1 } }
+            seen.withLock { $0 += 1 }
+            usleep(20)
+        }
+        try await Task.sleep(for: .milliseconds(20 + round * 7))
+        source.stop()
+        stopped.withLock { $0 = true }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(late.withLock { $0 } == 0)
+        #expect(seen.withLock { $0 } > 0)
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("stop() from inside the handler ends the reports at once")
+    func stopInsideHandler() async throws {
+        let lines = try Self.stream()
+        let server = try LineServer(payload: Array(lines.map { $0 + "\n" }.joined().utf8), chunk: { _ in 1 << 20 })
+        let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
+        let fixes = Locked(0)
+        let after = Locked(0)
+        source.start { event in
+            guard case .report(.fix) = event else { return }
+            if fixes.withLock({ $0 }) >= 3 {
+                after.withLock { $0 += 1 }
+                return
+            }
+            fixes.withLock { $0 += 1 }
+            if fixes.withLock({ $0 }) == 3 { source.stop() }
+        }
+        #expect(waitUntil(timeout: 5) { fixes.withLock { $0 } == 3 })
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(after.withLock { $0 } == 0, "no report after stop() inside the handler")
+        withExtendedLifetime(server) {}
+    }
+}
