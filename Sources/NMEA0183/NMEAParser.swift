@@ -33,22 +33,92 @@ public struct NMEAStatistics: Sendable, Equatable {
 }
 
 /// A calendar date from RMC (`year` has two digits) or ZDA (four digits).
-public struct NMEADate: Sendable, Equatable {
+public struct NMEADate: Sendable, Equatable, BitwiseCopyable {
     public var day: Int
     public var month: Int
     public var year: Int
 }
 
-/// One satellite of a GSV sentence.
-public struct NMEASatellite: Sendable, Equatable {
-    public var prn: Int
-    public var elevation: Double?
-    public var azimuth: Double?
-    public var signalToNoise: Double?
+/// One satellite of a GSV sentence. Stored compactly (the sentence carries whole numbers;
+/// a fraction some receivers add survives as a `Float`): a GSV's four fit without the heap.
+public struct NMEASatellite: Sendable, Equatable, BitwiseCopyable {
+    private var id: Int32
+    /// NaN: the field was empty.
+    private var elevationValue: Float
+    private var azimuthValue: Float
+    private var signalToNoiseValue: Float
+
+    public init(prn: Int, elevation: Double?, azimuth: Double?, signalToNoise: Double?) {
+        id = Int32(clamping: prn)
+        elevationValue = elevation.map(Float.init) ?? .nan
+        azimuthValue = azimuth.map(Float.init) ?? .nan
+        signalToNoiseValue = signalToNoise.map(Float.init) ?? .nan
+    }
+
+    public var prn: Int { Int(id) }
+    public var elevation: Double? { elevationValue.isNaN ? nil : Double(elevationValue) }
+    public var azimuth: Double? { azimuthValue.isNaN ? nil : Double(azimuthValue) }
+    public var signalToNoise: Double? { signalToNoiseValue.isNaN ? nil : Double(signalToNoiseValue) }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.prn == b.prn && a.elevation == b.elevation && a.azimuth == b.azimuth && a.signalToNoise == b.signalToNoise
+    }
+}
+
+/// What fills an `NMEAInlineList`'s unused places.
+public protocol NMEAInlineListElement: BitwiseCopyable, Equatable, Sendable {
+    static var filler: Self { get }
+}
+
+extension Int16: NMEAInlineListElement {
+    public static var filler: Int16 { 0 }
+}
+
+extension NMEASatellite: NMEAInlineListElement {
+    public static var filler: NMEASatellite { NMEASatellite(prn: 0, elevation: nil, azimuth: nil, signalToNoise: nil) }
+}
+
+/// A short list of at most `capacity` elements kept inline (no heap allocation), so a decoded
+/// sentence is plain data: copied by a move of bytes and dropped without any work.
+public struct NMEAInlineList<let capacity: Int, Element: NMEAInlineListElement>: RandomAccessCollection, Sendable,
+    Equatable, BitwiseCopyable
+{
+    private var storage: InlineArray<capacity, Element>
+    private var length: UInt8 = 0
+
+    public init() { storage = InlineArray(repeating: .filler) }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { Int(length) }
+    public subscript(position: Int) -> Element { storage[position] }
+
+    /// Adds `element`; beyond `capacity` elements are dropped.
+    public mutating func append(_ element: Element) {
+        guard Int(length) < capacity else { return }
+        storage[Int(length)] = element
+        length += 1
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.elementsEqual(b) }
+}
+
+extension NMEAInlineList: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: Element...) {
+        self.init()
+        for element in elements { append(element) }
+    }
+}
+
+extension NMEAInlineList: CustomStringConvertible {
+    public var description: String { Array(self).description }
 }
 
 /// One decoded sentence, with the values GPSLocation uses. Numbers are nil when the field is empty.
-public enum NMEASentence: Sendable, Equatable {
+///
+/// Every case is plain data (`BitwiseCopyable`): passing a sentence on copies its bytes, and
+/// dropping one costs nothing — measured, the runtime's generic copy and destroy of the enum
+/// when two cases held arrays were a sixth of the parser's instructions.
+public enum NMEASentence: Sendable, Equatable, BitwiseCopyable {
     /// RMC. `valid`: status A.
     case rmc(
         time: Double?, valid: Bool, latitude: Double?, longitude: Double?, speedKnots: Double?, course: Double?,
@@ -59,10 +129,13 @@ public enum NMEASentence: Sendable, Equatable {
         altitude: Double?, geoidSeparation: Double?)
     /// GLL: `valid`: status A and mode indicator not N.
     case gll(time: Double?, latitude: Double?, longitude: Double?, valid: Bool)
-    /// GSA: fix mode 1–3, DOPs, the satellites used and the NMEA 4.10 system id.
-    case gsa(mode: Int?, pdop: Double?, hdop: Double?, vdop: Double?, used: [Int], systemID: Int?, talker: UInt16)
-    /// One GSV part.
-    case gsv(talker: UInt16, total: Int, part: Int, inView: Int, satellites: [NMEASatellite])
+    /// GSA: fix mode 1–3, DOPs, the satellites used (at most 12) and the NMEA 4.10 system id.
+    case gsa(
+        mode: Int?, pdop: Double?, hdop: Double?, vdop: Double?, used: NMEAInlineList<12, Int16>, systemID: Int?,
+        talker: UInt16)
+    /// One GSV part: up to four satellites (NMEA's most; a fifth and later in one sentence are
+    /// dropped).
+    case gsv(talker: UInt16, total: Int, part: Int, inView: Int, satellites: NMEAInlineList<4, NMEASatellite>)
     /// VTG: course true and speed.
     case vtg(course: Double?, speedKnots: Double?, valid: Bool)
     /// GST: 1-σ errors in metres.
@@ -87,6 +160,9 @@ public struct NMEAParser: Sendable {
     /// When false, GSV satellites and GSA satellite lists are not collected (faster when only
     /// fixes are wanted).
     public var collectsSatellites: Bool
+    /// Scan eight bytes at a time where a line allows (false: byte by byte, the reference the
+    /// tests compare with).
+    var scansWords = true
     /// The partial line carried between `feed` calls.
     private var carry: [UInt8] = []
     private var overflowed = false
@@ -155,7 +231,8 @@ public struct NMEAParser: Sendable {
 
     /// One line without its LF (`terminated`: it had one; false for a last line at the end).
     private mutating func line(
-        _ raw: UnsafeBufferPointer<UInt8>, terminated: Bool, _ handle: (NMEASentence) -> Void
+        _ raw: UnsafeBufferPointer<UInt8>, terminated: Bool, _ handle: (NMEASentence) -> Void,
+        cutOff cutBefore: Bool = false
     ) {
         if raw.count > Self.maximumRawLineLength {
             statistics.tooLong += 1
@@ -168,47 +245,100 @@ public struct NMEAParser: Sendable {
             statistics.comments += 1
             return
         }
-        // The last `$` or `!` starts the sentence (garbage before it, or a cut-off sentence).
-        var start = -1
-        var scan = end - 1
-        while scan >= 0 {
-            let byte = raw[scan]
-            if byte == UInt8(ascii: "$") || byte == UInt8(ascii: "!") {
-                start = scan
-                break
-            }
-            scan -= 1
+        // The fields' start offsets live on the stack for the line's lifetime.
+        withUnsafeTemporaryAllocation(of: Int16.self, capacity: Fields.capacity + 1) { table in
+            sentence(raw, end: end, terminated: terminated, handle, cutOff: cutBefore, table: table.baseAddress!)
         }
+    }
+
+    /// The sentence in a line (`raw[..<end]`, trimmed, not a comment); `table` holds the
+    /// fields' offsets while it is decoded.
+    private mutating func sentence(
+        _ raw: UnsafeBufferPointer<UInt8>, end: Int, terminated: Bool, _ handle: (NMEASentence) -> Void,
+        cutOff cutBefore: Bool, table offsets: UnsafeMutablePointer<Int16>
+    ) {
+        // One pass over the line: the last `$` or `!` starts the sentence (garbage before it, or
+        // a sentence cut off by the next, is dropped); from there up to `*` every byte must be
+        // printable, goes into the checksum (their XOR), and each comma starts a field.
+        var start = -1
+        var star = -1
+        var checksum: UInt8 = 0
+        var unprintable: UInt8 = 0
+        var cutOff = false
+        var commas = 0
+        let bytes = raw.baseAddress!
+        var position = 0
+        // Before the start: anything.
+        while position < end && bytes[position] != UInt8(ascii: "$") && bytes[position] != UInt8(ascii: "!") {
+            position += 1
+        }
+        if position < end {
+            start = position
+            position += 1
+        }
+        scan: do {
+            // Eight bytes at a time while no second start appears (the usual line).
+            if start >= 0, scansWords,
+                let scanned = Self.scanWords(bytes, from: position, to: end, start: start, offsets: offsets)
+            {
+                position = scanned.position
+                star = scanned.star
+                checksum = scanned.checksum
+                unprintable = scanned.printable ? 0 : 1
+                commas = scanned.commas
+                if star >= 0 { break scan }
+            }
+            while position < end {
+                let byte = bytes[position]
+                if byte == UInt8(ascii: ",") {
+                    if commas < Fields.capacity - 1 {
+                        commas += 1
+                        offsets[commas] = Int16(position - start)
+                    }
+                } else if byte == UInt8(ascii: "*") {
+                    star = position
+                    break
+                } else if byte == UInt8(ascii: "$") || byte == UInt8(ascii: "!") {
+                    // A new start: what came before was cut off.
+                    cutOff = true
+                    start = position
+                    checksum = 0
+                    unprintable = 0
+                    commas = 0
+                    position += 1
+                    continue
+                }
+                // Bytes below 0x20 or above 0x7E wrap to above 0x5E here.
+                unprintable |= (byte &- 0x20) > 0x5E ? 1 : 0
+                checksum ^= byte
+                position += 1
+            }
+        }
+        // After the checksum: a later start would begin a new sentence there.
+        if star >= 0 {
+            var scan = star + 1
+            while scan < end {
+                if bytes[scan] == UInt8(ascii: "$") || bytes[scan] == UInt8(ascii: "!") {
+                    // Rare (a sentence glued to the next): parse from that start alone.
+                    return line(
+                        UnsafeBufferPointer(rebasing: raw[scan..<raw.count]), terminated: terminated, handle,
+                        cutOff: true)
+                }
+                scan += 1
+            }
+        }
+        let printable = unprintable == 0
         guard start >= 0 else {
             statistics.noise += 1
             return
-        }
-        // Another start before this one: a sentence cut off by the next.
-        var cutOff = false
-        while scan > 0 && !cutOff {
-            scan -= 1
-            cutOff = raw[scan] == UInt8(ascii: "$") || raw[scan] == UInt8(ascii: "!")
         }
         if end - start > Self.maximumLineLength {
             statistics.tooLong += 1
             return
         }
-        // Checksum: XOR of the bytes between the start and `*`.
-        var checksum: UInt8 = 0
-        var star = -1
-        var position = start + 1
-        while position < end {
-            let byte = raw[position]
-            if byte == UInt8(ascii: "*") {
-                star = position
-                break
-            }
-            if byte < 0x20 || byte > 0x7E {
-                statistics.noise += 1
-                return
-            }
-            checksum ^= byte
-            position += 1
+        guard printable else {
+            statistics.noise += 1
+            return
         }
         let body: UnsafeBufferPointer<UInt8>
         if star >= 0 {
@@ -229,12 +359,75 @@ public struct NMEAParser: Sendable {
             }
             body = UnsafeBufferPointer(rebasing: raw[(start + 1)..<end])
         }
-        if let sentence = decode(body, checksummed: star >= 0) {
+        let fields = Fields(body: body, starts: offsets, count: commas + 1)
+        if let sentence = decode(fields, checksummed: star >= 0) {
             statistics.sentences += 1
             if star < 0 { statistics.withoutChecksum += 1 }
-            if cutOff { statistics.missingChecksum += 1 }
+            if cutOff || cutBefore { statistics.missingChecksum += 1 }
             handle(sentence)
         }
+    }
+
+    /// The checksum scan eight bytes at a time (SWAR): from `position` up to `*` or `end`,
+    /// XOR of the bytes, whether all are printable, and the commas' offsets from `start`. Nil
+    /// when a `$` or `!` appears (a second start: the byte-wise scan handles it). Stops with
+    /// fewer than eight bytes left (`star` -1): the byte-wise scan finishes from `position`.
+    @inline(__always)
+    private static func scanWords(
+        _ bytes: UnsafePointer<UInt8>, from first: Int, to end: Int, start: Int,
+        offsets: UnsafeMutablePointer<Int16>
+    ) -> (position: Int, star: Int, checksum: UInt8, printable: Bool, commas: Int)? {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        // 0x80 in each byte of `word` equal to `byte`, exactly (no false positives).
+        @inline(__always) func equal(_ word: UInt64, _ byte: UInt8) -> UInt64 {
+            let x = word ^ (ones &* UInt64(byte))
+            return ~(((x & low7) &+ low7) | x | low7)
+        }
+        // 0x80 in each byte outside 0x20…0x7E.
+        @inline(__always) func unprintable(_ word: UInt64) -> UInt64 {
+            let atLeastSpace = ((word & low7) &+ (ones &* 0x60)) & highs
+            return (word & highs) | (~atLeastSpace & highs) | equal(word, 0x7F)
+        }
+        var position = first
+        var folded: UInt64 = 0
+        var bad: UInt64 = 0
+        var commas = 0
+        var star = -1
+        while position + 8 <= end {
+            var word = UInt64(littleEndian: UnsafeRawPointer(bytes + position).loadUnaligned(as: UInt64.self))
+            if equal(word, UInt8(ascii: "$")) | equal(word, UInt8(ascii: "!")) != 0 { return nil }
+            let stars = equal(word, UInt8(ascii: "*"))
+            var length = 8
+            if stars != 0 {
+                length = stars.trailingZeroBitCount >> 3
+                word &= length == 0 ? 0 : (UInt64.max >> (64 - 8 * length))
+                star = position + length
+            }
+            let valid = length == 8 ? UInt64.max : (length == 0 ? 0 : UInt64.max >> (64 - 8 * length))
+            folded ^= word
+            bad |= unprintable(word) & valid
+            var comma = equal(word, UInt8(ascii: ",")) & valid
+            while comma != 0 {
+                if commas < Fields.capacity - 1 {
+                    commas += 1
+                    offsets[commas] = Int16(position + comma.trailingZeroBitCount >> 3 - start)
+                }
+                comma &= comma &- 1
+            }
+            if star >= 0 { return (star, star, fold(folded), bad == 0, commas) }
+            position += 8
+        }
+        return (position, -1, fold(folded), bad == 0, commas)
+    }
+
+    @inline(__always) private static func fold(_ word: UInt64) -> UInt8 {
+        var x = word
+        x ^= x >> 32
+        x ^= x >> 16
+        x ^= x >> 8
+        return UInt8(truncatingIfNeeded: x)
     }
 
     @inline(__always) private static func hex(_ byte: UInt8) -> UInt8? {
@@ -250,8 +443,7 @@ public struct NMEAParser: Sendable {
 
     /// `body` is the text between `$` and `*` (or the line's end, when `checksummed` is false:
     /// then only a well-formed sentence of a known type counts, anything else is cut off).
-    private mutating func decode(_ body: UnsafeBufferPointer<UInt8>, checksummed: Bool) -> NMEASentence? {
-        let fields = Fields(body)
+    private mutating func decode(_ fields: Fields, checksummed: Bool) -> NMEASentence? {
         let tag = fields.tag
         if !checksummed && !Self.isWellFormed(fields) {
             if tag.count == 5 && tag[2] == UInt8(ascii: "G") && tag[3] == UInt8(ascii: "S")
@@ -410,10 +602,10 @@ public struct NMEAParser: Sendable {
 
     private func gsa(_ f: Fields, talker: UInt16) -> NMEASentence? {
         guard f.count >= 18 else { return nil }
-        var used: [Int] = []
+        var used = NMEAInlineList<12, Int16>()
         if collectsSatellites {
             for index in 3...14 {
-                if let prn = f.integer(index), prn > 0 { used.append(prn) }
+                if let prn = f.integer(index), prn > 0, prn <= Int(Int16.max) { used.append(Int16(prn)) }
             }
         }
         return .gsa(
@@ -423,7 +615,7 @@ public struct NMEAParser: Sendable {
 
     private func gsv(_ f: Fields, talker: UInt16) -> NMEASentence? {
         guard f.count >= 4, let total = f.integer(1), let part = f.integer(2) else { return nil }
-        var satellites: [NMEASatellite] = []
+        var satellites = NMEAInlineList<4, NMEASatellite>()
         var index = collectsSatellites ? 4 : f.count
         while index < f.count {
             if let prn = f.integer(index), prn > 0 {
@@ -459,48 +651,26 @@ public struct NMEAParser: Sendable {
     }
 }
 
-/// Field access over a sentence body without copying: up to 48 comma-separated fields.
+/// Field access over a sentence body without copying: up to 48 comma-separated fields, their
+/// start offsets in a table the parser fills as it scans the line (on the stack).
 struct Fields {
     private let body: UnsafeBufferPointer<UInt8>
-    /// starts[i] ..< ends[i] is field i (field 0 is the tag).
-    private var starts:
-        (
-            Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
-            Int16,
-            Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
-            Int16,
-            Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16,
-            Int16,
-            Int16
-        ) = (
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-            0, 0, 0,
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        )
-    private(set) var count = 0
+    /// Field i spans `starts[i] ..< starts[i + 1] - 1` in the body (field 0 is the tag).
+    private let starts: UnsafePointer<Int16>
+    let count: Int
     static let capacity = 48
 
-    init(_ body: UnsafeBufferPointer<UInt8>) {
+    /// `starts[1..<count]` hold the offsets after each comma; this sets the first and the end.
+    init(body: UnsafeBufferPointer<UInt8>, starts: UnsafeMutablePointer<Int16>, count: Int) {
+        starts[0] = 0
+        starts[count] = Int16(body.count + 1)
         self.body = body
-        withUnsafeMutableBytes(of: &starts) { raw in
-            let table = raw.bindMemory(to: Int16.self)
-            var fieldCount = 0
-            table[0] = 0
-            for index in 0..<body.count where body[index] == UInt8(ascii: ",") {
-                if fieldCount + 1 >= Self.capacity { break }
-                fieldCount += 1
-                table[fieldCount] = Int16(index + 1)
-            }
-            table[fieldCount + 1] = Int16(body.count + 1)
-            count = fieldCount + 1
-        }
+        self.starts = UnsafePointer(starts)
+        self.count = count
     }
 
     @inline(__always) private func range(_ index: Int) -> Range<Int> {
-        withUnsafeBytes(of: starts) { raw in
-            let table = raw.bindMemory(to: Int16.self)
-            return Int(table[index])..<(Int(table[index + 1]) - 1)
-        }
+        Int(starts[index])..<(Int(starts[index + 1]) - 1)
     }
 
     var tag: UnsafeBufferPointer<UInt8> { bytes(0) }
@@ -544,50 +714,87 @@ struct Fields {
 
     /// (value, integer part, fractional digits as a value in [0,1)): exact enough for coordinates.
     static func parseDecimal(_ field: UnsafeBufferPointer<UInt8>) -> (value: Double, integer: Int, fraction: Double)? {
-        var integer = 0
-        var fractionDigits: UInt64 = 0
-        var fractionScale: Double = 1
+        let count = field.count
+        guard count > 0 else { return nil }
+        var index = 0
         var negative = false
+        if field[0] == UInt8(ascii: "-") {
+            negative = true
+            index = 1
+        } else if field[0] == UInt8(ascii: "+") {
+            index = 1
+        }
+        var integer = 0
         var seenDigit = false
-        var inFraction = false
-        for (offset, byte) in field.enumerated() {
-            switch byte {
-            case 0x30...0x39:
+        while index < count {
+            let digit = field[index] &- 0x30
+            if digit > 9 { break }
+            integer = integer &* 10 &+ Int(digit)
+            if integer > 100_000_000_000 { return nil }
+            seenDigit = true
+            index += 1
+        }
+        var fractionDigits: UInt64 = 0
+        var scale = 0
+        if index < count {
+            guard field[index] == UInt8(ascii: ".") else { return nil }
+            index += 1
+            while index < count {
+                let digit = field[index] &- 0x30
+                guard digit <= 9 else { return nil }
                 seenDigit = true
-                if inFraction {
-                    if fractionScale < 1e17 {
-                        fractionDigits = fractionDigits * 10 + UInt64(byte - 0x30)
-                        fractionScale *= 10
-                    }
-                } else {
-                    integer = integer &* 10 &+ Int(byte - 0x30)
-                    if integer > 100_000_000_000 { return nil }
+                // Digits beyond the 17th add nothing a Double can hold.
+                if scale < 17 {
+                    fractionDigits = fractionDigits &* 10 &+ UInt64(digit)
+                    scale += 1
                 }
-            case UInt8(ascii: "."):
-                if inFraction { return nil }
-                inFraction = true
-            case UInt8(ascii: "-") where offset == 0:
-                negative = true
-            case UInt8(ascii: "+") where offset == 0:
-                break
-            default:
-                return nil
+                index += 1
             }
         }
         guard seenDigit else { return nil }
-        let fraction = Double(fractionDigits) / fractionScale
+        let fraction = Double(fractionDigits) / Self.powerOfTen(scale)
         let value = Double(integer) + fraction
         return (negative ? -value : value, negative ? -integer : integer, negative ? -fraction : fraction)
+    }
+
+    /// 10ⁿ for n in 0…17, exact in a Double (a switch: no table behind a lazy global).
+    @inline(__always) private static func powerOfTen(_ exponent: Int) -> Double {
+        switch exponent {
+        case 0: 1
+        case 1: 1e1
+        case 2: 1e2
+        case 3: 1e3
+        case 4: 1e4
+        case 5: 1e5
+        case 6: 1e6
+        case 7: 1e7
+        case 8: 1e8
+        case 9: 1e9
+        case 10: 1e10
+        case 11: 1e11
+        case 12: 1e12
+        case 13: 1e13
+        case 14: 1e14
+        case 15: 1e15
+        case 16: 1e16
+        default: 1e17
+        }
     }
 
     /// `hhmmss[.ss]` as seconds of the day.
     func time(_ index: Int) -> Double? {
         let field = bytes(index)
         guard field.count >= 6 else { return nil }
-        for offset in 0..<6 where field[offset] < 0x30 || field[offset] > 0x39 { return nil }
-        let hours = Int(field[0] - 0x30) * 10 + Int(field[1] - 0x30)
-        let minutes = Int(field[2] - 0x30) * 10 + Int(field[3] - 0x30)
-        let seconds = Int(field[4] - 0x30) * 10 + Int(field[5] - 0x30)
+        let d0 = field[0] &- 0x30
+        let d1 = field[1] &- 0x30
+        let d2 = field[2] &- 0x30
+        let d3 = field[3] &- 0x30
+        let d4 = field[4] &- 0x30
+        let d5 = field[5] &- 0x30
+        guard d0 <= 9, d1 <= 9, d2 <= 9, d3 <= 9, d4 <= 9, d5 <= 9 else { return nil }
+        let hours = Int(d0) * 10 + Int(d1)
+        let minutes = Int(d2) * 10 + Int(d3)
+        let seconds = Int(d4) * 10 + Int(d5)
         guard hours < 24, minutes < 60, seconds < 61 else { return nil }
         var fraction = 0.0
         if field.count > 6 {

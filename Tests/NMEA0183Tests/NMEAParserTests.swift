@@ -196,3 +196,80 @@ struct EpochAssemblerTests {
             "HDOP 1 × UERE 4 m = 4 m at 68 % (the accuracy stage's √(epx² + epy²) / 1.96)")
     }
 }
+
+/// The word-at-a-time checksum scan against the byte-wise one it replaces on the usual line:
+/// the same sentences and the same counts, on every fixture and on lines damaged every way the
+/// scan treats specially (second starts, stars, commas, control and high bytes, cuts).
+@Suite("NMEA parser: the word-at-a-time scan", .timeLimit(.minutes(2)))
+struct WordScanTests {
+    /// A small deterministic generator (SplitMix64), so a failure can be replayed.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func parse(_ data: [UInt8], words: Bool) -> ([NMEASentence], NMEAStatistics) {
+        var parser = NMEAParser()
+        parser.scansWords = words
+        var sentences: [NMEASentence] = []
+        data.withUnsafeBufferPointer { parser.feed($0) { sentences.append($0) } }
+        parser.finish { sentences.append($0) }
+        return (sentences, parser.statistics)
+    }
+
+    @Test("every fixture: the same sentences and counts", arguments: NMEAParserTests.fixtureNames)
+    func fixtures(name: String) throws {
+        let data = [UInt8](try Data(contentsOf: Paths.fixtures.appendingPathComponent(name)))
+        let (fast, fastStats) = Self.parse(data, words: true)
+        let (reference, referenceStats) = Self.parse(data, words: false)
+        #expect(fast.count > 100)
+        #expect(fast == reference)
+        #expect(fastStats == referenceStats)
+    }
+
+    @Test("20,000 damaged lines: the same sentences and counts")
+    func damaged() throws {
+        let data = [UInt8](try Data(contentsOf: Paths.fixtures.appendingPathComponent("drive-10hz-multi.nmea")))
+        let lines = data.split(separator: 0x0A, omittingEmptySubsequences: true).map(Array.init)
+        var random = SplitMix(state: 2026)
+        let specials: [UInt8] = [
+            UInt8(ascii: "$"), UInt8(ascii: "!"), UInt8(ascii: "*"), UInt8(ascii: ","), 0x00, 0x09, 0x1F, 0x7F, 0x80,
+            0xFF, UInt8(ascii: "A"), UInt8(ascii: "9"), 0x0D,
+        ]
+        var input: [UInt8] = []
+        for round in 0..<20_000 {
+            var line = lines[Int.random(in: 0..<lines.count, using: &random)]
+            switch round % 5 {
+            case 0:
+                break  // intact
+            case 1:
+                line.insert(specials.randomElement(using: &random)!, at: Int.random(in: 0...line.count, using: &random))
+            case 2:
+                if !line.isEmpty { line.remove(at: Int.random(in: 0..<line.count, using: &random)) }
+            case 3:
+                line =
+                    Array(line.prefix(Int.random(in: 0...line.count, using: &random)))
+                    + lines[Int.random(in: 0..<lines.count, using: &random)]
+            default:
+                for _ in 0..<Int.random(in: 1...4, using: &random) {
+                    let at = Int.random(in: 0...line.count, using: &random)
+                    line.insert(specials.randomElement(using: &random)!, at: at)
+                }
+            }
+            input += line
+            input.append(0x0A)
+        }
+        let (fast, fastStats) = Self.parse(input, words: true)
+        let (reference, referenceStats) = Self.parse(input, words: false)
+        #expect(fast.count > 5_000)
+        #expect(fastStats.badChecksum > 0 && fastStats.noise > 0 && fastStats.missingChecksum > 0)
+        #expect(fast == reference)
+        #expect(fastStats == referenceStats)
+    }
+}

@@ -16,7 +16,27 @@ public final class LastLocationCache: Sendable {
     public let writeInterval: TimeInterval
     /// Keep simulated locations too (for tests of the cache itself).
     package let recordsSimulated: Bool
-    private let lastWrite = Locked<[String: Date]>([:])
+    private let lastWrite = Locked(Writes())
+
+    /// When each app's location was last written; the latest app is kept apart, so the usual
+    /// case (one app, a location ten times a second) compares one string instead of hashing.
+    private struct Writes {
+        var app = ""
+        var time = Date.distantPast
+        var others: [String: Date] = [:]
+
+        subscript(app: String) -> Date? {
+            get { app == self.app ? time : others[app] }
+            set {
+                if app != self.app {
+                    if !self.app.isEmpty { others[self.app] = time }
+                    self.app = app
+                    others[app] = nil
+                }
+                time = newValue ?? .distantPast
+            }
+        }
+    }
 
     public init(directory: URL? = nil, writeInterval: TimeInterval = 30) {
         self.directory = directory ?? Self.defaultDirectory()
