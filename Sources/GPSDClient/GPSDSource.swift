@@ -174,8 +174,10 @@ private final class GPSDReader: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private var thread = pthread_t()
 
+    /// The connected socket's descriptor while `read` runs (-1 otherwise), for `cancel()`.
+    private let socket = Mutex<Int32>(-1)
+
     // On the reader's thread only.
-    private var handle: LibGPSHandle?
     private var attempts = 0
     private var silent = false
     private var heardAnything = false
@@ -236,6 +238,8 @@ private final class GPSDReader: @unchecked Sendable {
         guard !cancelled.exchange(true, ordering: .sequentiallyConsistent) else { return }
         var one: UInt8 = 1
         _ = write(wakeWriter, &one, 1)
+        // A `recv` blocked on the connection returns at once.
+        socket.withLock { descriptor in if descriptor >= 0 { shutdown(descriptor, Int32(SHUT_RDWR)) } }
     }
 
     /// Waits until the thread has ended, unless this is that thread (a handler stopping us).
@@ -254,17 +258,18 @@ private final class GPSDReader: @unchecked Sendable {
             _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(comm, $0.baseAddress, $0.count) }
             close(comm)
         }
-        defer {
-            handle = nil  // closes the socket
-            finished.signal()
-        }
+        defer { finished.signal() }
         while !isCancelled {
             guard let connected = connect() else {
                 if waitBeforeRetry() { continue }
                 return
             }
-            handle = connected
-            if !read(connected) { return }
+            // `cancel()` shuts this socket down to end a blocked `recv`; it is forgotten before
+            // the handle (and its descriptor) goes.
+            socket.withLock { $0 = connected.fileDescriptor }
+            let again = read(connected)
+            socket.withLock { $0 = -1 }
+            if !again { return }
         }
     }
 
@@ -288,72 +293,87 @@ private final class GPSDReader: @unchecked Sendable {
     }
 
     /// Reads the connection until it is lost (true: try again) or the run ends (false).
+    ///
+    /// The thread blocks in `recv` itself: one system call per wake-up (a `poll` before each
+    /// `recv` was a seventh of a live client's CPU). The silence timeout is the socket's receive
+    /// timeout (`SO_RCVTIMEO`), and `cancel()` ends a blocked `recv` by shutting the socket down.
     private func read(_ handle: LibGPSHandle) -> Bool {
-        var descriptors = [
-            pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
-        ]
+        let descriptor = handle.fileDescriptor
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        setReceiveTimeout(handle, silent ? nil : noDataTimeout)
         while !isCancelled {
-            let ready = poll(&descriptors, 2, pollTimeout())
+            let (error, received) = drain(handle)
             if isCancelled { return false }
-            if ready < 0 {
-                if errno == EINTR { continue }
-                fatalError("GPSLocation: poll on the gpsd connection failed (\(String(cString: strerror(errno))))")
+            if let error {
+                lost(error)
+                return waitBeforeRetry()
             }
-            if descriptors[0].revents != 0 {
-                if let error = drain(handle) {
-                    self.handle = nil
-                    lost(error)
-                    return waitBeforeRetry()
-                }
-                if isCancelled { return false }
-            }
+            if received && !silent && timedOutSocket { setReceiveTimeout(handle, noDataTimeout) }
             if let timeout = noDataTimeout, !silent, Self.uptime() &- lastFix >= UInt64(timeout * 1e9) {
                 // Nothing at all since connecting (gpsd always greets first): drop it and retry.
                 if reconnect != nil && !heardAnything {
-                    self.handle = nil
                     lost(GPSDError(code: .unresponsive, endpoint: endpoint, silence: timeout))
                     return waitBeforeRetry()
                 }
                 silent = true
+                // Silent: no timeout until a fix comes (one report per silence).
+                setReceiveTimeout(handle, nil)
                 emit(.noData(GPSDError(code: .noData, endpoint: endpoint, silence: timeout)))
+            } else if let timeout = noDataTimeout, !silent, !received {
+                // Woken early (a signal, or a fix moved the deadline): wait out the rest.
+                let due = lastFix &+ UInt64(timeout * 1e9)
+                setReceiveTimeout(handle, Double(due &- Self.uptime()) / 1e9)
             }
         }
         return false
     }
 
-    /// Milliseconds until the silence deadline (rounded up), or -1: none.
-    private func pollTimeout() -> Int32 {
-        guard let timeout = noDataTimeout, !silent else { return -1 }
-        let due = lastFix &+ UInt64(timeout * 1e9)
-        let now = Self.uptime()
-        guard due > now else { return 0 }
-        return Int32(min(Double(Int32.max), ((Double(due - now) / 1e6)).rounded(.up)))
+    /// True while the socket's receive timeout is not the whole silence timeout.
+    private var timedOutSocket = false
+
+    /// Sets `SO_RCVTIMEO` (nil: wait forever).
+    private func setReceiveTimeout(_ handle: LibGPSHandle, _ seconds: Double?) {
+        var value = timeval()
+        if let seconds {
+            let clamped = min(max(seconds, 0.001), 86_400)
+            value.tv_sec = Int(clamped)
+            value.tv_usec = Int((clamped - Double(Int(clamped))) * 1e6)
+        }
+        _ = setsockopt(
+            handle.fileDescriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        timedOutSocket = seconds != nil && seconds != noDataTimeout
     }
 
-    /// Reads what the socket holds and reports every complete line; the error when the
-    /// connection went (after the lines that came before it).
-    private func drain(_ handle: LibGPSHandle) -> GPSDError? {
-        let received = handle.receive()
+    /// Waits for what the socket holds and reports every complete line; the error when the
+    /// connection went (after the lines that came before it), and whether bytes came.
+    private func drain(_ handle: LibGPSHandle) -> (GPSDError?, Bool) {
+        let received = handle.receive(waiting: true)
+        var fixCame = false
         while !isCancelled, let report = handle.nextReport(sky: decodesSky) {
             heardAnything = true
             attempts = 0
             if case .fix = report {
-                silent = false
+                fixCame = true
                 lastFix = Self.uptime()
             }
             emit(.report(report))
         }
+        if fixCame && silent {
+            silent = false
+            setReceiveTimeout(handle, noDataTimeout)
+        }
         switch received {
-        case .received, .nothing:
-            return nil
+        case .received: return (nil, true)
+        case .nothing: return (nil, false)
         case .overlong:
             // libgps gives up on a line longer than its buffer: not a closed connection.
-            return GPSDError(code: .protocolError, endpoint: endpoint)
+            return (GPSDError(code: .protocolError, endpoint: endpoint), true)
         case .closed(let code):
-            return GPSDError(
-                code: .disconnected, endpoint: endpoint, libgpsCode: code == 0 ? nil : code,
-                libgpsMessage: code == 0 ? nil : LibGPSHandle.errorText(code))
+            return (
+                GPSDError(
+                    code: .disconnected, endpoint: endpoint, libgpsCode: code == 0 ? nil : code,
+                    libgpsMessage: code == 0 ? nil : LibGPSHandle.errorText(code)), false
+            )
         }
     }
 

@@ -10,21 +10,28 @@ private final class LineServer: @unchecked Sendable {
     let port: Int
     private let listener: Int32
 
-    init(payload: [UInt8], chunk: @escaping @Sendable (Int) -> Int, pause: useconds_t = 200) throws {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// A listening socket on a free loopback port.
+    static func listening() throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = listener
         _ = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
         }
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        port = Int(UInt16(bigEndian: address.sin_port))
         guard listen(fd, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    init(payload: [UInt8], chunk: @escaping @Sendable (Int) -> Int, pause: useconds_t = 200) throws {
+        let server = try Self.listening()
+        listener = server.fd
+        port = server.port
+        let fd = listener
         Thread.detachNewThread {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
@@ -43,6 +50,33 @@ private final class LineServer: @unchecked Sendable {
             // Closing with the client's WATCH unread would reset the connection and could drop
             // lines not yet read: end our side, read until the client closes, then close.
             shutdown(client, Int32(SHUT_WR))
+            var sink = [UInt8](repeating: 0, count: 4096)
+            while sink.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, 0) }) > 0 {}
+            close(client)
+        }
+    }
+
+    deinit { close(listener) }
+}
+
+/// Sends each step's text, then waits its pause; then keeps the connection open until the
+/// client closes it.
+private final class ScriptServer: @unchecked Sendable {
+    let port: Int
+    private let listener: Int32
+
+    init(_ steps: [(text: String, pause: Double)]) throws {
+        let server = try LineServer.listening()
+        listener = server.fd
+        port = server.port
+        let fd = listener
+        Thread.detachNewThread {
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            for step in steps {
+                _ = step.text.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                usleep(useconds_t(step.pause * 1e6))
+            }
             var sink = [UInt8](repeating: 0, count: 4096)
             while sink.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, 0) }) > 0 {}
             close(client)
@@ -174,6 +208,63 @@ struct GPSDReaderTests {
         #expect(waitUntil(timeout: 5) { fixes.withLock { $0 } == 3 })
         try await Task.sleep(for: .milliseconds(100))
         #expect(after.withLock { $0 } == 0, "no report after stop() inside the handler")
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("silence: reported once after the timeout, again after fixes return and stop; none while they flow")
+    func silence() async throws {
+        let tpv =
+            #"{"class":"TPV","device":"/dev/ttyACM0","mode":3,"time":"2026-06-15T08:00:00.000Z","lat":51.45,"lon":-2.59}"#
+            + "\n"
+        let greeting =
+            #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"# + "\n"
+        // Fixes every 0.1 s for 0.6 s, silence 1.2 s, fixes again for 0.6 s, then silence.
+        var steps: [(text: String, pause: Double)] = [(greeting, 0.05)]
+        steps += Array(repeating: (tpv, 0.1), count: 6)
+        steps[steps.count - 1].pause = 1.2
+        steps += Array(repeating: (tpv, 0.1), count: 6)
+        let server = try ScriptServer(steps)
+        let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: .milliseconds(400))
+        let start = Date()
+        let events = Locked<[(String, Double)]>([])
+        source.start { event in
+            let name: String? =
+                switch event {
+                case .noData: "noData"
+                case .report(.fix): "fix"
+                default: nil
+                }
+            if let name { events.withLock { $0.append((name, Date().timeIntervalSince(start))) } }
+        }
+        try await Task.sleep(for: .seconds(3.2))
+        source.stop()
+        let seen = events.withLock { $0 }
+        let silences = seen.filter { $0.0 == "noData" }.map(\.1)
+        let fixes = seen.filter { $0.0 == "fix" }.map(\.1)
+        #expect(fixes.count == 12)
+        #expect(silences.count == 2, "\(seen)")
+        if silences.count == 2, fixes.count == 12 {
+            // Each silence comes 0.4 s after the last fix before it (loosely: the suite runs in parallel).
+            #expect(silences[0] - fixes[5] >= 0.39 && silences[0] - fixes[5] < 0.9)
+            #expect(silences[0] < fixes[6], "the first silence is reported before fixes return")
+            #expect(silences[1] - fixes[11] >= 0.39 && silences[1] - fixes[11] < 0.9)
+        }
+        withExtendedLifetime(server) {}
+    }
+
+    @Test("stop() ends a read blocked on a connection that sends nothing, at once")
+    func stopWhileBlocked() async throws {
+        let greeting =
+            #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"# + "\n"
+        let server = try ScriptServer([(greeting, 0)])
+        let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
+        let heard = Locked(0)
+        source.start { _ in heard.withLock { $0 += 1 } }
+        #expect(waitUntil(timeout: 5) { heard.withLock { $0 } >= 2 }, "connected and greeted")
+        try await Task.sleep(for: .milliseconds(200))
+        let began = Date()
+        source.stop()
+        #expect(Date().timeIntervalSince(began) < 1, "stop() did not wait for data that never comes")
         withExtendedLifetime(server) {}
     }
 }
