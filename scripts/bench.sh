@@ -37,6 +37,22 @@ PY
 "$bin/gpsloc-bench" nmea "$out/hour.nmea"
 best "gpsloc replay --fast --json > /dev/null (end to end)" "$bin/gpsloc replay $out/hour.nmea --fast --json > /dev/null"
 best "gpsdecode < file > /dev/null (gpsd's own decoder)" "gpsdecode < $out/hour.nmea > /dev/null"
+# The ratio from alternating pairs (ours, then gpsdecode, seven times): on a shared machine the
+# two best-of-3 figures above can land in different moments of load; each pair shares one.
+python3 - "$bin/gpsloc-bench" "$out/hour.nmea" <<'PY'
+import statistics, subprocess, sys, time
+bench, recording = sys.argv[1], sys.argv[2]
+ratios, ours, theirs = [], [], []
+for _ in range(7):
+    ours.append(float(subprocess.run([bench, "nmea", recording], capture_output=True, text=True, check=True).stdout.split()[2]))
+    start = time.perf_counter()
+    subprocess.run(f"gpsdecode < {recording} > /dev/null", shell=True, check=True)
+    theirs.append(time.perf_counter() - start)
+    ratios.append(theirs[-1] / ours[-1])
+print(f"parse + assembly vs gpsdecode, 7 alternating pairs: median {statistics.median(ratios):.1f}x "
+      f"(pairs {min(ratios):.1f}-{max(ratios):.1f}x; ours median {statistics.median(ours):.3f} s, "
+      f"gpsdecode median {statistics.median(theirs):.3f} s)")
+PY
 best "pynmea2.parse on every line (Python, parse only)" ".build/bench-venv/bin/python -c \"
 import pynmea2
 n = 0

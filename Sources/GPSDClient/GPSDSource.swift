@@ -60,9 +60,10 @@ public final class GPSDSource: Sendable {
     /// is never parsed.
     public let decodesSky: Bool
     private let label: String
-    private let control = Mutex(Control())
+    // `Locked` (an NSLock), not `Mutex`: Thread Sanitizer cannot see `Mutex`'s lock on Linux.
+    private let control = Locked(Control())
 
-    private struct Control: ~Copyable {
+    private struct Control {
         /// The running reader, if any.
         var reader: GPSDReader?
         /// Called once when the source stops (ends an `events()` stream).
@@ -175,7 +176,7 @@ private final class GPSDReader: @unchecked Sendable {
     private var thread = pthread_t()
 
     /// The connected socket's descriptor while `read` runs (-1 otherwise), for `cancel()`.
-    private let socket = Mutex<Int32>(-1)
+    private let socket = Locked<Int32>(-1)
 
     // On the reader's thread only.
     private var attempts = 0
