@@ -56,16 +56,23 @@ def rss_kb(pid):
 
 
 def switches(pid):
-    total = 0
+    """Voluntary + involuntary context switches so far, per live thread."""
+    counts = {}
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/status") as f:
-                for line in f:
-                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                        total += int(line.split()[1])
+                counts[task] = sum(int(line.split()[1]) for line in f
+                                   if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
         except FileNotFoundError:
             pass
-    return total
+    return counts
+
+
+def switched(before, after):
+    """Switches between two `switches` samples: each thread's growth, new threads whole. A thread
+    that ended in between (libdispatch retires idle workers) takes its last switches with it, so
+    this is a lower bound then; the second value says how many ended."""
+    return sum(count - before.get(task, 0) for task, count in after.items()), sum(task not in after for task in before)
 
 
 def main():
@@ -125,12 +132,14 @@ def main():
     print("|---|---|---|---|---|")
     for name in clients:
         cpu = 100 * (end[name][0] - start[name][0]) / elapsed
-        wakeups = (end[name][1] - start[name][1]) / elapsed
-        idle = idle_end[name] - idle_start[name]
+        flowing, ended_flowing = switched(start[name][1], end[name][1])
+        wakeups = flowing / elapsed
+        idle, ended_idle = switched(idle_start[name], idle_end[name])
         idle_cpu = idle_cpu_end[name] - idle_cpu_start[name]
         series = rss[name]
         print(f"| {name} | {cpu:.2f} | {series[0] / 1024:.1f} → {series[-1] / 1024:.1f} ({max(series) / 1024:.1f}) "
-              f"| {wakeups:.1f} | {idle} ({idle_cpu:.2f} s CPU) |")
+              f"| {wakeups:.1f}{'' if not ended_flowing else f' ({ended_flowing} threads ended)'} "
+              f"| {idle}{'' if not ended_idle else f' ({ended_idle} threads ended)'} ({idle_cpu:.2f} s CPU) |")
     print()
     for name, out in outputs.items():
         if out:

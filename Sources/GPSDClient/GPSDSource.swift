@@ -157,8 +157,8 @@ public final class GPSDSource: Sendable {
 }
 
 /// One run of a `GPSDSource`: the thread, its connection and its timers.
-// @unchecked Sendable: `cancelled` is atomic and `finished` a semaphore; `thread` is set before
-// the thread starts; everything else is touched only on the reader's own thread (and `onEnd`
+// @unchecked Sendable: `cancelled` is atomic, `finished` a semaphore, `socket` and `runningOn`
+// are locked; everything else is touched only on the reader's own thread (and `onEnd`
 // is set before it starts).
 private final class GPSDReader: @unchecked Sendable {
     let endpoint: GPSDEndpoint
@@ -173,7 +173,9 @@ private final class GPSDReader: @unchecked Sendable {
     private let wake: Int32
     private let wakeWriter: Int32
     private let finished = DispatchSemaphore(value: 0)
-    private var thread = pthread_t()
+    /// The reader's thread, set by the thread itself before it reports anything (pthread_create
+    /// may store the id only after the new thread has started running).
+    private let runningOn = Locked<pthread_t?>(nil)
 
     /// The connected socket's descriptor while `read` runs (-1 otherwise), for `cancel()`.
     private let socket = Locked<Int32>(-1)
@@ -221,6 +223,7 @@ private final class GPSDReader: @unchecked Sendable {
         defer { pthread_attr_destroy(&attributes) }
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         pthread_attr_setstacksize(&attributes, 512 * 1024)
+        var thread = pthread_t()
         let created = pthread_create(
             &thread, &attributes,
             { context in
@@ -245,7 +248,7 @@ private final class GPSDReader: @unchecked Sendable {
 
     /// Waits until the thread has ended, unless this is that thread (a handler stopping us).
     func waitUnlessOnItsThread() {
-        if pthread_equal(pthread_self(), thread) != 0 { return }
+        if let own = runningOn.withLock({ $0 }), pthread_equal(pthread_self(), own) != 0 { return }
         finished.wait()
         finished.signal()  // a second waiter (stop and deinit racing) passes too
     }
@@ -253,6 +256,7 @@ private final class GPSDReader: @unchecked Sendable {
     private var isCancelled: Bool { cancelled.load(ordering: .sequentiallyConsistent) }
 
     private func run() {
+        runningOn.withLock { $0 = pthread_self() }
         // The thread's name in top, perf and /proc (at most 15 bytes).
         let comm = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         if comm >= 0 {

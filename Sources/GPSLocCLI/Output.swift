@@ -3,8 +3,8 @@ import GPSLocation
 
 /// Where a command's updates go: NDJSON lines, or a human view on a terminal.
 ///
-/// Sendable by hand-off: a sink is used by one thread at a time — the main thread before a
-/// source starts and after it has stopped, the source's serial queue in between.
+/// Sendable: while a source runs, its reader thread, the engine's timer thread and the
+/// authorization watcher may each write to a sink, so every sink serializes its own writes.
 protocol UpdateSink: AnyObject, Sendable {
     func location(_ location: CLLocation)
     func error(_ error: CLError)
@@ -75,7 +75,7 @@ final class OutputStream {
 }
 
 /// NDJSON on stdout (one object per line), and each error also as a sentence on stderr.
-/// Thread-safe: the source's queue and the authorization watcher both write to it.
+/// Thread-safe: the source's thread, the timer thread and the authorization watcher write to it.
 final class NDJSONSink: UpdateSink, @unchecked Sendable {
     private let lock = NSLock()
     private var writer = NDJSONWriter()
