@@ -169,7 +169,8 @@ private final class GPSDReader: @unchecked Sendable {
     var onEnd: (@Sendable () -> Void)?
 
     private let cancelled = Atomic(false)
-    /// A pipe: `cancel()` writes to it to wake the thread from `poll`.
+    /// A pipe: `cancel()` writes to it to wake the thread from the reconnection wait (a blocked
+    /// `recv` is ended by shutting the socket down instead).
     private let wake: Int32
     private let wakeWriter: Int32
     private let finished = DispatchSemaphore(value: 0)
@@ -237,7 +238,7 @@ private final class GPSDReader: @unchecked Sendable {
         }
     }
 
-    /// Asks the thread to end; it leaves `poll` at once and calls no handler after a running one.
+    /// Asks the thread to end; it leaves any wait at once and calls no handler after a running one.
     func cancel() {
         guard !cancelled.exchange(true, ordering: .sequentiallyConsistent) else { return }
         var one: UInt8 = 1
