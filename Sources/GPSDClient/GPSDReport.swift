@@ -70,12 +70,6 @@ package enum GPSDRawJSON {
         value.count == name.utf8CodeUnitCount && memcmp(value.baseAddress!, name.utf8Start, value.count) == 0
     }
 
-    /// Whether the line's `"class":"` value is exactly `name`.
-    package static func hasClass(_ name: StaticString, _ line: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let value = classValue(line) else { return false }
-        return classIs(value, name)
-    }
-
     /// True for gpsd's deactivation message, `"activated":0`, which libgps 3.22 fails to decode.
     package static func isDeactivation(_ line: Substring) -> Bool {
         var copy = Array(line.utf8)
