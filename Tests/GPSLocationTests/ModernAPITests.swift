@@ -46,28 +46,32 @@ struct ModernAPITests {
     @Test("isStationary: a receiver standing still for 10 s is stationary, a moving one never")
     func stationary() async throws {
         let moving = try FixtureFixes.load("clean-1hz-multi")
-        // The same recording standing at its first position, with a little noise and no speed.
+        // A receiver standing at the recording's first position for 400 s, with a little noise
+        // and no speed. Long enough that a consumer slowed by a loaded machine still meets
+        // stationary updates: the sequence keeps only the newest waiting update (Apple's
+        // latest-wins), and the end-of-recording update replaces whatever was not yet read.
         var random = SplitMix64(seed: 9)
-        let still = moving.map { fix -> Fix in
-            var fix = fix
-            fix.latitude = moving[0].latitude.map { $0 + (Double(random.next() % 100) - 50) * 1e-7 }
-            fix.longitude = moving[0].longitude
+        let anchor = try #require(moving.first { $0.hasPosition })
+        let still = (0..<400).map { second -> Fix in
+            var fix = anchor
+            fix.time = anchor.time.map { $0.addingTimeInterval(Double(second)) }
+            fix.latitude = anchor.latitude.map { $0 + (Double(random.next() % 100) - 50) * 1e-7 }
             fix.speed = 0.1
             return fix
         }
-        func flags(_ fixes: [Fix]) async throws -> [Bool] {
+        func flags(_ fixes: [Fix], interval: Double) async throws -> [Bool] {
             var result: [Bool] = []
             for try await update in CLLocationUpdate.liveUpdates(
-                .automotiveNavigation, source: FixListSource(fixes, interval: 0.002),
+                .automotiveNavigation, source: FixListSource(fixes, interval: interval),
                 authorizer: grantedAuthorizer(.authorizedAlways))
             where update.location != nil {
                 result.append(update.isStationary)
             }
             return result
         }
-        let movingFlags = try await flags(moving)
+        let movingFlags = try await flags(moving, interval: 0.002)
         #expect(!movingFlags.isEmpty && !movingFlags.contains(true))
-        let stillFlags = try await flags(still)
+        let stillFlags = try await flags(still, interval: 0.005)
         #expect(stillFlags.contains(true), "standing still is noticed")
         var detector = StationaryDetector()
         let start = Date(timeIntervalSince1970: 1_781_510_400)
