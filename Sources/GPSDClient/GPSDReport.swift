@@ -20,18 +20,6 @@ public enum GPSDReport: Sendable, Equatable {
 /// by scanning the line's bytes where they are (every line gpsd sends passes here: no
 /// Foundation string search, no copy of the line).
 package enum GPSDRawJSON {
-    /// The value of `"class":"…"`, which gpsd always writes first.
-    package static func className(_ line: Substring) -> Substring? { stringField("class", in: line) }
-
-    /// The string value of `"key":"…"` (no escapes expected in gpsd's class, path or driver fields).
-    package static func stringField(_ key: String, in line: Substring) -> Substring? {
-        let utf8 = line.utf8
-        let pattern = Array("\"\(key)\":\"".utf8)
-        guard let start = find(pattern, in: utf8) else { return nil }
-        guard let end = utf8[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-        return Substring(utf8[start..<end])
-    }
-
     /// The string value of `"key":"…"` in a line's bytes (`key` with its quotes and colon and
     /// the opening quote of the value, e.g. `"device":"`).
     package static func stringField(_ pattern: StaticString, in line: UnsafeBufferPointer<UInt8>) -> String? {

@@ -40,13 +40,13 @@ public struct ReconnectPolicy: Sendable, Hashable {
 
 /// Reads a gpsd daemon through libgps on a thread of its own.
 ///
-/// The thread blocks in `poll` on the gpsd socket (and on a wake-up descriptor for `stop()`);
-/// after each readiness one `recv` takes what the socket holds and every complete line in the
-/// buffer is reported (`LibGPSHandle.receive`/`nextReport`: libgps's framing and its
-/// `gps_unpack` decoder, the two halves of `gps_read`). The silence timeout and the
-/// reconnection delays are `poll`'s own timeouts. One wake-up per burst of gpsd lines and no
-/// timer of its own: a dispatch read source cost two thread wake-ups per line (libdispatch's
-/// event thread, then a worker), a timer call per fix, and a `select` after every line.
+/// The thread blocks in `recv` on the gpsd socket; each wake-up takes what the socket holds and
+/// reports every complete line in the buffer (`LibGPSHandle.receive`/`nextReport`: libgps's
+/// framing and its `gps_unpack` decoder, the two halves of `gps_read`). The silence timeout is
+/// the socket's receive timeout, and `stop()` shuts the socket down to end a blocked `recv`. One
+/// wake-up per burst of gpsd lines and no timer of its own: a dispatch read source cost two
+/// thread wake-ups per line (libdispatch's event thread, then a worker), a timer call per fix,
+/// and a `select` after every line.
 /// Events reach the handler on that thread, in order, never two at once. After `stop()`
 /// returns the handler is never called again; `stop()` may be called from inside the handler.
 public final class GPSDSource: Sendable {
@@ -169,10 +169,9 @@ private final class GPSDReader: @unchecked Sendable {
     var onEnd: (@Sendable () -> Void)?
 
     private let cancelled = Atomic(false)
-    /// A pipe: `cancel()` writes to it to wake the thread from the reconnection wait (a blocked
-    /// `recv` is ended by shutting the socket down instead).
-    private let wake: Int32
-    private let wakeWriter: Int32
+    /// Wakes the thread from the reconnection wait (a blocked `recv` is ended by shutting the
+    /// socket down instead).
+    private let wake = WakePipe(owner: "gpsd reader")
     private let finished = DispatchSemaphore(value: 0)
     /// The reader's thread, set by the thread itself before it reports anything (pthread_create
     /// may store the id only after the new thread has started running).
@@ -197,21 +196,6 @@ private final class GPSDReader: @unchecked Sendable {
         self.noDataTimeout = noDataTimeout
         self.reconnect = reconnect
         self.handler = handler
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) != 0 {
-            fatalError("GPSLocation: cannot make the gpsd reader's wake-up pipe (\(String(cString: strerror(errno))))")
-        }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-        }
-        wake = ends[0]
-        wakeWriter = ends[1]
-    }
-
-    deinit {
-        close(wake)
-        close(wakeWriter)
     }
 
     private var name = ""
@@ -241,8 +225,7 @@ private final class GPSDReader: @unchecked Sendable {
     /// Asks the thread to end; it leaves any wait at once and calls no handler after a running one.
     func cancel() {
         guard !cancelled.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        var one: UInt8 = 1
-        _ = write(wakeWriter, &one, 1)
+        wake.signal()
         // A `recv` blocked on the connection returns at once.
         socket.withLock { descriptor in if descriptor >= 0 { shutdown(descriptor, Int32(SHUT_RDWR)) } }
     }
@@ -306,7 +289,7 @@ private final class GPSDReader: @unchecked Sendable {
     private func read(_ handle: LibGPSHandle) -> Bool {
         let descriptor = handle.fileDescriptor
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
-        setReceiveTimeout(handle, silent ? nil : noDataTimeout)
+        setReceiveTimeout(handle, noDataTimeout)  // `connect` left the source not silent
         while !isCancelled {
             let (error, received) = drain(handle)
             if isCancelled { return false }
@@ -314,7 +297,7 @@ private final class GPSDReader: @unchecked Sendable {
                 lost(error)
                 return waitBeforeRetry()
             }
-            if received && !silent && timedOutSocket { setReceiveTimeout(handle, noDataTimeout) }
+            if received && !silent && partialTimeout { setReceiveTimeout(handle, noDataTimeout) }
             if let timeout = noDataTimeout, !silent, Self.uptime() &- lastFix >= UInt64(timeout * 1e9) {
                 // Nothing at all since connecting (gpsd always greets first): drop it and retry.
                 if reconnect != nil && !heardAnything {
@@ -334,8 +317,8 @@ private final class GPSDReader: @unchecked Sendable {
         return false
     }
 
-    /// True while the socket's receive timeout is not the whole silence timeout.
-    private var timedOutSocket = false
+    /// True while the socket's receive timeout is the rest of a silence timeout, not all of it.
+    private var partialTimeout = false
 
     /// Sets `SO_RCVTIMEO` (nil: wait forever).
     private func setReceiveTimeout(_ handle: LibGPSHandle, _ seconds: Double?) {
@@ -347,13 +330,13 @@ private final class GPSDReader: @unchecked Sendable {
         }
         _ = setsockopt(
             handle.fileDescriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-        timedOutSocket = seconds != nil && seconds != noDataTimeout
+        partialTimeout = seconds != nil && seconds != noDataTimeout
     }
 
     /// Waits for what the socket holds and reports every complete line; the error when the
     /// connection went (after the lines that came before it), and whether bytes came.
     private func drain(_ handle: LibGPSHandle) -> (GPSDError?, Bool) {
-        let received = handle.receive(waiting: true)
+        let received = handle.receive()
         var fixCame = false
         while !isCancelled, let report = handle.nextReport(sky: decodesSky) {
             heardAnything = true
@@ -401,12 +384,10 @@ private final class GPSDReader: @unchecked Sendable {
     /// Sleeps the reconnection delay (woken early by `cancel`); false when the run ends.
     private func waitBeforeRetry() -> Bool {
         guard reconnect != nil, !isCancelled else { return false }
-        var descriptor = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
         let deadline = Self.uptime() &+ UInt64(retryDelay * 1e9)
         while !isCancelled {
-            let now = Self.uptime()
-            guard deadline > now else { return true }
-            _ = poll(&descriptor, 1, Int32((Double(deadline - now) / 1e6).rounded(.up)))
+            guard Self.uptime() < deadline else { return true }
+            wake.wait(until: deadline)
         }
         return false
     }

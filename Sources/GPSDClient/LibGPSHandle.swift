@@ -76,7 +76,7 @@ final class LibGPSHandle {
     enum ReceiveResult: Equatable {
         /// New bytes are buffered (`nextReport` gives the complete lines among them).
         case received
-        /// Nothing to read right now (or the wait timed out, or a signal interrupted it).
+        /// Nothing came: the receive timeout passed, or a signal interrupted the wait.
         case nothing
         /// The connection closed or failed; `errno` then (0: gpsd closed it).
         case closed(errno: Int32)
@@ -84,9 +84,9 @@ final class LibGPSHandle {
         case overlong
     }
 
-    /// Reads what the socket holds now; `waiting`: blocks until something comes (or the
-    /// socket's receive timeout passes, or it is shut down).
-    func receive(waiting: Bool = false) -> ReceiveResult {
+    /// Reads what the socket holds, blocking until something comes (or the socket's receive
+    /// timeout passes, or it is shut down).
+    func receive() -> ReceiveResult {
         if start > 0 {
             // Move the unconsumed tail to the front (once per receive, not once per line).
             inbound.withUnsafeMutableBytes { raw in
@@ -97,7 +97,7 @@ final class LibGPSHandle {
         }
         guard end < inbound.count else { return .overlong }
         let count = inbound.withUnsafeMutableBytes { raw in
-            recv(cgps_fd(data), raw.baseAddress! + end, raw.count - end, waiting ? 0 : Int32(MSG_DONTWAIT))
+            recv(cgps_fd(data), raw.baseAddress! + end, raw.count - end, 0)
         }
         if count > 0 {
             end += count

@@ -27,6 +27,20 @@ private final class LineServer: @unchecked Sendable {
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
+    /// Ends a client: closing with its WATCH unread would reset the connection and could drop
+    /// lines not yet read, so our side ends first, then `awaitClose`.
+    static func finish(_ client: Int32) {
+        shutdown(client, Int32(SHUT_WR))
+        awaitClose(client)
+    }
+
+    /// Reads (and drops) what the client sends until it closes the connection, then closes ours.
+    static func awaitClose(_ client: Int32) {
+        var sink = [UInt8](repeating: 0, count: 4096)
+        while sink.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, 0) }) > 0 {}
+        close(client)
+    }
+
     init(payload: [UInt8], chunk: @escaping @Sendable (Int) -> Int, pause: useconds_t = 200) throws {
         let server = try Self.listening()
         listener = server.fd
@@ -47,20 +61,15 @@ private final class LineServer: @unchecked Sendable {
                 index += 1
                 if pause > 0 { usleep(pause) }
             }
-            // Closing with the client's WATCH unread would reset the connection and could drop
-            // lines not yet read: end our side, read until the client closes, then close.
-            shutdown(client, Int32(SHUT_WR))
-            var sink = [UInt8](repeating: 0, count: 4096)
-            while sink.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, 0) }) > 0 {}
-            close(client)
+            Self.finish(client)
         }
     }
 
     deinit { close(listener) }
 }
 
-/// Sends each step's text, then waits its pause; then keeps the connection open until the
-/// client closes it.
+/// Sends each step's text, then waits its pause; then keeps the connection open (silent) until
+/// the client closes it.
 private final class ScriptServer: @unchecked Sendable {
     let port: Int
     private let listener: Int32
@@ -77,9 +86,7 @@ private final class ScriptServer: @unchecked Sendable {
                 _ = step.text.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
                 usleep(useconds_t(step.pause * 1e6))
             }
-            var sink = [UInt8](repeating: 0, count: 4096)
-            while sink.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, 0) }) > 0 {}
-            close(client)
+            LineServer.awaitClose(client)
         }
     }
 
@@ -88,6 +95,9 @@ private final class ScriptServer: @unchecked Sendable {
 
 @Suite("reading gpsd's stream: framing and decoding", .timeLimit(.minutes(1)))
 struct GPSDReaderTests {
+    /// gpsd 3.22's greeting line.
+    static let version = #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#
+
     /// gpsd's greeting, its device list, and a recording's TPV and SKY reports with a GST and
     /// a deactivation among them: every kind of line the reader treats differently.
     static func stream() throws -> [String] {
@@ -95,7 +105,7 @@ struct GPSDReaderTests {
             contentsOf: Paths.fixtures.appendingPathComponent("drive-10hz-multi.gpsd.json"), encoding: .utf8
         ).split(whereSeparator: \.isNewline).prefix(120).map(String.init)
         let greeting = [
-            #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#,
+            Self.version,
             #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyACM0","driver":"NMEA0183","activated":"2026-06-15T08:00:00.000Z","flags":1,"native":0,"bps":9600,"parity":"N","stopbits":1,"cycle":1.00}]}"#,
             #"{"class":"WATCH","enable":true,"json":true,"nmea":false,"raw":0,"scaled":false,"timing":false,"split24":false,"pps":false}"#,
         ]
@@ -216,8 +226,7 @@ struct GPSDReaderTests {
         let tpv =
             #"{"class":"TPV","device":"/dev/ttyACM0","mode":3,"time":"2026-06-15T08:00:00.000Z","lat":51.45,"lon":-2.59}"#
             + "\n"
-        let greeting =
-            #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"# + "\n"
+        let greeting = Self.version + "\n"
         // Fixes every 0.1 s for 0.6 s, silence 1.2 s, fixes again for 0.6 s, then silence.
         var steps: [(text: String, pause: Double)] = [(greeting, 0.05)]
         steps += Array(repeating: (tpv, 0.1), count: 6)
@@ -254,8 +263,7 @@ struct GPSDReaderTests {
 
     @Test("stop() ends a read blocked on a connection that sends nothing, at once")
     func stopWhileBlocked() async throws {
-        let greeting =
-            #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"# + "\n"
+        let greeting = Self.version + "\n"
         let server = try ScriptServer([(greeting, 0)])
         let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
         let heard = Locked(0)

@@ -35,8 +35,7 @@ package final class EngineTimers: Sendable {
 /// deadline comes earlier than the one it sleeps for). Actions run on that thread, outside the
 /// lock, one at a time; an action may arm and cancel timers.
 final class TimerThread: @unchecked Sendable {
-    // @unchecked Sendable: `entries` and `sleepingUntil` are guarded by `lock`; the pipe's
-    // descriptors are set once in init.
+    // @unchecked Sendable: `entries`, `sleepingUntil` and `started` are guarded by `lock`.
     static let shared = TimerThread()
 
     /// Identifies one `EngineTimers`.
@@ -57,21 +56,9 @@ final class TimerThread: @unchecked Sendable {
     /// The deadline the thread sleeps until (uptime ns), or `.max`: none (or not sleeping yet).
     private var sleepingUntil = UInt64.max
     private var started = false
-    private let wakeReader: Int32
-    private let wakeWriter: Int32
+    private let wake = WakePipe(owner: "timer thread")
 
-    private init() {
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) != 0 {
-            fatalError("GPSLocation: cannot make the timer thread's wake-up pipe (\(String(cString: strerror(errno))))")
-        }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-        }
-        wakeReader = ends[0]
-        wakeWriter = ends[1]
-    }
+    private init() {}
 
     func schedule(
         _ owner: Owner, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
@@ -79,16 +66,13 @@ final class TimerThread: @unchecked Sendable {
     ) {
         let delay = seconds.isFinite ? min(max(0, seconds), 1e9) : 1e9
         let deadline = Self.uptime() &+ UInt64(delay * 1e9)
-        let (start, wake) = lock.withLock { () -> (Bool, Bool) in
+        let (start, earlier) = lock.withLock { () -> (Bool, Bool) in
             entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = Entry(deadline: deadline, action: action)
             defer { started = true }
             return (!started, deadline < sleepingUntil)
         }
         if start { launch() }
-        if wake {
-            var byte: UInt8 = 1
-            _ = write(wakeWriter, &byte, 1)
-        }
+        if earlier { wake.signal() }
     }
 
     /// The timer does not fire for its present arming (an action already taken off the table
@@ -110,8 +94,6 @@ final class TimerThread: @unchecked Sendable {
     }
 
     private func run() {
-        var descriptor = pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0)
-        var drainBuffer = [UInt8](repeating: 0, count: 64)
         while true {
             let now = Self.uptime()
             // Take what is due; note when the next one is.
@@ -133,12 +115,7 @@ final class TimerThread: @unchecked Sendable {
                 for action in due { action() }
                 continue
             }
-            let timeout: Int32 =
-                next == .max ? -1 : Int32(min(Double(Int32.max), (Double(next - now) / 1e6).rounded(.up)))
-            _ = poll(&descriptor, 1, timeout)
-            if descriptor.revents != 0 {
-                _ = drainBuffer.withUnsafeMutableBytes { read(wakeReader, $0.baseAddress, $0.count) }
-            }
+            wake.wait(until: next == .max ? nil : next)
         }
     }
 
