@@ -168,7 +168,7 @@ func runWatch(against fixture: String, _ arguments: [String], configHome: URL) a
         ["watch", "--json", "--port", String(server.endpoint.port)] + arguments, configHome: configHome)
     // gpsd ends with the recording; watch then keeps trying to reconnect, so stop it as a user would.
     await server.waitForExit(timeout: .seconds(120))
-    _ = reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"reconnecting\"") } }
+    _ = await reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"reconnecting\"") } }
     process.terminate()
     process.waitUntilExit()
     return GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
@@ -551,7 +551,7 @@ extension RealGPSD.LaneB {
             let (process, reader) = try GPSLocBinary.launch(
                 ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"],
                 configHome: config)
-            #expect(reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 10 })
+            #expect(await reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 10 })
             let revokedAt = Date()
             #expect(try GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config).status == 0)
             process.waitUntilExit()
@@ -567,7 +567,7 @@ extension RealGPSD.LaneB {
         }
 
         @Test("a manager following the store hears of a revocation and gets CLError.denied")
-        func managerFollowsStore() throws {
+        func managerFollowsStore() async throws {
             let config = try GPSLocBinary.makeConfigHome().appendingPathComponent("gpslocation")
             let store = DecisionStore(directory: config)
             try store.set(AuthorizationDecision(status: .authorizedAlways), for: "follower")
@@ -579,11 +579,11 @@ extension RealGPSD.LaneB {
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(waitUntil { delegate.locations.count > 5 })
+            #expect(await waitUntilAsync { delegate.locations.count > 5 })
             try store.set(AuthorizationDecision(status: .denied), for: "follower")
-            #expect(waitUntil(timeout: 1) { delegate.errors.contains { $0.code == .denied } })
+            #expect(await waitUntilAsync(timeout: 1) { delegate.errors.contains { $0.code == .denied } })
             let count = delegate.locations.count
-            Thread.sleep(forTimeInterval: 0.2)
+            try await Task.sleep(for: .seconds(0.2))
             #expect(delegate.locations.count == count, "nothing after the denial")
             #expect(delegate.authorizationCalls == 2)
             manager.stopUpdatingLocation()
@@ -639,8 +639,8 @@ final class LineReader: @unchecked Sendable {
         }
     }
 
-    func waitFor(timeout: Double, _ condition: ([(time: Date, text: String)]) -> Bool) -> Bool {
-        waitUntil(timeout: timeout) { lock.withLock { condition(lines) } }
+    func waitFor(timeout: Double, _ condition: ([(time: Date, text: String)]) -> Bool) async -> Bool {
+        await waitUntilAsync(timeout: timeout) { lock.withLock { condition(lines) } }
     }
 
     /// The lines so far.
@@ -704,7 +704,7 @@ extension RealGPSD.LaneB {
                     ["watch", "--json", "--port", String(port), "--max-age", "1e9", "--gpx", track.path],
                     configHome: config
                 )
-                _ = reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 15 }
+                _ = await reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 15 }
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
                 return reader.finish().map(\.text).joined(separator: "\n")

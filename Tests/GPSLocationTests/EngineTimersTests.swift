@@ -5,7 +5,7 @@ import Testing
 
 /// The timers behind the engine's `arm`/`cancel` actions, on their one shared thread. Times are
 /// checked loosely (the suite runs in parallel); the order and the counts are exact.
-@Suite("engine timers: one thread, fires once per arming", .timeLimit(.minutes(1)))
+@Suite("engine timers: one thread, fires once per arming", .timeLimit(.minutes(5)))
 struct EngineTimersTests {
     /// A recorder of fires: which timer, and how long after `start`.
     final class Fires: Sendable {

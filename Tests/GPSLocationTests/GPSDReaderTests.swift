@@ -93,7 +93,7 @@ private final class ScriptServer: @unchecked Sendable {
     deinit { close(listener) }
 }
 
-@Suite("reading gpsd's stream: framing and decoding", .timeLimit(.minutes(1)))
+@Suite("reading gpsd's stream: framing and decoding", .timeLimit(.minutes(5)))
 struct GPSDReaderTests {
     /// gpsd 3.22's greeting line.
     static let version = #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#
@@ -215,7 +215,7 @@ struct GPSDReaderTests {
             fixes.withLock { $0 += 1 }
             if fixes.withLock({ $0 }) == 3 { source.stop() }
         }
-        #expect(waitUntil(timeout: 5) { fixes.withLock { $0 } == 3 })
+        #expect(await waitUntilAsync(timeout: 5) { fixes.withLock { $0 } == 3 })
         try await Task.sleep(for: .milliseconds(100))
         #expect(after.withLock { $0 } == 0, "no report after stop() inside the handler")
         withExtendedLifetime(server) {}
@@ -268,7 +268,7 @@ struct GPSDReaderTests {
         let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
         let heard = Locked(0)
         source.start { _ in heard.withLock { $0 += 1 } }
-        #expect(waitUntil(timeout: 5) { heard.withLock { $0 } >= 2 }, "connected and greeted")
+        #expect(await waitUntilAsync(timeout: 5) { heard.withLock { $0 } >= 2 }, "connected and greeted")
         try await Task.sleep(for: .milliseconds(200))
         let began = Date()
         source.stop()

@@ -115,7 +115,7 @@ struct HardeningTests {
 }
 
 /// SIGINT and SIGTERM end gpsloc promptly whatever its output or replay clock is doing.
-@Suite("signals end gpsloc at once, whatever stdout and the replay clock do", .timeLimit(.minutes(2)))
+@Suite("signals end gpsloc at once, whatever stdout and the replay clock do", .timeLimit(.minutes(5)))
 struct SignalTests {
     /// Starts gpsloc with `arguments`, signals it after 1.5 s, returns (exit status, ms to exit).
     static func signalled(
@@ -170,7 +170,7 @@ struct SignalTests {
     }
 }
 
-@Suite("values outside physical ranges, and gpsd's strings on a terminal", .timeLimit(.minutes(1)))
+@Suite("values outside physical ranges, and gpsd's strings on a terminal", .timeLimit(.minutes(5)))
 struct PhysicalRangeTests {
     @Test("speed 5e9 m/s and course 720° become unknown, said once a minute")
     func speedAndCourse() {
@@ -223,7 +223,7 @@ struct PhysicalRangeTests {
     }
 }
 
-@Suite("auth status and doctor show the decision that applies", .timeLimit(.minutes(1)))
+@Suite("auth status and doctor show the decision that applies", .timeLimit(.minutes(5)))
 struct EffectiveDecisionTests {
     @Test("a restriction in the policy is what auth status and doctor report, not the user's grant")
     func restrictedByPolicy() throws {
@@ -259,7 +259,7 @@ struct EffectiveDecisionTests {
     }
 }
 
-@Suite("a corrupt decision store loses only what cannot be read", .timeLimit(.minutes(1)))
+@Suite("a corrupt decision store loses only what cannot be read", .timeLimit(.minutes(5)))
 struct CorruptStoreTests {
     static func folder() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID())")
@@ -370,7 +370,7 @@ final class MisbehavingServer: @unchecked Sendable {
     }
 }
 
-@Suite("reconnecting to servers that misbehave", .timeLimit(.minutes(1)))
+@Suite("reconnecting to servers that misbehave", .timeLimit(.minutes(5)))
 struct MisbehavingServerTests {
     /// Runs a reconnecting source against `server` for `seconds`; returns the errors it reported.
     static func run(_ server: MisbehavingServer, seconds: Double, noData: Duration = .seconds(5)) async throws

@@ -38,7 +38,7 @@ struct ManagerRaceTests {
     }
 
     @Test("stop racing a stream of fixes: nothing arrives after stop returns", arguments: 0..<20)
-    func stopWhileDelivering(round: Int) {
+    func stopWhileDelivering(round: Int) async throws {
         let source = ManualLocationSource(isLive: false)
         let delegate = RecordingDelegate()
         let manager = Self.manager(source, delegate: delegate)
@@ -47,16 +47,17 @@ struct ManagerRaceTests {
             for second in 0..<2000 { source.sendToStoppedHandler(.fix(Self.fix(second))) }
         }
         sender.start()
-        while delegate.locations.count < round * 5 { Thread.sleep(forTimeInterval: 0.0005) }
+        // A short spin, so the stop lands at a chosen point of the stream (it lasts milliseconds).
+        while delegate.locations.count < round * 5 { usleep(500) }
         manager.stopUpdatingLocation()
         let after = delegate.callbackCount
-        while !sender.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        while !sender.isFinished { try await Task.sleep(for: .seconds(0.001)) }
         manager.delegateQueue.sync {}
         #expect(delegate.callbackCount == after, "a callback arrived after stopUpdatingLocation() returned")
     }
 
     @Test("settings changed from other threads while updates run (Thread Sanitizer checks this)")
-    func settingsWhileRunning() {
+    func settingsWhileRunning() async throws {
         let source = ManualLocationSource(isLive: false)
         let delegate = RecordingDelegate()
         delegate.callbackDelay = 0.0001
@@ -75,7 +76,7 @@ struct ManagerRaceTests {
             _ = manager.location
             _ = manager.locationAge
         }
-        while !sender.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        while !sender.isFinished { try await Task.sleep(for: .seconds(0.001)) }
         manager.stopUpdatingLocation()
         #expect(!delegate.locations.isEmpty)
         #expect(delegate.overlap == 0)

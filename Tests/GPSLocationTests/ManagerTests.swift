@@ -94,7 +94,7 @@ struct ManagerTests {
 
     @Test(
         "delivers exactly what the documented rules predict", arguments: filters, ["drive-1hz-gp", "drive-10hz-multi"])
-    func deliversWhatTheRulesPredict(filter: Double, fixture: String) throws {
+    func deliversWhatTheRulesPredict(filter: Double, fixture: String) async throws {
         let fixes = try FixtureFixes.load(fixture)
         let expected = IndependentModel.expectedDeliveries(fixes, filter: filter)
         #expect(!expected.isEmpty)
@@ -106,8 +106,8 @@ struct ManagerTests {
             manager.desiredAccuracy = accuracy
             manager.maximumBatch = .max  // the list arrives faster than any delegate: keep every location
             manager.startUpdatingLocation()
-            #expect(waitUntil { delegate.locations.count >= expected.count })
-            Thread.sleep(forTimeInterval: 0.05)
+            #expect(await waitUntilAsync { delegate.locations.count >= expected.count })
+            try await Task.sleep(for: .seconds(0.05))
             manager.stopUpdatingLocation()
             let delivered = delegate.locations.map(\.timestamp)
             #expect(
@@ -124,7 +124,7 @@ struct ManagerTests {
     }
 
     @Test("delegate calls are serial, on delegateQueue, oldest first")
-    func serialOnQueue() throws {
+    func serialOnQueue() async throws {
         let fixes = try FixtureFixes.load("drive-10hz-multi")
         let queue = DispatchQueue(label: "test.delegate.queue")
         let key = DispatchSpecificKey<Bool>()
@@ -137,7 +137,7 @@ struct ManagerTests {
         manager.maximumBatch = .max
         manager.startUpdatingLocation()
         let expected = IndependentModel.expectedDeliveries(fixes, filter: kCLDistanceFilterNone)
-        #expect(waitUntil { delegate.locations.count >= expected.count })
+        #expect(await waitUntilAsync { delegate.locations.count >= expected.count })
         manager.stopUpdatingLocation()
         #expect(delegate.wrongQueue == 0)
         #expect(delegate.overlap == 0)
@@ -150,7 +150,7 @@ struct ManagerTests {
     }
 
     @Test("no callback of any kind after stopUpdatingLocation() returns")
-    func nothingAfterStop() throws {
+    func nothingAfterStop() async throws {
         let fixes = try FixtureFixes.load("drive-10hz-multi")
         for _ in 0..<20 {
             let manager = CLLocationManager(
@@ -158,24 +158,24 @@ struct ManagerTests {
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(waitUntil { delegate.locations.count > 5 })
+            #expect(await waitUntilAsync { delegate.locations.count > 5 })
             manager.stopUpdatingLocation()
             let count = delegate.callbackCount
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .seconds(0.05))
             #expect(delegate.callbackCount == count)
         }
     }
 
     @Test("requestLocation: one location meeting desiredAccuracy, then nothing")
-    func requestLocationMeetsAccuracy() throws {
+    func requestLocationMeetsAccuracy() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.desiredAccuracy = kCLLocationAccuracyHundredMeters
         manager.requestLocation()
-        #expect(waitUntil { !delegate.locations.isEmpty })
-        Thread.sleep(forTimeInterval: 0.1)
+        #expect(await waitUntilAsync { !delegate.locations.isEmpty })
+        try await Task.sleep(for: .seconds(0.1))
         #expect(delegate.locations.count == 1)
         #expect(delegate.locations[0].horizontalAccuracy <= 100)
         let firstGoodEnough = fixes.first {
@@ -186,7 +186,7 @@ struct ManagerTests {
     }
 
     @Test("requestLocation: after the timeout, the best location seen")
-    func requestLocationSettlesForBest() throws {
+    func requestLocationSettlesForBest() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
         let delegate = RecordingDelegate()
@@ -194,8 +194,8 @@ struct ManagerTests {
         manager.desiredAccuracy = 0.01  // unattainable
         manager.requestLocationTimeout = 0.5
         manager.requestLocation()
-        #expect(waitUntil { !delegate.locations.isEmpty })
-        Thread.sleep(forTimeInterval: 0.1)
+        #expect(await waitUntilAsync { !delegate.locations.isEmpty })
+        try await Task.sleep(for: .seconds(0.1))
         #expect(delegate.locations.count == 1)
         let best = fixes.compactMap { IndependentModel.horizontal($0) }.min()!
         #expect(abs(delegate.locations[0].horizontalAccuracy - best) < 1e-9)
@@ -203,27 +203,27 @@ struct ManagerTests {
     }
 
     @Test("requestLocation: with no fix at all, CLError.locationUnknown")
-    func requestLocationFails() {
+    func requestLocationFails() async {
         let manager = CLLocationManager(source: FixListSource([Fix(mode: .noFix)]), authorizer: grantedAuthorizer())
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.requestLocationTimeout = 0.2
         manager.requestLocation()
-        #expect(waitUntil { !delegate.errors.isEmpty })
+        #expect(await waitUntilAsync { !delegate.errors.isEmpty })
         #expect(delegate.errors.map(\.code) == [.locationUnknown])
         #expect(delegate.locations.isEmpty)
     }
 
     @Test("starting while notDetermined without a request is an error, not silence")
-    func notDeterminedIsReported() throws {
+    func notDeterminedIsReported() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         let manager = CLLocationManager(
             source: FixListSource(fixes), authorizer: LocationAuthorizer(appID: "quiet", isInUse: true))
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(waitUntil { !delegate.errors.isEmpty })
-        Thread.sleep(forTimeInterval: 0.1)
+        #expect(await waitUntilAsync { !delegate.errors.isEmpty })
+        try await Task.sleep(for: .seconds(0.1))
         manager.stopUpdatingLocation()
         #expect(delegate.errors.first?.code == .promptDeclined)
         #expect(delegate.errors.first?.message.contains("requestWhenInUseAuthorization") == true)
@@ -231,7 +231,7 @@ struct ManagerTests {
     }
 
     @Test("a request with a prompt grants, and the delegate hears of it")
-    func promptGrants() throws {
+    func promptGrants() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         let authorizer = LocationAuthorizer(
             appID: "asker", usageDescription: "tests",
@@ -244,19 +244,19 @@ struct ManagerTests {
         #expect(manager.authorizationStatus == .authorizedWhenInUse)
         manager.requestAlwaysAuthorization()  // one upgrade is allowed; the prompt says when-in-use again: no change
         manager.startUpdatingLocation()
-        #expect(waitUntil { delegate.locations.count > 10 })
+        #expect(await waitUntilAsync { delegate.locations.count > 10 })
         manager.stopUpdatingLocation()
         #expect(delegate.authorizationCalls == 2)
     }
 
     @Test("denied: updates end with CLError.denied and nothing is delivered")
-    func deniedEnds() throws {
+    func deniedEnds() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer(.denied))
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(waitUntil { !delegate.errors.isEmpty })
+        #expect(await waitUntilAsync { !delegate.errors.isEmpty })
         #expect(delegate.errors.map(\.code) == [.denied])
         #expect(delegate.locations.isEmpty)
     }

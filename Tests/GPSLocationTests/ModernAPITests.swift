@@ -7,7 +7,7 @@ import Testing
 
 /// The iOS 17–18 surface against recordings: update diagnostics, stationarity, live
 /// configurations, service sessions.
-@Suite("CoreLocation iOS 17–18: liveUpdates diagnostics, configurations, sessions", .timeLimit(.minutes(2)))
+@Suite("CoreLocation iOS 17–18: liveUpdates diagnostics, configurations, sessions", .timeLimit(.minutes(5)))
 struct ModernAPITests {
     static func firstUpdate(
         _ authorizer: LocationAuthorizer, source: any LocationSource = FixListSource([], reportsEnd: false)

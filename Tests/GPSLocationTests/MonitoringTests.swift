@@ -25,7 +25,7 @@ private func granted(
 /// Metres north of (51.45, −2.6) as degrees of latitude (flat, exact enough for tests).
 private func north(_ metres: Double) -> Double { 51.45 + metres / 111_250 }
 
-@Suite("region stage: the boundary rule", .timeLimit(.minutes(2)))
+@Suite("region stage: the boundary rule", .timeLimit(.minutes(5)))
 struct RegionStageTests {
     let fence = Geofence(identifier: "depot", latitude: 51.45, longitude: -2.6, radius: 100)
 
@@ -215,7 +215,7 @@ struct NaiveRegions {
     }
 }
 
-@Suite("visit and significant-change stages", .timeLimit(.minutes(2)))
+@Suite("visit and significant-change stages", .timeLimit(.minutes(5)))
 struct VisitStageTests {
     @Test("a stop of 3 minutes is a visit, dated from the first location in the place; leaving ends it")
     func visit() {
@@ -444,7 +444,7 @@ struct MonitoringRecordingTests {
 }
 
 /// The CoreLocation APIs on a manager fed the loop recording by our NMEA engine.
-@Suite("CLMonitor and legacy region monitoring", .timeLimit(.minutes(3)))
+@Suite("CLMonitor and legacy region monitoring", .timeLimit(.minutes(5)))
 struct RegionAPITests {
     static let loop = Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path
 
@@ -523,7 +523,7 @@ struct RegionAPITests {
     }
 
     @Test("legacy: regions persist (0600, atomic) and come back with their state in a new manager")
-    func legacyPersistence() throws {
+    func legacyPersistence() async throws {
         let folder = try Self.folder()
         let store = MonitorStore(directory: folder)
         _ = try Self.legacyRun(store: store)
@@ -531,7 +531,7 @@ struct RegionAPITests {
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
         #expect(
-            waitUntil(timeout: 3) {
+            await waitUntilAsync(timeout: 3) {
                 (try? store.conditions(monitor: MonitorStore.legacyRegions, app: "regiontest"))?.first?.state
                     == "outside"
             }, "kept within a second")
@@ -566,7 +566,7 @@ struct RegionAPITests {
         #expect(await monitor.record(for: "east")?.lastEvent.state == .unsatisfied)
         // Region events are kept at most once a second (`CoalescedWriter`).
         #expect(
-            waitUntil(timeout: 3) {
+            await waitUntilAsync(timeout: 3) {
                 (try? store.conditions(monitor: "depots", app: "monitortest"))?.first?.state == "outside"
             })
         let restored = await CLMonitor(
@@ -668,7 +668,7 @@ extension RealGPSD.LaneA {
     }
 }
 
-@Suite("LocationEngine: monitoring services", .timeLimit(.minutes(2)))
+@Suite("LocationEngine: monitoring services", .timeLimit(.minutes(5)))
 struct EngineMonitoringTests {
     typealias E = LocationEngineTests
     let fence = Geofence(identifier: "yard", latitude: 51.45, longitude: -2.58, radius: 200)
@@ -719,16 +719,16 @@ struct EngineMonitoringTests {
     }
 }
 
-@Suite("kept geofence states are written at most once a second", .timeLimit(.minutes(1)))
+@Suite("kept geofence states are written at most once a second", .timeLimit(.minutes(5)))
 struct CoalescedWriterTests {
     @Test("the first write at once, the next ones merged into one with the latest data, flush on demand")
-    func coalesces() throws {
+    func coalesces() async throws {
         let writer = CoalescedWriter(interval: 0.3)
         let written = Locked<[Int]>([])
         writer.write { written.withLock { $0.append(1) } }
         for value in 2...50 { writer.write { written.withLock { $0.append(value) } } }
         #expect(written.withLock { $0 } == [1])
-        #expect(waitUntil(timeout: 2) { written.withLock { $0 } == [1, 50] })
+        #expect(await waitUntilAsync(timeout: 2) { written.withLock { $0 } == [1, 50] })
         writer.write { written.withLock { $0.append(51) } }
         writer.flush()
         #expect(written.withLock { $0 }.last == 51)
@@ -736,12 +736,12 @@ struct CoalescedWriterTests {
     }
 
     @Test("a legacy region's last state and its time reach regions.json within a second")
-    func keptSoon() throws {
+    func keptSoon() async throws {
         let folder = try RegionAPITests.folder()
         let store = MonitorStore(directory: folder)
         _ = try RegionAPITests.legacyRun(store: store)
         #expect(
-            waitUntil(timeout: 3) {
+            await waitUntilAsync(timeout: 3) {
                 let stored = try? store.conditions(monitor: MonitorStore.legacyRegions, app: "regiontest")
                 return stored?.first?.state == "outside" && stored?.first?.date != nil
             })

@@ -56,7 +56,7 @@ extension RealGPSD.LaneB {
         static func throughManager(
             _ source: any LocationSource, status: CLAuthorizationStatus = .authorizedAlways,
             configure: (CLLocationManager) -> Void = { _ in }
-        ) -> Received {
+        ) async -> Received {
             let diagnostics = DiagnosticsLog()
             let authorizer = LocationAuthorizer(
                 appID: "gpsloc", initial: AuthorizationDecision(status: status), isInUse: true)
@@ -68,7 +68,7 @@ extension RealGPSD.LaneB {
             manager.requestAlwaysAuthorization()
             manager.startUpdatingLocation()
             #expect(
-                waitUntil(timeout: 60) {
+                await waitUntilAsync(timeout: 60) {
                     delegate.errors.contains { $0.reason == .sourceEnded || $0.reason == .gpsdLost }
                 })
             manager.stopUpdatingLocation()
@@ -97,12 +97,12 @@ extension RealGPSD.LaneB {
         @Test(
             "replay --via nmea and a manager on NMEAReplaySource: identical locations, errors and diagnostics",
             arguments: ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea"])
-        func nmeaPath(fixture: String) throws {
+        func nmeaPath(fixture: String) async throws {
             let path = Paths.fixtures.appendingPathComponent(fixture).path
             let cli = Self.fromNDJSON(
                 try GPSLocBinary.run(["replay", path, "--json", "--distance-filter", "5", "--max-age", "1000000000"])
                     .stdout)
-            let manager = Self.throughManager(NMEAReplaySource(path: path)) {
+            let manager = await Self.throughManager(NMEAReplaySource(path: path)) {
                 $0.distanceFilter = 5
                 $0.maximumLocationAge = 1e9
             }
@@ -123,7 +123,7 @@ extension RealGPSD.LaneB {
             defer { server.stop() }
             // As `gpsloc replay --via gpsd` does: connect once gpsfake has attached its receiver.
             #expect(await server.waitUntilDeviceAttached())
-            let manager = Self.throughManager(
+            let manager = await Self.throughManager(
                 GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
             ) { $0.maximumLocationAge = 1e9 }
             #expect(cli.locations.count > 100)
@@ -132,7 +132,7 @@ extension RealGPSD.LaneB {
         }
 
         @Test("denied and restricted: the same single explanation from both")
-        func refusals() throws {
+        func refusals() async throws {
             let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
             for (name, status) in [("denied", CLAuthorizationStatus.denied), ("restricted", .restricted)] {
                 let cli = Self.fromNDJSON(

@@ -10,7 +10,7 @@ import Testing
 @Suite("CoreLocation code ported by changing its import", .serialized, .timeLimit(.minutes(5)))
 struct PortedCodeTests {
     @Test("LocationService runs against the drive fixture")
-    func runsAgainstFixture() throws {
+    func runsAgainstFixture() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         CLLocationManager.setDefaultSource { FixListSource(fixes, interval: 0.0005) }
         CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedWhenInUse))
@@ -21,7 +21,7 @@ struct PortedCodeTests {
         service.start()
         // The service, like most CoreLocation code, is not thread-safe: read it only after
         // stop() has returned (which waits for callbacks in flight). 603 fixes take ~0.3 s.
-        Thread.sleep(forTimeInterval: 1.0)
+        try await Task.sleep(for: .seconds(1.0))
         service.stop()
         #expect(service.received > 100)
         #expect(service.statusLog.first == "full")

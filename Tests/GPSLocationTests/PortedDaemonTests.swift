@@ -58,7 +58,7 @@ extension RealGPSD.LaneB {
 
             // Not determined, no terminal: nothing is asked, the explanation names the command.
             #expect(
-                reader.waitFor(timeout: 10) { lines in
+                await reader.waitFor(timeout: 10) { lines in
                     lines.contains {
                         $0.text.hasPrefix("error kCLErrorDomain 18:")
                             && $0.text.contains("`gpsloc auth grant ported-daemon --always`")
@@ -66,13 +66,13 @@ extension RealGPSD.LaneB {
                 })
             try await Task.sleep(for: .milliseconds(1500))
             #expect(
-                !reader.waitFor(timeout: 0) { $0.contains { $0.text.hasPrefix("location") } },
+                !(await reader.waitFor(timeout: 0) { $0.contains { $0.text.hasPrefix("location") } }),
                 "nothing before the grant")
 
             let grant = try GPSLocBinary.run(["auth", "grant", "ported-daemon", "--always"], configHome: folder)
             #expect(grant.status == 0, "\(grant.stderr)")
             #expect(
-                reader.waitFor(timeout: 15) { lines in
+                await reader.waitFor(timeout: 15) { lines in
                     lines.contains { $0.text == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)" }
                         && lines.contains { $0.text.hasPrefix("location 51.") }
                 }, "locations flow after the grant, without a restart")

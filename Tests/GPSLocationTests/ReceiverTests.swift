@@ -97,7 +97,7 @@ struct ReceiverSelectionStageTests {
     }
 
     @Test("a manager pinned to a receiver gpsd does not have says so once, not 'still searching'")
-    func pinnedToAbsentReceiver() throws {
+    func pinnedToAbsentReceiver() async throws {
         let fixes = try FixtureFixes.load("clean-1hz-multi").map { fix -> Fix in
             var fix = fix
             fix.device = "/dev/ttyACM0"
@@ -109,8 +109,8 @@ struct ReceiverSelectionStageTests {
         let delegate = ReceiverDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(waitUntil(timeout: 5) { !delegate.errors.isEmpty })
-        Thread.sleep(forTimeInterval: 0.2)
+        #expect(await waitUntilAsync(timeout: 5) { !delegate.errors.isEmpty })
+        try await Task.sleep(for: .seconds(0.2))
         manager.stopUpdatingLocation()
         #expect(delegate.locationCount == 0)
         #expect(delegate.errors.count == 1, "\(delegate.errors.map(\.message))")
@@ -234,7 +234,7 @@ extension RealGPSD.LaneB {
             .enabled(
                 if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path),
                 Conditions.gpsdMissingReason))
-        func watchSeesRemoval() throws {
+        func watchSeesRemoval() async throws {
             let setup = try GPSDWithReceivers(["clean"])
             defer { setup.stop() }
             let (server, receiver) = (setup.server, setup.receivers[0])
@@ -245,17 +245,18 @@ extension RealGPSD.LaneB {
             let locations = { (lines: [(time: Date, text: String)]) in
                 lines.count { $0.text.contains("\"type\":\"location\"") }
             }
-            #expect(reader.waitFor(timeout: 10) { locations($0) >= 5 })
+            #expect(await reader.waitFor(timeout: 10) { locations($0) >= 5 })
             #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
-            #expect(reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"activated\":false") } })
-            Thread.sleep(forTimeInterval: 1.5)  // long enough for a staleness report, which must not come
+            #expect(await reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"activated\":false") } })
+            try await Task.sleep(for: .seconds(1.5))  // long enough for a staleness report, which must not come
             #expect(try server.gpsdctl("add", device: receiver.path) == 0)
             var before = 0
-            _ = reader.waitFor(timeout: 0) {
+            _ = await reader.waitFor(timeout: 0) {
                 before = locations($0)
                 return true
             }
-            #expect(reader.waitFor(timeout: 5) { locations($0) >= before + 5 }, "locations again after gpsdctl add")
+            #expect(
+                await reader.waitFor(timeout: 5) { locations($0) >= before + 5 }, "locations again after gpsdctl add")
             process.terminate()
             process.waitUntilExit()
             let lines = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))

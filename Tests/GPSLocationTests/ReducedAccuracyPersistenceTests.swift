@@ -6,7 +6,7 @@ import Testing
 @testable import GPSLocation
 
 /// Restarting an app must not undo reduced accuracy: the offset and the live rate limit are kept.
-@Suite("reduced accuracy across restarts", .timeLimit(.minutes(3)))
+@Suite("reduced accuracy across restarts", .timeLimit(.minutes(5)))
 struct ReducedAccuracyPersistenceTests {
     static func location(_ latitude: Double, _ longitude: Double, at time: Date) -> CLLocation {
         CLLocation(
@@ -79,7 +79,7 @@ struct ReducedAccuracyPersistenceTests {
 }
 
 /// Live following of the decision files when their folders are missing or replaced.
-@Suite("following the authorization files live", .timeLimit(.minutes(2)))
+@Suite("following the authorization files live", .timeLimit(.minutes(5)))
 struct FileFollowingTests {
     static func scratch() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("follow-\(UUID())")
@@ -88,22 +88,22 @@ struct FileFollowingTests {
     }
 
     @Test("a file whose folders do not exist yet is seen once they and it are created")
-    func missingFolder() throws {
+    func missingFolder() async throws {
         let root = try Self.scratch()
         let file = root.appendingPathComponent("etc/gpslocation/policy.json")
         let changes = Locked(0)
         let watcher = FileChangeWatcher(paths: [file.path]) { changes.withLock { $0 += 1 } }
         #expect(watcher != nil)
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        _ = waitUntil(timeout: 2) { changes.withLock { $0 } > 0 }
+        _ = await waitUntilAsync(timeout: 2) { changes.withLock { $0 } > 0 }
         let before = changes.withLock { $0 }
         try Data("{}".utf8).write(to: file)
-        #expect(waitUntil(timeout: 5) { changes.withLock { $0 } > before }, "the new file is reported")
+        #expect(await waitUntilAsync(timeout: 5) { changes.withLock { $0 } > before }, "the new file is reported")
         withExtendedLifetime(watcher) {}
     }
 
     @Test("a folder moved away and recreated is followed to the new one, every time")
-    func replacedFolder() throws {
+    func replacedFolder() async throws {
         let root = try Self.scratch()
         let folder = root.appendingPathComponent("store")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -120,14 +120,14 @@ struct FileFollowingTests {
             let before = changes.withLock { $0 }
             try Data("{}".utf8).write(to: file)
             #expect(
-                waitUntil(timeout: 5) { changes.withLock { $0 } > before },
+                await waitUntilAsync(timeout: 5) { changes.withLock { $0 } > before },
                 "round \(round): a write in the new folder is reported")
         }
         withExtendedLifetime(watcher) {}
     }
 
     @Test("a running app sees a policy created later, in a folder that did not exist at its start")
-    func policyCreatedLater() throws {
+    func policyCreatedLater() async throws {
         let root = try Self.scratch()
         let policy = root.appendingPathComponent("etc/gpslocation/policy.json")
         let store = DecisionStore(directory: root.appendingPathComponent("config"))
@@ -138,6 +138,6 @@ struct FileFollowingTests {
             at: policy.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(#"{"granted":{"latecomer":{"status":"authorizedAlways","accuracy":"full"}}}"#.utf8).write(to: policy)
         chmod(policy.path, 0o644)
-        #expect(waitUntil(timeout: 5) { authorizer.status == .authorizedAlways })
+        #expect(await waitUntilAsync(timeout: 5) { authorizer.status == .authorizedAlways })
     }
 }

@@ -54,7 +54,7 @@ struct ReplaySourceTests {
     }
 
     @Test("a manager on a replay: staleness and the tunnel follow the recording's time")
-    func managerOnReplay() {
+    func managerOnReplay() async {
         let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
         let source = NMEAReplaySource(path: path, pacing: .asFastAsPossible)
         let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
@@ -62,7 +62,7 @@ struct ReplaySourceTests {
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(waitUntil { delegate.errors.contains { $0.message.contains("ended") } })
+        #expect(await waitUntilAsync { delegate.errors.contains { $0.message.contains("ended") } })
         manager.stopUpdatingLocation()
         // 300 s recording: 8 s no fix at the start and a 15 s tunnel, each reported once by the
         // recording's clock; everything else delivered; then the end of the recording.

@@ -129,11 +129,11 @@ extension RealGPSD.LaneB {
             defer { if process.isRunning { process.terminate() } }
 
             #expect(
-                waitUntil(timeout: 20) { notify.messages.contains { $0.text.hasPrefix("READY=1") } },
+                await waitUntilAsync(timeout: 20) { notify.messages.contains { $0.text.hasPrefix("READY=1") } },
                 "READY=1 arrives")
             let ready = try #require(notify.messages.first { $0.text.hasPrefix("READY=1") })
             #expect(
-                log.waitFor(timeout: 5) { lines in
+                await log.waitFor(timeout: 5) { lines in
                     lines.contains {
                         $0.text.hasPrefix("location 51.") && $0.time <= ready.time.addingTimeInterval(0.05)
                     }
@@ -142,11 +142,11 @@ extension RealGPSD.LaneB {
             let watchdogs = notify.messages.filter { $0.text == "WATCHDOG=1" }
             #expect(watchdogs.count >= 5, "WATCHDOG=1 every half interval: \(watchdogs.count)")
             #expect(
-                log.waitFor(timeout: 10) { lines in lines.contains { $0.text.hasPrefix("region yard") } },
+                await log.waitFor(timeout: 10) { lines in lines.contains { $0.text.hasPrefix("region yard") } },
                 "geofence events are logged")
 
             process.terminate()
-            let stopped = waitUntil(timeout: 5) { !process.isRunning }
+            let stopped = await waitUntilAsync(timeout: 5) { !process.isRunning }
             #expect(stopped, "it stops on SIGTERM")
             #expect(process.terminationStatus == 0)
             #expect(notify.messages.contains { $0.text == "STOPPING=1" })
@@ -199,7 +199,7 @@ extension RealGPSD.LaneB {
                 kill(broker.processIdentifier, SIGKILL)
                 broker.waitUntilExit()
             }
-            #expect(waitUntil(timeout: 5) { canConnect(port: port) }, "the broker listens")
+            #expect(await waitUntilAsync(timeout: 5) { canConnect(port: port) }, "the broker listens")
 
             let subscriber = Process()
             subscriber.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
@@ -238,7 +238,7 @@ extension RealGPSD.LaneB {
                 pipeline.waitUntilExit()
             }
             #expect(
-                messages.waitFor(timeout: 20) { lines in
+                await messages.waitFor(timeout: 20) { lines in
                     lines.filter { $0.text.contains(#""type":"location""#) }.count >= 3
                 }, "locations reach the subscriber")
             for line in messages.snapshot {

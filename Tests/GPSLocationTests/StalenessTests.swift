@@ -79,7 +79,7 @@ extension RealGPSD.LaneB {
         }
 
         @Test("a replay: the manager reports the start and the tunnel once each, and recovers silently")
-        func managerReplay() throws {
+        func managerReplay() async throws {
             // gpsd's own TPVs for the drive: 8 s without a fix, then a fix, a 15 s tunnel at 60 %.
             let fixes = try FixtureFixes.load("drive-1hz-gp")
             let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
@@ -87,7 +87,7 @@ extension RealGPSD.LaneB {
             let delegate = StalenessDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(waitUntil { delegate.locationCount >= 270 })
+            #expect(await waitUntilAsync { delegate.locationCount >= 270 })
             manager.stopUpdatingLocation()
             let reports = delegate.reports
             #expect(reports.count == 2, "\(reports.map(\.message))")
@@ -97,7 +97,7 @@ extension RealGPSD.LaneB {
         }
 
         @Test("in the tunnel the last location is kept, marked stale, with its age by the recording's clock")
-        func keptAndMarked() throws {
+        func keptAndMarked() async throws {
             let fixes = try FixtureFixes.load("drive-1hz-gp")
             let tunnel = try #require(fixes.indices.dropFirst(30).first { fixes[$0].mode == .noFix })
             let lastGood = try #require(fixes[..<tunnel].last { $0.mode == .threeDimensional })
@@ -106,25 +106,26 @@ extension RealGPSD.LaneB {
             let delegate = StalenessDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(waitUntil { delegate.reports.count == 2 })
+            #expect(await waitUntilAsync { delegate.reports.count == 2 })
             #expect(manager.isLocationStale)
             #expect(manager.location?.timestamp == lastGood.time, "the last location is kept")
             let silence = try #require(fixes[tunnel + 7].time).timeIntervalSince(try #require(lastGood.time))
             // The replay clock moves with each fix the list sends: wait for the last one.
             #expect(
-                waitUntil { manager.locationAge == silence }, "\(String(describing: manager.locationAge)) vs \(silence)"
+                await waitUntilAsync { manager.locationAge == silence },
+                "\(String(describing: manager.locationAge)) vs \(silence)"
             )
             manager.stopUpdatingLocation()
         }
 
         @Test("live: the timer reports a receiver that stops sending anything, with no events to drive it")
-        func managerTimer() throws {
+        func managerTimer() async throws {
             let source = LiveBurstSource(count: 15, interval: 0.1)
             let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
             let delegate = StalenessDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(waitUntil(timeout: 5) { delegate.reports.count == 1 })
+            #expect(await waitUntilAsync(timeout: 5) { delegate.reports.count == 1 })
             let sent = Date()
             let report = try #require(delegate.reports.first)
             // 10 Hz → 1 s (the timer may fire a little late on a loaded machine; the message says when).
@@ -133,7 +134,7 @@ extension RealGPSD.LaneB {
                 report.message.hasPrefix("no usable position fix for ") && silence >= 1 && silence < 2.5,
                 "\(report.message)")
             #expect(report.stale && report.hadLocation)
-            Thread.sleep(forTimeInterval: 1.5)
+            try await Task.sleep(for: .seconds(1.5))
             #expect(delegate.reports.count == 1, "once")
             #expect(manager.isLocationStale && manager.location != nil)
             #expect((manager.locationAge ?? 0) >= Date().timeIntervalSince(sent))

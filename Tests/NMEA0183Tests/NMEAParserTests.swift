@@ -200,7 +200,7 @@ struct EpochAssemblerTests {
 /// The word-at-a-time checksum scan against the byte-wise one it replaces on the usual line:
 /// the same sentences and the same counts, on every fixture and on lines damaged every way the
 /// scan treats specially (second starts, stars, commas, control and high bytes, cuts).
-@Suite("NMEA parser: the word-at-a-time scan", .timeLimit(.minutes(2)))
+@Suite("NMEA parser: the word-at-a-time scan", .timeLimit(.minutes(5)))
 struct WordScanTests {
     /// A small deterministic generator (SplitMix64), so a failure can be replayed.
     struct SplitMix: RandomNumberGenerator {
