@@ -47,7 +47,16 @@ struct ArgumentTests {
 enum GPSLocBinary {
     static let path = Paths.packageRoot.appendingPathComponent(".build/debug/gpsloc").path
 
-    static func run(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) throws -> (
+    /// Runs gpsloc to its end on a thread of its own, so the wait never holds one of the few Swift
+    /// concurrency threads the other tests need.
+    static func run(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) async throws -> (
+        status: Int32, stdout: String, stderr: String, seconds: Double
+    ) {
+        try await offConcurrencyThreads { try runBlocking(arguments, configHome: configHome, stdin: stdin) }
+    }
+
+    /// The body of `run`, blocking the calling thread.
+    private static func runBlocking(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) throws -> (
         status: Int32, stdout: String, stderr: String, seconds: Double
     ) {
         let process = Process()
@@ -65,8 +74,19 @@ enum GPSLocBinary {
         process.standardInput = try stdin.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.nullDevice
         let start = ContinuousClock.now
         try process.run()
+        // stderr is read on a thread of its own: read one after the other, a full stderr pipe
+        // would stop gpsloc before it closes stdout, and both sides would wait for ever.
+        let errorText = Locked(Data())
+        let errorRead = DispatchSemaphore(value: 0)
+        let errorHandle = err.fileHandleForReading
+        Thread.detachNewThread {
+            let data = errorHandle.readDataToEndOfFile()
+            errorText.withLock { $0 = data }
+            errorRead.signal()
+        }
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        errorRead.wait()
+        let errData = errorText.withLock { $0 }
         process.waitUntilExit()
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -115,11 +135,12 @@ extension RealGPSD.LaneB {
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
     struct GPSLocCommandTests {
         @Test("with no gpsd listening, watch --json fails fast with one clear error line")
-        func watchWithoutGPSD() throws {
+        func watchWithoutGPSD() async throws {
             let port = try FreePortForTests.unused()
             let config = try GPSLocBinary.makeConfigHome()
-            #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
-            let result = try GPSLocBinary.run(["watch", "--json", "--port", String(port)], configHome: config)
+            #expect(
+                try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
+            let result = try await GPSLocBinary.run(["watch", "--json", "--port", String(port)], configHome: config)
             #expect(result.status == 1)
             #expect(result.seconds < 5)
             let errors = GPSLocBinary.jsonLines(result.stdout).filter { $0["type"] as? String == "error" }
@@ -131,22 +152,22 @@ extension RealGPSD.LaneB {
         }
 
         @Test("bad usage exits 2 with the help")
-        func badUsage() throws {
-            let result = try GPSLocBinary.run(["replay"])
+        func badUsage() async throws {
+            let result = try await GPSLocBinary.run(["replay"])
             #expect(result.status == 2)
             #expect(result.stderr.contains("usage: gpsloc"))
-            #expect(try GPSLocBinary.run(["watch", "--port", "0"]).status == 2)
-            #expect(try GPSLocBinary.run(["frobnicate"]).status == 2)
-            #expect(try GPSLocBinary.run(["watch", "--help"]).status == 0)
+            #expect(try await GPSLocBinary.run(["watch", "--port", "0"]).status == 2)
+            #expect(try await GPSLocBinary.run(["frobnicate"]).status == 2)
+            #expect(try await GPSLocBinary.run(["watch", "--help"]).status == 0)
         }
 
         @Test(
             "replay --via gpsd prints schema-valid NDJSON for a fixture",
             .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason)
         )
-        func replayViaGPSD() throws {
+        func replayViaGPSD() async throws {
             let fixture = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-            let result = try GPSLocBinary.run(["replay", fixture, "--via", "gpsd", "--json"])
+            let result = try await GPSLocBinary.run(["replay", fixture, "--via", "gpsd", "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let lines = GPSLocBinary.jsonLines(result.stdout)
             #expect(lines.count == result.stdout.split(separator: "\n").count, "every line is JSON")
@@ -258,8 +279,8 @@ extension RealGPSD.LaneB {
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
     struct AuthorizationCLITests {
         @Test("watch without a decision delivers nothing and names the command that grants it")
-        func watchNotDetermined() throws {
-            let result = try GPSLocBinary.run(["watch", "--json", "--app", "fresh-app"])
+        func watchNotDetermined() async throws {
+            let result = try await GPSLocBinary.run(["watch", "--json", "--app", "fresh-app"])
             #expect(result.status == 1)
             let lines = GPSLocBinary.jsonLines(result.stdout)
             #expect(lines.first?["status"] as? String == "notDetermined")
@@ -273,10 +294,10 @@ extension RealGPSD.LaneB {
         }
 
         @Test("revoked: one denied error line, no location")
-        func watchDenied() throws {
+        func watchDenied() async throws {
             let config = try GPSLocBinary.makeConfigHome()
-            #expect(try GPSLocBinary.run(["auth", "revoke", "app1"], configHome: config).status == 0)
-            let result = try GPSLocBinary.run(["watch", "--json", "--app", "app1"], configHome: config)
+            #expect(try await GPSLocBinary.run(["auth", "revoke", "app1"], configHome: config).status == 0)
+            let result = try await GPSLocBinary.run(["watch", "--json", "--app", "app1"], configHome: config)
             #expect(result.status == 1)
             let errors = GPSLocBinary.jsonLines(result.stdout).filter { $0["type"] as? String == "error" }
             #expect(errors.map { $0["code"] as? String } == ["denied"])
@@ -310,13 +331,13 @@ extension RealGPSD.LaneB {
         }
 
         @Test("a corrupt store is reported, kept aside, and grants nothing")
-        func corruptStore() throws {
+        func corruptStore() async throws {
             let config = try GPSLocBinary.makeConfigHome()
             let folder = config.appendingPathComponent("gpslocation")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try Data("{\"gpsloc\": {\"status\": \"authorizedAlways\"".utf8).write(
                 to: folder.appendingPathComponent("authorizations.json"))
-            let result = try GPSLocBinary.run(["watch", "--json"], configHome: config)
+            let result = try await GPSLocBinary.run(["watch", "--json"], configHome: config)
             #expect(result.status == 1)
             let lines = GPSLocBinary.jsonLines(result.stdout)
             #expect(lines.contains { $0["code"] as? String == "authorizationStore" })
@@ -331,7 +352,8 @@ extension RealGPSD.LaneB {
         )
         func watchAgainstGPSFake() async throws {
             let config = try GPSLocBinary.makeConfigHome()
-            #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
+            #expect(
+                try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
             // The recording is from June 2026: by the wall clock every fix is stale, so widen the bound.
             let lines = try await runWatch(
                 against: "drive-1hz-gp.nmea", ["--timeout", "2", "--max-age", "1000000000"], configHome: config)
@@ -341,7 +363,7 @@ extension RealGPSD.LaneB {
             #expect(lines.contains { $0["type"] as? String == "device" && $0["activated"] as? Bool == false })
 
             // What watch delivered from the receiver is the app's last location now.
-            let last = try GPSLocBinary.run(["last", "--json"], configHome: config)
+            let last = try await GPSLocBinary.run(["last", "--json"], configHome: config)
             #expect(last.status == 0, "\(last.stdout) \(last.stderr)")
             let lastLines = GPSLocBinary.jsonLines(last.stdout)
             for line in lastLines { NDJSONSchema.check(line) }
@@ -349,7 +371,7 @@ extension RealGPSD.LaneB {
             #expect(shown["timestamp"] as? String == locations.last?["timestamp"] as? String)
             #expect(shown["simulated"] as? Bool == false)
             // Another app, never run: nothing, and it says why.
-            let other = try GPSLocBinary.run(["last", "--app", "never-ran"], configHome: config)
+            let other = try await GPSLocBinary.run(["last", "--app", "never-ran"], configHome: config)
             #expect(other.status == 1 && other.stdout.contains("no last location"), "\(other.stdout)")
         }
 
@@ -359,7 +381,9 @@ extension RealGPSD.LaneB {
         )
         func watchReportsStale() async throws {
             let config = try GPSLocBinary.makeConfigHome()
-            #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0)
+            #expect(
+                try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0
+            )
             let lines = try await runWatch(against: "clean-1hz-multi.nmea", ["--in-use"], configHome: config)
             #expect(!lines.contains { $0["type"] as? String == "location" })
             #expect(lines.contains { $0["code"] as? String == "stale" })
@@ -374,9 +398,9 @@ extension RealGPSD.LaneB {
     )
     struct DoctorTests {
         @Test("with nothing listening it fails and names the fix")
-        func doctorWithoutGPSD() throws {
+        func doctorWithoutGPSD() async throws {
             let port = try FreePortForTests.unused()
-            let result = try GPSLocBinary.run(["doctor", "--port", String(port)])
+            let result = try await GPSLocBinary.run(["doctor", "--port", String(port)])
             #expect(result.status == 1)
             #expect(result.stdout.contains("fail  gpsd is not reachable at 127.0.0.1:\(port)"))
             #expect(result.stdout.contains("gpsloc auth grant gpsloc --when-in-use"))
@@ -397,7 +421,7 @@ extension RealGPSD.LaneB {
             defer { server.stop() }
             try server.waitUntilListening()
             try await Task.sleep(for: .milliseconds(500))
-            let result = try GPSLocBinary.run(["doctor", "--port", String(server.endpoint.port)])
+            let result = try await GPSLocBinary.run(["doctor", "--port", String(server.endpoint.port)])
             #expect(
                 result.stdout.contains("ok    gpsd answers at 127.0.0.1:\(server.endpoint.port)"), "\(result.stdout)")
             #expect(result.stdout.contains("ok    gpsd reads /dev/pts/"), "\(result.stdout)")
@@ -431,9 +455,9 @@ extension RealGPSD.LaneB {
         }
 
         @Test("--via nmea prints schema-valid NDJSON, labelled as a replay of the file", arguments: fixtures)
-        func viaNMEA(name: String) throws {
+        func viaNMEA(name: String) async throws {
             let path = Paths.fixtures.appendingPathComponent(name).path
-            let result = try GPSLocBinary.run(["replay", path, "--json"])
+            let result = try await GPSLocBinary.run(["replay", path, "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let lines = GPSLocBinary.jsonLines(result.stdout)
             #expect(lines.count == result.stdout.split(separator: "\n").count)
@@ -445,10 +469,10 @@ extension RealGPSD.LaneB {
         @Test(
             "--via nmea and --via gpsd print the same locations",
             .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason), arguments: fixtures)
-        func sameLocationsBothWays(name: String) throws {
+        func sameLocationsBothWays(name: String) async throws {
             let path = Paths.fixtures.appendingPathComponent(name).path
-            let ours = try GPSLocBinary.run(["replay", path, "--via", "nmea", "--json"])
-            let gpsd = try GPSLocBinary.run(["replay", path, "--via", "gpsd", "--json"])
+            let ours = try await GPSLocBinary.run(["replay", path, "--via", "nmea", "--json"])
+            let gpsd = try await GPSLocBinary.run(["replay", path, "--via", "gpsd", "--json"])
             let a = Self.lastPerTimestamp(GPSLocBinary.jsonLines(ours.stdout))
             let b = Self.lastPerTimestamp(GPSLocBinary.jsonLines(gpsd.stdout))
             #expect(a.count > 100)
@@ -463,19 +487,19 @@ extension RealGPSD.LaneB {
         }
 
         @Test("--authorization denied: no location, one denied error")
-        func denied() throws {
+        func denied() async throws {
             let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
             let lines = GPSLocBinary.jsonLines(
-                try GPSLocBinary.run(["replay", path, "--authorization", "denied", "--json"]).stdout)
+                try await GPSLocBinary.run(["replay", path, "--authorization", "denied", "--json"]).stdout)
             #expect(!lines.contains { $0["type"] as? String == "location" })
             #expect(lines.filter { $0["type"] as? String == "error" }.map { $0["code"] as? String } == ["denied"])
         }
 
         @Test("--authorization notDetermined: the diagnostic, no location")
-        func notDetermined() throws {
+        func notDetermined() async throws {
             let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
             let lines = GPSLocBinary.jsonLines(
-                try GPSLocBinary.run(["replay", path, "--authorization", "notDetermined", "--json"]).stdout)
+                try await GPSLocBinary.run(["replay", path, "--authorization", "notDetermined", "--json"]).stdout)
             #expect(!lines.contains { $0["type"] as? String == "location" })
             let errors = lines.filter { $0["type"] as? String == "error" }
             #expect(errors.count == 1)
@@ -483,12 +507,12 @@ extension RealGPSD.LaneB {
         }
 
         @Test("--accuracy reduced: only grid-snapped locations marked reduced, nothing precise")
-        func reduced() throws {
+        func reduced() async throws {
             let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-            let precise = GPSLocBinary.jsonLines(try GPSLocBinary.run(["replay", path, "--json"]).stdout)
+            let precise = GPSLocBinary.jsonLines(try await GPSLocBinary.run(["replay", path, "--json"]).stdout)
                 .filter { $0["type"] as? String == "location" }
             let lines = GPSLocBinary.jsonLines(
-                try GPSLocBinary.run(["replay", path, "--accuracy", "reduced", "--json"]).stdout)
+                try await GPSLocBinary.run(["replay", path, "--accuracy", "reduced", "--json"]).stdout)
             let locations = lines.filter { $0["type"] as? String == "location" }
             #expect(!locations.isEmpty)
             #expect(locations.count <= 1, "at most one location per 15 minutes of a 5-minute recording")
@@ -506,26 +530,26 @@ extension RealGPSD.LaneB {
         }
 
         @Test("stdin and a missing file")
-        func stdinAndMissing() throws {
-            let missing = try GPSLocBinary.run(["replay", "/nonexistent/file.nmea", "--json"])
+        func stdinAndMissing() async throws {
+            let missing = try await GPSLocBinary.run(["replay", "/nonexistent/file.nmea", "--json"])
             #expect(missing.status == 1)
             #expect(missing.stdout.contains("cannot read the recording /nonexistent/file.nmea"))
-            let empty = try GPSLocBinary.run(["replay", "/dev/null", "--json"])
+            let empty = try await GPSLocBinary.run(["replay", "/dev/null", "--json"])
             #expect(empty.stdout.contains("contains no position report") && empty.status == 1)
             let noise = FileManager.default.temporaryDirectory.appendingPathComponent("noise-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: noise) }
             var random = SplitMix64(seed: 4)
             try Data((0..<4096).map { _ in UInt8(truncatingIfNeeded: random.next()) }).write(to: noise)
-            let binary = try GPSLocBinary.run(["replay", noise.path, "--json"])
+            let binary = try await GPSLocBinary.run(["replay", noise.path, "--json"])
             #expect(binary.status == 1 && binary.stdout.contains("contains no position report"))
             // Numbers out of range are usage errors with the range, never a crash.
             for (option, value) in [("--timeout", "1e19"), ("--max-age", "-1"), ("--min-interval", "nan")] {
-                let result = try GPSLocBinary.run(["watch", option, value, "--json"])
+                let result = try await GPSLocBinary.run(["watch", option, value, "--json"])
                 #expect(result.status == 2 && result.stderr.contains("must be a number from"), "\(option) \(value)")
             }
             let fixture = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
-            let fromFile = try GPSLocBinary.run(["replay", fixture.path, "--json"])
-            let fromStdin = try GPSLocBinary.run(["replay", "-", "--json"], stdin: fixture)
+            let fromFile = try await GPSLocBinary.run(["replay", fixture.path, "--json"])
+            let fromStdin = try await GPSLocBinary.run(["replay", "-", "--json"], stdin: fixture)
             let locations = { (text: String) in text.split(separator: "\n").filter { $0.contains("\"location\"") } }
             #expect(locations(fromStdin.stdout) == locations(fromFile.stdout))
             #expect(fromStdin.stdout.contains("replaying the recording standard input"))
@@ -543,7 +567,8 @@ extension RealGPSD.LaneB {
             .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
         func revokeWhileWatching() async throws {
             let config = try GPSLocBinary.makeConfigHome()
-            #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
+            #expect(
+                try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
             // 20 ms between sentences: about five fixes a second, for a minute.
             let server = try await GPSFakeServer.started(
                 log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.02)
@@ -553,7 +578,7 @@ extension RealGPSD.LaneB {
                 configHome: config)
             #expect(await reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 10 })
             let revokedAt = Date()
-            #expect(try GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config).status == 0)
+            #expect(try await GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config).status == 0)
             process.waitUntilExit()
             let lines = reader.finish()
             #expect(process.terminationStatus == 1)
@@ -669,9 +694,9 @@ extension RealGPSD.LaneB {
         @Test("--once prints one location and exits 0")
         func once() async throws {
             let config = try GPSLocBinary.makeConfigHome()
-            _ = try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
+            _ = try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
             let result = try await Self.withGPSFake("clean-1hz-multi.nmea") { port in
-                try GPSLocBinary.run(
+                try await GPSLocBinary.run(
                     ["watch", "--once", "--json", "--port", String(port), "--max-age", "1e9"], configHome: config)
             }
             #expect(result.status == 0, "\(result.stderr)")
@@ -683,7 +708,7 @@ extension RealGPSD.LaneB {
         @Test("sky lists the satellites")
         func sky() async throws {
             let result = try await Self.withGPSFake("clean-1hz-multi.nmea") { port in
-                try GPSLocBinary.run(["sky", "--json", "--port", String(port)])
+                try await GPSLocBinary.run(["sky", "--json", "--port", String(port)])
             }
             #expect(result.status == 0, "\(result.stderr)")
             let sky = try #require(GPSLocBinary.jsonLines(result.stdout).first)
@@ -697,7 +722,7 @@ extension RealGPSD.LaneB {
         @Test("--gpx stays a valid GPX 1.1 file after kill -9, and a GPX reader gets the same points back")
         func gpxSurvivesKill() async throws {
             let config = try GPSLocBinary.makeConfigHome()
-            _ = try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
+            _ = try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
             let track = config.appendingPathComponent("track.gpx")
             let output = try await Self.withGPSFake("drive-1hz-gp.nmea") { port -> String in
                 let (process, reader) = try GPSLocBinary.launch(
@@ -717,27 +742,31 @@ extension RealGPSD.LaneB {
             // starts (exit 1, the file untouched), and a link is not followed.
             #expect((try FileManager.default.attributesOfItem(atPath: track.path)[.posixPermissions] as? Int) == 0o600)
             let before = try Data(contentsOf: track)
-            let again = try GPSLocBinary.run([
+            let again = try await GPSLocBinary.run([
                 "replay", Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path, "--gpx", track.path,
             ])
             #expect(again.status == 1 && again.stderr.contains("never overwrites"), "\(again.stderr)")
             #expect(try Data(contentsOf: track) == before)
             let recording = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
-            let onItself = try GPSLocBinary.run(["replay", recording.path, "--gpx", recording.path])
+            let onItself = try await GPSLocBinary.run(["replay", recording.path, "--gpx", recording.path])
             #expect(onItself.status == 1, "the recording being replayed is never truncated")
             let link = config.appendingPathComponent("link.gpx")
             try FileManager.default.createSymbolicLink(
                 atPath: link.path, withDestinationPath: config.appendingPathComponent("elsewhere.gpx").path)
-            #expect(try GPSLocBinary.run(["replay", recording.path, "--gpx", link.path]).status == 1)
+            #expect(try await GPSLocBinary.run(["replay", recording.path, "--gpx", link.path]).status == 1)
             #expect(!FileManager.default.fileExists(atPath: config.appendingPathComponent("elsewhere.gpx").path))
             // --force replaces a regular file — never a link, never the recording itself.
-            let forcedOnItself = try GPSLocBinary.run(["replay", recording.path, "--gpx", recording.path, "--force"])
+            let forcedOnItself = try await GPSLocBinary.run([
+                "replay", recording.path, "--gpx", recording.path, "--force",
+            ])
             #expect(forcedOnItself.status == 1 && forcedOnItself.stderr.contains("the recording being replayed"))
-            #expect(try GPSLocBinary.run(["replay", recording.path, "--gpx", link.path, "--force"]).status == 1)
+            #expect(try await GPSLocBinary.run(["replay", recording.path, "--gpx", link.path, "--force"]).status == 1)
             #expect(!FileManager.default.fileExists(atPath: config.appendingPathComponent("elsewhere.gpx").path))
             let scratch = config.appendingPathComponent("old.gpx")
             try Data("old".utf8).write(to: scratch)
-            let forced = try GPSLocBinary.run(["replay", recording.path, "--fast", "--gpx", scratch.path, "--force"])
+            let forced = try await GPSLocBinary.run([
+                "replay", recording.path, "--fast", "--gpx", scratch.path, "--force",
+            ])
             #expect(forced.status == 0, "\(forced.stderr)")
             #expect(try String(contentsOf: scratch, encoding: .utf8).hasPrefix("<?xml"))
             #expect(
@@ -796,7 +825,7 @@ extension RealGPSD.LaneB {
         @Test("the table renders, refreshes, fits 80 columns, and survives a resize and Ctrl-C")
         func table() async throws {
             let config = try GPSLocBinary.makeConfigHome()
-            _ = try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
+            _ = try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
             try await LiveCommandTests.withGPSFake("clean-1hz-multi.nmea") { port in
                 let session = "gpsloc-\(UUID().uuidString.prefix(8))"
                 let socket = config.appendingPathComponent("tmux.sock").path

@@ -226,9 +226,9 @@ struct PhysicalRangeTests {
 @Suite("auth status and doctor show the decision that applies", .timeLimit(.minutes(5)))
 struct EffectiveDecisionTests {
     @Test("a restriction in the policy is what auth status and doctor report, not the user's grant")
-    func restrictedByPolicy() throws {
+    func restrictedByPolicy() async throws {
         let home = try GPSLocBinary.makeConfigHome()
-        #expect(try GPSLocBinary.run(["auth", "grant", "kid", "--always"], configHome: home).status == 0)
+        #expect(try await GPSLocBinary.run(["auth", "grant", "kid", "--always"], configHome: home).status == 0)
         let policy = home.appendingPathComponent("policy.json")
         try Data(#"{"restricted":["kid"]}"#.utf8).write(to: policy)
         chmod(policy.path, 0o644)

@@ -282,8 +282,8 @@ struct MonitoringRecordingTests {
         var visits: [[String: Any]] = []
     }
 
-    static func replay(_ fixture: String, _ extra: [String]) throws -> Lines {
-        let result = try GPSLocBinary.run(
+    static func replay(_ fixture: String, _ extra: [String]) async throws -> Lines {
+        let result = try await GPSLocBinary.run(
             ["replay", Paths.fixtures.appendingPathComponent(fixture).path, "--fast", "--json"] + extra)
         #expect(result.status == 0, "\(result.stderr)")
         var lines = Lines()
@@ -341,8 +341,8 @@ struct MonitoringRecordingTests {
     @Test(
         "loop: the exact events the documented rule gives on GeodSolve's distances, each 4–6.5 s after the true crossing",
         .enabled(if: geodSolve, "GeodSolve not installed: sudo apt-get install geographiclib-tools"))
-    func loop() throws {
-        let lines = try Self.replay("loop-1hz-gp.nmea", Self.loopCircles.flatMap { ["--region", $0] })
+    func loop() async throws {
+        let lines = try await Self.replay("loop-1hz-gp.nmea", Self.loopCircles.flatMap { ["--region", $0] })
         let fences = try Self.fences(Self.loopCircles)
         let distances = try Self.geodSolveDistances(lines.locations, fences)
         var reference = NaiveRegions(fences: fences)
@@ -382,18 +382,18 @@ struct MonitoringRecordingTests {
     }
 
     @Test("boundary: a receiver standing on a boundary for 15 minutes gives its state once and no enter or exit")
-    func boundary() throws {
+    func boundary() async throws {
         // The recording stands at (51.453880, −2.597470); this circle's edge passes through it.
         let radius = Geodesic.wgs84.distance(
             latitude1: 51.454780, longitude1: -2.597470, latitude2: 51.453880, longitude2: -2.597470)
-        let lines = try Self.replay("boundary-1hz-gp.nmea", ["--region", "edge=51.454780,-2.597470,\(radius)"])
+        let lines = try await Self.replay("boundary-1hz-gp.nmea", ["--region", "edge=51.454780,-2.597470,\(radius)"])
         #expect(lines.locations.count == 900)
         #expect(lines.regions.map(\.kind) == [.determined], "its state once, then nothing")
     }
 
     @Test("stops: the two stops are visits with their exact times; the stop whose fix was lost is not")
-    func stops() throws {
-        let lines = try Self.replay("stops-1hz-gp.nmea", ["--visits"])
+    func stops() async throws {
+        let lines = try await Self.replay("stops-1hz-gp.nmea", ["--visits"])
         let summary = lines.visits.map { [$0["arrival"] as! String, ($0["departure"] as? String) ?? "null"] }
         #expect(
             summary == [
@@ -406,9 +406,9 @@ struct MonitoringRecordingTests {
     }
 
     @Test("significant changes: the first location, then only ≥ 500 m and ≥ 5 minutes apart")
-    func significantChanges() throws {
-        let all = try Self.replay("stops-1hz-gp.nmea", [])
-        let lines = try Self.replay("stops-1hz-gp.nmea", ["--significant-changes"])
+    func significantChanges() async throws {
+        let all = try await Self.replay("stops-1hz-gp.nmea", [])
+        let lines = try await Self.replay("stops-1hz-gp.nmea", ["--significant-changes"])
         #expect(lines.locations.first?.timestamp == all.locations.first?.timestamp)
         #expect(lines.locations.count >= 2 && lines.locations.count <= 4)
         for (previous, next) in zip(lines.locations, lines.locations.dropFirst()) {
@@ -418,8 +418,8 @@ struct MonitoringRecordingTests {
     }
 
     @Test("reduced accuracy: regions stay unknown (accuracyLimited) and no precise crossing leaks")
-    func reduced() throws {
-        let result = try GPSLocBinary.run(
+    func reduced() async throws {
+        let result = try await GPSLocBinary.run(
             [
                 "replay", Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path, "--fast", "--json",
                 "--accuracy", "reduced", "--region", Self.loopCircles[0], "--visits",
@@ -432,9 +432,9 @@ struct MonitoringRecordingTests {
     }
 
     @Test("--region mistakes are usage errors naming the form")
-    func usage() throws {
+    func usage() async throws {
         for bad in ["x", "a=1,2", "a=91,0,10", "a=1,2,0", "a=1,2,1e9", "=1,2,3"] {
-            let result = try GPSLocBinary.run([
+            let result = try await GPSLocBinary.run([
                 "replay", Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path, "--region", bad,
             ])
             #expect(result.status == 2, "\(bad)")
@@ -598,9 +598,9 @@ struct RegionAPITests {
 
 extension MonitoringRecordingTests {
     @Test("gpsloc monitor add, list, remove; watch/replay --monitor uses the kept circles")
-    func monitorCommand() throws {
+    func monitorCommand() async throws {
         let home = try GPSLocBinary.makeConfigHome()
-        let added = try GPSLocBinary.run(
+        let added = try await GPSLocBinary.run(
             [
                 "monitor", "add", "depots", "east=51.453880,-2.591704,60", "south=51.450280,-2.597470,60", "--app",
                 "fleet",
@@ -609,16 +609,17 @@ extension MonitoringRecordingTests {
         #expect(added.status == 0, "\(added.stderr)")
         let file = home.appendingPathComponent("state/gpslocation/monitors/fleet/monitor-depots.json")
         #expect((try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int) == 0o600)
-        let listed = try GPSLocBinary.run(["monitor", "list", "--app", "fleet", "--json"], configHome: home)
+        let listed = try await GPSLocBinary.run(["monitor", "list", "--app", "fleet", "--json"], configHome: home)
         #expect(listed.stdout.split(separator: "\n").count == 2)
         #expect(listed.stdout.contains(#""identifier":"east""#))
-        let missing = try GPSLocBinary.run(["monitor", "remove", "depots", "west", "--app", "fleet"], configHome: home)
+        let missing = try await GPSLocBinary.run(
+            ["monitor", "remove", "depots", "west", "--app", "fleet"], configHome: home)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("no condition west"))
-        let removed = try GPSLocBinary.run(
+        let removed = try await GPSLocBinary.run(
             ["monitor", "remove", "depots", "south", "--app", "fleet"], configHome: home)
         #expect(removed.status == 0)
-        let replay = try GPSLocBinary.run(
+        let replay = try await GPSLocBinary.run(
             [
                 "replay", Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path, "--fast", "--json", "--app",
                 "fleet", "--monitor", "depots",
@@ -626,7 +627,7 @@ extension MonitoringRecordingTests {
         let regions = replay.stdout.split(separator: "\n").filter { $0.contains(#""type":"region""#) }
         #expect(regions.count == 7)
         #expect(regions.allSatisfy { $0.contains(#""identifier":"east""#) })
-        let unknown = try GPSLocBinary.run(
+        let unknown = try await GPSLocBinary.run(
             ["replay", Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path, "--monitor", "nothing"],
             configHome: home)
         #expect(unknown.status == 2)
@@ -640,11 +641,12 @@ extension RealGPSD.LaneA {
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
     struct MonitoringThroughGPSDTests {
         @Test("replay --via gpsd: the rule's exact events on gpsd's locations, and the crossings of the NMEA engine")
-        func loopViaGPSD() throws {
+        func loopViaGPSD() async throws {
             let circles = MonitoringRecordingTests.loopCircles
-            let viaGPSD = try MonitoringRecordingTests.replay(
+            let viaGPSD = try await MonitoringRecordingTests.replay(
                 "loop-1hz-gp.nmea", ["--via", "gpsd"] + circles.flatMap { ["--region", $0] })
-            let viaNMEA = try MonitoringRecordingTests.replay("loop-1hz-gp.nmea", circles.flatMap { ["--region", $0] })
+            let viaNMEA = try await MonitoringRecordingTests.replay(
+                "loop-1hz-gp.nmea", circles.flatMap { ["--region", $0] })
             #expect(viaGPSD.locations.count > 590)
             var reference = NaiveRegions(fences: try MonitoringRecordingTests.fences(circles))
             var expected: [RegionEvent] = []

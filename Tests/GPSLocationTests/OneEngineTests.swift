@@ -100,8 +100,10 @@ extension RealGPSD.LaneB {
         func nmeaPath(fixture: String) async throws {
             let path = Paths.fixtures.appendingPathComponent(fixture).path
             let cli = Self.fromNDJSON(
-                try GPSLocBinary.run(["replay", path, "--json", "--distance-filter", "5", "--max-age", "1000000000"])
-                    .stdout)
+                try await GPSLocBinary.run([
+                    "replay", path, "--json", "--distance-filter", "5", "--max-age", "1000000000",
+                ])
+                .stdout)
             let manager = await Self.throughManager(NMEAReplaySource(path: path)) {
                 $0.distanceFilter = 5
                 $0.maximumLocationAge = 1e9
@@ -118,7 +120,8 @@ extension RealGPSD.LaneB {
         func gpsdPath() async throws {
             let log = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
             let cli = Self.fromNDJSON(
-                try GPSLocBinary.run(["replay", log.path, "--via", "gpsd", "--json", "--max-age", "1000000000"]).stdout)
+                try await GPSLocBinary.run(["replay", log.path, "--via", "gpsd", "--json", "--max-age", "1000000000"])
+                    .stdout)
             let server = try await GPSFakeServer.started(log: log)
             defer { server.stop() }
             // As `gpsloc replay --via gpsd` does: connect once gpsfake has attached its receiver.
@@ -136,7 +139,7 @@ extension RealGPSD.LaneB {
             let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
             for (name, status) in [("denied", CLAuthorizationStatus.denied), ("restricted", .restricted)] {
                 let cli = Self.fromNDJSON(
-                    try GPSLocBinary.run(["replay", path, "--json", "--authorization", name]).stdout)
+                    try await GPSLocBinary.run(["replay", path, "--json", "--authorization", name]).stdout)
                 let authorizer = LocationAuthorizer(
                     appID: "gpsloc", initial: AuthorizationDecision(status: status), isInUse: true)
                 let manager = CLLocationManager(source: NMEAReplaySource(path: path), authorizer: authorizer)

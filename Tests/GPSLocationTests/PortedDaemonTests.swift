@@ -69,7 +69,7 @@ extension RealGPSD.LaneB {
                 !(await reader.waitFor(timeout: 0) { $0.contains { $0.text.hasPrefix("location") } }),
                 "nothing before the grant")
 
-            let grant = try GPSLocBinary.run(["auth", "grant", "ported-daemon", "--always"], configHome: folder)
+            let grant = try await GPSLocBinary.run(["auth", "grant", "ported-daemon", "--always"], configHome: folder)
             #expect(grant.status == 0, "\(grant.stderr)")
             #expect(
                 await reader.waitFor(timeout: 15) { lines in

@@ -239,7 +239,8 @@ extension RealGPSD.LaneB {
             defer { setup.stop() }
             let (server, receiver) = (setup.server, setup.receivers[0])
             let config = try GPSLocBinary.makeConfigHome()
-            #expect(try GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
+            #expect(
+                try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
             let (process, reader) = try GPSLocBinary.launch(
                 ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1e9"], configHome: config)
             let locations = { (lines: [(time: Date, text: String)]) in

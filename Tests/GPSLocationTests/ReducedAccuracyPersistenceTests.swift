@@ -45,12 +45,12 @@ struct ReducedAccuracyPersistenceTests {
     }
 
     @Test("20 restarts of replay --accuracy reduced give one cell, never an average closing in on the truth")
-    func replayRestarts() throws {
+    func replayRestarts() async throws {
         let home = try GPSLocBinary.makeConfigHome()
         defer { try? FileManager.default.removeItem(at: home) }
         var cells = Set<String>()
         for _ in 0..<20 {
-            let result = try GPSLocBinary.run(
+            let result = try await GPSLocBinary.run(
                 [
                     "replay", Paths.fixtures.appendingPathComponent("boundary-1hz-gp.nmea").path, "--fast", "--json",
                     "--accuracy", "reduced",

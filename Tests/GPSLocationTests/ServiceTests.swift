@@ -102,7 +102,7 @@ extension RealGPSD.LaneB {
             try "# test circles\nyard=51.450280,-2.597470,60\neast=51.453880,-2.591704,60\n".write(
                 to: config, atomically: true, encoding: .utf8)
             #expect(
-                try GPSLocBinary.run(["auth", "grant", "geofenced", "--always"], configHome: folder).status == 0)
+                try await GPSLocBinary.run(["auth", "grant", "geofenced", "--always"], configHome: folder).status == 0)
             let server = try await GPSFakeServer.started(log: recording, cycle: 0.12)
             defer { server.stop() }
             #expect(await server.waitUntilDeviceAttached())
@@ -215,7 +215,7 @@ extension RealGPSD.LaneB {
                 log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), cycle: 0.02)
             defer { server.stop() }
             #expect(await server.waitUntilDeviceAttached())
-            #expect(try GPSLocBinary.run(["auth", "grant", "fleet", "--always"], configHome: folder).status == 0)
+            #expect(try await GPSLocBinary.run(["auth", "grant", "fleet", "--always"], configHome: folder).status == 0)
             let pipeline = Process()
             pipeline.executableURL = URL(fileURLWithPath: "/bin/sh")
             pipeline.arguments = [

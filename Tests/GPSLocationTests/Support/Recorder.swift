@@ -23,6 +23,13 @@ func waitUntilAsync(timeout: Double = 10, _ condition: () -> Bool) async -> Bool
     return condition()
 }
 
+/// Runs `body` on a new thread and waits for it without blocking a concurrency thread.
+func offConcurrencyThreads<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
+
 enum FixtureFixes {
     /// gpsd's own TPVs for a fixture (recorded from gpsfake), decoded by the real libgps.
     static func load(_ name: String) throws -> [Fix] {
