@@ -41,14 +41,19 @@ private final class LineServer: @unchecked Sendable {
         close(client)
     }
 
-    init(payload: [UInt8], chunk: @escaping @Sendable (Int) -> Int, pause: useconds_t = 200) throws {
-        let server = try Self.listening()
-        listener = server.fd
-        port = server.port
-        let fd = listener
+    /// Listens on a free loopback port and serves the first client with `serve` on a thread of
+    /// its own.
+    static func servingOne(_ serve: @escaping @Sendable (Int32) -> Void) throws -> (fd: Int32, port: Int) {
+        let server = try listening()
         Thread.detachNewThread {
-            let client = accept(fd, nil, nil)
-            guard client >= 0 else { return }
+            let client = accept(server.fd, nil, nil)
+            if client >= 0 { serve(client) }
+        }
+        return server
+    }
+
+    init(payload: [UInt8], chunk: @escaping @Sendable (Int) -> Int, pause: useconds_t = 200) throws {
+        (listener, port) = try Self.servingOne { client in
             var offset = 0
             var index = 0
             while offset < payload.count {
@@ -75,13 +80,7 @@ private final class ScriptServer: @unchecked Sendable {
     private let listener: Int32
 
     init(_ steps: [(text: String, pause: Double)]) throws {
-        let server = try LineServer.listening()
-        listener = server.fd
-        port = server.port
-        let fd = listener
-        Thread.detachNewThread {
-            let client = accept(fd, nil, nil)
-            guard client >= 0 else { return }
+        (listener, port) = try LineServer.servingOne { client in
             for step in steps {
                 _ = step.text.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
                 usleep(useconds_t(step.pause * 1e6))

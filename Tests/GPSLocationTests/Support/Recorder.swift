@@ -3,17 +3,9 @@ import GPSLocation
 import GPSLocationTesting
 import TestSupport
 
-/// Polls `condition` every 5 ms until it holds or `timeout` passes.
-func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.005)
-    }
-    return condition()
-}
-
-/// The same, without blocking a concurrency thread.
+/// Polls `condition` every 5 ms until it holds or `timeout` passes, suspended in between: a test
+/// never blocks a concurrency thread while it waits (a 2-core machine has two, which every other
+/// test's `await` needs).
 func waitUntilAsync(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
