@@ -33,6 +33,22 @@ struct EngineTimersTests {
         #expect(fires.at(.staleness).first! >= 0.05)
     }
 
+    @Test("timers that came due together (the thread was busy) fire in deadline order")
+    func dueTogether() async throws {
+        // Another owner's action holds the shared thread for 0.3 s; meanwhile three deadlines pass.
+        let blocker = EngineTimers { _ in usleep(300_000) }
+        let fires = Fires()
+        let timers = EngineTimers { fires.record($0) }
+        blocker.arm(.staleness, after: 0)
+        try await Task.sleep(for: .milliseconds(50))
+        timers.arm(.monitoringGap, after: 0.07)
+        timers.arm(.staleness, after: 0.03)
+        timers.arm(.requestLocation, after: 0.05)
+        #expect(await waitUntilAsync(timeout: 5) { fires.timers.count == 3 })
+        #expect(fires.timers == [.staleness, .requestLocation, .monitoringGap])
+        withExtendedLifetime(blocker) {}
+    }
+
     @Test("re-arming replaces the deadline: later fires once, later; earlier wakes the thread early")
     func rearm() async throws {
         let fires = Fires()

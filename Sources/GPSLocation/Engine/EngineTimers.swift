@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import GNSSCore
-import Synchronization
 
 /// The timers behind `LocationEngine`'s `arm`/`cancel` actions, for the drivers
 /// (`CLLocationManager`, gpsloc). Each arming fires `fired` once; nothing wakes up while none
@@ -97,12 +96,12 @@ final class TimerThread: @unchecked Sendable {
         while true {
             let now = Self.uptime()
             // Take what is due; note when the next one is.
-            let (due, next) = lock.withLock { () -> ([@Sendable () -> Void], UInt64) in
-                var due: [@Sendable () -> Void] = []
+            let (due, next) = lock.withLock { () -> ([Entry], UInt64) in
+                var due: [Entry] = []
                 var next = UInt64.max
                 for (key, entry) in entries {
                     if entry.deadline <= now {
-                        due.append(entry.action)
+                        due.append(entry)
                         entries[key] = nil
                     } else {
                         next = min(next, entry.deadline)
@@ -112,7 +111,8 @@ final class TimerThread: @unchecked Sendable {
                 return (due, next)
             }
             if !due.isEmpty {
-                for action in due { action() }
+                // Several due at one wake-up (a late wake) still fire in deadline order.
+                for entry in due.sorted(by: { $0.deadline < $1.deadline }) { entry.action() }
                 continue
             }
             wake.wait(until: next == .max ? nil : next)
