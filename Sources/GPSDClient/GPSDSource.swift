@@ -186,6 +186,12 @@ private final class GPSDReader: @unchecked Sendable {
     private var heardAnything = false
     /// When the last fix (or the connection) came, in uptime nanoseconds.
     private var lastFix: UInt64 = 0
+    /// True while the socket's receive timeout is the rest of a silence timeout, not all of it.
+    private var partialTimeout = false
+    /// The wait before the next connection attempt (set by `lost`).
+    private var retryDelay = 0.0
+    /// The thread's name (set by `launch`, before the thread starts).
+    private var name = ""
 
     init(
         endpoint: GPSDEndpoint, noDataTimeout: Double?, reconnect: ReconnectPolicy?, decodesSky: Bool,
@@ -197,8 +203,6 @@ private final class GPSDReader: @unchecked Sendable {
         self.reconnect = reconnect
         self.handler = handler
     }
-
-    private var name = ""
 
     func launch(name: String) {
         self.name = name
@@ -317,9 +321,6 @@ private final class GPSDReader: @unchecked Sendable {
         return false
     }
 
-    /// True while the socket's receive timeout is the rest of a silence timeout, not all of it.
-    private var partialTimeout = false
-
     /// Sets `SO_RCVTIMEO` (nil: wait forever).
     private func setReceiveTimeout(_ handle: LibGPSHandle, _ seconds: Double?) {
         var value = timeval()
@@ -378,8 +379,6 @@ private final class GPSDReader: @unchecked Sendable {
         attempts += 1
         emit(.reconnecting(error, attempt: attempts, delay: retryDelay))
     }
-
-    private var retryDelay = 0.0
 
     /// Sleeps the reconnection delay (woken early by `cancel`); false when the run ends.
     private func waitBeforeRetry() -> Bool {

@@ -132,7 +132,7 @@ final class LibGPSHandle {
             || GPSDRawJSON.classIs(kind, "DEVICES") || (sky && GPSDRawJSON.classIs(kind, "SKY"))
         guard wanted else { return .other(className: String(decoding: kind, as: UTF8.self)) }
         line.withMemoryRebound(to: CChar.self, capacity: length + 1) { _ = cgps_unpack($0, data) }
-        return currentReport(line: bytes)
+        return currentReport(line: bytes, kind: kind)
     }
 
     /// Decodes one JSON object without a socket (`gps_unpack`), for tests and offline tools.
@@ -140,13 +140,16 @@ final class LibGPSHandle {
         var bytes = Array(json.utf8CString)
         let status = bytes.withUnsafeMutableBufferPointer { cgps_unpack($0.baseAddress, data) }
         if status < 0 && !GPSDRawJSON.isDeactivation(Substring(json)) { return nil }
-        return Array(json.utf8).withUnsafeBufferPointer { currentReport(line: $0) }
+        return Array(json.utf8).withUnsafeBufferPointer { line in
+            guard let kind = GPSDRawJSON.classValue(line) else { return .other(className: "") }
+            return currentReport(line: line, kind: kind)
+        }
     }
 
     // MARK: - Conversion
 
-    private func currentReport(line: UnsafeBufferPointer<UInt8>) -> GPSDReport {
-        guard let kind = GPSDRawJSON.classValue(line) else { return .other(className: "") }
+    /// The report `line` (whose class value is `kind`) gave, from what `gps_unpack` stored.
+    private func currentReport(line: UnsafeBufferPointer<UInt8>, kind: UnsafeBufferPointer<UInt8>) -> GPSDReport {
         if GPSDRawJSON.classIs(kind, "TPV") {
             return .fix(currentFix(device: GPSDRawJSON.stringField("\"device\":\"", in: line)))
         }
