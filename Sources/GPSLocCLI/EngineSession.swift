@@ -155,25 +155,17 @@ struct PipelineOptions {
         """
 }
 
-/// Drives the one `LocationEngine` for a gpsloc command: feeds it the source's events and
-/// writes its actions to the sink. It decides nothing about locations itself; it only keeps
-/// counts for the command's closing summary and tells the command when to end.
+/// Adapts the one driver (`EngineRunner`) for a gpsloc command: writes its outputs to the sink,
+/// in order, and tells the command when the run is over. It decides nothing about locations
+/// itself (which errors end a run is the runner's `CLError.endsUpdates`); it only keeps counts
+/// for the command's closing summary.
 final class EngineSession: Sendable {
     let sink: UpdateSink
-    private let engine: Locked<LocationEngine>
-    private let counts = Locked(Counts())
-    private let timers: EngineTimers
-    private let source: any LocationSource
-    /// Called once when the run is over (the source ended or was stopped by the engine), with
-    /// the error that ended it, if any.
+    private let runner: EngineRunner
+    private let counts: Locked<Counts>
+    /// Called once when the run is over (the source ended, or an error ended updates), with the
+    /// error that ended it, if any.
     private let ended: @Sendable (CLError?) -> Void
-    /// Errors with these reasons end the command (e.g. watch: gpsd unreachable at start).
-    private let fatalReasons: Set<CLError.Reason>
-    /// Where the app's last received location is kept (the library's rule: receivers only).
-    private let cache: LastLocationCache?
-    private let appID: String
-    /// Where reduced accuracy's offset and rate limit are kept between runs (per app).
-    private let reducedAccuracyStore: ReducedAccuracyStore?
 
     struct Counts {
         var fixes = 0
@@ -184,40 +176,31 @@ final class EngineSession: Sendable {
     var delivered: Int { counts.withLock { $0.delivered } }
     var fixesSeen: Int { counts.withLock { $0.fixes } }
 
+    /// - Parameter endingReasons: errors with these reasons end the command too (watch: gpsd
+    ///   unreachable at start, an app that cannot be asked).
     init(
         sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState, source: any LocationSource,
         fuzzer: LocationFuzzer? = nil, reducedAccuracyStore: ReducedAccuracyStore? = nil,
-        fatalReasons: Set<CLError.Reason> = [], cache: LastLocationCache? = .user,
+        endingReasons: Set<CLError.Reason> = [], cache: LastLocationCache? = .user,
         ended: @escaping @Sendable (CLError?) -> Void
     ) {
-        self.reducedAccuracyStore = reducedAccuracyStore
         self.sink = sink
-        self.cache = cache
-        appID = authorization.appID
-        self.source = source
-        self.fatalReasons = fatalReasons
         self.ended = ended
-        engine = Locked(
-            LocationEngine(
-                configuration: options.configuration, authorization: authorization, isLive: source.isLive,
-                sourceInformation: source.sourceInformation,
-                fuzzer: fuzzer ?? Self.keptFuzzer(reducedAccuracyStore, authorization.appID, live: source.isLive)))
-        let owner = WeakSession()
-        timers = EngineTimers { timer in owner.session?.step { $0.timerFired(timer, now: Date()) } }
-        owner.session = self
-    }
-
-    /// The app's kept reduced-accuracy fuzzer, or nil (a fresh one per run) without a store.
-    private static func keptFuzzer(_ store: ReducedAccuracyStore?, _ app: String, live: Bool) -> LocationFuzzer? {
-        guard let kept = store?.load(app) else { return nil }
-        return LocationFuzzer(restoring: kept, live: live)
+        let counts = Locked(Counts())
+        self.counts = counts
+        runner = EngineRunner(
+            source: CountingSource(source, counts: counts), configuration: options.configuration, authorization: authorization, fuzzer: fuzzer,
+            reducedAccuracyStore: reducedAccuracyStore, lastLocationCache: cache,
+            queue: DispatchQueue(label: "gpsloc.output"))
+        runner.endingReasons = endingReasons
+        runner.setConsumer { [weak self] output in self?.write(output) }
     }
 
     /// Starts continuous updates (or, with `--significant-changes`, only those) and the
     /// monitoring services asked for, then the source (unless the engine refuses at once).
     func start(_ options: PipelineOptions) {
         let now = Date()
-        step { engine in
+        runner.drive { engine in
             var actions =
                 options.significantChanges ? engine.startSignificantChanges() : engine.start(.continuous, now: now)
             for fence in options.regions { actions += engine.startMonitoring(fence, now: now) }
@@ -225,65 +208,37 @@ final class EngineSession: Sendable {
             return actions
         }
         // Refused at once (denied): the engine said why; there is nothing to run.
-        guard engine.withLock({ $0.isRunning }) else { return end(nil) }
-        source.start { [weak self] event in
-            guard let self else { return }
-            if case .fix = event { counts.withLock { $0.fixes += 1 } }
-            let uptime = source.isLive ? LocationEngine.uptime() : nil
-            step { $0.handle(event, now: Date(), uptime: uptime) }
+        if !runner.isRunning {
+            runner.flush()
+            end(nil)
         }
     }
 
     /// Stops the source and the timers.
-    func stop() {
-        let last = engine.withLock { engine -> CLLocation? in
-            _ = engine.stop()
-            return engine.lastDelivered
-        }
-        if let last { cache?.record(last, for: appID, force: true) }
-        timers.cancelAll()
-        source.stop()
-    }
+    func stop() { runner.stop() }
 
     /// The app's authorization changed while running.
     func authorizationChanged(_ state: AuthorizationState) {
-        step { $0.setAuthorization(state, now: Date()) }
+        runner.drive { $0.setAuthorization(state, now: Date()) }
     }
 
-    /// Runs one engine step under its lock and performs the actions outside it, in order.
-    private func step(_ body: (inout LocationEngine) -> [LocationEngine.Action]) {
-        let actions = engine.withLock { body(&$0) }
-        var finish: CLError?? = nil
-        var lastError: CLError?
-        for action in actions {
-            switch action {
-            case .deliver(let location):
-                counts.withLock { $0.delivered += 1 }
-                sink.location(location)
-                cache?.record(location, for: appID)
-            case .fail(let error):
-                lastError = error
-                if !isNormalEnd(error) { sink.error(error) }
-                if let reason = error.reason, fatalReasons.contains(reason) { finish = .some(error) }
-            case .diagnose(let code, let message): sink.diagnostic(code: code, message: message)
-            case .receiver(let device): sink.device(device)
-            case .sky(let sky): sink.sky(sky)
-            case .region(let event): sink.region(event)
-            case .reducedAccuracyState(let kept):
-                if let store = reducedAccuracyStore, !store.save(kept, for: appID) {
-                    sink.diagnostic(
-                        code: "reducedAccuracyStore",
-                        message:
-                            "reduced accuracy's state could not be kept in \(store.directory.path) — a restart starts a new offset"
-                    )
-                }
-            case .visit(let visit): sink.visit(visit)
-            case .arm(let timer, let seconds): timers.arm(timer, after: seconds)
-            case .cancel(let timer): timers.cancel(timer)
-            case .stopSource, .sourceEnded: finish = .some(lastError.flatMap { isNormalEnd($0) ? nil : $0 })
-            }
+    /// Writes one output (on the runner's queue, in order).
+    private func write(_ output: EngineRunner.Output) {
+        switch output {
+        case .locations(let locations):
+            counts.withLock { $0.delivered += locations.count }
+            for location in locations { sink.location(location) }
+        case .failure(let error):
+            if !isNormalEnd(error) { sink.error(error) }
+            if error.endsUpdates { end(isNormalEnd(error) ? nil : error) }
+        case .diagnostic(let diagnostic): sink.diagnostic(code: diagnostic.code, message: diagnostic.message)
+        case .receiver(let device): sink.device(device)
+        case .sky(let sky): sink.sky(sky)
+        case .region(let event): sink.region(event)
+        case .visit(let visit): sink.visit(visit)
+        case .sourceEnded: end(nil)
+        case .adapter: break
         }
-        if let finish { end(finish) }
     }
 
     /// Calls `ended` the first time only.
@@ -297,12 +252,26 @@ final class EngineSession: Sendable {
 
     /// The end of a recording is how a replay finishes, not an error to print.
     private func isNormalEnd(_ error: CLError) -> Bool {
-        !source.isLive && (error.reason == .sourceEnded || error.reason == .gpsdLost)
+        !runner.source.isLive && (error.reason == .sourceEnded || error.reason == .gpsdLost)
     }
 }
 
-/// The session, weakly, for its timers' handler (made before the session exists).
-private final class WeakSession: @unchecked Sendable {
-    // @unchecked Sendable: set once in the session's init, before any timer can fire.
-    weak var session: EngineSession?
+/// A source that counts the fixes it passes on (for a command's closing summary).
+private final class CountingSource: LocationSource, Sendable {
+    let base: any LocationSource
+    let counts: Locked<EngineSession.Counts>
+    init(_ base: any LocationSource, counts: Locked<EngineSession.Counts>) {
+        self.base = base
+        self.counts = counts
+    }
+    var isLive: Bool { base.isLive }
+    var isSimulated: Bool { base.isSimulated }
+    func stop() { base.stop() }
+    func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        let counts = counts
+        base.start { event in
+            if case .fix = event { counts.withLock { $0.fixes += 1 } }
+            handler(event)
+        }
+    }
 }

@@ -45,9 +45,10 @@ enum OnceCommand {
         func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
             guard !finished, let error = error as? CLError else { return }
             sink.error(error)
-            // gpsd's own troubles (with an underlying GPSDError) are reported while the request
-            // keeps waiting; the request's own end, or a denial, ends the command.
-            if error.underlyingError == nil || error.code == .denied {
+            // gpsd's own troubles are reported while the request keeps waiting; the request's
+            // own end, or a denial, ends it (`endsUpdates`), and so does a request for
+            // authorization that cannot be asked here.
+            if error.endsUpdates || error.reason == .authorizationRequest {
                 finished = true
                 status.value = 1
                 done.signal()

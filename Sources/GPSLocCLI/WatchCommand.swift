@@ -78,7 +78,7 @@ enum WatchCommand {
                 endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy(),
                 sky: sink.showsSky),
             fuzzer: authorizer.makeFuzzer(live: true), reducedAccuracyStore: authorizer.reducedAccuracyStore,
-            fatalReasons: [.gpsdUnreachable, .notDetermined, .notAuthorized, .restricted, .notInUse]
+            endingReasons: [.gpsdUnreachable, .notDetermined, .notInUse]
         ) { _ in
             exitStatus.value = 1
             finished.signal()

@@ -106,36 +106,45 @@ public struct CLLocationUpdate: Sendable {
             })
     }
 
-    /// An `AsyncSequence` of updates. Buffering: **latest wins** — if the consumer is slower
-    /// than the receiver, only the newest waiting update is kept. Iteration starts the
-    /// underlying manager; ending it (break, or cancelling the task) stops the source. When the
-    /// source stops for good (a replay reaches its end, gpsd is gone and no reconnection is
-    /// configured), the last update says why and the sequence ends.
+    /// An `AsyncSequence` of updates. Buffering: from a recording (a source that is not live)
+    /// nothing is dropped — the recording waits for the consumer; from a live source **latest
+    /// wins** — if the consumer is slower than the receiver, only the newest waiting update is
+    /// kept. Iteration starts the underlying manager; ending it (break, or cancelling the task)
+    /// stops the source. When the source stops for good (a replay reaches its end, gpsd is gone
+    /// and no reconnection is configured), the last update says why and the sequence ends.
     public struct Updates: AsyncSequence, Sendable {
         public typealias Element = CLLocationUpdate
         let makeManager: @Sendable () -> CLLocationManager
 
         public func makeAsyncIterator() -> Iterator {
             let manager = makeManager()
+            let flow = manager.makeFlow(liveCapacity: 1)
             let (stream, continuation) = AsyncStream.makeStream(
-                of: CLLocationUpdate.self, bufferingPolicy: .bufferingNewest(1))
-            let bridge = Bridge(continuation: continuation)
+                of: CLLocationUpdate.self, bufferingPolicy: flow.lossless ? .unbounded : .bufferingNewest(1))
+            let bridge = Bridge(continuation: continuation, flow: flow)
             manager.delegate = bridge
             manager.onSourceEnded = { continuation.finish() }
             // Stop off the terminating thread: it may hold the stream's lock while a delegate
             // callback waits to yield, and stopUpdatingLocation() waits for that callback.
-            continuation.onTermination = { _ in DispatchQueue.global().async { manager.stopUpdatingLocation() } }
+            continuation.onTermination = { _ in
+                flow.end()
+                DispatchQueue.global().async { manager.stopUpdatingLocation() }
+            }
             manager.startUpdatingLocation()
-            return Iterator(base: stream.makeAsyncIterator(), bridge: bridge, manager: manager)
+            return Iterator(base: stream.makeAsyncIterator(), bridge: bridge, manager: manager, flow: flow)
         }
 
         public struct Iterator: AsyncIteratorProtocol {
             var base: AsyncStream<CLLocationUpdate>.Iterator
             let bridge: Bridge
             let manager: CLLocationManager
+            let flow: StreamFlow
             /// Throwing, as Apple's is (`for try await update in …`); it never throws here:
             /// problems arrive as updates with diagnostics, and the end as the sequence's end.
-            public mutating func next() async throws -> CLLocationUpdate? { await base.next() }
+            public mutating func next() async throws -> CLLocationUpdate? {
+                defer { flow.consumed() }
+                return await base.next()
+            }
         }
     }
 
@@ -143,8 +152,12 @@ public struct CLLocationUpdate: Sendable {
     /// queue), so the detector needs no lock of its own beyond `Locked`'s.
     final class Bridge: CLLocationManagerDelegate, Sendable {
         let continuation: AsyncStream<CLLocationUpdate>.Continuation
+        let flow: StreamFlow
         let stationary = Locked(StationaryDetector())
-        init(continuation: AsyncStream<CLLocationUpdate>.Continuation) { self.continuation = continuation }
+        init(continuation: AsyncStream<CLLocationUpdate>.Continuation, flow: StreamFlow) {
+            self.continuation = continuation
+            self.flow = flow
+        }
 
         func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
             for location in locations {
@@ -152,6 +165,7 @@ public struct CLLocationUpdate: Sendable {
                 continuation.yield(
                     CLLocationUpdate(
                         location: location, accuracyLimited: location.gnss?.reduced == true, isStationary: still))
+                flow.produced()
             }
         }
 
@@ -160,6 +174,7 @@ public struct CLLocationUpdate: Sendable {
                 CLLocationUpdate(
                     location: nil, error: error as? CLError,
                     servicesEnabled: CLLocationManager.locationServicesEnabled()))
+            flow.produced()
         }
     }
 }

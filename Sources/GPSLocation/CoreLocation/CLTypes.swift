@@ -180,6 +180,11 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
     public let reason: Reason?
     /// The lower-level cause (a `GPSDError`, a `GPSFakeError`, …), when there is one.
     public let underlyingError: (any Error & Sendable)?
+    /// True when updates ended with this error (denied, restricted, the source ended for good,
+    /// a one-shot request that gave up): nothing more comes until they are started again. False
+    /// for problems updates ride out (gpsd lost and reconnecting, no fix for a while). Set by the
+    /// engine's driver, the one place that decides it (a GPSLocation addition).
+    public internal(set) var endsUpdates = false
 
     public init(
         _ code: Code, message: String = "", reason: Reason? = nil, underlyingError: (any Error & Sendable)? = nil

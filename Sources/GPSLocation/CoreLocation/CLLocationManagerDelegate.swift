@@ -1,0 +1,46 @@
+import Foundation
+
+/// Apple's delegate protocol. Every method is optional (default implementations do nothing).
+public protocol CLLocationManagerDelegate: AnyObject {
+    /// Locations in chronological order, the newest last; never empty.
+    func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation])
+    /// `CLError` values (as `any Error`, like Apple's signature).
+    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error)
+    /// Called once after the manager is created, and on every change of status or accuracy.
+    func locationManagerDidChangeAuthorization(_ manager: CLLocationManager)
+    /// Deprecated by Apple in iOS 14; called alongside `locationManagerDidChangeAuthorization`.
+    func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus)
+    /// A GPSLocation addition: gpsd activated or deactivated a receiver (plugged in, unplugged,
+    /// `gpsdctl add/remove`). When the receiver being followed goes away, the delegate also
+    /// gets `CLError.locationUnknown` saying so.
+    func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent)
+    /// A monitored region's state became known (the first time, after a gap, in answer to
+    /// `requestState(for:)`) or changed — alongside every enter and exit.
+    func locationManager(_ manager: CLLocationManager, didDetermineState state: CLRegionState, for region: CLRegion)
+    func locationManager(_ manager: CLLocationManager, didEnterRegion region: CLRegion)
+    func locationManager(_ manager: CLLocationManager, didExitRegion region: CLRegion)
+    func locationManager(_ manager: CLLocationManager, didStartMonitoringFor region: CLRegion)
+    /// `regionMonitoringDenied` (not authorized Always with full accuracy: the region stays
+    /// registered and is monitored once it is) or `regionMonitoringFailure` (it cannot be).
+    func locationManager(
+        _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error)
+    func locationManager(_ manager: CLLocationManager, didVisit visit: CLVisit)
+}
+
+extension CLLocationManagerDelegate {
+    public func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {}
+    public func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {}
+    public func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {}
+    public func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus) {}
+    public func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {}
+    public func locationManager(
+        _ manager: CLLocationManager, didDetermineState state: CLRegionState, for region: CLRegion
+    ) {}
+    public func locationManager(_ manager: CLLocationManager, didEnterRegion region: CLRegion) {}
+    public func locationManager(_ manager: CLLocationManager, didExitRegion region: CLRegion) {}
+    public func locationManager(_ manager: CLLocationManager, didStartMonitoringFor region: CLRegion) {}
+    public func locationManager(
+        _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error
+    ) {}
+    public func locationManager(_ manager: CLLocationManager, didVisit visit: CLVisit) {}
+}

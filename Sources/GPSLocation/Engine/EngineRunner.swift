@@ -1,0 +1,396 @@
+import Dispatch
+import Foundation
+import GNSSCore
+
+/// The one driver of `LocationEngine`. `CLLocationManager`, `CLMonitor`, `CLLocationUpdate`,
+/// `CLServiceSession` and every `gpsloc` command adapt it; none of them runs the engine itself.
+///
+/// It owns the engine (behind one lock), the engine's timers, the source, the last-location
+/// cache and the reduced-accuracy state, and hands its adapter one `Output` at a time, in order,
+/// on the adapter's serial `queue`, never while holding the lock.
+///
+/// **Delivery.** A recording (a source that is not live) is lossless: when the adapter falls
+/// more than `maximumBatch` locations behind, the source's thread waits until it has caught up,
+/// so every location reaches the adapter whatever its speed. A live source never waits for the
+/// adapter: at most `maximumBatch` locations wait, the oldest beyond that are dropped, and the
+/// adapter is told how many (a `droppedLocations` diagnostic).
+///
+/// **Timers** only enqueue: a fired timer's engine step runs on the runner's own serial work
+/// queue, so no user code and no file I/O runs on the process-wide timer thread.
+package final class EngineRunner: Sendable {
+    /// What the adapter receives.
+    package enum Output: Sendable {
+        /// Locations in order, the newest last; consecutive ones waiting together come as one batch.
+        case locations([CLLocation])
+        /// A problem; `error.endsUpdates` says whether updates ended with it.
+        case failure(CLError)
+        /// The source stopped for good (a recording's end, gpsd gone without reconnection).
+        case sourceEnded
+        case receiver(DeviceEvent)
+        case sky(SkyView)
+        case region(RegionEvent)
+        case visit(VisitRecord)
+        case diagnostic(LocationDiagnostic)
+        /// An event the adapter queued itself with `enqueue`, delivered in order with the rest.
+        case adapter(any Sendable)
+    }
+
+    private struct State {
+        var engine: LocationEngine
+        var queue: DispatchQueue
+        var consumer: (@Sendable (Output) -> Void)?
+        var sourceRunning = false
+        /// Bumped by `stop()`: events, timers and outputs of an older generation are dropped.
+        var generation = 0
+        var pending: [Output] = []
+        /// How many locations `pending` holds.
+        var pendingLocations = 0
+        var drainScheduled = false
+        var maximumBatch = 100
+        /// Live locations dropped for a slow adapter and not yet reported.
+        var dropped = 0
+        var lastLocationCache: LastLocationCache?
+        /// Errors with these reasons end updates (for gpsloc watch, which exits on them).
+        var endingReasons: Set<CLError.Reason> = []
+    }
+
+    /// What the engine's actions leave to do once the lock is released.
+    private struct Effects {
+        var arm: [(LocationEngine.Timer, TimeInterval)] = []
+        var cancel: [LocationEngine.Timer] = []
+        var stopSource = false
+        var startSource = false
+        var generation = 0
+        var delivered: CLLocation?
+        var reducedAccuracy: ReducedAccuracyState?
+    }
+
+    package let source: any LocationSource
+    package let appID: String
+    private let reducedAccuracyStore: ReducedAccuracyStore?
+    private let state: Locked<State>
+    private let timers: EngineTimers
+    /// Where fired timers' steps run (serially), off the shared timer thread.
+    private let work = DispatchQueue(label: "gpslocation.engine")
+    private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// - Parameters:
+    ///   - fuzzer: reduced accuracy's fuzzer (default: the app's kept one, see `keptFuzzer`).
+    ///   - reducedAccuracyStore: where reduced accuracy's state is kept between runs (nil: not kept).
+    ///   - queue: the serial queue outputs are handed over on.
+    package init(
+        source: any LocationSource, configuration: LocationEngine.Configuration, authorization: AuthorizationState,
+        fuzzer: LocationFuzzer? = nil, reducedAccuracyStore: ReducedAccuracyStore?,
+        lastLocationCache: LastLocationCache?, queue: DispatchQueue
+    ) {
+        self.source = source
+        appID = authorization.appID
+        self.reducedAccuracyStore = reducedAccuracyStore
+        let owner = WeakRunner()
+        let work = self.work
+        timers = EngineTimers { timer in
+            work.async { owner.runner?.drive { engine in engine.timerFired(timer, now: Date()) } }
+        }
+        state = Locked(
+            State(
+                engine: LocationEngine(
+                    configuration: configuration, authorization: authorization, isLive: source.isLive,
+                    sourceInformation: source.sourceInformation,
+                    fuzzer: fuzzer
+                        ?? Self.keptFuzzer(reducedAccuracyStore, appID: authorization.appID, live: source.isLive)),
+                queue: queue, lastLocationCache: lastLocationCache))
+        owner.runner = self
+        queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+    }
+
+    deinit {
+        timers.cancelAll()
+        if state.withLock({ $0.sourceRunning }) { source.stop() }
+    }
+
+    /// The app's kept reduced-accuracy fuzzer, or a new one when nothing is kept.
+    package static func keptFuzzer(
+        _ store: ReducedAccuracyStore?, appID: String, live: Bool, seed: UInt64? = nil
+    ) -> LocationFuzzer {
+        if let kept = store?.load(appID) { return LocationFuzzer(restoring: kept, live: live) }
+        return LocationFuzzer(appID: appID, seed: seed)
+    }
+
+    // MARK: Settings
+
+    /// Reads or changes the engine under the lock (configuration, state queries).
+    package func withEngine<Result>(_ body: (inout LocationEngine) -> Result) -> Result {
+        state.withLock { body(&$0.engine) }
+    }
+
+    package func setConsumer(_ consumer: @escaping @Sendable (Output) -> Void) {
+        state.withLock { $0.consumer = consumer }
+    }
+
+    package var queue: DispatchQueue {
+        get { state.withLock { $0.queue } }
+        set {
+            newValue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+            state.withLock { $0.queue = newValue }
+        }
+    }
+
+    /// At most this many locations wait for the adapter (see the type's documentation).
+    package var maximumBatch: Int {
+        get { state.withLock { $0.maximumBatch } }
+        set { state.withLock { $0.maximumBatch = max(1, newValue) } }
+    }
+
+    package var lastLocationCache: LastLocationCache? {
+        get { state.withLock { $0.lastLocationCache } }
+        set { state.withLock { $0.lastLocationCache = newValue } }
+    }
+
+    /// Errors with these reasons end updates too (besides those after which the engine stops).
+    package var endingReasons: Set<CLError.Reason> {
+        get { state.withLock { $0.endingReasons } }
+        set { state.withLock { $0.endingReasons = newValue } }
+    }
+
+    package var isRunning: Bool { state.withLock { $0.engine.isRunning } }
+
+    /// Changes with every `stop()`.
+    package var generation: Int { state.withLock { $0.generation } }
+
+    /// True when called on `queue` by this runner's delivery.
+    package var isOnQueue: Bool { DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self) }
+
+    // MARK: Driving
+
+    /// Runs `step` on the engine under the lock, queues its outputs, and performs the rest
+    /// (timers, the source, the cache, the kept state) after the lock is released. Dropped when
+    /// `generation` is given and a `stop()` came since.
+    package func drive(generation expected: Int? = nil, _ step: (inout LocationEngine) -> [LocationEngine.Action]) {
+        let effects = state.withLock { state -> Effects? in
+            if let expected, expected != state.generation { return nil }
+            let actions = step(&state.engine)
+            var effects = Effects(generation: state.generation)
+            var outputs: [Output] = []
+            for action in actions {
+                switch action {
+                case .deliver(let location):
+                    outputs.append(.locations([location]))
+                    effects.delivered = location
+                case .fail(let error): outputs.append(.failure(error))
+                case .receiver(let device): outputs.append(.receiver(device))
+                case .sourceEnded: outputs.append(.sourceEnded)
+                case .region(let event): outputs.append(.region(event))
+                case .visit(let record): outputs.append(.visit(record))
+                case .sky(let sky): outputs.append(.sky(sky))
+                case .reducedAccuracyState(let kept): effects.reducedAccuracy = kept
+                case .diagnose(let code, let message):
+                    outputs.append(.diagnostic(LocationDiagnostic(code: code, message: message)))
+                case .arm(let timer, let seconds): effects.arm.append((timer, seconds))
+                case .cancel(let timer): effects.cancel.append(timer)
+                case .stopSource:
+                    if state.sourceRunning {
+                        state.sourceRunning = false
+                        effects.stopSource = true
+                    }
+                }
+            }
+            // Which errors end updates is decided here, once: those after which the engine
+            // runs no more, and those the adapter named.
+            let stopped = !state.engine.isRunning
+            for output in outputs {
+                if case .failure(var error) = output {
+                    error.endsUpdates = stopped || error.reason.map(state.endingReasons.contains) == true
+                    Self.append(.failure(error), to: &state)
+                } else {
+                    Self.append(output, to: &state)
+                }
+            }
+            if state.engine.isRunning && !state.sourceRunning && !effects.stopSource {
+                state.sourceRunning = true
+                effects.startSource = true
+            }
+            return effects
+        }
+        guard let effects else { return }
+        perform(effects)
+    }
+
+    private func perform(_ effects: Effects) {
+        for timer in effects.cancel { timers.cancel(timer) }
+        for (timer, seconds) in effects.arm { timers.arm(timer, after: seconds) }
+        if effects.stopSource { source.stop() }
+        if effects.startSource {
+            let generation = effects.generation
+            source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
+        }
+        if let kept = effects.reducedAccuracy, let store = reducedAccuracyStore, !store.save(kept, for: appID) {
+            enqueue(
+                .diagnostic(
+                    LocationDiagnostic(
+                        code: "reducedAccuracyStore",
+                        message: "reduced accuracy's state could not be kept in \(store.directory.path) (not a "
+                            + "private folder of yours?) — a restart of \(appID) starts a new offset")))
+        }
+        if let location = effects.delivered, let cache = lastLocationCache { cache.record(location, for: appID) }
+        scheduleDrain()
+    }
+
+    /// Source events arrive on the source's own thread. A recording's thread waits here while the
+    /// adapter is `maximumBatch` locations behind.
+    private func sourceEvent(_ event: LocationSourceEvent, generation: Int) {
+        let uptime = source.isLive ? LocationEngine.uptime() : nil
+        drive(generation: generation) { engine in engine.handle(event, now: Date(), uptime: uptime) }
+        guard !source.isLive, !isOnQueue else { return }
+        FlowControl.wait { [self] in
+            state.withLock { $0.generation != generation || $0.pendingLocations < $0.maximumBatch }
+        }
+    }
+
+    /// Starts updates (or a one-shot request); false when the engine refused (denied, restricted).
+    @discardableResult
+    package func start(_ mode: LocationEngine.Mode) -> Bool {
+        drive { engine in engine.start(mode, now: Date()) }
+        return isRunning
+    }
+
+    /// Stops everything: the engine's updates, the timers, the source. Outputs not yet handed
+    /// over are dropped; one being handed over when this returns has finished (unless this is
+    /// called from the adapter's own callback). The newest location goes to the cache.
+    /// With `keepingMonitoring`, monitoring services (regions, visits) go on if they run.
+    package func stop(keepingMonitoring: Bool = false) {
+        let (wasRunning, queue, last) = state.withLock { state -> (Bool, DispatchQueue, CLLocation?) in
+            _ = state.engine.stop()
+            if keepingMonitoring && state.engine.isRunning {
+                // Only the location updates' pending callbacks are dropped.
+                state.pending.removeAll { if case .locations = $0 { true } else { false } }
+                state.pendingLocations = 0
+                return (false, state.queue, state.engine.lastDelivered)
+            }
+            state.generation += 1
+            state.pending.removeAll()
+            state.pendingLocations = 0
+            let wasRunning = state.sourceRunning
+            state.sourceRunning = false
+            return (wasRunning, state.queue, state.engine.lastDelivered)
+        }
+        // A recording's thread waiting for the adapter goes on (and sees it was stopped).
+        FlowControl.changed()
+        if wasRunning {
+            timers.cancelAll()
+            source.stop()
+        } else {
+            timers.cancel(.staleness)
+            timers.cancel(.requestLocation)
+        }
+        if wasRunning, let last, let cache = lastLocationCache { cache.record(last, for: appID, force: true) }
+        if !isOnQueue { queue.sync {} }
+    }
+
+    // MARK: Delivery
+
+    /// Queues an output of the adapter's own, in order with the engine's.
+    package func enqueue(_ output: Output) {
+        state.withLock { Self.append(output, to: &$0) }
+        scheduleDrain()
+    }
+
+    /// Waits until everything queued so far has been handed over (not from the queue itself).
+    package func flush() {
+        if !isOnQueue { queue.sync {} }
+    }
+
+    private static func append(_ output: Output, to state: inout State) {
+        guard case .locations(let new) = output else {
+            state.pending.append(output)
+            return
+        }
+        state.pendingLocations += new.count
+        if case .locations(let old)? = state.pending.last {
+            state.pending[state.pending.count - 1] = .locations(old + new)
+        } else {
+            state.pending.append(output)
+        }
+        // Live: the oldest beyond the batch limit are dropped, and counted. A recording never
+        // gets here: its source waits first.
+        if state.engine.isLive, state.pendingLocations > state.maximumBatch,
+            let first = state.pending.firstIndex(where: { if case .locations = $0 { true } else { false } }),
+            case .locations(var batch) = state.pending[first]
+        {
+            batch.removeFirst()
+            state.pending[first] = .locations(batch)
+            if batch.isEmpty { state.pending.remove(at: first) }
+            state.pendingLocations -= 1
+            state.dropped += 1
+        }
+    }
+
+    private func scheduleDrain() {
+        let queue = state.withLock { state -> DispatchQueue? in
+            guard !state.drainScheduled, !state.pending.isEmpty else { return nil }
+            state.drainScheduled = true
+            return state.queue
+        }
+        queue?.async { [weak self] in self?.drain() }
+    }
+
+    /// Hands over what is pending. `stop()` empties `pending` and bumps `generation` under the
+    /// lock, so what is taken here belongs to the current generation; a stop that happens while
+    /// a batch is handed over ends it.
+    private func drain() {
+        while true {
+            let (outputs, taken, consumer) = state.withLock { state -> ([Output], Int, (@Sendable (Output) -> Void)?) in
+                guard !state.pending.isEmpty else {
+                    state.drainScheduled = false
+                    return ([], state.generation, nil)
+                }
+                var outputs = state.pending
+                if state.dropped > 0 {
+                    outputs.insert(
+                        .diagnostic(
+                            LocationDiagnostic(
+                                code: "droppedLocations",
+                                message: "\(state.dropped) live location(s) dropped: the app took longer to handle "
+                                    + "locations than the receiver takes to make them (at most \(state.maximumBatch) wait)")
+                        ), at: 0)
+                    state.dropped = 0
+                }
+                state.pending.removeAll()
+                state.pendingLocations = 0
+                return (outputs, state.generation, state.consumer)
+            }
+            if outputs.isEmpty { return }
+            FlowControl.changed()
+            for output in outputs {
+                if state.withLock({ taken != $0.generation }) { break }
+                consumer?(output)
+            }
+        }
+    }
+}
+
+/// The runner, weakly, for its timers' handler (made before the runner exists).
+private final class WeakRunner: @unchecked Sendable {
+    // @unchecked Sendable: set once in the runner's init, before any timer can fire.
+    weak var runner: EngineRunner?
+}
+
+/// Where a producer waits for its consumer (a recording's thread for the adapter, an adapter
+/// for an async stream's reader): one condition for the process. Whoever changes what a waiter
+/// waits for calls `changed()`; each waiter checks its own condition again. The condition's lock
+/// is never taken while a state lock is held, so the two cannot deadlock.
+package enum FlowControl {
+    private static let condition = NSCondition()
+
+    /// Blocks the calling thread until `ready()` is true. Never call it on a concurrency thread.
+    package static func wait(until ready: () -> Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        while !ready() { condition.wait() }
+    }
+
+    package static func changed() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+}
