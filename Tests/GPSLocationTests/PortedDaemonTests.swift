@@ -32,7 +32,15 @@ extension RealGPSD.LaneB {
                         recording.path,
                     ])
                     == 0)
-            let server = try await GPSFakeServer.started(log: recording)
+            // At the recording's own pace (gpsfake waits `cycle` seconds after each sentence; a
+            // 1 Hz epoch here is nine sentences), so its clock keeps with the wall clock however
+            // long the machine takes: faster, it runs ahead (fixes from the future, refused);
+            // slower, it falls behind (stale fixes).
+            let sentences = try String(contentsOf: recording, encoding: .utf8).split(separator: "\n")
+                .filter { $0.hasPrefix("$") }
+            let epochs = sentences.filter { $0.hasPrefix("$GPRMC") }.count
+            let server = try await GPSFakeServer.started(
+                log: recording, cycle: Double(epochs) / Double(sentences.count))
             defer { server.stop() }
             #expect(await server.waitUntilDeviceAttached())
 

@@ -36,21 +36,25 @@ extension CLLocationManager {
         }
         if authorizationStatus == .notDetermined { requestAlwaysAuthorization() }
         startUpdatingLocation()
-        return Locations(stream: stream, flow: flow)
+        return Locations(stream: stream, flow: flow, manager: self)
     }
 
     /// `locations()`'s sequence (an `AsyncThrowingStream` of `CLLocation` that tells a recording
-    /// when its reader has taken a location).
+    /// when its reader has taken a location). It keeps its manager alive while it is iterated.
     public struct Locations: AsyncSequence, Sendable {
         public typealias Element = CLLocation
         let stream: AsyncThrowingStream<CLLocation, any Error>
         let flow: StreamFlow
+        let manager: CLLocationManager
 
-        public func makeAsyncIterator() -> Iterator { Iterator(base: stream.makeAsyncIterator(), flow: flow) }
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(base: stream.makeAsyncIterator(), flow: flow, manager: manager)
+        }
 
         public struct Iterator: AsyncIteratorProtocol {
             var base: AsyncThrowingStream<CLLocation, any Error>.Iterator
             let flow: StreamFlow
+            let manager: CLLocationManager
             public mutating func next() async throws -> CLLocation? {
                 defer { flow.consumed() }
                 return try await base.next()

@@ -1,0 +1,117 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// A recording reaches the app whole, whatever the app's speed: a delegate and an async-stream
+/// reader that each take 10 ms per call receive exactly what `gpsloc replay` prints, on every
+/// fixture (the source waits for them; nothing is dropped).
+@Suite("a slow app gets every location of a recording", .timeLimit(.minutes(5)))
+struct SlowConsumerTests {
+    typealias Received = RealGPSD.LaneB.OneEngineTests.Received
+
+    static let fixtures = (try? FileManager.default.contentsOfDirectory(atPath: Paths.fixtures.path))?
+        .filter { $0.hasSuffix(".nmea") }.sorted() ?? []
+
+    static func key(_ location: CLLocation) -> String {
+        RealGPSD.LaneB.OneEngineTests.key(
+            timestamp: location.timestamp, latitude: location.coordinate.latitude,
+            longitude: location.coordinate.longitude,
+            horizontal: location.horizontalAccuracy < CLLocationDistanceMax ? location.horizontalAccuracy : nil)
+    }
+
+    static func manager(_ path: String) -> CLLocationManager {
+        let authorizer = LocationAuthorizer(
+            appID: "gpsloc", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true)
+        let manager = CLLocationManager(source: NMEAReplaySource(path: path), authorizer: authorizer)
+        manager.diagnosticsHandler = Diagnostics.discard
+        manager.lastLocationCache = nil
+        manager.maximumLocationAge = 1e9
+        return manager
+    }
+
+    @Test("delegate, locations() stream and gpsloc replay agree exactly", arguments: fixtures)
+    func agree(fixture: String) async throws {
+        let path = Paths.fixtures.appendingPathComponent(fixture).path
+        let cli = RealGPSD.LaneB.OneEngineTests.fromNDJSON(
+            try await GPSLocBinary.run(["replay", path, "--json", "--max-age", "1000000000"]).stdout)
+        #expect(cli.locations.count > 50, "\(fixture)")
+
+        // The delegate: 10 ms per call.
+        let manager = Self.manager(path)
+        let delegate = RecordingDelegate()
+        delegate.callbackDelay = 0.01
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        #expect(await waitUntilAsync(timeout: 240) { delegate.errors.contains { $0.reason == .sourceEnded } })
+        manager.stopUpdatingLocation()
+        #expect(delegate.locations.map(Self.key) == cli.locations, "\(fixture): delegate")
+        #expect(delegate.errors.filter { $0.reason == .sourceEnded }.allSatisfy { $0.endsUpdates })
+
+        // The stream: 10 ms per location read.
+        var streamed: [String] = []
+        do {
+            for try await location in Self.manager(path).locations() {
+                streamed.append(Self.key(location))
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        } catch let error as CLError {
+            #expect(error.reason == .sourceEnded && error.endsUpdates, "\(fixture): \(error)")
+        }
+        #expect(streamed == cli.locations, "\(fixture): stream")
+    }
+
+    @Test("liveUpdates on a recording: every location, in order, for a slow reader")
+    func liveUpdatesLossless() async throws {
+        let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        let cli = RealGPSD.LaneB.OneEngineTests.fromNDJSON(
+            try await GPSLocBinary.run(["replay", path, "--json", "--max-age", "1000000000"]).stdout)
+        let manager = Self.manager(path)
+        let updates = CLLocationUpdate.Updates(makeManager: {
+            manager.minimumUpdateInterval = 0
+            return manager
+        })
+        var received: [String] = []
+        for try await update in updates {
+            if let location = update.location { received.append(Self.key(location)) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(received == cli.locations)
+    }
+
+    @Test("a live source drops the oldest beyond maximumBatch for a slow delegate, and says how many")
+    func liveDropsAreCounted() async throws {
+        let start = Date()
+        let fixes = (0..<40).map { index in
+            Fix(
+                mode: .threeDimensional, time: start.addingTimeInterval(Double(index) * 0.001), latitude: 51.5 + Double(index) * 1e-4,
+                longitude: -2.5, altitudeMSL: 10, errors: FixErrors(horizontal: 5, vertical: 8))
+        }
+        let source = ManualLocationSource(isLive: true)
+        let authorizer = LocationAuthorizer(
+            appID: "drops", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true)
+        let manager = CLLocationManager(source: source, authorizer: authorizer)
+        manager.lastLocationCache = nil
+        manager.timeJumpTolerance = .infinity
+        manager.maximumBatch = 5
+        let diagnostics = Locked<[LocationDiagnostic]>([])
+        manager.diagnosticsHandler = { diagnostic in diagnostics.withLock { $0.append(diagnostic) } }
+        let delegate = RecordingDelegate()
+        // Hold the delegate queue while every fix arrives: all but the newest five must wait.
+        let gate = DispatchSemaphore(value: 0)
+        manager.delegateQueue.async { gate.wait() }
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        #expect(source.isRunning)
+        for fix in fixes { source.send(.fix(fix)) }
+        gate.signal()
+        #expect(await waitUntilAsync(timeout: 30) { delegate.locations.count == 5 })
+        manager.stopUpdatingLocation()
+        let dropped = diagnostics.withLock { $0 }.filter { $0.code == "droppedLocations" }
+        #expect(dropped.count == 1)
+        #expect(dropped.first?.message.hasPrefix("35 live location(s) dropped") == true)
+        #expect(delegate.locations.map(\.coordinate.latitude) == fixes.suffix(5).map { $0.latitude! })
+    }
+}
