@@ -13,6 +13,7 @@ let strictSettings: [SwiftSetting] = [
 //   CGPS                libgps, and nothing else (a system library over <gps.h>)
 //   GPSDClient          the libgps handle, GPSDSource, gpsd reports and errors
 //   GPSLocation         the CoreLocation API, LocationEngine, authorization, location sources
+//   GPSDProcesses       starting gpsd and gpsfake, child processes, free ports (replay --via gpsd, tests)
 //   GPSLocationTesting  harnesses for people testing code that embeds GPSLocation
 //   GPSLocCLI / gpsloc  the command-line tool: arguments, writers, terminal UI
 let package = Package(
@@ -37,12 +38,13 @@ let package = Package(
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strictSettings),
         .target(
             name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strictSettings),
+        .target(name: "GPSDProcesses", dependencies: ["GPSDClient"], swiftSettings: strictSettings),
         .target(
-            name: "GPSLocationTesting", dependencies: ["GPSLocation", "CPseudoTerminal"],
+            name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],
             swiftSettings: strictSettings),
-        .target(name: "GPSLocCLI", dependencies: ["GPSLocation", "GPSLocationTesting"], swiftSettings: strictSettings),
+        .target(name: "GPSLocCLI", dependencies: ["GPSLocation", "GPSDProcesses"], swiftSettings: strictSettings),
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
-        .executableTarget(name: "nmea-sim", dependencies: ["GPSLocation"], swiftSettings: strictSettings),
+        .executableTarget(name: "nmea-sim", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .executableTarget(
             name: "ported-daemon", dependencies: ["GPSLocation"], path: "Examples/PortedDaemon",
             swiftSettings: strictSettings),
@@ -50,7 +52,7 @@ let package = Package(
             name: "geofenced", dependencies: ["GPSLocation"], path: "Examples/GeofenceDaemon",
             exclude: ["geofenced.service", "geofenced.conf"], swiftSettings: strictSettings),
         .executableTarget(
-            name: "gpsloc-bench", dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "TestSupport"],
+            name: "gpsloc-bench", dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI"],
             swiftSettings: strictSettings),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "NMEA0183Tests", dependencies: ["NMEA0183", "TestSupport"], swiftSettings: strictSettings),

@@ -20,4 +20,4 @@ scripts/check-install.sh
 # the real-gpsd receiver suite is left out: under TSan's slowdown which receiver reports first is a
 # race of its set-up (seen: it picked the other receiver), not of the code.
 swift test --sanitize=thread \
-  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests"
+  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests|DriverRaceTests|SlowConsumerTests"

@@ -105,10 +105,10 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unreachable:
             return "gpsd is not reachable at \(endpoint)\(cause) — is gpsd running? "
                 + "Check with `systemctl status gpsd.socket gpsd`, start it with `sudo systemctl start gpsd.socket`, "
-                + "or run one by hand: `gpsd -N -G -S \(endpoint.port) /dev/ttyACM0`; `gpsloc doctor` checks the whole setup."
+                + "or run one by hand: `gpsd -N -G -S \(endpoint.port) /dev/ttyACM0`."
         case .watchFailed:
             return "gpsd at \(endpoint) accepted the connection but the WATCH request failed\(cause) — "
-                + "restart gpsd (`sudo systemctl restart gpsd`) and check `gpsloc doctor`."
+                + "restart gpsd (`sudo systemctl restart gpsd`)."
         case .disconnected:
             return "gpsd at \(endpoint) closed the connection\(cause) — it stopped or restarted; "
                 + "check `systemctl status gpsd` and `journalctl -u gpsd`."
@@ -116,11 +116,11 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
             let seconds = silence.map { String(format: "%.1f", $0) } ?? "?"
             let device = endpoint.device.map { " for \($0)" } ?? ""
             return "gpsd at \(endpoint) sent no position report\(device) for \(seconds) s — "
-                + "is a receiver plugged in and known to gpsd? Check `gpspipe -w -n 5`, `ls -l /dev/gps* /dev/ttyACM* /dev/ttyUSB*` "
-                + "and `gpsloc doctor`; with USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd."
+                + "is a receiver plugged in and known to gpsd? Check `gpspipe -w -n 5`, `ls -l /dev/gps* /dev/ttyACM* /dev/ttyUSB*`; "
+                + "with USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd."
         case .protocolError:
             return "the server at \(endpoint) sent a line libgps cannot read (longer than gpsd ever sends, or not "
-                + "gpsd's JSON)\(cause) — is it gpsd? Check the port (`ss -ltnp | grep \(endpoint.port)`) and `gpsloc doctor`."
+                + "gpsd's JSON)\(cause) — is it gpsd? Check the port (`ss -ltnp | grep \(endpoint.port)`)."
         case .unresponsive:
             let seconds = silence.map { String(format: "%.1f", $0) } ?? "?"
             return "the server at \(endpoint) accepted the connection but sent nothing at all for \(seconds) s (gpsd "
@@ -129,7 +129,7 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
         case .noDevice:
             return
                 "gpsd at \(endpoint) has no receiver open — plug one in (for USB hotplug set USBAUTO=\"true\" in /etc/default/gpsd) "
-                + "or add it by hand: `sudo gpsdctl add /dev/ttyACM0`; `gpsloc doctor` checks the whole setup."
+                + "or add it by hand: `sudo gpsdctl add /dev/ttyACM0`."
         default:
             return "gpsd error \(code) at \(endpoint)\(cause)"
         }

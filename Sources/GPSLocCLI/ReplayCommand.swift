@@ -1,6 +1,6 @@
 import Foundation
 import GPSLocation
-import GPSLocationTesting
+import GPSDProcesses
 
 enum ReplayCommand {
     static let help = """

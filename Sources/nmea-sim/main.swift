@@ -3,7 +3,7 @@
 // The output is deterministic for a given set of options (seeded random numbers).
 // See fixtures/README.md for the scenario and `nmea-sim --help` for the options.
 import Foundation
-import GPSLocation
+import GNSSCore
 
 let usage = """
     usage: nmea-sim [--rate HZ] [--duration SECONDS] [--talkers gp|multi]

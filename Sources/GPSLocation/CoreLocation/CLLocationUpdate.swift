@@ -38,14 +38,13 @@ public struct CLLocationUpdate: Sendable {
         self.location = location
         self.isStationary = isStationary
         let reason = error?.reason
-        authorizationDeniedGlobally = reason == .notAuthorized && !servicesEnabled
-        authorizationDenied = reason == .notAuthorized && servicesEnabled
-        authorizationRestricted = reason == .restricted
-        insufficientlyInUse = reason == .notInUse
-        authorizationRequestInProgress = reason == .notDetermined || reason == .authorizationRequest
-        locationUnavailable =
-            error != nil && !authorizationDenied && !authorizationDeniedGlobally && !authorizationRestricted
-            && !insufficientlyInUse && !authorizationRequestInProgress
+        let flags = AuthorizationFlags(reason: reason, servicesEnabled: servicesEnabled)
+        authorizationDeniedGlobally = flags.deniedGlobally
+        authorizationDenied = flags.denied
+        authorizationRestricted = flags.restricted
+        insufficientlyInUse = flags.insufficientlyInUse
+        authorizationRequestInProgress = flags.requestInProgress
+        locationUnavailable = error != nil && !flags.any
         self.accuracyLimited = accuracyLimited
         serviceSessionRequired = false
         message = error?.message

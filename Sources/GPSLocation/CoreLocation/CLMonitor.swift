@@ -64,24 +64,23 @@ public actor CLMonitor {
 
         init(
             identifier: String, state: State, date: Date, accuracyLimited: Bool = false,
-            authorizationDenied: Bool = false, authorizationDeniedGlobally: Bool = false,
-            authorizationRestricted: Bool = false, insufficientlyInUse: Bool = false,
-            conditionUnsupported: Bool = false, persistenceUnavailable: Bool = false
+            flags: AuthorizationFlags = AuthorizationFlags(), conditionUnsupported: Bool = false,
+            persistenceUnavailable: Bool = false
         ) {
             self.identifier = identifier
             self.state = state
             self.date = date
             refinement = nil
             self.accuracyLimited = accuracyLimited
-            self.authorizationDenied = authorizationDenied
-            self.authorizationDeniedGlobally = authorizationDeniedGlobally
-            self.authorizationRestricted = authorizationRestricted
-            self.insufficientlyInUse = insufficientlyInUse
+            authorizationDenied = flags.denied
+            authorizationDeniedGlobally = flags.deniedGlobally
+            authorizationRestricted = flags.restricted
+            insufficientlyInUse = flags.insufficientlyInUse
             self.conditionUnsupported = conditionUnsupported
             conditionLimitExceeded = false
             self.persistenceUnavailable = persistenceUnavailable
             serviceSessionRequired = false
-            authorizationRequestInProgress = false
+            authorizationRequestInProgress = flags.requestInProgress
         }
     }
 
@@ -199,15 +198,14 @@ public actor CLMonitor {
     nonisolated fileprivate func handle(_ event: RegionEvent) {
         guard let record = records.withLock({ $0[event.identifier] }) else { return }
         let state = Event.State(event.state)
-        let status = manager.authorizationStatus
-        let notAuthorized = event.limitation == .notAuthorized
+        let flags =
+            event.limitation == .notAuthorized
+            ? AuthorizationFlags(
+                status: manager.authorizationStatus, isInUse: manager.authorizer.isInUse,
+                servicesEnabled: CLLocationManager.locationServicesEnabled()) : AuthorizationFlags()
         let next = Event(
             identifier: event.identifier, state: state, date: event.timestamp,
-            accuracyLimited: event.limitation == .accuracyLimited,
-            authorizationDenied: notAuthorized && (status == .denied || status == .notDetermined),
-            authorizationDeniedGlobally: notAuthorized && !CLLocationManager.locationServicesEnabled(),
-            authorizationRestricted: notAuthorized && status == .restricted,
-            insufficientlyInUse: notAuthorized && status == .authorizedWhenInUse)
+            accuracyLimited: event.limitation == .accuracyLimited, flags: flags)
         emit(next, record.condition, persist: event.limitation == nil)
     }
 
@@ -309,22 +307,34 @@ private final class MonitorReference: @unchecked Sendable {
     weak var monitor: CLMonitor?
 }
 
-/// The monitor's manager's delegate: errors become diagnostics, once per reason.
-private final class MonitorProblems: CLLocationManagerDelegate, @unchecked Sendable {
-    // @unchecked Sendable: `name` and `handler` are set in the monitor's init and by its
-    // isolated `diagnosticsHandler` setter; the manager calls the delegate serially.
-    var name = ""
-    var handler: DiagnosticsHandler = Diagnostics.standardError
-    private var said: Set<String> = []
+/// The monitor's manager's delegate: errors become diagnostics, once per reason. Its name and
+/// handler are set from the monitor (any thread) and read on the delegate queue: one lock.
+private final class MonitorProblems: CLLocationManagerDelegate, Sendable {
+    private struct State {
+        var name = ""
+        var handler: DiagnosticsHandler = Diagnostics.standardError
+        var said: Set<String> = []
+    }
+    private let state = Locked(State())
+
+    var name: String {
+        get { state.withLock { $0.name } }
+        set { state.withLock { $0.name = newValue } }
+    }
+    var handler: DiagnosticsHandler {
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
+    }
 
     func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
         guard let error = error as? CLError else { return }
         let key = error.reason?.name ?? error.message
-        guard said.insert(key).inserted else { return }
+        let (first, name, handler) = state.withLock { ($0.said.insert(key).inserted, $0.name, $0.handler) }
+        guard first else { return }
         handler(LocationDiagnostic(code: key, message: "CLMonitor \(name): \(error.message)"))
     }
 
     func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
-        said.removeAll()
+        state.withLock { $0.said.removeAll() }
     }
 }

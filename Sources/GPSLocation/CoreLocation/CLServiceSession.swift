@@ -44,16 +44,17 @@ public final class CLServiceSession: Sendable {
         ) {
             let status = authorizer.status
             let enabled = CLLocationManager.locationServicesEnabled()
-            authorizationDeniedGlobally = !enabled
-            authorizationDenied = enabled && status == .denied
-            authorizationRestricted = status == .restricted
-            insufficientlyInUse = status == .authorizedWhenInUse && !authorizer.isInUse
+            let flags = AuthorizationFlags(status: status, isInUse: authorizer.isInUse, servicesEnabled: enabled)
+            authorizationDeniedGlobally = flags.deniedGlobally
+            authorizationDenied = flags.denied
+            authorizationRestricted = flags.restricted
+            insufficientlyInUse = flags.insufficientlyInUse
             serviceSessionRequired = false
             fullAccuracyDenied =
                 wantsFullAccuracy && status.isAuthorized && authorizer.accuracy == .reducedAccuracy
             alwaysAuthorizationDenied =
                 requirement == .always && status != .authorizedAlways && status != .notDetermined
-            authorizationRequestInProgress = status == .notDetermined
+            authorizationRequestInProgress = flags.requestInProgress
             message = status == .notDetermined ? requestMessage : nil
         }
     }

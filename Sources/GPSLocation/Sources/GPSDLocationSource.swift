@@ -73,9 +73,11 @@ public final class GPSDLocationSource: LocationSource {
         func problem(_ error: GPSDError, _ reason: CLError.Reason, message: String? = nil, terminal: Bool = false)
             -> LocationSourceEvent
         {
+            // The gpsd client names the fix for its own part; the whole setup is `gpsloc doctor`'s.
             .problem(
                 CLError(
-                    .locationUnknown, message: message ?? error.description, reason: reason, underlyingError: error),
+                    .locationUnknown, message: (message ?? error.description) + " `gpsloc doctor` checks the whole setup.",
+                    reason: reason, underlyingError: error),
                 terminal: terminal)
         }
         switch event {

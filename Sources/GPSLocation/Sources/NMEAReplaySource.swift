@@ -46,7 +46,9 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
     private var progress: (@Sendable (Int, Int?) -> Void)?
-    public private(set) var statistics = NMEAStatistics()
+    private var collected = NMEAStatistics()
+    /// What the recording held (known once it has been read to its end).
+    public var statistics: NMEAStatistics { lock.withLock { collected } }
 
     public init(path: String, pacing: ReplayPacing = .asFastAsPossible, clock: any ReplayClock = MonotonicReplayClock())
     {
@@ -155,7 +157,7 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
             report?(readSoFar, total)
         }
         decoder.finish(deliver)
-        lock.withLock { statistics = decoder.statistics }
+        lock.withLock { collected = decoder.statistics }
         guard isRunning else { return }
         for (code, message) in Self.inputNotes(decoder.statistics) { handler(.notice(code: code, message: message)) }
         handler(

@@ -1,5 +1,5 @@
 import Foundation
-import GPSLocation
+import GPSDClient
 
 /// A real gpsd replaying an NMEA file, through gpsd's own `gpsfake`, on a free loopback port.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import GPSLocation
+import GPSDClient
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,5 @@
 import Foundation
-import GPSLocation
+import GPSDClient
 
 /// A real gpsd (not gpsfake) on a loopback port, reading the given devices, with its control
 /// socket in its own directory so `gpsdctl` can add and remove devices as udev would.

@@ -1,0 +1,44 @@
+/// Apple's authorization flags — `authorizationDenied`, `authorizationDeniedGlobally`,
+/// `authorizationRestricted`, `insufficientlyInUse`, `authorizationRequestInProgress` — as
+/// `CLLocationUpdate`, `CLMonitor.Event` and `CLServiceSession.Diagnostic` carry them, decided
+/// here once. At most one is true; while the status is not determined it is
+/// `requestInProgress`, never `denied`.
+struct AuthorizationFlags: Equatable {
+    var denied = false
+    var deniedGlobally = false
+    var restricted = false
+    var insufficientlyInUse = false
+    var requestInProgress = false
+
+    init() {}
+
+    /// From the app's authorization now.
+    init(status: CLAuthorizationStatus, isInUse: Bool, servicesEnabled: Bool) {
+        guard servicesEnabled else {
+            deniedGlobally = true
+            return
+        }
+        switch status {
+        case .notDetermined: requestInProgress = true
+        case .denied: denied = true
+        case .restricted: restricted = true
+        case .authorizedWhenInUse: insufficientlyInUse = !isInUse
+        case .authorizedAlways: break
+        }
+    }
+
+    /// From the reason an error gave for delivering nothing (nil reason, or one that is not
+    /// about authorization: no flag).
+    init(reason: CLError.Reason?, servicesEnabled: Bool) {
+        switch reason {
+        case .notAuthorized?: self.init(status: .denied, isInUse: true, servicesEnabled: servicesEnabled)
+        case .restricted?: self.init(status: .restricted, isInUse: true, servicesEnabled: true)
+        case .notInUse?: self.init(status: .authorizedWhenInUse, isInUse: false, servicesEnabled: true)
+        case .notDetermined?, .authorizationRequest?:
+            self.init(status: .notDetermined, isInUse: true, servicesEnabled: true)
+        default: self.init()
+        }
+    }
+
+    var any: Bool { denied || deniedGlobally || restricted || insufficientlyInUse || requestInProgress }
+}
