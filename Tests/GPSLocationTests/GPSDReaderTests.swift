@@ -190,9 +190,9 @@ struct GPSDReaderTests {
             usleep(20)
         }
         try await Task.sleep(for: .milliseconds(20 + round * 7))
+        // stop() waits for the reader thread: no event can be delivered once it has returned.
         source.stop()
         stopped.withLock { $0 = true }
-        try await Task.sleep(for: .milliseconds(50))
         #expect(late.withLock { $0 } == 0)
         #expect(seen.withLock { $0 } > 0)
         withExtendedLifetime(server) {}

@@ -106,8 +106,8 @@ struct ManagerTests {
             manager.desiredAccuracy = accuracy
             manager.maximumBatch = .max  // the list arrives faster than any delegate: keep every location
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync { delegate.locations.count >= expected.count })
-            try await Task.sleep(for: .seconds(0.05))
+            // The list's end comes after its last location: then nothing more can come.
+            #expect(await waitUntilAsync { delegate.errors.contains { $0.reason == .sourceEnded } })
             manager.stopUpdatingLocation()
             let delivered = delegate.locations.map(\.timestamp)
             #expect(
@@ -115,10 +115,8 @@ struct ManagerTests {
                 "filter \(filter), desiredAccuracy \(accuracy): \(delivered.count) vs \(expected.count)")
             // The drives start without a fix and have a tunnel: each is reported once, nothing else.
             // The end of the list may be reported too, if it came before the stop.
-            let errors = delegate.errors.filter { !$0.message.hasSuffix("fixes ended") }
-            #expect(
-                errors.count == 2 && errors.allSatisfy { $0.message.hasPrefix("no usable position fix") },
-                "\(delegate.errors)")
+            let errors = delegate.errors.filter { $0.reason != .sourceEnded }
+            #expect(errors.count == 2 && errors.allSatisfy { $0.reason == .stale }, "\(delegate.errors)")
             #expect(manager.location?.timestamp == expected.last)
         }
     }
@@ -161,7 +159,9 @@ struct ManagerTests {
             #expect(await waitUntilAsync { delegate.locations.count > 5 })
             manager.stopUpdatingLocation()
             let count = delegate.callbackCount
-            try await Task.sleep(for: .seconds(0.05))
+            // The source is stopped and the engine's generation moved on: whatever could still
+            // be queued for the delegate is run by now — and must add nothing.
+            await delegateQueueFlushed(manager)
             #expect(delegate.callbackCount == count)
         }
     }
@@ -175,7 +175,9 @@ struct ManagerTests {
         manager.desiredAccuracy = kCLLocationAccuracyHundredMeters
         manager.requestLocation()
         #expect(await waitUntilAsync { !delegate.locations.isEmpty })
-        try await Task.sleep(for: .seconds(0.1))
+        // The one-shot is over: the engine stopped its source, so nothing more can be queued.
+        #expect(await waitUntilAsync { !manager.runner.isRunning })
+        await delegateQueueFlushed(manager)
         #expect(delegate.locations.count == 1)
         #expect(delegate.locations[0].horizontalAccuracy <= 100)
         let firstGoodEnough = fixes.first {
@@ -195,7 +197,8 @@ struct ManagerTests {
         manager.requestLocationTimeout = 0.5
         manager.requestLocation()
         #expect(await waitUntilAsync { !delegate.locations.isEmpty })
-        try await Task.sleep(for: .seconds(0.1))
+        #expect(await waitUntilAsync { !manager.runner.isRunning })
+        await delegateQueueFlushed(manager)
         #expect(delegate.locations.count == 1)
         let best = fixes.compactMap { IndependentModel.horizontal($0) }.min()!
         #expect(abs(delegate.locations[0].horizontalAccuracy - best) < 1e-9)
@@ -222,11 +225,11 @@ struct ManagerTests {
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(await waitUntilAsync { !delegate.errors.isEmpty })
-        try await Task.sleep(for: .seconds(0.1))
+        // Every fix of the list has reached the engine once its end is reported.
+        #expect(await waitUntilAsync { delegate.errors.contains { $0.reason == .sourceEnded } })
         manager.stopUpdatingLocation()
         #expect(delegate.errors.first?.code == .promptDeclined)
-        #expect(delegate.errors.first?.message.contains("requestWhenInUseAuthorization") == true)
+        #expect(delegate.errors.first?.reason == .authorizationRequest)
         #expect(delegate.locations.isEmpty, "nothing is delivered without authorization")
     }
 

@@ -20,9 +20,12 @@ extension RealGPSD.LaneB {
         func grantReachesRunningDaemon() async throws {
             let folder = try GPSLocBinary.makeConfigHome()
             defer { try? FileManager.default.removeItem(at: folder) }
-            // A recording dated now, so its fixes are fresh by the wall clock (a live receiver).
+            // A recording dated about when gpsd will report it, so its fixes are fresh by the
+            // wall clock (a live receiver): gpsfake starts feeding only after the simulator, its
+            // own start and the device's attachment, which took 13 s on a loaded machine. Dated
+            // 10 s ahead, the fixes are from 10 s in the future (accepted) to 3 s old then.
             let recording = folder.appendingPathComponent("now.nmea")
-            let start = ISO8601DateFormatter().string(from: Date())
+            let start = ISO8601DateFormatter().string(from: Date().addingTimeInterval(10))
             let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
             #expect(
                 try ChildProcessForTests.run(
@@ -54,7 +57,9 @@ extension RealGPSD.LaneB {
             environment["GPSLOCATION_USAGE_DESCRIPTION"] = nil
             process.environment = environment
             process.standardInput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            let diagnostics = folder.appendingPathComponent("stderr.txt")
+            #expect(FileManager.default.createFile(atPath: diagnostics.path, contents: nil))
+            process.standardError = try FileHandle(forWritingTo: diagnostics)
             let output = Pipe()
             process.standardOutput = output
             try process.run()
@@ -79,11 +84,14 @@ extension RealGPSD.LaneB {
 
             let grant = try await GPSLocBinary.run(["auth", "grant", "ported-daemon", "--always"], configHome: folder)
             #expect(grant.status == 0, "\(grant.stderr)")
+            var seen: [String] = []
             #expect(
                 await reader.waitFor(timeout: 15) { lines in
-                    lines.contains { $0.text == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)" }
+                    seen = lines.map(\.text)
+                    return lines.contains { $0.text == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)" }
                         && lines.contains { $0.text.hasPrefix("location 51.") }
-                }, "locations flow after the grant, without a restart")
+                },
+                "locations flow after the grant, without a restart: \(seen.suffix(8)); diagnostics: \((try? String(contentsOf: diagnostics, encoding: .utf8)) ?? "")")
             process.terminate()
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "SIGTERM stops it cleanly")

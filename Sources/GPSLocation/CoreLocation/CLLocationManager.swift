@@ -2,12 +2,6 @@ import Dispatch
 import Foundation
 import GNSSCore
 
-/// Holds the factory behind `CLLocationManager.defaultSource()`.
-private let defaultSourceFactory = Locked<@Sendable () -> any LocationSource>({
-    // A manager has no use for SKY reports: they are left undecoded.
-    GPSDLocationSource(endpoint: .fromEnvironment(), sky: false)
-})
-
 /// CoreLocation's location manager, on Linux, over gpsd.
 ///
 /// **One engine, one driver.** Which location is delivered is decided by `LocationEngine`, run
@@ -278,15 +272,6 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// Apple's initializer: the source is `CLLocationManager.defaultSource()` (gpsd on
     /// 127.0.0.1:2947 unless `setDefaultSource` says otherwise), the authorizer is shared.
     public override convenience init() { self.init(source: CLLocationManager.defaultSource()) }
-
-    /// What `CLLocationManager()` and `CLLocationUpdate.liveUpdates()` read from: by default a
-    /// new `GPSDLocationSource(sky: false)` each time. Programs (and tests) can point them elsewhere —
-    /// another gpsd endpoint, a replay — without changing CoreLocation-style code.
-    public static func setDefaultSource(_ factory: @escaping @Sendable () -> any LocationSource) {
-        defaultSourceFactory.withLock { $0 = factory }
-    }
-
-    public static func defaultSource() -> any LocationSource { defaultSourceFactory.withLock { $0 }() }
 
     deinit {
         if regionWriter.takePending() { saveRegions() }

@@ -22,6 +22,14 @@ func offConcurrencyThreads<T: Sendable>(_ body: @escaping @Sendable () throws ->
     }
 }
 
+/// Waits until every callback already queued for `manager`'s delegate has run (the delegate
+/// queue's work up to now), without blocking a concurrency thread. With the source stopped or
+/// ended, nothing can follow: what the delegate holds then is final — no sleep needed to prove it.
+func delegateQueueFlushed(_ manager: CLLocationManager) async {
+    let queue = manager.delegateQueue
+    _ = try? await offConcurrencyThreads { queue.sync {} }
+}
+
 enum FixtureFixes {
     /// gpsd's own TPVs for a fixture (recorded from gpsfake), decoded by the real libgps.
     static func load(_ name: String) throws -> [Fix] {
