@@ -4,15 +4,19 @@ import GNSSCore
 import GPSLocation
 
 /// A `CLLocationManagerDelegate` that records every callback, for tests of code that embeds
-/// GPSLocation: the locations (in batches), the errors, authorization and receiver callbacks,
-/// and whether any callback overlapped another or came on the wrong queue.
+/// GPSLocation: the locations (in batches), the errors, authorization, receiver and region
+/// callbacks, each with its arrival time (an event log a test can reason about instead of
+/// sleeping), and whether any callback overlapped another or came on the wrong queue.
 public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     private struct Record {
         var batches: [[CLLocation]] = []
-        var errors: [CLError] = []
+        /// Each location with the time its batch arrived.
+        var locationArrivals: [(Date, CLLocation)] = []
+        var errorArrivals: [(Date, CLError)] = []
+        var receiverArrivals: [(Date, DeviceEvent)] = []
+        var regionLog: [String] = []
         var authorizationCalls = 0
         var deprecatedCalls = 0
-        var receivers: [DeviceEvent] = []
         var wrongQueue = 0
         var overlap = 0
         var inside = false
@@ -31,8 +35,23 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     }
     public var batches: [[CLLocation]] { record.withLock { $0.batches } }
     public var locations: [CLLocation] { batches.flatMap { $0 } }
-    public var errors: [CLError] { record.withLock { $0.errors } }
-    public var receivers: [DeviceEvent] { record.withLock { $0.receivers } }
+    public var errors: [CLError] { record.withLock { $0.errorArrivals.map(\.1) } }
+    public var receivers: [DeviceEvent] { record.withLock { $0.receiverArrivals.map(\.1) } }
+    /// Every location with the time it arrived, oldest first.
+    public var locationArrivals: [(arrival: Date, location: CLLocation)] {
+        record.withLock { $0.locationArrivals.map { (arrival: $0.0, location: $0.1) } }
+    }
+    /// Every error with the time it arrived.
+    public var errorArrivals: [(arrival: Date, error: CLError)] {
+        record.withLock { $0.errorArrivals.map { (arrival: $0.0, error: $0.1) } }
+    }
+    /// Every receiver event with the time it arrived.
+    public var receiverArrivals: [(arrival: Date, event: DeviceEvent)] {
+        record.withLock { $0.receiverArrivals.map { (arrival: $0.0, event: $0.1) } }
+    }
+    /// Region callbacks in order: `start ID`, `state ID inside|outside|unknown`, `enter ID`,
+    /// `exit ID`, `fail ID|- CODE REASON`.
+    public var regionLog: [String] { record.withLock { $0.regionLog } }
     public var authorizationCalls: Int { record.withLock { $0.authorizationCalls } }
     public var deprecatedCalls: Int { record.withLock { $0.deprecatedCalls } }
     /// Callbacks that did not come on `expectedQueue`.
@@ -40,7 +59,10 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     /// Callbacks that started while another was still running (must be 0: delegates are serial).
     public var overlap: Int { record.withLock { $0.overlap } }
     public var callbackCount: Int {
-        record.withLock { $0.batches.count + $0.errors.count + $0.authorizationCalls + $0.receivers.count }
+        record.withLock {
+            $0.batches.count + $0.errorArrivals.count + $0.authorizationCalls + $0.receiverArrivals.count
+                + $0.regionLog.count
+        }
     }
 
     /// Waits (polling, up to `timeout` seconds) until at least `count` locations have arrived.
@@ -77,12 +99,17 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
 
     public func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
         enter()
-        record.withLock { $0.batches.append(locations) }
+        let now = Date()
+        record.withLock {
+            $0.batches.append(locations)
+            $0.locationArrivals += locations.map { (now, $0) }
+        }
         leave()
     }
     public func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
         enter()
-        if let error = error as? CLError { record.withLock { $0.errors.append(error) } }
+        let now = Date()
+        if let error = error as? CLError { record.withLock { $0.errorArrivals.append((now, error)) } }
         leave()
     }
     public func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {
@@ -95,7 +122,35 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     }
     public func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {
         enter()
-        record.withLock { $0.receivers.append(receiver) }
+        let now = Date()
+        record.withLock { $0.receiverArrivals.append((now, receiver)) }
+        leave()
+    }
+    public func locationManager(_ manager: CLLocationManager, didEnterRegion region: CLRegion) {
+        log("enter \(region.identifier)")
+    }
+    public func locationManager(_ manager: CLLocationManager, didExitRegion region: CLRegion) {
+        log("exit \(region.identifier)")
+    }
+    public func locationManager(
+        _ manager: CLLocationManager, didDetermineState state: CLRegionState, for region: CLRegion
+    ) {
+        log("state \(region.identifier) \(state)")
+    }
+    public func locationManager(_ manager: CLLocationManager, didStartMonitoringFor region: CLRegion) {
+        log("start \(region.identifier)")
+    }
+    public func locationManager(
+        _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error
+    ) {
+        let reason = (error as? CLError)?.reason?.name ?? "?"
+        let code = (error as? CLError)?.code.description ?? "?"
+        log("fail \(region?.identifier ?? "-") \(code) \(reason)")
+    }
+
+    private func log(_ line: String) {
+        enter()
+        record.withLock { $0.regionLog.append(line) }
         leave()
     }
 }

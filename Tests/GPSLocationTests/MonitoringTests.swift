@@ -454,34 +454,6 @@ struct RegionAPITests {
         return url
     }
 
-    final class RegionDelegate: CLLocationManagerDelegate, @unchecked Sendable {
-        let log = Locked<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        func locationManager(_ manager: CLLocationManager, didEnterRegion region: CLRegion) {
-            log.withLock { $0.append("enter \(region.identifier)") }
-        }
-        func locationManager(_ manager: CLLocationManager, didExitRegion region: CLRegion) {
-            log.withLock { $0.append("exit \(region.identifier)") }
-        }
-        func locationManager(_ manager: CLLocationManager, didDetermineState state: CLRegionState, for region: CLRegion)
-        {
-            log.withLock { $0.append("state \(region.identifier) \(state)") }
-        }
-        func locationManager(_ manager: CLLocationManager, didStartMonitoringFor region: CLRegion) {
-            log.withLock { $0.append("start \(region.identifier)") }
-        }
-        func locationManager(
-            _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error
-        ) {
-            let reason = (error as? CLError)?.reason?.name ?? "?"
-            let code = (error as? CLError)?.code.description ?? "?"
-            log.withLock { $0.append("fail \(region?.identifier ?? "-") \(code) \(reason)") }
-        }
-        func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
-            if (error as? CLError)?.reason == .sourceEnded { done.signal() }
-        }
-    }
-
     static func legacyRun(
         authorization: CLAuthorizationStatus = .authorizedAlways, accuracy: CLAccuracyAuthorization = .fullAccuracy,
         store: MonitorStore
@@ -491,15 +463,15 @@ struct RegionAPITests {
             authorizer: granted(authorization, accuracy: accuracy, appID: "regiontest"))
         manager.lastLocationCache = nil
         manager.regionStore = store
-        let delegate = RegionDelegate()
+        let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startMonitoring(
             for: CLCircularRegion(
                 center: CLLocationCoordinate2D(latitude: 51.453880, longitude: -2.591704), radius: 60,
                 identifier: "east"))
-        #expect(delegate.done.wait(timeout: .now() + 30) == .success)
+        #expect(delegate.waitForError(.sourceEnded, timeout: 30))
         manager.stopMonitoring(for: CLCircularRegion(center: .init(), radius: 1, identifier: "none"))
-        return delegate.log.withLock { $0 }
+        return delegate.regionLog
     }
 
     @Test("legacy: start, the initial state, then each entry and exit with its state")

@@ -106,7 +106,7 @@ struct ReceiverSelectionStageTests {
         let manager = CLLocationManager(
             source: FixListSource(fixes, reportsEnd: false), authorizer: grantedAuthorizer())
         manager.receiverSelection = .path("/dev/ttyUSB9")
-        let delegate = ReceiverDelegate()
+        let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
         #expect(await waitUntilAsync(timeout: 5) { !delegate.errors.isEmpty })
@@ -212,18 +212,23 @@ extension RealGPSD.LaneB {
             let (manager, delegate) = Self.manager(server.endpoint)
             defer { manager.stopUpdatingLocation() }
             #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 20 })
-            #expect(manager.followedReceiver == clean.path, "the first receiver with a fix")
-            #expect(Set(delegate.devices) == [clean.path], "one receiver at a time")
+            // Usually the clean one (a fix from its first cycles, the drive's after 8 s); on a
+            // loaded machine the pseudo-terminals may start far enough apart that the drive's
+            // first fix comes first. Either way: one receiver, never both.
+            let first = try #require(manager.followedReceiver)
+            let other = first == clean.path ? drive.path : clean.path
+            #expect([clean.path, drive.path].contains(first))
+            #expect(Set(delegate.devices) == [first], "one receiver at a time")
             let before = delegate.locationCount
-            #expect(try server.gpsdctl("remove", device: clean.path) == 0)
+            #expect(try server.gpsdctl("remove", device: first) == 0)
             #expect(
                 await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 },
                 "the other receiver takes over")
-            #expect(manager.followedReceiver == drive.path)
+            #expect(manager.followedReceiver == other)
             // The device sequence switches exactly once.
             let devices = delegate.devices
             let switches = zip(devices, devices.dropFirst()).count { $0 != $1 }
-            #expect(switches == 1 && devices.last == drive.path, "\(devices)")
+            #expect(switches == 1 && devices.last == other, "\(devices)")
             let times = delegate.times
             #expect(
                 zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no duplicates or reversals across the switch")
@@ -289,13 +294,13 @@ extension RealGPSD.LaneB {
                 "\(delegate.errors.map(\.message))")
         }
 
-        static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, ReceiverDelegate) {
+        static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, RecordingDelegate) {
             let manager = CLLocationManager(
                 source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)),
                 authorizer: grantedAuthorizer(.authorizedAlways))
             manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
             manager.maximumBatch = .max
-            let delegate = ReceiverDelegate()
+            let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
             return (manager, delegate)
@@ -360,30 +365,3 @@ final class SelectionBox {
     func takeMissingPin() -> (pinned: String, reporting: String)? { stage.takeMissingPin() }
 }
 
-/// Records locations (with their devices and arrival times), errors and receiver events.
-final class ReceiverDelegate: CLLocationManagerDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var locations: [(Date, CLLocation)] = []
-    private var _errors: [CLError] = []
-    private var events: [(Date, DeviceEvent)] = []
-
-    var locationCount: Int { lock.withLock { locations.count } }
-    var times: [Date] { lock.withLock { locations.map(\.1.timestamp) } }
-    var devices: [String] { lock.withLock { locations.map { $0.1.gnss?.device ?? "?" } } }
-    var errors: [CLError] { lock.withLock { _errors } }
-    var receiverEvents: [DeviceEvent] { lock.withLock { events.map(\.1) } }
-    var firstDeactivation: Date? { lock.withLock { events.first { !$0.1.activated }?.0 } }
-    func arrival(of index: Int) -> Date? { lock.withLock { index < locations.count ? locations[index].0 : nil } }
-
-    func locationManager(_ manager: CLLocationManager, didUpdateLocations batch: [CLLocation]) {
-        let now = Date()
-        lock.withLock { locations += batch.map { (now, $0) } }
-    }
-    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
-        lock.withLock { _errors.append(error as! CLError) }
-    }
-    func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {
-        let now = Date()
-        lock.withLock { events.append((now, receiver)) }
-    }
-}

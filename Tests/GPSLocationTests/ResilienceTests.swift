@@ -121,7 +121,7 @@ extension RealGPSD.LaneA {
             let manager = CLLocationManager(source: source, authorizer: authorizer)
             manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
             manager.maximumBatch = .max
-            let delegate = TimedDelegate()
+            let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
 
@@ -136,7 +136,7 @@ extension RealGPSD.LaneA {
                     await waitUntilAsync(timeout: 10) { delegate.locationCount >= before + 5 },
                     "segment \(index): no locations")
                 resumeDelays.append(
-                    (delegate.firstLocationArrival(after: before) ?? Date()).timeIntervalSince(listening) - 1.4)
+                    (delegate.arrival(of: before) ?? Date()).timeIntervalSince(listening) - 1.4)
                 // One connection while data flows (the count below is known to see it).
                 #expect(openSockets(toPort: port) == 1, "segment \(index): \(openSockets(toPort: port)) connections")
                 let errorsBefore = delegate.errorCount
@@ -191,30 +191,6 @@ extension RealGPSD.LaneA.ResilienceTests {
     }
 }
 
-/// Records locations and errors with their arrival times.
-final class TimedDelegate: CLLocationManagerDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var arrivals: [(Date, CLLocation)] = []
-    private var errorArrivals: [(Date, CLError)] = []
-
-    var locationCount: Int { lock.withLock { arrivals.count } }
-    var errorCount: Int { lock.withLock { errorArrivals.count } }
-    var times: [Date] { lock.withLock { arrivals.map(\.1.timestamp) } }
-    var errors: [CLError] { lock.withLock { errorArrivals.map(\.1) } }
-    var lastErrorArrival: Date? { lock.withLock { errorArrivals.last?.0 } }
-    func firstLocationArrival(after index: Int) -> Date? {
-        lock.withLock { index < arrivals.count ? arrivals[index].0 : nil }
-    }
-
-    func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
-        let now = Date()
-        lock.withLock { arrivals += locations.map { (now, $0) } }
-    }
-    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
-        let now = Date()
-        lock.withLock { errorArrivals.append((now, error as! CLError)) }
-    }
-}
 
 extension RealGPSD.LaneA {
     @Suite("shared gpsd connection", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
@@ -225,13 +201,13 @@ extension RealGPSD.LaneA {
                 log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.01)
             defer { server.stop() }
             let connections = { SharedGPSDConnections.shared.connectionCount(to: server.endpoint) }
-            func manager(filter: Double, status: CLAuthorizationStatus) -> (CLLocationManager, TimedDelegate) {
+            func manager(filter: Double, status: CLAuthorizationStatus) -> (CLLocationManager, RecordingDelegate) {
                 let manager = CLLocationManager(
                     source: GPSDLocationSource(endpoint: server.endpoint),
                     authorizer: LocationAuthorizer(appID: "shared", initial: AuthorizationDecision(status: status)))
                 manager.maximumLocationAge = 1e9
                 manager.distanceFilter = filter
-                let delegate = TimedDelegate()
+                let delegate = RecordingDelegate()
                 manager.delegate = delegate
                 manager.startUpdatingLocation()
                 return (manager, delegate)

@@ -32,9 +32,9 @@ package final class EngineTimers: Sendable {
 /// One thread for every `EngineTimers` in the process: a table of deadlines under a lock, and a
 /// thread sleeping in `poll` until the earliest of them (woken through a pipe only when a
 /// deadline comes earlier than the one it sleeps for). Actions run on that thread, outside the
-/// lock, one at a time; an action may arm and cancel timers.
-final class TimerThread: @unchecked Sendable {
-    // @unchecked Sendable: `entries`, `sleepingUntil` and `started` are guarded by `lock`.
+/// lock, one at a time; an action may arm and cancel timers. The actions `EngineRunner` arms only
+/// enqueue their engine step on the runner's own queue: no user code runs here.
+final class TimerThread: Sendable {
     static let shared = TimerThread()
 
     /// Identifies one `EngineTimers`.
@@ -50,11 +50,13 @@ final class TimerThread: @unchecked Sendable {
         var action: @Sendable () -> Void
     }
 
-    private let lock = NSLock()
-    private var entries: [Key: Entry] = [:]
-    /// The deadline the thread sleeps until (uptime ns), or `.max`: none (or not sleeping yet).
-    private var sleepingUntil = UInt64.max
-    private var started = false
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        /// The deadline the thread sleeps until (uptime ns), or `.max`: none (or not sleeping yet).
+        var sleepingUntil = UInt64.max
+        var started = false
+    }
+    private let state = Locked(State())
     private let wake = WakePipe(owner: "timer thread")
 
     private init() {}
@@ -65,10 +67,10 @@ final class TimerThread: @unchecked Sendable {
     ) {
         let delay = seconds.isFinite ? min(max(0, seconds), 1e9) : 1e9
         let deadline = Self.uptime() &+ UInt64(delay * 1e9)
-        let (start, earlier) = lock.withLock { () -> (Bool, Bool) in
-            entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = Entry(deadline: deadline, action: action)
-            defer { started = true }
-            return (!started, deadline < sleepingUntil)
+        let (start, earlier) = state.withLock { state in
+            state.entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = Entry(deadline: deadline, action: action)
+            defer { state.started = true }
+            return (!state.started, deadline < state.sleepingUntil)
         }
         if start { launch() }
         if earlier { wake.signal() }
@@ -77,12 +79,12 @@ final class TimerThread: @unchecked Sendable {
     /// The timer does not fire for its present arming (an action already taken off the table
     /// may still be running).
     func cancel(_ owner: Owner, _ timer: LocationEngine.Timer) {
-        lock.withLock { entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = nil }
+        state.withLock { $0.entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = nil }
     }
 
     func cancelAll(_ owner: Owner) {
         let id = ObjectIdentifier(owner)
-        lock.withLock { entries = entries.filter { $0.key.owner != id } }
+        state.withLock { $0.entries = $0.entries.filter { $0.key.owner != id } }
     }
 
     private func launch() {
@@ -96,18 +98,18 @@ final class TimerThread: @unchecked Sendable {
         while true {
             let now = Self.uptime()
             // Take what is due; note when the next one is.
-            let (due, next) = lock.withLock { () -> ([Entry], UInt64) in
+            let (due, next) = state.withLock { state -> ([Entry], UInt64) in
                 var due: [Entry] = []
                 var next = UInt64.max
-                for (key, entry) in entries {
+                for (key, entry) in state.entries {
                     if entry.deadline <= now {
                         due.append(entry)
-                        entries[key] = nil
+                        state.entries[key] = nil
                     } else {
                         next = min(next, entry.deadline)
                     }
                 }
-                sleepingUntil = due.isEmpty ? next : 0
+                state.sleepingUntil = due.isEmpty ? next : 0
                 return (due, next)
             }
             if !due.isEmpty {

@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 
 /// How fast a replay runs.
 public enum ReplayPacing: Sendable, Equatable {
@@ -36,19 +37,21 @@ public struct MonotonicReplayClock: ReplayClock {
 /// thread; "now" is the recording's clock (the latest fix time), so staleness and timeouts
 /// behave as they did live. When the recording ends the source reports a terminal
 /// `.problem(locationUnknown)` saying so.
-public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
-    // @unchecked Sendable: mutable state is guarded by `lock`; the reading thread owns the decoder.
+public final class NMEAReplaySource: LocationSource, Sendable {
     public let path: String
     public let pacing: ReplayPacing
     private let clock: any ReplayClock
-    private let lock = NSLock()
-    private var running = false
-    private var thread: Thread?
+    private struct State {
+        var running = false
+        var thread: Thread?
+        var progress: (@Sendable (Int, Int?) -> Void)?
+        var statistics = NMEAStatistics()
+    }
+    /// The reading thread owns the decoder; everything shared is here.
+    private let state = Locked(State())
     private let finished = DispatchSemaphore(value: 0)
-    private var progress: (@Sendable (Int, Int?) -> Void)?
-    private var collected = NMEAStatistics()
     /// What the recording held (known once it has been read to its end).
-    public var statistics: NMEAStatistics { lock.withLock { collected } }
+    public var statistics: NMEAStatistics { state.withLock { $0.statistics } }
 
     public init(path: String, pacing: ReplayPacing = .asFastAsPossible, clock: any ReplayClock = MonotonicReplayClock())
     {
@@ -58,12 +61,14 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
     }
 
     /// Called now and then with (bytes read, total bytes when known).
-    public func onProgress(_ handler: @escaping @Sendable (Int, Int?) -> Void) { lock.withLock { progress = handler } }
+    public func onProgress(_ handler: @escaping @Sendable (Int, Int?) -> Void) {
+        state.withLock { $0.progress = handler }
+    }
 
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
-        let alreadyRunning = lock.withLock { () -> Bool in
-            defer { running = true }
-            return running
+        let alreadyRunning = state.withLock { state in
+            defer { state.running = true }
+            return state.running
         }
         if alreadyRunning { return }
         let thread = Thread { [self] in
@@ -71,17 +76,17 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
             finished.signal()
         }
         thread.name = "gpslocation.replay"
-        lock.withLock { self.thread = thread }
+        state.withLock { $0.thread = thread }
         thread.start()
     }
 
     /// Stops reading; returns once the reading thread has handed over its last fix.
     public func stop() {
-        let wasRunning = lock.withLock { () -> Bool in
-            defer { running = false }
-            return running && thread != nil
+        let (wasRunning, thread) = state.withLock { state in
+            defer { state.running = false }
+            return (state.running && state.thread != nil, state.thread)
         }
-        if wasRunning && Thread.current != lock.withLock({ thread }) { finished.wait() }
+        if wasRunning && Thread.current != thread { finished.wait() }
     }
 
     public var isLive: Bool { false }
@@ -92,7 +97,7 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
         finished.signal()
     }
 
-    private var isRunning: Bool { lock.withLock { running } }
+    private var isRunning: Bool { state.withLock { $0.running } }
 
     private func run(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         let descriptor = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
@@ -109,7 +114,7 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
         var total: Int?
         var info = stat()
         if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG { total = Int(info.st_size) }
-        let report = lock.withLock { progress }
+        let report = state.withLock { $0.progress }
 
         var decoder = NMEADecoder()
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
@@ -157,7 +162,8 @@ public final class NMEAReplaySource: LocationSource, @unchecked Sendable {
             report?(readSoFar, total)
         }
         decoder.finish(deliver)
-        lock.withLock { collected = decoder.statistics }
+        let statistics = decoder.statistics
+        state.withLock { $0.statistics = statistics }
         guard isRunning else { return }
         for (code, message) in Self.inputNotes(decoder.statistics) { handler(.notice(code: code, message: message)) }
         handler(

@@ -43,3 +43,19 @@ func grantedAuthorizer(
 ) -> LocationAuthorizer {
     LocationAuthorizer(appID: "test", initial: AuthorizationDecision(status: status, accuracy: accuracy), isInUse: true)
 }
+
+/// Readings of `RecordingDelegate`'s event log that the receiver and resilience tests share.
+extension RecordingDelegate {
+    var locationCount: Int { locations.count }
+    var errorCount: Int { errors.count }
+    var times: [Date] { locations.map(\.timestamp) }
+    var devices: [String] { locations.map { $0.gnss?.device ?? "?" } }
+    var receiverEvents: [DeviceEvent] { receivers }
+    var firstDeactivation: Date? { receiverArrivals.first { !$0.event.activated }?.arrival }
+    var lastErrorArrival: Date? { errorArrivals.last?.arrival }
+    /// When the location at `index` (0-based, in delivery order) arrived.
+    func arrival(of index: Int) -> Date? {
+        let arrivals = locationArrivals
+        return index < arrivals.count ? arrivals[index].arrival : nil
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The README's module table is the package graph as `Package.swift` declares it, and no
+/// product but the testing one (and the benchmark driver) links the test harnesses.
+@Suite("the README's architecture is the package graph")
+struct ArchitectureTests {
+    /// Each target of Package.swift (test targets and TestSupport aside) and its dependencies.
+    static func packageGraph() throws -> [String: Set<String>] {
+        let text = try String(contentsOf: Paths.packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let pattern = try NSRegularExpression(
+            pattern: #"\.(target|executableTarget|systemLibrary)\(\s*name:\s*"([^"]+)"(?:,\s*dependencies:\s*\[([^\]]*)\])?"#)
+        var graph: [String: Set<String>] = [:]
+        for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+            let name = String(text[Range(match.range(at: 2), in: text)!])
+            guard name != "TestSupport" else { continue }
+            let dependencies = Range(match.range(at: 3), in: text).map { String(text[$0]) } ?? ""
+            graph[name] = Set(
+                dependencies.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                    .filter { !$0.isEmpty }.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) })
+        }
+        return graph
+    }
+
+    /// The README's table under "## Architecture": `| module(s) | depends on | owns |`.
+    static func readmeGraph() throws -> [String: Set<String>] {
+        let text = try String(contentsOf: Paths.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        guard let section = text.range(of: "## Architecture\n") else { return [:] }
+        var graph: [String: Set<String>] = [:]
+        for line in text[section.upperBound...].split(separator: "\n") {
+            guard line.hasPrefix("| `") else { continue }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard cells.count >= 3 else { continue }
+            let names = cells[1].split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " `")) }
+            let dependencies = cells[2].split(separator: "(")[0].split(separator: ",")
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && $0 != "—" }
+            for name in names { graph[name] = Set(dependencies) }
+        }
+        return graph
+    }
+
+    @Test("every target and every dependency of Package.swift is in the README's table, and nothing else")
+    func tableMatchesPackage() throws {
+        let package = try Self.packageGraph()
+        let readme = try Self.readmeGraph()
+        #expect(package.count > 10)
+        #expect(readme == package)
+    }
+
+    @Test("no product but the benchmark driver depends on GPSLocationTesting")
+    func harnessesStayOutOfProducts() throws {
+        let users = try Self.packageGraph().filter { $0.value.contains("GPSLocationTesting") }.map(\.key)
+        #expect(users == ["gpsloc-bench"])
+    }
+}
