@@ -49,6 +49,27 @@ public struct EpochAssembler: Sendable {
     private var lastLatched: TimedType?
     /// True until the first cycle closes.
     private var learning = true
+    /// The receiver's latest own error estimate (GST, 1σ metres), used by the cycle of its time.
+    private var estimate: Estimate?
+    private struct Estimate {
+        var time: Double
+        var latitude: Double?
+        var longitude: Double?
+        var altitude: Double?
+    }
+    /// gpsd's satellite picture and DOPs (kept across cycles, as gpsd keeps them).
+    private var picture = GPSDSatellitePicture()
+    /// The previous cycle as it ended (gpsd's `oldfix`): for speed and climb where the
+    /// receiver gives none.
+    private var previous = Previous()
+
+    private struct Previous {
+        var time: Date?
+        var latitude: Double?
+        var longitude: Double?
+        var altitudeHAE: Double?
+        var mode: FixMode = .notSeen
+    }
 
     /// Sentences that carry a time of day.
     private enum TimedType: UInt8 {
@@ -76,7 +97,6 @@ public struct EpochAssembler: Sendable {
         var quality = 0
         var hdop: Double?
         var vdop: Double?
-        var gst: (latitude: Double?, longitude: Double?, altitude: Double?)?
         var pgrme: (horizontal: Double?, vertical: Double?)?
         var speedKnots: Double?
         var course: Double?
@@ -88,6 +108,15 @@ public struct EpochAssembler: Sendable {
         var ggaFix = false
         /// A sentence of one of gpsd's cycle enders was seen in this cycle.
         var gpsdEnded = false
+        /// gpsd's fix status as the cycle's sentences set it (2: DGPS, which lowers the UEREs).
+        var status = 0
+        /// gpsd's error model, run after each sentence of the cycle.
+        var errors = GPSDCycleErrors()
+        /// A sentence of this cycle has set the fix mode.
+        var modeSet = false
+        /// Set when the cycle is reported.
+        var fixTime: Date?
+        var altitudeHAE: Double?
     }
 
     public init() {}
@@ -97,7 +126,7 @@ public struct EpochAssembler: Sendable {
     public mutating func add(_ sentence: NMEASentence, _ emit: (Fix) -> Void) {
         var emitted: Fix?
         switch sentence {
-        case .rmc(let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, _):
+        case .rmc(let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, let modeIndicator):
             emitted = boundary(time, .rmc)
             if let rmcDate {
                 setDate(
@@ -112,7 +141,9 @@ public struct EpochAssembler: Sendable {
                 if let course { cycle.course = course }
                 cycle.rmcMotion = speed != nil
                 if mode < .twoDimensional { mode = .twoDimensional }
+                cycle.status = Self.status(faaMode: modeIndicator)
             } else if !valid {
+                cycle.status = 0
                 mode = mode >= .twoDimensional || mode == .notSeen ? .noFix : mode
             }
         case .gga(
@@ -121,6 +152,8 @@ public struct EpochAssembler: Sendable {
             cycle.positional = true
             // An autonomous fix from no satellites is not credible (Hemisphere sends it while
             // acquiring); DGPS receivers such as Garmin's report 00 satellites with real fixes.
+            if quality >= 0 { cycle.status = quality }
+            picture.ggaDilution(hdop)
             if quality == 0 || (quality == 1 && satellites == 0) || latitude == nil || longitude == nil {
                 mode = .noFix
                 cycle.quality = 0
@@ -146,8 +179,13 @@ public struct EpochAssembler: Sendable {
                 cycle.longitude = longitude
                 if mode < .twoDimensional { mode = .twoDimensional }
             }
-        case .gsa(let gsaMode, _, let hdop, let vdop, _, _, _):
+        case .gsa(let gsaMode, let pdop, let hdop, let vdop, let used, _, let talker, let fieldCount):
             openIfNeeded()
+            var numbers = used.map(Int.init)
+            // gpsd reads fields 3 … count − 4 as numbers: after an NMEA 4.10 system id, the
+            // PDOP's whole part too.
+            if fieldCount == 19, let pdop, pdop >= 1 { numbers.append(Int(pdop)) }
+            picture.gsa(talker: talker, fieldCount: fieldCount, pdop: pdop, hdop: hdop, vdop: vdop, used: numbers)
             cycle.positional = true
             if !cycle.ggaFix, let gsaMode, let value = FixMode(rawValue: gsaMode), value >= .noFix { mode = value }
             if let hdop { cycle.hdop = hdop }
@@ -158,17 +196,33 @@ public struct EpochAssembler: Sendable {
                 if let speed { cycle.speedKnots = speed }
                 if let course { cycle.course = course }
             }
-        case .gst(_, let latitude, let longitude, let altitude):
+        case .gst(let time, let latitude, let longitude, let altitude):
             openIfNeeded()
-            cycle.gst = (latitude, longitude, altitude)
+            // By its own time, as gpsd reports it (a GST may open its cycle, before the GGA).
+            if let time { estimate = Estimate(time: time, latitude: latitude, longitude: longitude, altitude: altitude) }
         case .zda(let time, let day, let month, let year):
             emitted = boundary(time, .zda)
             setDate(year: year, month: month, day: day, time: time)
         case .pgrme(let horizontal, let vertical):
             openIfNeeded()
             cycle.pgrme = (horizontal, vertical)
-        case .gsv:
-            break
+            cycle.errors.pgrme(horizontal: horizontal, vertical: vertical)
+        case .gsv(let talker, let total, let part, _, let satellites, let fieldCount):
+            picture.gsv(talker: talker, fieldCount: fieldCount, total: total, part: part, satellites: satellites)
+        }
+        switch sentence {
+        case .gsa, .gsv, .gga: break
+        default: picture.otherSentence()
+        }
+        // gpsd clears its fix when a cycle starts: until a sentence of this cycle sets the
+        // mode (RMC, GGA/GNS, GLL, GSA) no error is derived (a ZDA first has none).
+        switch sentence {
+        case .rmc, .gga, .gll, .gsa: cycle.modeSet = true
+        default: break
+        }
+        if case .pgrme = sentence {
+        } else if cycle.modeSet {
+            cycle.errors.update(picture.dop, mode: mode, dgps: cycle.status == 2, sentenceSetsErrors: false)
         }
         if let emitted { emit(emitted) }
         if let type = Self.timedType(sentence), type != .zda {
@@ -263,6 +317,7 @@ public struct EpochAssembler: Sendable {
         // all (gpsd does not report a cycle that lacked it); while learning, at its close.
         let fix = cycle.reported || !learning ? nil : makeFix()
         if cycle.time != nil { learning = false }
+        rememberCycle()
         cycle = Cycle()
         cycle.open = true
         cycle.time = time
@@ -272,37 +327,84 @@ public struct EpochAssembler: Sendable {
     private mutating func makeFix() -> Fix? {
         guard cycle.open, cycle.positional else { return nil }
         let fixTime = cycle.time.flatMap { placeOnCalendar($0) }
+        cycle.fixTime = fixTime
         let hasPosition = mode >= .twoDimensional && cycle.latitude != nil && cycle.longitude != nil
         let is3D = mode == .threeDimensional
         var errors = FixErrors()
         if hasPosition {
-            if let gst = cycle.gst, let latitude = gst.latitude, let longitude = gst.longitude {
-                errors.latitude = latitude * 1.96
-                errors.longitude = longitude * 1.96
-                if is3D, let altitude = gst.altitude { errors.vertical = altitude * 1.96 }
-            } else if let pgrme = cycle.pgrme, let horizontal = pgrme.horizontal {
-                errors.horizontal = horizontal
-                if is3D { errors.vertical = pgrme.vertical }
-            } else if let hdop = cycle.hdop {
-                let uere = Self.uere(quality: cycle.quality)
-                errors.latitude = 1.96 * hdop * uere / 2.0.squareRoot()
-                errors.longitude = errors.latitude
-                if is3D, let vdop = cycle.vdop { errors.vertical = 1.96 * vdop * uere }
+            // gpsd's model (GPSDCycleErrors); where the receiver reports its own estimate (GST),
+            // that instead, on both paths (README, the field table).
+            errors.horizontal = cycle.errors.horizontal
+            if let gst = estimate, let time = cycle.time, abs(gst.time - time) < 0.01, let latitude = gst.latitude,
+                let longitude = gst.longitude
+            {
+                errors.latitude = latitude * Self.confidenceScale
+                errors.longitude = longitude * Self.confidenceScale
+                if is3D { errors.vertical = gst.altitude.map { $0 * Self.confidenceScale } ?? cycle.errors.vertical }
+            } else {
+                errors.longitude = cycle.errors.x
+                errors.latitude = cycle.errors.y
+                if is3D { errors.vertical = cycle.errors.vertical }
             }
         }
         let altitudeMSL = is3D ? cycle.altitudeMSL : nil
+        let altitudeHAE = altitudeMSL.flatMap { msl in cycle.geoidSeparation.map { msl + $0 } }
+        cycle.altitudeHAE = altitudeHAE
+        var speed = hasPosition ? cycle.speedKnots.map { $0 * 1852 / 3600 } : nil
+        var climb: Double?
+        // As gpsd derives them where the receiver gives none: speed from the distance to the
+        // previous cycle's position, climb from its ellipsoidal altitude (`gpsd_error_model`).
+        if hasPosition, let fixTime, let before = previous.time, previous.mode >= .twoDimensional {
+            let elapsed = fixTime.timeIntervalSince(before)
+            if elapsed > 0 {
+                if speed == nil, let latitude = previous.latitude, let longitude = previous.longitude {
+                    let metres = Geodesic.wgs84.distance(
+                        latitude1: latitude, longitude1: longitude, latitude2: cycle.latitude!,
+                        longitude2: cycle.longitude!)
+                    speed = metres / elapsed <= 9999.9 ? metres / elapsed : nil
+                }
+                if is3D, previous.mode == .threeDimensional, let now = altitudeHAE, let then = previous.altitudeHAE {
+                    let rate = (now - then) / elapsed
+                    climb = abs(rate) <= 9999.9 ? rate : nil
+                }
+            }
+        }
         return Fix(
             mode: mode == .notSeen ? .noFix : mode,
             quality: Self.quality(cycle.quality),
             time: fixTime,
             latitude: hasPosition ? cycle.latitude : nil,
             longitude: hasPosition ? cycle.longitude : nil,
-            altitudeHAE: altitudeMSL.flatMap { msl in cycle.geoidSeparation.map { msl + $0 } },
+            altitudeHAE: altitudeHAE,
             altitudeMSL: altitudeMSL,
             geoidSeparation: cycle.geoidSeparation,
             errors: errors,
-            speed: hasPosition ? cycle.speedKnots.map { $0 * 1852 / 3600 } : nil,
-            course: hasPosition ? cycle.course : nil)
+            speed: speed,
+            course: hasPosition ? cycle.course : nil,
+            climb: climb)
+    }
+
+    /// gpsd's 95 % errors are per-axis 1.96 σ (GST reports σ).
+    static let confidenceScale = 1.96
+
+    /// The cycle as it ends, for the next one's derived speed and climb.
+    private mutating func rememberCycle() {
+        let hasPosition = mode >= .twoDimensional && cycle.latitude != nil && cycle.longitude != nil
+        previous = Previous(
+            time: cycle.fixTime, latitude: hasPosition ? cycle.latitude : nil,
+            longitude: hasPosition ? cycle.longitude : nil, altitudeHAE: cycle.altitudeHAE, mode: mode)
+    }
+
+    /// gpsd's fix status from RMC's FAA mode indicator (no indicator: a valid fix).
+    static func status(faaMode: UInt8?) -> Int {
+        switch faaMode {
+        case UInt8(ascii: "D")?, UInt8(ascii: "P")?: 2
+        case UInt8(ascii: "R")?: 4
+        case UInt8(ascii: "F")?: 5
+        case UInt8(ascii: "E")?: 6
+        case UInt8(ascii: "N")?, UInt8(ascii: "S")?, UInt8(ascii: "C")?, UInt8(ascii: "U")?: 0
+        default: 1
+        }
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -313,15 +415,6 @@ public struct EpochAssembler: Sendable {
         let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
-    }
-
-    static func uere(quality: Int) -> Double {
-        switch quality {
-        case 2, 3: 1.0
-        case 4: 0.02
-        case 5: 0.2
-        default: 4.0
-        }
     }
 
     static func quality(_ gga: Int) -> FixQuality {

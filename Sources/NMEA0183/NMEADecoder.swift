@@ -3,7 +3,7 @@ import GNSSCore
 
 /// Bytes of NMEA in, `Fix` values out: `NMEAParser` + `EpochAssembler`.
 public struct NMEADecoder: Sendable {
-    public private(set) var parser = NMEAParser(collectsSatellites: false)
+    public private(set) var parser = NMEAParser(collectsSatellites: true)
     private var assembler = EpochAssembler()
 
     public init() {}

@@ -465,7 +465,7 @@ public struct NMEAParser: Sendable {
         }
         return .gsa(
             mode: f.integer(2), pdop: f.double(15), hdop: f.double(16), vdop: f.double(17), used: used,
-            systemID: f.count > 18 ? f.integer(18) : nil, talker: talker)
+            systemID: f.count > 18 ? f.integer(18) : nil, talker: talker, fieldCount: f.count)
     }
 
     private func gsv(_ f: Fields, talker: UInt16) -> NMEASentence? {
@@ -482,7 +482,8 @@ public struct NMEAParser: Sendable {
             index += 4
         }
         return .gsv(
-            talker: talker, total: total, part: part, inView: f.integer(3) ?? satellites.count, satellites: satellites)
+            talker: talker, total: total, part: part, inView: f.integer(3) ?? satellites.count, satellites: satellites,
+            fieldCount: f.count)
     }
 
     private func vtg(_ f: Fields) -> NMEASentence? {

@@ -128,13 +128,16 @@ public enum NMEASentence: Sendable, Equatable, BitwiseCopyable {
         altitude: Double?, geoidSeparation: Double?)
     /// GLL: `valid`: status A and mode indicator not N.
     case gll(time: Double?, latitude: Double?, longitude: Double?, valid: Bool)
-    /// GSA: fix mode 1–3, DOPs, the satellites used (at most 12) and the NMEA 4.10 system id.
+    /// GSA: fix mode 1–3, DOPs, the satellites used (at most 12), the NMEA 4.10 system id, and
+    /// how many fields the sentence had (gpsd's rules depend on it).
     case gsa(
         mode: Int?, pdop: Double?, hdop: Double?, vdop: Double?, used: NMEAInlineList<12, Int16>, systemID: Int?,
-        talker: UInt16)
+        talker: UInt16, fieldCount: Int = 18)
     /// One GSV part: up to four satellites (NMEA's most; a fifth and later in one sentence are
-    /// dropped).
-    case gsv(talker: UInt16, total: Int, part: Int, inView: Int, satellites: NMEAInlineList<4, NMEASatellite>)
+    /// dropped), and how many fields the sentence had.
+    case gsv(
+        talker: UInt16, total: Int, part: Int, inView: Int, satellites: NMEAInlineList<4, NMEASatellite>,
+        fieldCount: Int = 20)
     /// VTG: course true and speed.
     case vtg(course: Double?, speedKnots: Double?, valid: Bool)
     /// GST: 1-σ errors in metres.

@@ -133,7 +133,7 @@ struct NMEAParserTests {
         #expect(stats.ignored == 1)
         #expect(sentences.contains(.zda(time: 28800, day: 15, month: 6, year: 2026)))
         #expect(sentences.contains(.pgrme(horizontal: 15, vertical: 45)))
-        if case .gsa(let mode, _, _, _, let used, let system, _) = sentences[1] {
+        if case .gsa(let mode, _, _, _, let used, let system, _, _) = sentences[1] {
             #expect(mode == 3 && used == [67, 77, 85, 92, 93, 96] && system == 2)
         } else {
             Issue.record("expected GSA")
@@ -163,7 +163,7 @@ struct EpochAssemblerTests {
         #expect(ourTimes == gpsdTimes)
     }
 
-    @Test("errors come from GST when present, else DOP × UERE")
+    @Test("errors come from GST when present, else gpsd's DOP × UERE model")
     func errorModel() {
         var assembler = EpochAssembler()
         var fixes: [Fix] = []
@@ -178,22 +178,31 @@ struct EpochAssemblerTests {
             .gga(
                 time: 101, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10,
                 geoidSeparation: 5),
-            .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
+            .gsa(mode: 3, pdop: 1.5, hdop: 2.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
             .zda(time: 102, day: 1, month: 1, year: 2026),
+            .gga(
+                time: 102, latitude: 1, longitude: 2, quality: 2, satellites: 8, hdop: 1.0, altitude: 12,
+                geoidSeparation: 5),
+            .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.0, used: [1, 2], systemID: nil, talker: 0),
+            .zda(time: 103, day: 1, month: 1, year: 2026),
         ]
         for sentence in sentences { assembler.add(sentence) { fixes.append($0) } }
-        #expect(fixes.count == 2)
+        #expect(fixes.count == 3)
+        // The receiver's own 1σ estimates, at gpsd's 95 % per axis.
         #expect(
             fixes[0].errors.latitude == 2 * 1.96 && fixes[0].errors.longitude == 3 * 1.96
                 && fixes[0].errors.vertical == 4 * 1.96)
         #expect(abs(fixes[0].altitudeHAE! - 15) < 1e-12)
-        let axis = 1.96 * 1.0 * 4.0 / 2.0.squareRoot()
-        #expect(abs(fixes[1].errors.latitude! - axis) < 1e-12)
-        #expect(
-            abs(
-                (fixes[1].errors.latitude! * fixes[1].errors.latitude! + fixes[1].errors.longitude! * fixes[1].errors
-                    .longitude!).squareRoot() / 1.96 - 4.0) < 1e-12,
-            "HDOP 1 × UERE 4 m = 4 m at 68 % (the accuracy stage's √(epx² + epy²) / 1.96)")
+        // No satellite geometry (no GSV): no epx/epy; eph = HDOP × 19 m, epv = VDOP × 23 m, with
+        // the DOPs the cycle had when gpsd computed them (the GGA's HDOP 1.0 came first).
+        #expect(fixes[1].errors.latitude == nil && fixes[1].errors.longitude == nil)
+        #expect(abs(fixes[1].errors.horizontal! - 19) < 1e-12)
+        #expect(abs(fixes[1].errors.vertical! - 1.2 * 23) < 1e-12)
+        // DGPS (GGA quality 2): gpsd's smaller UEREs (4.75 m, 5.75 m); climb from the altitudes.
+        #expect(abs(fixes[2].errors.horizontal! - 4.75) < 1e-12)
+        #expect(abs(fixes[2].errors.vertical! - 1.2 * 5.75) < 1e-12)
+        #expect(abs(fixes[2].climb! - 2) < 1e-12)
+        #expect(fixes[2].speed == 0, "no receiver speed: gpsd's distance over time")
     }
 }
 

@@ -7,6 +7,9 @@ public struct ReferenceTPV {
     public var timeText: String?
     public var latitude: Double?
     public var longitude: Double?
+    /// Every other number of the report by its gpsd name (`altHAE`, `altMSL`, `speed`, `track`,
+    /// `climb`, `epx`, `epy`, `epv`, `eph`, `eps`, `epd`, `status`, …).
+    public var numbers: [String: Double] = [:]
 
     /// Every `{"class":"TPV",…}` line of a gpsd JSON stream, in order.
     public static func parse(_ text: String) -> [ReferenceTPV] {
@@ -20,7 +23,8 @@ public struct ReferenceTPV {
                 time: timeText.flatMap(ISO8601.parse),
                 timeText: timeText,
                 latitude: object["lat"] as? Double,
-                longitude: object["lon"] as? Double)
+                longitude: object["lon"] as? Double,
+                numbers: object.compactMapValues { ($0 as? NSNumber)?.doubleValue })
         }
     }
 }

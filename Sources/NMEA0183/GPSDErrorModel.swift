@@ -1,0 +1,270 @@
+import Foundation
+import GNSSCore
+
+/// gpsd 3.22's satellite picture and dilutions of precision, as its NMEA driver keeps them, so
+/// the NMEA engine derives the same error estimates gpsd reports for the same sentences
+/// (README, "The NMEA engine": the field table). Sources, all gpsd 3.22:
+/// - which satellites are used: the PRNs of the GSAs in a row (`driver_nmea0183.c`,
+///   `processGSA`), matched when a GSV names the satellite with a signal (`processGSV`);
+/// - satellite numbers mapped per constellation as `nmeaid_to_prn` does (GLONASS 65–96,
+///   Galileo 301–, BeiDou 401–, QZSS 193–), so a GSA's and a GSV's numbers meet;
+/// - when a GSV set is complete, the X, Y (and T, G) DOPs are recomputed from the used
+///   satellites' azimuths and elevations (`fill_dop` in `libgpsd_core.c`: the inverse of the
+///   line-of-sight product matrix, at least four satellites); H, V and P DOPs come from the
+///   receiver (GGA, GSA) when it reported them, else from that geometry — and, as in gpsd,
+///   once set they are kept until the receiver sends new ones;
+/// - errors at 95 %: epx = XDOP × H_UERE, epy = YDOP × H_UERE, epv = VDOP × V_UERE,
+///   eph = HDOP × P_UERE, with UEREs 15 / 23 / 19 m, or 3.75 / 5.75 / 4.75 m when the fix
+///   status is DGPS (`gpsd_error_model`).
+struct GPSDSatellitePicture: Sendable {
+    struct Dilutions: Sendable {
+        var x: Double?
+        var y: Double?
+        var horizontal: Double?
+        var vertical: Double?
+        var position: Double?
+        var time: Double?
+        var geometric: Double?
+    }
+
+    private struct Satellite: Sendable {
+        var prn: Int
+        var elevation: Double
+        var azimuth: Double
+        var used: Bool
+    }
+
+    private(set) var dop = Dilutions()
+    private var sky: [Satellite] = []
+    private var used: [Int] = []
+    /// The talker of the GSA just before, if the sentence just before was a GSA (0: none).
+    private var lastGSATalker: UInt8 = 0
+    /// The talker of the GSV just before, if the sentence just before was a GSV (0: none).
+    private var lastGSVTalker: UInt8 = 0
+    /// GSVs of a constellation other than GPS have been seen (never forgotten, as in gpsd).
+    private var seenOtherGSV = false
+    private var awaitedParts = 0
+
+    /// gpsd's limit of satellites in one picture (`MAXCHANNELS`).
+    private static let maximumChannels = 140
+
+    /// Called for every sentence that is neither a GSA nor a GSV: a later GSA or GSV starts
+    /// afresh (gpsd's `last_gsa_talker`/`last_gsv_talker` reset).
+    mutating func otherSentence() {
+        lastGSATalker = 0
+        lastGSVTalker = 0
+    }
+
+    /// GGA's HDOP.
+    mutating func ggaDilution(_ horizontal: Double?) {
+        if let horizontal { dop.horizontal = horizontal }
+        lastGSATalker = 0
+        lastGSVTalker = 0
+    }
+
+    /// One GSA: its DOPs, and the satellites it says are used.
+    mutating func gsa(
+        talker: UInt16, fieldCount: Int, pdop: Double?, hdop: Double?, vdop: Double?, used numbers: [Int]
+    ) {
+        lastGSVTalker = 0
+        let second = UInt8(truncatingIfNeeded: talker)
+        if fieldCount <= 19 {
+            if let pdop { dop.position = pdop }
+            if let hdop { dop.horizontal = hdop }
+            if let vdop { dop.vertical = vdop }
+        }
+        if lastGSATalker == 0 || (second == lastGSATalker && second != UInt8(ascii: "N")) { used.removeAll() }
+        lastGSATalker = second
+        let system = Self.constellation(of: second)
+        for number in numbers where number >= 1 {
+            let prn = Self.prn(talker: talker, number: number, constellation: system)
+            guard prn > 0 else { continue }
+            if used.count >= Self.maximumChannels { break }
+            used.append(prn)
+        }
+    }
+
+    /// One GSV part. When it completes a set, the computed DOPs are made anew.
+    mutating func gsv(
+        talker: UInt16, fieldCount: Int, total: Int, part: Int, satellites: NMEAInlineList<4, NMEASatellite>
+    ) {
+        lastGSATalker = 0
+        let second = UInt8(truncatingIfNeeded: talker)
+        guard fieldCount > 3, fieldCount % 4 == 0 || fieldCount % 4 == 1, part >= 1 else {
+            sky.removeAll()
+            return
+        }
+        awaitedParts = total
+        var system = 0
+        if part == 1 {
+            // A GPS set (its L1 signal: a later L2 set in the same cycle is rare) starts afresh.
+            if lastGSVTalker == 0 || second == UInt8(ascii: "P") { sky.removeAll() }
+            lastGSVTalker = second
+            system = Self.constellation(of: second)
+            if second != UInt8(ascii: "P") { seenOtherGSV = true }
+        }
+        for satellite in satellites {
+            if sky.count >= Self.maximumChannels {
+                sky.removeAll()
+                break
+            }
+            let prn = Self.prn(talker: talker, number: satellite.prn, constellation: system)
+            // gpsd reads these with atoi: an empty field is 0, a fraction is cut.
+            let signal = Int(satellite.signalToNoise ?? 0)
+            sky.append(
+                Satellite(
+                    prn: prn, elevation: Double(Int(satellite.elevation ?? 0)),
+                    azimuth: Double(Int(satellite.azimuth ?? 0)),
+                    used: prn > 0 && signal > 0 && used.contains(prn)))
+        }
+        guard part >= awaitedParts else { return }
+        guard sky.contains(where: { $0.azimuth != 0 }) else {
+            sky.removeAll()
+            return
+        }
+        if seenOtherGSV && second == UInt8(ascii: "P") { return }
+        dop.x = nil
+        dop.y = nil
+        dop.time = nil
+        dop.geometric = nil
+        fillDilutions()
+    }
+
+    /// gpsd's `fill_dop`: the DOPs from the used satellites' geometry, where none is set.
+    private mutating func fillDilutions() {
+        guard !sky.isEmpty else { return }
+        var lines: [(Double, Double, Double)] = []
+        for satellite in sky where satellite.used && satellite.prn >= 1 {
+            guard (0...359).contains(satellite.azimuth), abs(satellite.elevation) <= 90 else { continue }
+            let azimuth = satellite.azimuth * .pi / 180
+            let elevation = satellite.elevation * .pi / 180
+            lines.append((sin(azimuth) * cos(elevation), cos(azimuth) * cos(elevation), sin(elevation)))
+        }
+        guard lines.count >= 4 else { return }
+        var product = [[Double]](repeating: [Double](repeating: 0, count: 4), count: 4)
+        for line in lines {
+            let row = [line.0, line.1, line.2, 1.0]
+            for i in 0..<4 { for j in 0..<4 { product[i][j] += row[i] * row[j] } }
+        }
+        guard let inverse = Self.invert(product) else { return }
+        let d = (0..<4).map { inverse[$0][$0] }
+        guard d.allSatisfy({ $0 >= 0 }) else { return }
+        if dop.x == nil { dop.x = d[0].squareRoot() }
+        if dop.y == nil { dop.y = d[1].squareRoot() }
+        if dop.horizontal == nil { dop.horizontal = (d[0] + d[1]).squareRoot() }
+        if dop.vertical == nil { dop.vertical = d[2].squareRoot() }
+        if dop.position == nil { dop.position = (d[0] + d[1] + d[2]).squareRoot() }
+        if dop.time == nil { dop.time = d[3].squareRoot() }
+        if dop.geometric == nil { dop.geometric = (d[0] + d[1] + d[2] + d[3]).squareRoot() }
+    }
+
+    /// The inverse of a 4 × 4 matrix (Gauss–Jordan with partial pivoting), or nil when singular.
+    static func invert(_ matrix: [[Double]]) -> [[Double]]? {
+        var a = matrix
+        var inverse = (0..<4).map { i in (0..<4).map { j in i == j ? 1.0 : 0.0 } }
+        for column in 0..<4 {
+            guard let pivot = (column..<4).max(by: { abs(a[$0][column]) < abs(a[$1][column]) }),
+                abs(a[pivot][column]) > 1e-12
+            else { return nil }
+            a.swapAt(column, pivot)
+            inverse.swapAt(column, pivot)
+            let scale = a[column][column]
+            for j in 0..<4 {
+                a[column][j] /= scale
+                inverse[column][j] /= scale
+            }
+            for row in 0..<4 where row != column {
+                let factor = a[row][column]
+                guard factor != 0 else { continue }
+                for j in 0..<4 {
+                    a[row][j] -= factor * a[column][j]
+                    inverse[row][j] -= factor * inverse[column][j]
+                }
+            }
+        }
+        return inverse
+    }
+
+    /// gpsd's constellation number for a talker's second letter (0: none, decided by number).
+    private static func constellation(of second: UInt8) -> Int {
+        switch second {
+        case UInt8(ascii: "L"): 2
+        case UInt8(ascii: "A"): 3
+        case UInt8(ascii: "B"), UInt8(ascii: "D"): 4
+        case UInt8(ascii: "Q"), UInt8(ascii: "Z"): 5
+        case UInt8(ascii: "I"): 6
+        default: 0
+        }
+    }
+
+    /// A satellite number as gpsd numbers it (0: one gpsd does not use).
+    static func prn(talker: UInt16, number: Int, constellation: Int) -> Int {
+        guard number >= 1 else { return 0 }
+        let first = UInt8(truncatingIfNeeded: talker >> 8)
+        let second = UInt8(truncatingIfNeeded: talker)
+        switch constellation {
+        case 1:
+            switch number {
+            case ...64, 101...136, 152...157, 193...199, 201...264: return number
+            default: return 0
+            }
+        case 2: return 64 + (number < 64 ? number : number - 64)
+        case 3: return 300 + (number < 100 ? number : number - 100)
+        case 4: return 400 + (number < 100 ? number : number - 200)
+        case 5: return 192 + (number < 100 ? number : number - 192)
+        case 6: return 500 + number
+        case 0: break
+        default: return 0
+        }
+        if number <= 32 {
+            switch (first, second) {
+            case (UInt8(ascii: "G"), UInt8(ascii: "A")): return 300 + number
+            case (UInt8(ascii: "G"), UInt8(ascii: "B")), (UInt8(ascii: "B"), UInt8(ascii: "D")),
+                (UInt8(ascii: "P"), UInt8(ascii: "Q")):
+                return 400 + number
+            case (UInt8(ascii: "G"), UInt8(ascii: "I")): return 500 + number
+            case (UInt8(ascii: "G"), UInt8(ascii: "L")): return 64 + number
+            case (UInt8(ascii: "G"), UInt8(ascii: "Q")), (UInt8(ascii: "Q"), UInt8(ascii: "Z")): return 192 + number
+            default: return number
+            }
+        }
+        switch number {
+        case 33...96, 120...158, 173...182, 193...197, 301...356, 401...437: return number
+        case 201...237: return number + 200
+        default: return 0
+        }
+    }
+}
+
+/// gpsd 3.22's error model for one receiver cycle (`gpsd_error_model`), fed sentence by
+/// sentence as gpsd feeds it: the 95 % errors a TPV carries, from the DOPs and the fix status.
+struct GPSDCycleErrors: Sendable {
+    var x: Double?
+    var y: Double?
+    var vertical: Double?
+    var horizontal: Double?
+
+    static let confidence = 2.45  // gpsd's GPSD_CONFIDENCE (CEP95_SIGMA)
+    static let cep50 = 1.18  // CEP50_SIGMA: Garmin's PGRME figures are taken as 50 % CEP
+
+    /// After one sentence: `mode` and `dgps` as the cycle stands now.
+    mutating func update(_ dop: GPSDSatellitePicture.Dilutions, mode: FixMode, dgps: Bool, sentenceSetsErrors: Bool) {
+        guard mode >= .twoDimensional else { return }
+        let (h, v, p) = dgps ? (3.75, 5.75, 4.75) : (15.0, 23.0, 19.0)
+        if !sentenceSetsErrors {
+            if let xdop = dop.x { x = xdop * h }
+            if let ydop = dop.y { y = ydop * h }
+        }
+        if mode == .threeDimensional, vertical == nil, let vdop = dop.vertical { vertical = vdop * v }
+        if horizontal == nil, let hdop = dop.horizontal { horizontal = hdop * p }
+    }
+
+    /// Garmin's PGRME (estimated position errors, taken as 50 % CEP, scaled to gpsd's 95 %).
+    mutating func pgrme(horizontal hpe: Double?, vertical vpe: Double?) {
+        if let hpe {
+            x = hpe / 2.0.squareRoot() * Self.confidence / Self.cep50
+            y = x
+        }
+        if let vpe { vertical = vpe * Self.confidence / Self.cep50 }
+    }
+}
