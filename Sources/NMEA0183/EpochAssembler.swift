@@ -62,6 +62,9 @@ public struct EpochAssembler: Sendable {
     /// The previous cycle as it ended (gpsd's `oldfix`): for speed and climb where the
     /// receiver gives none.
     private var previous = Previous()
+    /// gpsd's error model for the open cycle, run after each of its sentences (kept beside the
+    /// cycle, not in it: updating a field of the large cycle value copied it twice a sentence).
+    private var errors = GPSDCycleErrors()
 
     private struct Previous {
         var time: Date?
@@ -95,9 +98,6 @@ public struct EpochAssembler: Sendable {
         var altitudeMSL: Double?
         var geoidSeparation: Double?
         var quality = 0
-        var hdop: Double?
-        var vdop: Double?
-        var pgrme: (horizontal: Double?, vertical: Double?)?
         var speedKnots: Double?
         var course: Double?
         var rmcMotion = false
@@ -110,8 +110,6 @@ public struct EpochAssembler: Sendable {
         var gpsdEnded = false
         /// gpsd's fix status as the cycle's sentences set it (2: DGPS, which lowers the UEREs).
         var status = 0
-        /// gpsd's error model, run after each sentence of the cycle.
-        var errors = GPSDCycleErrors()
         /// A sentence of this cycle has set the fix mode.
         var modeSet = false
         /// Set when the cycle is reported.
@@ -124,10 +122,14 @@ public struct EpochAssembler: Sendable {
     /// Adds a sentence; calls `emit` for each `Fix` it completes (the previous cycle's when this
     /// sentence closes it, this cycle's when it is a cycle-ending sentence).
     public mutating func add(_ sentence: NMEASentence, _ emit: (Fix) -> Void) {
-        var emitted: Fix?
+        // gpsd clears its fix when a cycle starts: until a sentence of the cycle sets the mode
+        // (RMC, GGA/GNS, GLL, GSA) its error model derives nothing (a ZDA first has none).
+        var setsMode = true
+        var setsErrors = false
         switch sentence {
         case .rmc(let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, let modeIndicator):
-            emitted = boundary(time, .rmc)
+            if let closed = boundary(time, .rmc) { emit(closed) }
+            picture.otherSentence()
             if let rmcDate {
                 setDate(
                     year: rmcDate.year < 80 ? 2000 + rmcDate.year : 1900 + rmcDate.year, month: rmcDate.month,
@@ -148,7 +150,7 @@ public struct EpochAssembler: Sendable {
             }
         case .gga(
             let time, let latitude, let longitude, let quality, let satellites, let hdop, let altitude, let separation):
-            emitted = boundary(time, .gga)
+            if let closed = boundary(time, .gga) { emit(closed) }
             cycle.positional = true
             // An autonomous fix from no satellites is not credible (Hemisphere sends it while
             // acquiring); DGPS receivers such as Garmin's report 00 satellites with real fixes.
@@ -162,7 +164,6 @@ public struct EpochAssembler: Sendable {
                 cycle.longitude = longitude
                 cycle.quality = quality
                 cycle.ggaFix = true
-                if let hdop { cycle.hdop = hdop }
                 if let altitude {
                     cycle.altitudeMSL = altitude
                     cycle.geoidSeparation = separation
@@ -172,7 +173,8 @@ public struct EpochAssembler: Sendable {
                 }
             }
         case .gll(let time, let latitude, let longitude, let valid):
-            emitted = boundary(time, .gll)
+            if let closed = boundary(time, .gll) { emit(closed) }
+            picture.otherSentence()
             cycle.positional = true
             if valid, let latitude, let longitude {
                 cycle.latitude = latitude
@@ -181,50 +183,46 @@ public struct EpochAssembler: Sendable {
             }
         case .gsa(let gsaMode, let pdop, let hdop, let vdop, let used, _, let talker, let fieldCount):
             openIfNeeded()
-            var numbers = used.map(Int.init)
             // gpsd reads fields 3 … count − 4 as numbers: after an NMEA 4.10 system id, the
             // PDOP's whole part too.
-            if fieldCount == 19, let pdop, pdop >= 1 { numbers.append(Int(pdop)) }
-            picture.gsa(talker: talker, fieldCount: fieldCount, pdop: pdop, hdop: hdop, vdop: vdop, used: numbers)
+            let extra = fieldCount == 19 ? pdop.flatMap { $0 >= 1 && $0 < 1e6 ? Int($0) : nil } : nil
+            picture.gsa(
+                talker: talker, fieldCount: fieldCount, pdop: pdop, hdop: hdop, vdop: vdop, used: used, extra: extra)
             cycle.positional = true
             if !cycle.ggaFix, let gsaMode, let value = FixMode(rawValue: gsaMode), value >= .noFix { mode = value }
-            if let hdop { cycle.hdop = hdop }
-            if let vdop { cycle.vdop = vdop }
         case .vtg(let course, let speed, let valid):
             openIfNeeded()
+            picture.otherSentence()
+            setsMode = false
             if valid && !cycle.rmcMotion {
                 if let speed { cycle.speedKnots = speed }
                 if let course { cycle.course = course }
             }
         case .gst(let time, let latitude, let longitude, let altitude):
             openIfNeeded()
+            picture.otherSentence()
+            setsMode = false
             // By its own time, as gpsd reports it (a GST may open its cycle, before the GGA).
             if let time { estimate = Estimate(time: time, latitude: latitude, longitude: longitude, altitude: altitude) }
         case .zda(let time, let day, let month, let year):
-            emitted = boundary(time, .zda)
+            if let closed = boundary(time, .zda) { emit(closed) }
             setDate(year: year, month: month, day: day, time: time)
+            picture.otherSentence()
+            setsMode = false
         case .pgrme(let horizontal, let vertical):
             openIfNeeded()
-            cycle.pgrme = (horizontal, vertical)
-            cycle.errors.pgrme(horizontal: horizontal, vertical: vertical)
+            errors.pgrme(horizontal: horizontal, vertical: vertical)
+            picture.otherSentence()
+            setsMode = false
+            setsErrors = true
         case .gsv(let talker, let total, let part, _, let satellites, let fieldCount):
             picture.gsv(talker: talker, fieldCount: fieldCount, total: total, part: part, satellites: satellites)
+            setsMode = false
         }
-        switch sentence {
-        case .gsa, .gsv, .gga: break
-        default: picture.otherSentence()
+        if setsMode { cycle.modeSet = true }
+        if cycle.modeSet && !setsErrors {
+            picture.estimate(&errors, mode: mode, dgps: cycle.status == 2)
         }
-        // gpsd clears its fix when a cycle starts: until a sentence of this cycle sets the
-        // mode (RMC, GGA/GNS, GLL, GSA) no error is derived (a ZDA first has none).
-        switch sentence {
-        case .rmc, .gga, .gll, .gsa: cycle.modeSet = true
-        default: break
-        }
-        if case .pgrme = sentence {
-        } else if cycle.modeSet {
-            cycle.errors.update(picture.dop, mode: mode, dgps: cycle.status == 2, sentenceSetsErrors: false)
-        }
-        if let emitted { emit(emitted) }
         if let type = Self.timedType(sentence), type != .zda {
             if gpsdEnders.contains(type) { cycle.gpsdEnded = true }
             lastLatched = type
@@ -254,7 +252,10 @@ public struct EpochAssembler: Sendable {
     /// when it had a sentence gpsd ends cycles with (gpsd reported it there: e.g. a cycle cut off
     /// after its GGA, before its ZDA), and not otherwise (gpsd never reported it either).
     public mutating func finish() -> Fix? {
-        defer { cycle = Cycle() }
+        defer {
+            cycle = Cycle()
+            errors = GPSDCycleErrors()
+        }
         if cycle.reported || (!cycleEnders.isEmpty && !cycle.gpsdEnded) { return nil }
         return makeFix()
     }
@@ -319,6 +320,7 @@ public struct EpochAssembler: Sendable {
         if cycle.time != nil { learning = false }
         rememberCycle()
         cycle = Cycle()
+        errors = GPSDCycleErrors()
         cycle.open = true
         cycle.time = time
         return fix
@@ -330,21 +332,21 @@ public struct EpochAssembler: Sendable {
         cycle.fixTime = fixTime
         let hasPosition = mode >= .twoDimensional && cycle.latitude != nil && cycle.longitude != nil
         let is3D = mode == .threeDimensional
-        var errors = FixErrors()
+        var fixErrors = FixErrors()
         if hasPosition {
             // gpsd's model (GPSDCycleErrors); where the receiver reports its own estimate (GST),
             // that instead, on both paths (README, the field table).
-            errors.horizontal = cycle.errors.horizontal
+            fixErrors.horizontal = errors.horizontal
             if let gst = estimate, let time = cycle.time, abs(gst.time - time) < 0.01, let latitude = gst.latitude,
                 let longitude = gst.longitude
             {
-                errors.latitude = latitude * Self.confidenceScale
-                errors.longitude = longitude * Self.confidenceScale
-                if is3D { errors.vertical = gst.altitude.map { $0 * Self.confidenceScale } ?? cycle.errors.vertical }
+                fixErrors.latitude = latitude * Self.confidenceScale
+                fixErrors.longitude = longitude * Self.confidenceScale
+                if is3D { fixErrors.vertical = gst.altitude.map { $0 * Self.confidenceScale } ?? errors.vertical }
             } else {
-                errors.longitude = cycle.errors.x
-                errors.latitude = cycle.errors.y
-                if is3D { errors.vertical = cycle.errors.vertical }
+                fixErrors.longitude = errors.x
+                fixErrors.latitude = errors.y
+                if is3D { fixErrors.vertical = errors.vertical }
             }
         }
         let altitudeMSL = is3D ? cycle.altitudeMSL : nil
@@ -378,7 +380,7 @@ public struct EpochAssembler: Sendable {
             altitudeHAE: altitudeHAE,
             altitudeMSL: altitudeMSL,
             geoidSeparation: cycle.geoidSeparation,
-            errors: errors,
+            errors: fixErrors,
             speed: speed,
             course: hasPosition ? cycle.course : nil,
             climb: climb)

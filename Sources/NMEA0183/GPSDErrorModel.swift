@@ -36,7 +36,9 @@ struct GPSDSatellitePicture: Sendable {
 
     private(set) var dop = Dilutions()
     private var sky: [Satellite] = []
-    private var used: [Int] = []
+    /// The used satellites' numbers (gpsd's `sats_used`), and the same as a set of bits.
+    private var usedCount = 0
+    private var usedBits = SIMD16<UInt64>()
     /// The talker of the GSA just before, if the sentence just before was a GSA (0: none).
     private var lastGSATalker: UInt8 = 0
     /// The talker of the GSV just before, if the sentence just before was a GSV (0: none).
@@ -64,7 +66,8 @@ struct GPSDSatellitePicture: Sendable {
 
     /// One GSA: its DOPs, and the satellites it says are used.
     mutating func gsa(
-        talker: UInt16, fieldCount: Int, pdop: Double?, hdop: Double?, vdop: Double?, used numbers: [Int]
+        talker: UInt16, fieldCount: Int, pdop: Double?, hdop: Double?, vdop: Double?,
+        used numbers: NMEAInlineList<12, Int16>, extra: Int?
     ) {
         lastGSVTalker = 0
         let second = UInt8(truncatingIfNeeded: talker)
@@ -73,15 +76,20 @@ struct GPSDSatellitePicture: Sendable {
             if let hdop { dop.horizontal = hdop }
             if let vdop { dop.vertical = vdop }
         }
-        if lastGSATalker == 0 || (second == lastGSATalker && second != UInt8(ascii: "N")) { used.removeAll() }
+        if lastGSATalker == 0 || (second == lastGSATalker && second != UInt8(ascii: "N")) {
+            usedCount = 0
+            usedBits = SIMD16()
+        }
         lastGSATalker = second
         let system = Self.constellation(of: second)
-        for number in numbers where number >= 1 {
+        func add(_ number: Int) {
             let prn = Self.prn(talker: talker, number: number, constellation: system)
-            guard prn > 0 else { continue }
-            if used.count >= Self.maximumChannels { break }
-            used.append(prn)
+            guard prn > 0, prn < 1024, usedCount < Self.maximumChannels else { return }
+            usedCount += 1
+            usedBits[prn >> 6] |= 1 << UInt64(prn & 63)
         }
+        for number in numbers where number >= 1 { add(Int(number)) }
+        if let extra, extra >= 1 { add(extra) }
     }
 
     /// One GSV part. When it completes a set, the computed DOPs are made anew.
@@ -91,21 +99,21 @@ struct GPSDSatellitePicture: Sendable {
         lastGSATalker = 0
         let second = UInt8(truncatingIfNeeded: talker)
         guard fieldCount > 3, fieldCount % 4 == 0 || fieldCount % 4 == 1, part >= 1 else {
-            sky.removeAll()
+            sky.removeAll(keepingCapacity: true)
             return
         }
         awaitedParts = total
         var system = 0
         if part == 1 {
             // A GPS set (its L1 signal: a later L2 set in the same cycle is rare) starts afresh.
-            if lastGSVTalker == 0 || second == UInt8(ascii: "P") { sky.removeAll() }
+            if lastGSVTalker == 0 || second == UInt8(ascii: "P") { sky.removeAll(keepingCapacity: true) }
             lastGSVTalker = second
             system = Self.constellation(of: second)
             if second != UInt8(ascii: "P") { seenOtherGSV = true }
         }
         for satellite in satellites {
             if sky.count >= Self.maximumChannels {
-                sky.removeAll()
+                sky.removeAll(keepingCapacity: true)
                 break
             }
             let prn = Self.prn(talker: talker, number: satellite.prn, constellation: system)
@@ -115,11 +123,11 @@ struct GPSDSatellitePicture: Sendable {
                 Satellite(
                     prn: prn, elevation: Double(Int(satellite.elevation ?? 0)),
                     azimuth: Double(Int(satellite.azimuth ?? 0)),
-                    used: prn > 0 && signal > 0 && used.contains(prn)))
+                    used: prn > 0 && prn < 1024 && signal > 0 && usedBits[prn >> 6] & (1 << UInt64(prn & 63)) != 0))
         }
         guard part >= awaitedParts else { return }
         guard sky.contains(where: { $0.azimuth != 0 }) else {
-            sky.removeAll()
+            sky.removeAll(keepingCapacity: true)
             return
         }
         if seenOtherGSV && second == UInt8(ascii: "P") { return }
@@ -130,25 +138,15 @@ struct GPSDSatellitePicture: Sendable {
         fillDilutions()
     }
 
+    /// Runs gpsd's error model for one sentence with the DOPs held now.
+    func estimate(_ errors: inout GPSDCycleErrors, mode: FixMode, dgps: Bool) {
+        errors.update(
+            xdop: dop.x, ydop: dop.y, vdop: dop.vertical, hdop: dop.horizontal, mode: mode, dgps: dgps)
+    }
+
     /// gpsd's `fill_dop`: the DOPs from the used satellites' geometry, where none is set.
     private mutating func fillDilutions() {
-        guard !sky.isEmpty else { return }
-        var lines: [(Double, Double, Double)] = []
-        for satellite in sky where satellite.used && satellite.prn >= 1 {
-            guard (0...359).contains(satellite.azimuth), abs(satellite.elevation) <= 90 else { continue }
-            let azimuth = satellite.azimuth * .pi / 180
-            let elevation = satellite.elevation * .pi / 180
-            lines.append((sin(azimuth) * cos(elevation), cos(azimuth) * cos(elevation), sin(elevation)))
-        }
-        guard lines.count >= 4 else { return }
-        var product = [[Double]](repeating: [Double](repeating: 0, count: 4), count: 4)
-        for line in lines {
-            let row = [line.0, line.1, line.2, 1.0]
-            for i in 0..<4 { for j in 0..<4 { product[i][j] += row[i] * row[j] } }
-        }
-        guard let inverse = Self.invert(product) else { return }
-        let d = (0..<4).map { inverse[$0][$0] }
-        guard d.allSatisfy({ $0 >= 0 }) else { return }
+        guard let d = geometryDiagonal() else { return }
         if dop.x == nil { dop.x = d[0].squareRoot() }
         if dop.y == nil { dop.y = d[1].squareRoot() }
         if dop.horizontal == nil { dop.horizontal = (d[0] + d[1]).squareRoot() }
@@ -158,31 +156,80 @@ struct GPSDSatellitePicture: Sendable {
         if dop.geometric == nil { dop.geometric = (d[0] + d[1] + d[2] + d[3]).squareRoot() }
     }
 
-    /// The inverse of a 4 × 4 matrix (Gauss–Jordan with partial pivoting), or nil when singular.
-    static func invert(_ matrix: [[Double]]) -> [[Double]]? {
-        var a = matrix
-        var inverse = (0..<4).map { i in (0..<4).map { j in i == j ? 1.0 : 0.0 } }
-        for column in 0..<4 {
-            guard let pivot = (column..<4).max(by: { abs(a[$0][column]) < abs(a[$1][column]) }),
-                abs(a[pivot][column]) > 1e-12
-            else { return nil }
-            a.swapAt(column, pivot)
-            inverse.swapAt(column, pivot)
-            let scale = a[column][column]
-            for j in 0..<4 {
-                a[column][j] /= scale
-                inverse[column][j] /= scale
-            }
-            for row in 0..<4 where row != column {
-                let factor = a[row][column]
-                guard factor != 0 else { continue }
-                for j in 0..<4 {
-                    a[row][j] -= factor * a[column][j]
-                    inverse[row][j] -= factor * inverse[column][j]
-                }
+    /// The diagonal of the inverse of the used satellites' line-of-sight product matrix (rows:
+    /// east, north, up, 1), or nil with fewer than four of them or a singular geometry.
+    private func geometryDiagonal() -> SIMD4<Double>? {
+        var product = (SIMD4<Double>(), SIMD4<Double>(), SIMD4<Double>(), SIMD4<Double>())
+        var count = 0
+        let table = Self.trigonometry
+        for satellite in sky where satellite.used && satellite.prn >= 1 {
+            guard (0...359).contains(satellite.azimuth), abs(satellite.elevation) <= 90 else { continue }
+            // Whole degrees (gpsd reads them with atoi): sines and cosines from a table.
+            let azimuth = table[Int(satellite.azimuth) + 90]
+            let elevation = table[Int(satellite.elevation) + 90]
+            let line = SIMD4(azimuth.sine * elevation.cosine, azimuth.cosine * elevation.cosine, elevation.sine, 1)
+            product.0 += line * line[0]
+            product.1 += line * line[1]
+            product.2 += line * line[2]
+            product.3 += line * line[3]
+            count += 1
+        }
+        guard count >= 4, let d = Self.inverseDiagonal(product), d[0] >= 0, d[1] >= 0, d[2] >= 0, d[3] >= 0
+        else { return nil }
+        return d
+    }
+
+    /// Sine and cosine of every whole degree from −90 to 359 (index: degrees + 90).
+    private static let trigonometry: [(sine: Double, cosine: Double)] = (-90...359).map { degrees in
+        let radians = Double(degrees) * .pi / 180
+        return (sin(radians), cos(radians))
+    }
+
+    /// The diagonal of a 4 × 4 matrix's inverse (Gauss–Jordan with partial pivoting), or nil
+    /// when it is singular.
+    static func inverseDiagonal(
+        _ rows: (SIMD4<Double>, SIMD4<Double>, SIMD4<Double>, SIMD4<Double>)
+    ) -> SIMD4<Double>? {
+        var a = rows
+        var inverse = (SIMD4<Double>(1, 0, 0, 0), SIMD4<Double>(0, 1, 0, 0), SIMD4<Double>(0, 0, 1, 0), SIMD4<Double>(0, 0, 0, 1))
+        func row(_ i: Int) -> (SIMD4<Double>, SIMD4<Double>) {
+            switch i {
+            case 0: (a.0, inverse.0)
+            case 1: (a.1, inverse.1)
+            case 2: (a.2, inverse.2)
+            default: (a.3, inverse.3)
             }
         }
-        return inverse
+        func set(_ i: Int, _ value: (SIMD4<Double>, SIMD4<Double>)) {
+            switch i {
+            case 0: (a.0, inverse.0) = value
+            case 1: (a.1, inverse.1) = value
+            case 2: (a.2, inverse.2) = value
+            default: (a.3, inverse.3) = value
+            }
+        }
+        for column in 0..<4 {
+            var pivot = column
+            for candidate in column + 1..<4 where abs(row(candidate).0[column]) > abs(row(pivot).0[column]) {
+                pivot = candidate
+            }
+            guard abs(row(pivot).0[column]) > 1e-12 else { return nil }
+            if pivot != column {
+                let swapped = row(pivot)
+                set(pivot, row(column))
+                set(column, swapped)
+            }
+            let (pivotRow, pivotInverse) = row(column)
+            let scale = pivotRow[column]
+            let normalized = (pivotRow / scale, pivotInverse / scale)
+            set(column, normalized)
+            for other in 0..<4 where other != column {
+                let (r, i) = row(other)
+                let factor = r[column]
+                if factor != 0 { set(other, (r - normalized.0 * factor, i - normalized.1 * factor)) }
+            }
+        }
+        return SIMD4(inverse.0[0], inverse.1[1], inverse.2[2], inverse.3[3])
     }
 
     /// gpsd's constellation number for a talker's second letter (0: none, decided by number).
@@ -247,16 +294,18 @@ struct GPSDCycleErrors: Sendable {
     static let confidence = 2.45  // gpsd's GPSD_CONFIDENCE (CEP95_SIGMA)
     static let cep50 = 1.18  // CEP50_SIGMA: Garmin's PGRME figures are taken as 50 % CEP
 
-    /// After one sentence: `mode` and `dgps` as the cycle stands now.
-    mutating func update(_ dop: GPSDSatellitePicture.Dilutions, mode: FixMode, dgps: Bool, sentenceSetsErrors: Bool) {
+    /// After one sentence (not a PGRME, whose errors stand for that sentence), with the DOPs
+    /// gpsd holds now (nil: unknown), and `mode` and `dgps` as the cycle stands now.
+    @inline(__always)
+    mutating func update(
+        xdop: Double?, ydop: Double?, vdop: Double?, hdop: Double?, mode: FixMode, dgps: Bool
+    ) {
         guard mode >= .twoDimensional else { return }
         let (h, v, p) = dgps ? (3.75, 5.75, 4.75) : (15.0, 23.0, 19.0)
-        if !sentenceSetsErrors {
-            if let xdop = dop.x { x = xdop * h }
-            if let ydop = dop.y { y = ydop * h }
-        }
-        if mode == .threeDimensional, vertical == nil, let vdop = dop.vertical { vertical = vdop * v }
-        if horizontal == nil, let hdop = dop.horizontal { horizontal = hdop * p }
+        if let xdop { x = xdop * h }
+        if let ydop { y = ydop * h }
+        if mode == .threeDimensional, vertical == nil, let vdop { vertical = vdop * v }
+        if horizontal == nil, let hdop { horizontal = hdop * p }
     }
 
     /// Garmin's PGRME (estimated position errors, taken as 50 % CEP, scaled to gpsd's 95 %).

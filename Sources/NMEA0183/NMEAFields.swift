@@ -55,6 +55,21 @@ struct Fields {
         return negative ? -value : value
     }
 
+    /// A GSV elevation, azimuth or signal: nearly always a few whole digits, read as such; a
+    /// sign or a fraction takes the general decimal path.
+    @inline(__always)
+    func satelliteValue(_ index: Int) -> Double? {
+        let field = bytes(index)
+        guard !field.isEmpty, field.count <= 3 else { return field.isEmpty ? nil : Self.parseDecimal(field)?.value }
+        var value = 0
+        for byte in field {
+            let digit = byte &- 0x30
+            guard digit <= 9 else { return Self.parseDecimal(field)?.value }
+            value = value &* 10 &+ Int(digit)
+        }
+        return Double(value)
+    }
+
     /// A decimal number: optional sign, digits, optional fraction. Nil when empty or not a number.
     func double(_ index: Int) -> Double? {
         let field = bytes(index)

@@ -476,8 +476,8 @@ public struct NMEAParser: Sendable {
             if let prn = f.integer(index), prn > 0 {
                 satellites.append(
                     NMEASatellite(
-                        prn: prn, elevation: f.double(index + 1), azimuth: f.double(index + 2),
-                        signalToNoise: f.double(index + 3)))
+                        prn: prn, elevation: f.satelliteValue(index + 1), azimuth: f.satelliteValue(index + 2),
+                        signalToNoise: f.satelliteValue(index + 3)))
             }
             index += 4
         }
