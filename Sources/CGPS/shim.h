@@ -139,6 +139,23 @@ static inline void cgps_copy_fix(const struct gps_data_t *data, cgps_fix *out) {
     out->magnetic_var = fix->magnetic_var;
 }
 
+/* ---------------------------------------------------------------- gst */
+
+/// A receiver's pseudorange error statistics (GST report): 1-sigma metres, NaN = unknown.
+typedef struct {
+    int64_t time_seconds;
+    long time_nanoseconds;
+    double latitude, longitude, altitude;
+} cgps_gst;
+
+static inline void cgps_copy_gst(const struct gps_data_t *data, cgps_gst *out) {
+    out->time_seconds = (int64_t)data->gst.utctime.tv_sec;
+    out->time_nanoseconds = (long)data->gst.utctime.tv_nsec;
+    out->latitude = data->gst.lat_err_deviation;
+    out->longitude = data->gst.lon_err_deviation;
+    out->altitude = data->gst.alt_err_deviation;
+}
+
 /* ---------------------------------------------------------------- sky */
 
 typedef struct {

@@ -59,6 +59,38 @@ public enum FixQuality: Int, Sendable, CustomStringConvertible {
 ///
 /// `nil` means the receiver or gpsd did not report the value. These are *not* CoreLocation's
 /// accuracies (68 %); the accuracy stage converts them.
+/// A receiver's own estimate of its position error (NMEA GST, gpsd's GST report): one
+/// standard deviation, metres, for the fix of `time`.
+public struct ReceiverErrorEstimate: Sendable, Equatable {
+    /// The time of the fix it describes.
+    public var time: Date?
+    public var latitude: Double?
+    public var longitude: Double?
+    public var altitude: Double?
+
+    public init(time: Date?, latitude: Double?, longitude: Double?, altitude: Double?) {
+        self.time = time
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitude = altitude
+    }
+
+    /// gpsd's errors are per axis at 95 %: 1.96 σ.
+    public static let confidenceScale = 1.96
+
+    /// The one rule both paths follow (README, the field table): where the receiver reports its
+    /// own estimate for a fix, its latitude and longitude errors (and the altitude error, for a
+    /// 3D fix) replace the DOP × UERE model's; nothing else changes.
+    public func applied(to errors: FixErrors, threeDimensional: Bool) -> FixErrors {
+        guard let latitude, let longitude else { return errors }
+        var result = errors
+        result.latitude = latitude * Self.confidenceScale
+        result.longitude = longitude * Self.confidenceScale
+        if threeDimensional, let altitude { result.vertical = altitude * Self.confidenceScale }
+        return result
+    }
+}
+
 public struct FixErrors: Sendable, Equatable {
     /// Time uncertainty, seconds (gpsd `ept`).
     public var time: Double?

@@ -12,7 +12,9 @@ public enum GPSDReport: Sendable, Equatable {
     /// A DEVICES report: the devices gpsd has active, sent in reply to WATCH (so a client that
     /// connects to a running gpsd learns its receivers without waiting for an activation).
     case devices([DeviceEvent])
-    /// Another class (VERSION, WATCH, GST, …), by name.
+    /// A GST report: the receiver's own error estimate for the fix of its time.
+    case errorEstimate(ReceiverErrorEstimate)
+    /// Another class (VERSION, WATCH, …), by name.
     case other(className: String)
 }
 

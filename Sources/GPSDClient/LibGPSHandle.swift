@@ -129,7 +129,8 @@ final class LibGPSHandle {
         guard let kind = GPSDRawJSON.classValue(bytes) else { return .other(className: "") }
         let wanted =
             GPSDRawJSON.classIs(kind, "TPV") || GPSDRawJSON.classIs(kind, "DEVICE")
-            || GPSDRawJSON.classIs(kind, "DEVICES") || (sky && GPSDRawJSON.classIs(kind, "SKY"))
+            || GPSDRawJSON.classIs(kind, "DEVICES") || GPSDRawJSON.classIs(kind, "GST")
+            || (sky && GPSDRawJSON.classIs(kind, "SKY"))
         guard wanted else { return .other(className: String(decoding: kind, as: UTF8.self)) }
         line.withMemoryRebound(to: CChar.self, capacity: length + 1) { _ = cgps_unpack($0, data) }
         return currentReport(line: bytes, kind: kind)
@@ -154,6 +155,17 @@ final class LibGPSHandle {
             return .fix(currentFix(device: GPSDRawJSON.stringField("\"device\":\"", in: line)))
         }
         if GPSDRawJSON.classIs(kind, "SKY") { return .sky(currentSky()) }
+        if GPSDRawJSON.classIs(kind, "GST") {
+            var raw = cgps_gst()
+            cgps_copy_gst(data, &raw)
+            let time: Date? =
+                raw.time_seconds == 0 && raw.time_nanoseconds == 0
+                ? nil : Date(timeIntervalSince1970: Double(raw.time_seconds) + Double(raw.time_nanoseconds) / 1e9)
+            return .errorEstimate(
+                ReceiverErrorEstimate(
+                    time: time, latitude: raw.latitude.finiteOrNil, longitude: raw.longitude.finiteOrNil,
+                    altitude: raw.altitude.finiteOrNil))
+        }
         if GPSDRawJSON.classIs(kind, "DEVICE") {
             if GPSDRawJSON.isDeactivation(line) {
                 let path = GPSDRawJSON.stringField("\"path\":\"", in: line) ?? ""

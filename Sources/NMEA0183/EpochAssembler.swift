@@ -72,6 +72,8 @@ public struct EpochAssembler: Sendable {
         var longitude: Double?
         var altitudeHAE: Double?
         var mode: FixMode = .notSeen
+        /// gpsd's model errors (epx, epy, epv) as the cycle ended.
+        var errors = GPSDCycleErrors()
     }
 
     /// Sentences that carry a time of day.
@@ -334,19 +336,17 @@ public struct EpochAssembler: Sendable {
         let is3D = mode == .threeDimensional
         var fixErrors = FixErrors()
         if hasPosition {
-            // gpsd's model (GPSDCycleErrors); where the receiver reports its own estimate (GST),
-            // that instead, on both paths (README, the field table).
-            fixErrors.horizontal = errors.horizontal
-            if let gst = estimate, let time = cycle.time, abs(gst.time - time) < 0.01, let latitude = gst.latitude,
-                let longitude = gst.longitude
-            {
-                fixErrors.latitude = latitude * Self.confidenceScale
-                fixErrors.longitude = longitude * Self.confidenceScale
-                if is3D { fixErrors.vertical = gst.altitude.map { $0 * Self.confidenceScale } ?? errors.vertical }
-            } else {
-                fixErrors.longitude = errors.x
-                fixErrors.latitude = errors.y
-                if is3D { fixErrors.vertical = errors.vertical }
+            // gpsd's model (GPSDCycleErrors); where the receiver reports its own estimate (GST)
+            // for this cycle's time, that instead, on both paths (`ReceiverErrorEstimate`).
+            fixErrors = FixErrors(
+                longitude: errors.x, latitude: errors.y, horizontal: errors.horizontal,
+                vertical: is3D ? errors.vertical : nil)
+            if let gst = estimate, let time = cycle.time, abs(gst.time - time) < 0.01 {
+                // As gpsd's GST report carries them: metres to 3 decimals.
+                fixErrors = ReceiverErrorEstimate(
+                    time: fixTime, latitude: Self.wire(gst.latitude, 3), longitude: Self.wire(gst.longitude, 3),
+                    altitude: Self.wire(gst.altitude, 3)
+                ).applied(to: fixErrors, threeDimensional: is3D)
             }
         }
         let altitudeMSL = is3D ? cycle.altitudeMSL : nil
@@ -354,47 +354,76 @@ public struct EpochAssembler: Sendable {
         cycle.altitudeHAE = altitudeHAE
         var speed = hasPosition ? cycle.speedKnots.map { $0 * 1852 / 3600 } : nil
         var climb: Double?
-        // As gpsd derives them where the receiver gives none: speed from the distance to the
-        // previous cycle's position, climb from its ellipsoidal altitude (`gpsd_error_model`).
-        if hasPosition, let fixTime, let before = previous.time, previous.mode >= .twoDimensional {
-            let elapsed = fixTime.timeIntervalSince(before)
-            if elapsed > 0 {
-                if speed == nil, let latitude = previous.latitude, let longitude = previous.longitude {
-                    let metres = Geodesic.wgs84.distance(
+        // As gpsd derives them where the receiver gives none (`gpsd_error_model`): speed from the
+        // distance to the previous cycle's position, climb from its ellipsoidal altitude, and
+        // the errors of speed (eps), course (epd) and climb (epc) from the two cycles' errors.
+        if hasPosition, let fixTime, let before = previous.time, previous.mode >= .twoDimensional,
+            case let elapsed = fixTime.timeIntervalSince(before), elapsed > 0
+        {
+            let metres = previous.latitude.flatMap { latitude in
+                previous.longitude.map { longitude in
+                    Geodesic.wgs84.distance(
                         latitude1: latitude, longitude1: longitude, latitude2: cycle.latitude!,
                         longitude2: cycle.longitude!)
-                    speed = metres / elapsed <= 9999.9 ? metres / elapsed : nil
-                }
-                if is3D, previous.mode == .threeDimensional, let now = altitudeHAE, let then = previous.altitudeHAE {
-                    let rate = (now - then) / elapsed
-                    climb = abs(rate) <= 9999.9 ? rate : nil
                 }
             }
+            if speed == nil, let metres { speed = metres / elapsed <= 9999.9 ? metres / elapsed : nil }
+            if is3D, previous.mode == .threeDimensional, let now = altitudeHAE, let then = previous.altitudeHAE {
+                let rate = (now - then) / elapsed
+                climb = abs(rate) <= 9999.9 ? rate : nil
+            }
+            if let x = errors.x, let y = errors.y {
+                if let oldX = previous.errors.x, let oldY = previous.errors.y {
+                    fixErrors.speed = (max(oldX, oldY) + max(x, y)) / elapsed
+                }
+                if let metres, metres > max(x, y) {
+                    let opposite = max(x, y)
+                    fixErrors.course = 2 * asin(opposite / (metres * metres + opposite * opposite).squareRoot()) * 180 / .pi
+                }
+            }
+            if let vertical = errors.vertical, let old = previous.errors.vertical {
+                fixErrors.climb = (old + vertical) / elapsed
+            }
         }
+        // Every value as precise as gpsd's TPV carries it to a live client (gpsd_json.c's
+        // formats), so a replay gives the app what the receiver gives it through gpsd.
+        fixErrors = FixErrors(
+            longitude: Self.wire(fixErrors.longitude, 3), latitude: Self.wire(fixErrors.latitude, 3),
+            horizontal: Self.wire(fixErrors.horizontal, 3), vertical: Self.wire(fixErrors.vertical, 3),
+            speed: Self.wire(fixErrors.speed, 2), course: Self.wire(fixErrors.course, 4),
+            climb: Self.wire(fixErrors.climb, 2))
         return Fix(
             mode: mode == .notSeen ? .noFix : mode,
             quality: Self.quality(cycle.quality),
             time: fixTime,
-            latitude: hasPosition ? cycle.latitude : nil,
-            longitude: hasPosition ? cycle.longitude : nil,
-            altitudeHAE: altitudeHAE,
-            altitudeMSL: altitudeMSL,
+            latitude: hasPosition ? Self.wire(cycle.latitude, 9) : nil,
+            longitude: hasPosition ? Self.wire(cycle.longitude, 9) : nil,
+            altitudeHAE: Self.wire(altitudeHAE, 4),
+            altitudeMSL: Self.wire(altitudeMSL, 4),
             geoidSeparation: cycle.geoidSeparation,
             errors: fixErrors,
-            speed: speed,
-            course: hasPosition ? cycle.course : nil,
-            climb: climb)
+            speed: Self.wire(speed, 3),
+            course: hasPosition ? Self.wire(cycle.course, 4) : nil,
+            climb: Self.wire(climb, 3))
     }
 
-    /// gpsd's 95 % errors are per-axis 1.96 σ (GST reports σ).
-    static let confidenceScale = 1.96
+    /// `value` to `decimals` places, as gpsd prints it.
+    @inline(__always)
+    static func wire(_ value: Double?, _ decimals: Int) -> Double? {
+        guard let value else { return nil }
+        let scale = wireScales[decimals]
+        return (value * scale).rounded() / scale
+    }
+
+    private static let wireScales: [Double] = (0...9).map { pow(10, Double($0)) }
 
     /// The cycle as it ends, for the next one's derived speed and climb.
     private mutating func rememberCycle() {
         let hasPosition = mode >= .twoDimensional && cycle.latitude != nil && cycle.longitude != nil
         previous = Previous(
             time: cycle.fixTime, latitude: hasPosition ? cycle.latitude : nil,
-            longitude: hasPosition ? cycle.longitude : nil, altitudeHAE: cycle.altitudeHAE, mode: mode)
+            longitude: hasPosition ? cycle.longitude : nil, altitudeHAE: cycle.altitudeHAE, mode: mode,
+            errors: errors)
     }
 
     /// gpsd's fix status from RMC's FAA mode indicator (no indicator: a valid fix).

@@ -171,7 +171,11 @@ struct GPSDReaderTests {
         let reports = await Self.reports(port: server.port, sky: false)
         #expect(reports == Self.expected(lines, sky: false))
         #expect(reports.contains(.other(className: "SKY")))
-        #expect(reports.contains(.other(className: "GST")))
+        #expect(
+            reports.contains(
+                .errorEstimate(
+                    ReceiverErrorEstimate(
+                        time: ISO8601.parse("2026-06-15T08:00:01.000Z"), latitude: 1.6, longitude: 1.3, altitude: 2.8))))
         withExtendedLifetime(server) {}
     }
 

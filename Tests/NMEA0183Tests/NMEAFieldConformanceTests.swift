@@ -11,7 +11,9 @@ import Testing
 /// its error estimates (README: √(epx² + epy²) / 1.96, else eph / 2; epv / 1.96) — is compared
 /// with ours: values within gpsd's printed rounding, accuracies within 5 %.
 struct FieldAgreement: CustomStringConvertible {
-    static let fields = ["altMSL", "altHAE", "speed", "track", "climb", "horizontal", "vertical"]
+    static let fields = [
+        "altMSL", "altHAE", "speed", "track", "climb", "horizontal", "vertical", "eps", "epd", "epc",
+    ]
     var name: String
     var epochs = 0
     /// Per field: values gpsd reports on matched epochs, and how many of them we report the same.
@@ -118,6 +120,10 @@ struct FieldAgreement: CustomStringConvertible {
                 relative: true, at: at)
             result.compare(
                 "vertical", gpsd: expectedVertical, ours: fix.errors.vertical.map { $0 / 1.96 }, relative: true, at: at)
+            // Speed, course and climb errors (CoreLocation's speedAccuracy, courseAccuracy ×1.96).
+            result.compare("eps", gpsd: n["eps"], ours: fix.errors.speed, relative: true, at: at)
+            result.compare("epd", gpsd: n["epd"], ours: fix.errors.course, relative: true, at: at)
+            result.compare("epc", gpsd: n["epc"], ours: fix.errors.climb, relative: true, at: at)
         }
         return result
     }

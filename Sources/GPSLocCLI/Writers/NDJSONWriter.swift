@@ -30,7 +30,8 @@ public struct NDJSONWriter: Sendable {
         let horizontal = location.horizontalAccuracy
         appendOptional(horizontal >= 0 && horizontal < CLLocationDistanceMax ? horizontal : nil, decimals: 3)
         append(#","verticalAccuracy":"#)
-        appendOptional(altitudeValid ? location.verticalAccuracy : nil, decimals: 3)
+        let vertical = location.verticalAccuracy
+        appendOptional(altitudeValid && vertical < CLLocationDistanceMax ? vertical : nil, decimals: 3)
         append(#","speed":"#)
         appendOptional(location.speed >= 0 ? location.speed : nil, decimals: 3)
         append(#","speedAccuracy":"#)

@@ -192,12 +192,19 @@ package struct TimeOrderStage: Sendable {
 /// (68 %). So, with k = 1.96 (the two-sided 95 % point of a normal distribution):
 /// - `horizontalAccuracy` = √(epx² + epy²) / k — the 1σ per-axis errors combined as a distance
 ///   RMS; when epx/epy are missing, `eph / 2` (eph read as a 2DRMS, ≈ 95 %);
-/// - `verticalAccuracy` = epv / k, only for 3D fixes (2D: −1, altitude invalid);
+/// - `verticalAccuracy` = epv / k, only for 3D fixes with an altitude (2D: −1, altitude
+///   invalid). A receiver's altitude is never hidden: with no vertical estimate at all (no epv,
+///   no VDOP), `horizontalAccuracy` × 23/15 — gpsd's vertical over horizontal UERE, the ratio
+///   its model would give for equal dilutions — and with no horizontal one either,
+///   `CLLocationDistanceMax` (altitude valid, its accuracy unknown; `null` in NDJSON);
 /// - `speedAccuracy` = eps / k, `courseAccuracy` = epd / k.
 /// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
 /// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
 package struct AccuracyStage: Sendable {
     package static let confidenceScale = 1.96
+    /// gpsd's vertical over horizontal UERE (23 m / 15 m): a vertical accuracy where the
+    /// receiver gives no vertical estimate.
+    package static let verticalOverHorizontal = 23.0 / 15.0
 
     package init() {}
 
@@ -222,9 +229,15 @@ package struct AccuracyStage: Sendable {
         let horizontal = Self.horizontalAccuracy(fix.errors)
         let is3D = fix.mode == .threeDimensional
         let vertical: Double =
-            if is3D, let epv = fix.errors.vertical, fix.altitudeMSL != nil || fix.altitudeHAE != nil {
+            if !is3D || (fix.altitudeMSL == nil && fix.altitudeHAE == nil) {
+                -1
+            } else if let epv = fix.errors.vertical {
                 max(epv / Self.confidenceScale, .leastNonzeroMagnitude)
-            } else { -1 }
+            } else if let horizontal {
+                max(horizontal * Self.verticalOverHorizontal, .leastNonzeroMagnitude)
+            } else {
+                CLLocationDistanceMax
+            }
         let altitudeMSL = fix.altitudeMSL ?? fix.altitudeHAE.map { $0 - (fix.geoidSeparation ?? 0) } ?? 0
         let altitudeHAE = fix.altitudeHAE ?? fix.altitudeMSL.map { $0 + (fix.geoidSeparation ?? 0) } ?? 0
         return CLLocation(
