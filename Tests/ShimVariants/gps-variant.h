@@ -45,6 +45,13 @@ struct gps_fix_t {
 
 struct dop_t { double xdop, ydop, pdop, hdop, vdop, tdop, gdop; };
 
+/* GST: the same in API 9 through 16 (the receiver's pseudorange error statistics). */
+struct gst_t {
+    timespec_t utctime;
+    double rms_deviation, smajor_deviation, sminor_deviation, smajor_orientation;
+    double lat_err_deviation, lon_err_deviation, alt_err_deviation;
+};
+
 struct satellite_t {
     double ss;
     bool used;
@@ -85,6 +92,9 @@ struct gps_data_t {
         int ndevices;
         struct devconfig_t list[MAXUSERDEVS];
     } devices;
+    union {
+        struct gst_t gst;
+    };
 };
 
 extern int gps_open(const char *, const char *, struct gps_data_t *);
