@@ -190,8 +190,7 @@ final class EngineSession: Sendable {
         self.counts = counts
         runner = EngineRunner(
             source: CountingSource(source, counts: counts), configuration: options.configuration, authorization: authorization, fuzzer: fuzzer,
-            reducedAccuracyStore: reducedAccuracyStore, lastLocationCache: cache,
-            queue: DispatchQueue(label: "gpsloc.output"))
+            reducedAccuracyStore: reducedAccuracyStore, lastLocationCache: cache, queue: nil)
         runner.endingReasons = endingReasons
         runner.setConsumer { [weak self] output in self?.write(output) }
     }

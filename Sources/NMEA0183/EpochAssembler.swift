@@ -362,7 +362,7 @@ public struct EpochAssembler: Sendable {
         {
             let metres = previous.latitude.flatMap { latitude in
                 previous.longitude.map { longitude in
-                    Geodesic.wgs84.distance(
+                    Geodesic.wgs84.nearbyDistance(
                         latitude1: latitude, longitude1: longitude, latitude2: cycle.latitude!,
                         longitude2: cycle.longitude!)
                 }

@@ -35,15 +35,25 @@ struct EngineTimersTests {
 
     @Test("timers that came due together (the thread was busy) fire in deadline order")
     func dueTogether() async throws {
-        // Another owner's action holds the shared thread for 0.3 s; meanwhile three deadlines pass.
-        let blocker = EngineTimers { _ in usleep(300_000) }
+        // Another owner's action holds the shared thread until released; meanwhile three
+        // deadlines pass. The deadlines are 0.2 s apart, so a test thread preempted between two
+        // armings on a busy machine still arms them in the order of their deadlines.
+        let release = DispatchSemaphore(value: 0)
+        let held = Locked(false)
+        let blocker = EngineTimers { _ in
+            held.withLock { $0 = true }
+            release.wait()
+        }
         let fires = Fires()
         let timers = EngineTimers { fires.record($0) }
         blocker.arm(.staleness, after: 0)
-        try await Task.sleep(for: .milliseconds(50))
-        timers.arm(.monitoringGap, after: 0.07)
-        timers.arm(.staleness, after: 0.03)
-        timers.arm(.requestLocation, after: 0.05)
+        #expect(await waitUntilAsync(timeout: 10) { held.withLock { $0 } })
+        timers.arm(.monitoringGap, after: 0.5)
+        timers.arm(.staleness, after: 0.1)
+        timers.arm(.requestLocation, after: 0.3)
+        try await Task.sleep(for: .milliseconds(700))  // every deadline has passed; the thread is still held
+        #expect(fires.timers.isEmpty)
+        release.signal()
         #expect(await waitUntilAsync(timeout: 5) { fires.timers.count == 3 })
         #expect(fires.timers == [.staleness, .requestLocation, .monitoringGap])
         withExtendedLifetime(blocker) {}

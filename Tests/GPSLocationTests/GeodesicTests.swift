@@ -59,6 +59,21 @@ struct GeodesicTests {
         #expect(decided == 200_000)
     }
 
+    @Test("the nearby distance (consecutive fixes) equals the geodesic within 1e-7 relative")
+    func nearby() {
+        var random = TestRandom(seed: 7)
+        for _ in 0..<20_000 {
+            let latitude = random.unit() * 176 - 88
+            let longitude = random.longitude()
+            let other = (latitude + (random.unit() - 0.5) * 0.018, longitude + (random.unit() - 0.5) * 0.018)
+            let exact = Geodesic.wgs84.distance(
+                latitude1: latitude, longitude1: longitude, latitude2: other.0, longitude2: other.1)
+            let near = Geodesic.wgs84.nearbyDistance(
+                latitude1: latitude, longitude1: longitude, latitude2: other.0, longitude2: other.1)
+            #expect(abs(near - exact) <= max(1e-6, 1e-7 * exact), "\(latitude),\(longitude) → \(other)")
+        }
+    }
+
     @Test("is symmetric and zero for identical points")
     func symmetry() {
         var random = TestRandom(seed: 99)

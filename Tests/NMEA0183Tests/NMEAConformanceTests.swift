@@ -31,9 +31,9 @@ struct Agreement: CustomStringConvertible {
 
     static func timeOfDay(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) % 86_400_000 }
 
-    /// Compares by time of day (gpsd 3.22 moves old dates by 1024 weeks; see the README).
-    static func measure(name: String, ours: [Fix], gpsd: [ReferenceTPV]) -> Agreement {
-        var result = Agreement(name: name)
+    /// gpsd's fix epochs and ours, each by time of day: the last TPV with mode ≥ 2 and a position,
+    /// and our last fix with a position, of each time.
+    static func epochs(ours: [Fix], gpsd: [ReferenceTPV]) -> (reference: [Int: ReferenceTPV], mine: [Int: Fix]) {
         var reference: [Int: ReferenceTPV] = [:]
         for tpv in gpsd where tpv.mode >= 2 {
             guard let time = tpv.time, tpv.latitude != nil, tpv.longitude != nil else { continue }
@@ -44,6 +44,13 @@ struct Agreement: CustomStringConvertible {
             guard let time = fix.time else { continue }
             mine[timeOfDay(time)] = fix
         }
+        return (reference, mine)
+    }
+
+    /// Compares by time of day (gpsd 3.22 moves old dates by 1024 weeks; see the README).
+    static func measure(name: String, ours: [Fix], gpsd: [ReferenceTPV]) -> Agreement {
+        var result = Agreement(name: name)
+        let (reference, mine) = epochs(ours: ours, gpsd: gpsd)
         result.gpsdEpochs = reference.count
         for (key, tpv) in reference.sorted(by: { $0.key < $1.key }) {
             guard let fix = mine[key] else {

@@ -83,16 +83,7 @@ struct FieldAgreement: CustomStringConvertible {
         estimates: [Int: (latitude: Double, longitude: Double, altitude: Double?)] = [:]
     ) -> FieldAgreement {
         var result = FieldAgreement(name: name)
-        var reference: [Int: ReferenceTPV] = [:]
-        for tpv in gpsd where tpv.mode >= 2 {
-            guard let time = tpv.time, tpv.latitude != nil, tpv.longitude != nil else { continue }
-            reference[Agreement.timeOfDay(time)] = tpv
-        }
-        var mine: [Int: Fix] = [:]
-        for fix in ours where fix.hasPosition {
-            guard let time = fix.time else { continue }
-            mine[Agreement.timeOfDay(time)] = fix
-        }
+        let (reference, mine) = Agreement.epochs(ours: ours, gpsd: gpsd)
         for (key, tpv) in reference.sorted(by: { $0.key < $1.key }) {
             guard let fix = mine[key], fix.mode.rawValue == tpv.mode,
                 nearlyEqual(fix.latitude, tpv.latitude, tolerance: 1e-7),

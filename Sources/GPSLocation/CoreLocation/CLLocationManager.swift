@@ -112,7 +112,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
 
     /// The queue delegate methods are called on (see the type's documentation).
     public var delegateQueue: DispatchQueue {
-        get { runner.queue }
+        get { runner.queue! }  // a manager always has one (its init gives one)
         set { runner.queue = newValue }
     }
     /// How long `requestLocation()` waits for `desiredAccuracy` before settling for the best

@@ -7,7 +7,8 @@ import GNSSCore
 ///
 /// It owns the engine (behind one lock), the engine's timers, the source, the last-location
 /// cache and the reduced-accuracy state, and hands its adapter one `Output` at a time, in order,
-/// on the adapter's serial `queue`, never while holding the lock.
+/// on the adapter's serial `queue` (or, without one, on the thread that produced it, one at a
+/// time: gpsloc writes its output so), never while holding the lock.
 ///
 /// **Delivery.** A recording (a source that is not live) is lossless: when the adapter falls
 /// more than `maximumBatch` locations behind, the source's thread waits until it has caught up,
@@ -37,7 +38,8 @@ package final class EngineRunner: Sendable {
 
     private struct State {
         var engine: LocationEngine
-        var queue: DispatchQueue
+        /// nil: outputs are handed over inline, on the producing thread.
+        var queue: DispatchQueue?
         var consumer: (@Sendable (Output) -> Void)?
         var sourceRunning = false
         /// Bumped by `stop()`: events, timers and outputs of an older generation are dropped.
@@ -73,15 +75,19 @@ package final class EngineRunner: Sendable {
     /// Where fired timers' steps run (serially), off the shared timer thread.
     private let work = DispatchQueue(label: "gpslocation.engine")
     private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    /// Serializes inline delivery (no queue); recursive, so an adapter's callback may stop.
+    private let delivering = NSRecursiveLock()
 
     /// - Parameters:
     ///   - fuzzer: reduced accuracy's fuzzer (default: the app's kept one, see `keptFuzzer`).
     ///   - reducedAccuracyStore: where reduced accuracy's state is kept between runs (nil: not kept).
-    ///   - queue: the serial queue outputs are handed over on.
+    ///   - queue: the serial queue outputs are handed over on; nil: inline, on the thread that
+    ///     produced them (the source's, or the work queue's for a timer), one at a time — no
+    ///     thread hop a location (gpsloc: a recording's thread then writes its own output).
     package init(
         source: any LocationSource, configuration: LocationEngine.Configuration, authorization: AuthorizationState,
         fuzzer: LocationFuzzer? = nil, reducedAccuracyStore: ReducedAccuracyStore?,
-        lastLocationCache: LastLocationCache?, queue: DispatchQueue
+        lastLocationCache: LastLocationCache?, queue: DispatchQueue?
     ) {
         self.source = source
         appID = authorization.appID
@@ -100,7 +106,7 @@ package final class EngineRunner: Sendable {
                         ?? Self.keptFuzzer(reducedAccuracyStore, appID: authorization.appID, live: source.isLive)),
                 queue: queue, lastLocationCache: lastLocationCache))
         owner.runner = self
-        queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+        queue?.setSpecific(key: queueKey, value: ObjectIdentifier(self))
     }
 
     deinit {
@@ -127,10 +133,10 @@ package final class EngineRunner: Sendable {
         state.withLock { $0.consumer = consumer }
     }
 
-    package var queue: DispatchQueue {
+    package var queue: DispatchQueue? {
         get { state.withLock { $0.queue } }
         set {
-            newValue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+            newValue?.setSpecific(key: queueKey, value: ObjectIdentifier(self))
             state.withLock { $0.queue = newValue }
         }
     }
@@ -258,20 +264,20 @@ package final class EngineRunner: Sendable {
     /// called from the adapter's own callback). The newest location goes to the cache.
     /// With `keepingMonitoring`, monitoring services (regions, visits) go on if they run.
     package func stop(keepingMonitoring: Bool = false) {
-        let (wasRunning, queue, last) = state.withLock { state -> (Bool, DispatchQueue, CLLocation?) in
+        let (wasRunning, last) = state.withLock { state -> (Bool, CLLocation?) in
             _ = state.engine.stop()
             if keepingMonitoring && state.engine.isRunning {
                 // Only the location updates' pending callbacks are dropped.
                 state.pending.removeAll { if case .locations = $0 { true } else { false } }
                 state.pendingLocations = 0
-                return (false, state.queue, state.engine.lastDelivered)
+                return (false, state.engine.lastDelivered)
             }
             state.generation += 1
             state.pending.removeAll()
             state.pendingLocations = 0
             let wasRunning = state.sourceRunning
             state.sourceRunning = false
-            return (wasRunning, state.queue, state.engine.lastDelivered)
+            return (wasRunning, state.engine.lastDelivered)
         }
         // A recording's thread waiting for the adapter goes on (and sees it was stopped).
         FlowControl.changed()
@@ -283,7 +289,7 @@ package final class EngineRunner: Sendable {
             timers.cancel(.requestLocation)
         }
         if wasRunning, let last, let cache = lastLocationCache { cache.record(last, for: appID, force: true) }
-        if !isOnQueue { queue.sync {} }
+        flush()
     }
 
     // MARK: Delivery
@@ -296,7 +302,12 @@ package final class EngineRunner: Sendable {
 
     /// Waits until everything queued so far has been handed over (not from the queue itself).
     package func flush() {
-        if !isOnQueue { queue.sync {} }
+        if let queue = state.withLock({ $0.queue }) {
+            if !isOnQueue { queue.sync {} }
+        } else {
+            delivering.lock()
+            delivering.unlock()
+        }
     }
 
     private static func append(_ output: Output, to state: inout State) {
@@ -325,12 +336,19 @@ package final class EngineRunner: Sendable {
     }
 
     private func scheduleDrain() {
-        let queue = state.withLock { state -> DispatchQueue? in
-            guard !state.drainScheduled, !state.pending.isEmpty else { return nil }
+        let (scheduled, queue) = state.withLock { state -> (Bool, DispatchQueue?) in
+            guard !state.drainScheduled, !state.pending.isEmpty else { return (false, nil) }
             state.drainScheduled = true
-            return state.queue
+            return (true, state.queue)
         }
-        queue?.async { [weak self] in self?.drain() }
+        guard scheduled else { return }
+        if let queue {
+            queue.async { [weak self] in self?.drain() }
+        } else {
+            delivering.lock()
+            defer { delivering.unlock() }
+            drain()
+        }
     }
 
     /// Hands over what is pending. `stop()` empties `pending` and bumps `generation` under the
