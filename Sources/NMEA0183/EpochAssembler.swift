@@ -407,15 +407,22 @@ public struct EpochAssembler: Sendable {
             climb: Self.wire(climb, 3))
     }
 
-    /// `value` to `decimals` places, as gpsd prints it.
+    /// `value` to `decimals` places, as gpsd prints it (half away from zero; through an integer,
+    /// which is cheaper here than libm's `round`; values too large for that are left as they are).
     @inline(__always)
     static func wire(_ value: Double?, _ decimals: Int) -> Double? {
         guard let value else { return nil }
-        let scale = wireScales[decimals]
-        return (value * scale).rounded() / scale
+        let scale: Double =
+            switch decimals {
+            case 2: 100
+            case 3: 1_000
+            case 4: 10_000
+            default: 1_000_000_000
+            }
+        let scaled = value * scale
+        guard abs(scaled) < 9e15 else { return value }
+        return Double(Int64(scaled + (scaled < 0 ? -0.5 : 0.5))) / scale
     }
-
-    private static let wireScales: [Double] = (0...9).map { pow(10, Double($0)) }
 
     /// The cycle as it ends, for the next one's derived speed and climb.
     private mutating func rememberCycle() {
