@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSLocation
 
 /// `gpsloc doctor`: what is wrong with this machine's GPS setup, one line a check, each with
@@ -186,16 +187,14 @@ enum DoctorCommand {
         return .reached(devices: state.devices, fix: state.fix)
     }
 
-    final class Collected: @unchecked Sendable {
-        // @unchecked Sendable: `state` is guarded by `lock`.
+    final class Collected: Sendable {
         struct State {
             var devices: [DeviceEvent] = []
             var fix: Fix?
             var error: GPSDError?
         }
-        private let lock = NSLock()
-        private var state = State()
-        func set(_ body: (inout State) -> Void) { lock.withLock { body(&state) } }
-        var value: State { lock.withLock { state } }
+        private let state = Locked(State())
+        func set(_ body: (inout State) -> Void) { state.withLock { body(&$0) } }
+        var value: State { state.withLock { $0 } }
     }
 }

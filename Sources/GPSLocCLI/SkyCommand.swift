@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSLocation
 
 /// `gpsloc sky`: the satellites gpsd sees right now.
@@ -84,19 +85,16 @@ enum SkyCommand {
         return lines.joined(separator: "\n")
     }
 
-    final class SkyResult: @unchecked Sendable {
-        // @unchecked Sendable: guarded by `lock`.
-        private let lock = NSLock()
-        private var sky: SkyView?
-        private var error: String?
+    final class SkyResult: Sendable {
+        private let state = Locked<(sky: SkyView?, error: String?)>((nil, nil))
         /// Keeps the report with the most satellites; returns true for the first one.
         func set(sky: SkyView) -> Bool {
-            lock.withLock {
-                defer { if sky.satellites.count > (self.sky?.satellites.count ?? -1) { self.sky = sky } }
-                return self.sky == nil
+            state.withLock { state in
+                defer { if sky.satellites.count > (state.sky?.satellites.count ?? -1) { state.sky = sky } }
+                return state.sky == nil
             }
         }
-        func set(error: String) { lock.withLock { self.error = error } }
-        var value: (SkyView?, String?) { lock.withLock { (sky, error) } }
+        func set(error: String) { state.withLock { $0.error = error } }
+        var value: (SkyView?, String?) { state.withLock { ($0.sky, $0.error) } }
     }
 }
