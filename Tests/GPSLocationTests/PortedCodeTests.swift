@@ -27,9 +27,9 @@ struct PortedCodeTests {
         #expect(service.statusLog.first == "full")
         #expect(
             service.failures.allSatisfy {
-                let message = ($0 as? CLError)?.message ?? ""
-                return message.hasPrefix("no usable position fix") || message.hasSuffix("fixes ended")
-            }, "only the drive's no-fix start and tunnel")
+                let reason = ($0 as? CLError)?.reason
+                return reason == .stale || reason == .sourceEnded
+            }, "only the drive's no-fix start and tunnel, and the list's end")
         let coordinate = try #require(service.currentCoordinate)
         #expect(abs(coordinate.latitude - 51.45) < 0.1 && abs(coordinate.longitude + 2.5) < 0.2)
         #expect(service.latest != nil)

@@ -172,7 +172,7 @@ extension RealGPSD.LaneB {
                 "deactivation reported")
             #expect(
                 await waitUntilAsync(timeout: 2) {
-                    delegate.errors.contains { $0.message.contains("gpsd deactivated the receiver \(receiver.path)") }
+                    delegate.errors.contains { $0.reason == .receiverDeactivated && $0.message.contains(receiver.path) }
                 })
             let lossDelay = (delegate.firstDeactivation ?? Date()).timeIntervalSince(removed)
             try await Task.sleep(for: .milliseconds(300))
@@ -180,7 +180,7 @@ extension RealGPSD.LaneB {
             try await Task.sleep(for: .milliseconds(700))
             #expect(delegate.locationCount == whileRemoved, "nothing while the receiver is out")
             #expect(
-                !delegate.errors.contains { $0.message.hasPrefix("no usable position fix") },
+                !delegate.errors.contains { $0.reason == .stale },
                 "the removal was reported once, not again as staleness")
 
             let added = Date()

@@ -34,7 +34,7 @@ struct ReplaySourceTests {
         let times = fixes.compactMap(\.time)
         let span = times.last!.timeIntervalSince(times.first!)
         #expect(abs(clock.slept - span / 10) < 0.5, "slept \(clock.slept) s for a \(span) s recording at 10×")
-        #expect(problems.count == 1 && problems[0].message.contains("ended"))
+        #expect(problems.count == 1 && problems[0].reason == .sourceEnded)
     }
 
     @Test("as fast as possible never sleeps, and gives the same fixes")
@@ -62,7 +62,7 @@ struct ReplaySourceTests {
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(await waitUntilAsync { delegate.errors.contains { $0.message.contains("ended") } })
+        #expect(await waitUntilAsync { delegate.errors.contains { $0.reason == .sourceEnded } })
         manager.stopUpdatingLocation()
         // 300 s recording: 8 s no fix at the start and a 15 s tunnel, each reported once by the
         // recording's clock; everything else delivered; then the end of the recording.
@@ -70,6 +70,6 @@ struct ReplaySourceTests {
         #expect(delegate.errors.map(\.code) == [.locationUnknown, .locationUnknown, .locationUnknown])
         #expect(delegate.errors.first?.message.contains("no usable position fix yet after 3.0 s") == true)
         #expect(delegate.errors.dropFirst().first?.message.contains("no usable position fix for 3.0 s") == true)
-        #expect(delegate.errors.last?.message.contains("ended") == true)
+        #expect(delegate.errors.map(\.reason) == [.stale, .stale, .sourceEnded])
     }
 }
