@@ -106,6 +106,8 @@ public struct EpochAssembler: Sendable {
         var positional = false
         /// Already emitted at a cycle-ending sentence.
         var reported = false
+        /// The report carried a position.
+        var reportedPosition = false
         /// A GGA/GNS with a fix was seen: its mode outranks GSA's in this cycle.
         var ggaFix = false
         /// A sentence of one of gpsd's cycle enders was seen in this cycle.
@@ -230,11 +232,15 @@ public struct EpochAssembler: Sendable {
             lastLatched = type
         }
         // A sentence of a type learned to end cycles reports the cycle now, as gpsd does:
-        // sentences after it in the same cycle only shape the next one.
-        if let type = Self.timedType(sentence), cycleEnders.contains(type), !cycle.reported, cycle.time != nil,
+        // sentences after it in the same cycle only shape the next one. A cycle reported without
+        // a position is reported again when a later ender of the same time brings one (a receiver
+        // that sends its cycle twice, first invalid then valid: gpsd reports both).
+        if let type = Self.timedType(sentence), cycleEnders.contains(type), cycle.time != nil,
+            !cycle.reported || (!cycle.reportedPosition && mode >= .twoDimensional && cycle.latitude != nil),
             let fix = makeFix()
         {
             cycle.reported = true
+            cycle.reportedPosition = fix.hasPosition
             emit(fix)
         }
     }
