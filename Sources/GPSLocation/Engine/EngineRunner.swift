@@ -247,9 +247,11 @@ package final class EngineRunner: Sendable {
         let uptime = source.isLive ? LocationEngine.uptime() : nil
         drive(generation: generation) { engine in engine.handle(event, now: Date(), uptime: uptime) }
         guard !source.isLive, !isOnQueue else { return }
-        FlowControl.wait { [self] in
-            state.withLock { $0.generation != generation || $0.pendingLocations < $0.maximumBatch }
+        let behind = { [self] in
+            state.withLock { $0.generation == generation && $0.pendingLocations >= $0.maximumBatch }
         }
+        // Nearly always the adapter keeps up: no wait, and no process-wide condition to take.
+        if behind() { FlowControl.wait { !behind() } }
     }
 
     /// Starts updates (or a one-shot request); false when the engine refused (denied, restricted).
@@ -316,8 +318,12 @@ package final class EngineRunner: Sendable {
             return
         }
         state.pendingLocations += new.count
-        if case .locations(let old)? = state.pending.last {
-            state.pending[state.pending.count - 1] = .locations(old + new)
+        if case .locations(var batch)? = state.pending.last {
+            // Take the batch out of the list first, so appending to it does not copy it (a
+            // delegate far behind a fast source would make that quadratic).
+            state.pending[state.pending.count - 1] = .sourceEnded
+            batch.append(contentsOf: new)
+            state.pending[state.pending.count - 1] = .locations(batch)
         } else {
             state.pending.append(output)
         }
