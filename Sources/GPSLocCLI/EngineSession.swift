@@ -265,6 +265,7 @@ private final class CountingSource: LocationSource, Sendable {
     }
     var isLive: Bool { base.isLive }
     var isSimulated: Bool { base.isSimulated }
+    var waitsForConsumer: Bool { base.waitsForConsumer }
     func stop() { base.stop() }
     func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         let counts = counts

@@ -55,7 +55,7 @@ extension RealGPSD.LaneB {
         /// Runs a manager on `source` until it ends; `authorization` as gpsloc replay simulates it.
         static func throughManager(
             _ source: any LocationSource, status: CLAuthorizationStatus = .authorizedAlways,
-            configure: (CLLocationManager) -> Void = { _ in }
+            callbackDelay: Double = 0, configure: (CLLocationManager) -> Void = { _ in }
         ) async -> Received {
             let diagnostics = DiagnosticsLog()
             let authorizer = LocationAuthorizer(
@@ -64,11 +64,12 @@ extension RealGPSD.LaneB {
             manager.diagnosticsHandler = { diagnostics.append($0.code) }
             configure(manager)
             let delegate = RecordingDelegate()
+            delegate.callbackDelay = callbackDelay
             manager.delegate = delegate
             manager.requestAlwaysAuthorization()
             manager.startUpdatingLocation()
             #expect(
-                await waitUntilAsync(timeout: 60) {
+                await waitUntilAsync(timeout: 120) {
                     delegate.errors.contains { $0.reason == .sourceEnded || $0.reason == .gpsdLost }
                 })
             manager.stopUpdatingLocation()
@@ -115,9 +116,9 @@ extension RealGPSD.LaneB {
         }
 
         @Test(
-            "replay --via gpsd and a manager on the same recording through gpsfake: identical locations",
-            .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
-        func gpsdPath() async throws {
+            "replay --via gpsd and a manager on the same recording through gpsfake: identical locations, also for a slow delegate",
+            .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason), arguments: [0.0, 0.01])
+        func gpsdPath(callbackDelay: Double) async throws {
             let log = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
             let cli = Self.fromNDJSON(
                 try await GPSLocBinary.run(["replay", log.path, "--via", "gpsd", "--json", "--max-age", "1000000000"])
@@ -127,7 +128,11 @@ extension RealGPSD.LaneB {
             // As `gpsloc replay --via gpsd` does: connect once gpsfake has attached its receiver.
             #expect(await server.waitUntilDeviceAttached())
             let manager = await Self.throughManager(
-                GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
+                GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false),
+                // 10 ms a call: gpsd would drop what a client does not read in time, so the
+                // reader never waits; the recording's locations are kept until the delegate
+                // takes them.
+                callbackDelay: callbackDelay
             ) { $0.maximumLocationAge = 1e9 }
             #expect(cli.locations.count > 100)
             #expect(cli.locations == manager.locations)

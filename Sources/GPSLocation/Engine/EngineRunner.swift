@@ -12,9 +12,11 @@ import GNSSCore
 ///
 /// **Delivery.** A recording (a source that is not live) is lossless: when the adapter falls
 /// more than `maximumBatch` locations behind, the source's thread waits until it has caught up,
-/// so every location reaches the adapter whatever its speed. A live source never waits for the
-/// adapter: at most `maximumBatch` locations wait, the oldest beyond that are dropped, and the
-/// adapter is told how many (a `droppedLocations` diagnostic).
+/// so every location reaches the adapter whatever its speed. A recording that cannot wait
+/// (gpsfake: gpsd drops what a client does not read in time) is kept instead, however far
+/// behind. A live source never waits for the adapter: at most `maximumBatch` locations wait, the
+/// oldest beyond that are dropped, and the adapter is told how many (a `droppedLocations`
+/// diagnostic).
 ///
 /// **Timers** only enqueue: a fired timer's engine step runs on the runner's own serial work
 /// queue, so no user code and no file I/O runs on the process-wide timer thread.
@@ -246,7 +248,7 @@ package final class EngineRunner: Sendable {
     private func sourceEvent(_ event: LocationSourceEvent, generation: Int) {
         let uptime = source.isLive ? LocationEngine.uptime() : nil
         drive(generation: generation) { engine in engine.handle(event, now: Date(), uptime: uptime) }
-        guard !source.isLive, !isOnQueue else { return }
+        guard source.waitsForConsumer, !isOnQueue else { return }
         let behind = { [self] in
             state.withLock { $0.generation == generation && $0.pendingLocations >= $0.maximumBatch }
         }

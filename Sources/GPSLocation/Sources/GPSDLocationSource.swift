@@ -15,6 +15,9 @@ public final class GPSDLocationSource: LocationSource {
     public let endpoint: GPSDEndpoint
     /// False for a gpsd that replays a recording (gpsfake): the recording's clock is used.
     public let isLive: Bool
+    /// Never: gpsd drops the reports of a client that stops reading (`throttled_write`), so the
+    /// reader never waits for the app; a gpsfake replay's locations are kept until taken instead.
+    public var waitsForConsumer: Bool { false }
     private let key: SharedGPSDConnections.Key
     private let subscription = Locked<UUID?>(nil)
 

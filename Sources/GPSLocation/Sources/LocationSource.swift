@@ -24,11 +24,17 @@ public protocol LocationSource: AnyObject, Sendable {
     /// True when software makes or plays back the fixes (a replay, a list, gpsd fed by
     /// gpsfake): locations carry `sourceInformation.isSimulatedBySoftware`. Default: not live.
     var isSimulated: Bool { get }
+    /// True (the default for a source that is not live) when the source can pause while its
+    /// consumer catches up: a recording's thread then waits rather than anything being dropped.
+    /// False for one that cannot (gpsd drops the reports of a client that stops reading, even
+    /// gpsfake's): its locations are kept, however many, until the consumer takes them.
+    var waitsForConsumer: Bool { get }
 }
 
 extension LocationSource {
     public var isLive: Bool { true }
     public var isSimulated: Bool { !isLive }
+    public var waitsForConsumer: Bool { !isLive }
 
     /// What the locations from this source say of where they came from.
     public var sourceInformation: CLLocationSourceInformation { isSimulated ? .simulated : .receiver }
