@@ -82,6 +82,7 @@ public struct EpochAssembler: Sendable {
         case gga = 2
         case gll = 4
         case zda = 8
+        case gbs = 16
     }
 
     /// A set of `TimedType`s as bits: asked on every sentence, so no hashing.
@@ -170,7 +171,9 @@ public struct EpochAssembler: Sendable {
                 cycle.ggaFix = true
                 if let altitude {
                     cycle.altitudeMSL = altitude
-                    cycle.geoidSeparation = separation
+                    // No separation from the receiver: gpsd's own geoid figures (`GPSDGeoid`).
+                    cycle.geoidSeparation =
+                        separation ?? GPSDGeoid.separation(latitude: latitude!, longitude: longitude!)
                     if mode < .threeDimensional { mode = .threeDimensional }
                 } else {
                     mode = .twoDimensional
@@ -208,6 +211,17 @@ public struct EpochAssembler: Sendable {
             setsMode = false
             // By its own time, as gpsd reports it (a GST may open its cycle, before the GGA).
             if let time { estimate = Estimate(time: time, latitude: latitude, longitude: longitude, altitude: altitude) }
+        case .gbs(let time, let latitude, let longitude, let altitude):
+            // gpsd latches its time (it takes part in finding the cycle's end) and uses its errors
+            // only for the cycle of the same time (to the second).
+            let sameCycle = time != nil && cycle.time.map { Int($0) == Int(time!) } == true
+            if let closed = boundary(time, .gbs) { emit(closed) }
+            picture.otherSentence()
+            setsMode = false
+            if sameCycle {
+                errors.gbs(latitude: latitude, longitude: longitude, altitude: altitude)
+                setsErrors = true
+            }
         case .zda(let time, let day, let month, let year):
             if let closed = boundary(time, .zda) { emit(closed) }
             setDate(year: year, month: month, day: day, time: time)
@@ -251,6 +265,7 @@ public struct EpochAssembler: Sendable {
         case .gga(let time, _, _, _, _, _, _, _): time == nil ? nil : .gga
         case .gll(let time, _, _, _): time == nil ? nil : .gll
         case .zda(let time, _, _, _): time == nil ? nil : .zda
+        case .gbs(let time, _, _, _): time == nil ? nil : .gbs
         default: nil
         }
     }
@@ -320,12 +335,18 @@ public struct EpochAssembler: Sendable {
         // it is not learned as an ender (else every later cycle would be reported at that
         // sentence, before the rest of its data).
         let mixedTime = cycle.time.map { $0 - time > 0.01 && $0 - time < 2 } ?? false
-        if let lastTimed, cycle.time != nil, !mixedTime { cycleEnders.insert(lastTimed) }
-        if let lastLatched, cycle.time != nil, !mixedTime { gpsdEnders.insert(lastLatched) }
-        // Once the cycle's end is known, a cycle is reported at its ending sentence or not at
-        // all (gpsd does not report a cycle that lacked it); while learning, at its close.
-        let fix = cycle.reported || !learning ? nil : makeFix()
-        if cycle.time != nil { learning = false }
+        // A cycle of nothing but a time (a ZDA that opens the receiver's cycle, ahead of its
+        // RMC/GGA, with the previous second) teaches nothing about where cycles end: learning
+        // from it would take ZDA for an ender and lose the first real cycle.
+        let teaches = cycle.time != nil && !mixedTime && cycle.positional
+        if let lastTimed, teaches { cycleEnders.insert(lastTimed) }
+        if let lastLatched, teaches { gpsdEnders.insert(lastLatched) }
+        // Once the cycle's end is known, a cycle is reported at its ending sentence; one whose
+        // ending sentence never came is reported at its close when it had one of gpsd's enders
+        // (gpsd reported it there: an RMC + GGA whose ZDA was cut off before a capture gap), and
+        // not otherwise (gpsd did not report it either). While learning, at its close.
+        let fix = cycle.reported || !(learning || cycle.gpsdEnded) ? nil : makeFix()
+        if teaches { learning = false }
         rememberCycle()
         cycle = Cycle()
         errors = GPSDCycleErrors()

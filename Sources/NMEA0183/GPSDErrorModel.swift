@@ -308,6 +308,14 @@ struct GPSDCycleErrors: Sendable {
         if horizontal == nil, let hdop { horizontal = hdop * p }
     }
 
+    /// GBS: the receiver's 1-σ errors, taken as they are (gpsd 3.22's `processGBS` sets epx, epy
+    /// and epv from them unscaled, for the sentence they arrive in; epv stays for the cycle).
+    mutating func gbs(latitude: Double?, longitude: Double?, altitude: Double?) {
+        if let longitude { x = longitude }
+        if let latitude { y = latitude }
+        if let altitude { vertical = altitude }
+    }
+
     /// Garmin's PGRME (estimated position errors, taken as 50 % CEP, scaled to gpsd's 95 %).
     mutating func pgrme(horizontal hpe: Double?, vertical vpe: Double?) {
         if let hpe {

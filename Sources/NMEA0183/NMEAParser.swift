@@ -341,6 +341,7 @@ public struct NMEAParser: Sendable {
         case Self.code("GSV"): sentence = gsv(fields, talker: talker)
         case Self.code("VTG"): sentence = vtg(fields)
         case Self.code("GST"): sentence = gst(fields)
+        case Self.code("GBS"): sentence = gbs(fields)
         case Self.code("ZDA"): sentence = zda(fields)
         default:
             statistics.ignored += 1
@@ -363,6 +364,7 @@ public struct NMEAParser: Sendable {
         code("GSA"): (Array(("a" + String(repeating: "n", count: 17)).utf8), [17, 18]),
         code("VTG"): (Array("nanananaa".utf8), [8, 9]),
         code("GST"): (Array("nnnnnnnn".utf8), [8]),
+        code("GBS"): (Array("nnnnnnnnnn".utf8), [8, 10]),
         code("ZDA"): (Array("nnnnnn".utf8), [6]),
     ]
     private static let pgrmeSyntax = (pattern: Array("nanana".utf8), counts: [6])
@@ -497,6 +499,12 @@ public struct NMEAParser: Sendable {
         guard f.count >= 9 else { return nil }
         return .gst(
             time: f.time(1), latitudeError: f.double(6), longitudeError: f.double(7), altitudeError: f.double(8))
+    }
+
+    private func gbs(_ f: Fields) -> NMEASentence? {
+        guard f.count >= 5 else { return nil }
+        return .gbs(
+            time: f.time(1), latitudeError: f.double(2), longitudeError: f.double(3), altitudeError: f.double(4))
     }
 
     private func zda(_ f: Fields) -> NMEASentence? {

@@ -142,6 +142,9 @@ public enum NMEASentence: Sendable, Equatable, BitwiseCopyable {
     case vtg(course: Double?, speedKnots: Double?, valid: Bool)
     /// GST: 1-σ errors in metres.
     case gst(time: Double?, latitudeError: Double?, longitudeError: Double?, altitudeError: Double?)
+    /// GBS (NMEA 3.0 and later): the receiver's expected 1-σ errors of latitude, longitude and
+    /// altitude in metres, for the fix of `time`.
+    case gbs(time: Double?, latitudeError: Double?, longitudeError: Double?, altitudeError: Double?)
     /// ZDA: full date.
     case zda(time: Double?, day: Int, month: Int, year: Int)
     /// Garmin PGRME: estimated horizontal and vertical position errors, metres.

@@ -33,7 +33,11 @@ struct NMEAParserTests {
     ]
     /// With gpsd's output beside them: the simulated fixtures, and hand-made recordings of the
     /// patterns real receivers send (fixtures/README.md).
-    static let gpsdFixtureNames = fixtureNames + ["invalid-then-valid-1hz-gp.nmea"]
+    static let gpsdFixtureNames =
+        fixtureNames + [
+            "invalid-then-valid-1hz-gp.nmea", "clock-restart-1hz-gp.nmea", "cut-before-gap-1hz-gp.nmea",
+            "zda-behind-1hz-gp.nmea",
+        ]
 
     @Test("byte by byte, line by line and whole buffer give the same sentences", arguments: fixtureNames)
     func chunkingDoesNotMatter(name: String) throws {
@@ -206,6 +210,57 @@ struct EpochAssemblerTests {
         #expect(abs(fixes[2].errors.vertical! - 1.2 * 5.75) < 1e-12)
         #expect(abs(fixes[2].climb! - 2) < 1e-12)
         #expect(fixes[2].speed == 0, "no receiver speed: gpsd's distance over time")
+    }
+
+    @Test("no separation in the GGA: gpsd's geoid figures (gpsd's own test points, to the centimetre)")
+    func geoidSeparation() throws {
+        // Latitude, longitude, and what gpsd 3.22's wgs84_separation gives there (tests/test_geoid.c).
+        let points: [(Double, Double, Double)] = [
+            (27.1127, -109.3497, -31.29), (25.5920, 21.0937, 21.80), (71.7069, -42.6043, 40.11),
+            (5.7837, 144.3317, 62.34), (44.094556, -121.200222, -21.95),
+        ]
+        for (latitude, longitude, expected) in points {
+            let separation = GPSDGeoid.separation(latitude: latitude, longitude: longitude)
+            #expect(abs(separation - expected) < 0.006, "\(latitude), \(longitude): \(separation)")
+        }
+        #expect(GPSDGeoid.separation(latitude: .nan, longitude: 0) == 0)
+        #expect(GPSDGeoid.separation(latitude: 1e300, longitude: 0) == 0)
+        #expect(abs(GPSDGeoid.separation(latitude: 90, longitude: 180) - 14.90) < 1e-9)
+        // A GGA without field 11: the ellipsoidal altitude from the table, as gpsd reports it.
+        let data = Data(
+            ([
+                "GPRMC,200619.30,A,5313.2228,N,00634.4228,E,0.0,0.0,030126,,", "GPGGA,200619.30,5313.2228,N,00634.4228,E,1,05,2.6,00000,M,,,,",
+                "GPRMC,200620.30,A,5313.2228,N,00634.4228,E,0.0,0.0,030126,,",
+            ].map(NMEAParserTests.sentence).joined()).utf8)
+        let (fixes, _) = NMEADecoder.fixes(in: data)
+        let fix = try #require(fixes.first)
+        #expect(fix.altitudeMSL == 0 && fix.altitudeHAE == 43.0534)
+    }
+
+    @Test("GBS: the receiver's 1σ errors as gpsd takes them, for the cycle of its time")
+    func gbsErrors() {
+        var assembler = EpochAssembler()
+        var fixes: [Fix] = []
+        let gga = { (time: Double) in
+            NMEASentence.gga(
+                time: time, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10,
+                geoidSeparation: 5)
+        }
+        let sentences: [NMEASentence] = [
+            .zda(time: 100, day: 1, month: 1, year: 2026), gga(100),
+            .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
+            .gbs(time: 100, latitudeError: 0.98, longitudeError: 1.5, altitudeError: 3.0),
+            .zda(time: 101, day: 1, month: 1, year: 2026), gga(101),
+            .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
+            .gbs(time: 101, latitudeError: nil, longitudeError: nil, altitudeError: nil),
+            .zda(time: 102, day: 1, month: 1, year: 2026),
+        ]
+        for sentence in sentences { assembler.add(sentence) { fixes.append($0) } }
+        let first = fixes.first { $0.time?.timeIntervalSince1970.truncatingRemainder(dividingBy: 86_400) == 100 }
+        #expect(first?.errors.latitude == 0.98 && first?.errors.longitude == 1.5 && first?.errors.vertical == 3)
+        // A GBS with empty fields: gpsd's DOP model (no epx/epy without satellite geometry).
+        let second = fixes.first { $0.time?.timeIntervalSince1970.truncatingRemainder(dividingBy: 86_400) == 101 }
+        #expect(second?.errors.latitude == nil && abs((second?.errors.vertical ?? 0) - 1.2 * 23) < 1e-9)
     }
 }
 

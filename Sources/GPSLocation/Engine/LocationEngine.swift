@@ -19,8 +19,8 @@ import Foundation
 /// source runs while location updates or any monitoring service runs (`isRunning`).
 ///
 /// **Clocks.** With `isLive` (gpsd) "now" is the wall clock the driver passes and `uptime` a
-/// monotonic clock for the time-jump check. A replay's clock is the recording's own: the latest
-/// fix time seen; the `now` passed in is then ignored.
+/// monotonic clock for the time-jump check. A replay's clock is the recording's own: the time of
+/// its latest report (`recordingNow`); the `now` passed in is then ignored.
 ///
 /// **Telling the app.** A fix that is not used is a `diagnose` action, once per change of
 /// reason (and the same reason at most once a minute); a stretch without usable fixes is one
@@ -138,7 +138,10 @@ package struct LocationEngine: Sendable {
     private var gapDeadline: Date?
     /// `requestLocation()`'s best location so far.
     private var oneShotBest: CLLocation?
-    /// The replay clock: the latest fix time seen.
+    /// The replay clock: the time of the latest report that carried one. It follows the receiver
+    /// back when its clock restarts (a receiver whose clock ran ahead before its first fix and was
+    /// then set from the satellites): the fixes after the restart are the recording's present, not
+    /// stale. A single fix older than what was delivered is still dropped, by `TimeOrderStage`.
     private var recordingNow: Date?
     /// When the armed staleness timer fires (wall clock), or nil when none is armed.
     private var stalenessDeadline: Date?
@@ -462,7 +465,7 @@ package struct LocationEngine: Sendable {
     }
 
     private mutating func handleCheckedFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
-        if !isLive, let time = fix.time, time > (recordingNow ?? .distantPast) { recordingNow = time }
+        if !isLive, let time = fix.time { recordingNow = time }
         // A replay's clock is known only from fixes that carry a time.
         let clock = isLive ? now : recordingNow
         if let clock { staleness.heard(clock: clock) }
