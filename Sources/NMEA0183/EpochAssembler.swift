@@ -133,7 +133,7 @@ public struct EpochAssembler: Sendable {
         var setsErrors = false
         switch sentence {
         case .rmc(let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, let modeIndicator):
-            if let closed = boundary(time, .rmc) { emit(closed) }
+            boundary(time, .rmc, emit)
             picture.otherSentence()
             if let rmcDate {
                 setDate(
@@ -155,7 +155,7 @@ public struct EpochAssembler: Sendable {
             }
         case .gga(
             let time, let latitude, let longitude, let quality, let satellites, let hdop, let altitude, let separation):
-            if let closed = boundary(time, .gga) { emit(closed) }
+            boundary(time, .gga, emit)
             cycle.positional = true
             // An autonomous fix from no satellites is not credible (Hemisphere sends it while
             // acquiring); DGPS receivers such as Garmin's report 00 satellites with real fixes.
@@ -180,7 +180,7 @@ public struct EpochAssembler: Sendable {
                 }
             }
         case .gll(let time, let latitude, let longitude, let valid):
-            if let closed = boundary(time, .gll) { emit(closed) }
+            boundary(time, .gll, emit)
             picture.otherSentence()
             cycle.positional = true
             if valid, let latitude, let longitude {
@@ -215,7 +215,7 @@ public struct EpochAssembler: Sendable {
             // gpsd latches its time (it takes part in finding the cycle's end) and uses its errors
             // only for the cycle of the same time (to the second).
             let sameCycle = time != nil && cycle.time.map { Int($0) == Int(time!) } == true
-            if let closed = boundary(time, .gbs) { emit(closed) }
+            boundary(time, .gbs, emit)
             picture.otherSentence()
             setsMode = false
             if sameCycle {
@@ -223,7 +223,7 @@ public struct EpochAssembler: Sendable {
                 setsErrors = true
             }
         case .zda(let time, let day, let month, let year):
-            if let closed = boundary(time, .zda) { emit(closed) }
+            boundary(time, .zda, emit)
             setDate(year: year, month: month, day: day, time: time)
             picture.otherSentence()
             setsMode = false
@@ -239,7 +239,12 @@ public struct EpochAssembler: Sendable {
         }
         if setsMode { cycle.modeSet = true }
         if cycle.modeSet && !setsErrors {
-            picture.estimate(&errors, mode: mode, dgps: cycle.status == 2)
+            // The DOPs read out first: `picture.estimate(&errors)` copied the whole picture
+            // (270 bytes) at every sentence, to keep it apart from the `errors` it writes.
+            let dop = picture.dop
+            errors.update(
+                xdop: dop.x, ydop: dop.y, vdop: dop.vertical, hdop: dop.horizontal, mode: mode,
+                dgps: cycle.status == 2)
         }
         if let type = Self.timedType(sentence), type != .zda {
             if gpsdEnders.contains(type) { cycle.gpsdEnded = true }
@@ -313,22 +318,24 @@ public struct EpochAssembler: Sendable {
 
     /// A time-bearing sentence: close the open cycle if its time differs, learning that the
     /// previous time-bearing sentence type ends cycles.
-    private mutating func boundary(_ time: Double?, _ type: TimedType) -> Fix? {
+    /// (The closed cycle's fix goes straight to `emit`: returned, the 300-byte optional was copied
+    /// twice a sentence.)
+    private mutating func boundary(_ time: Double?, _ type: TimedType, _ emit: (Fix) -> Void) {
         guard let time else {
             openIfNeeded()
-            return nil
+            return
         }
         defer { lastTimed = type }
         // Times within 10 ms are one cycle (NMEA's resolution is 1/100 s); the cycle takes the
         // latest of them, as gpsd reports the time of the sentence that ends the cycle.
         if cycle.open, let current = cycle.time, abs(current - time) < 0.01 {
             cycle.time = time
-            return nil
+            return
         }
         if cycle.open, cycle.time == nil {
             // Sentences without time opened this cycle (e.g. GSA first): it takes this time.
             cycle.time = time
-            return nil
+            return
         }
         // A time a little *behind* the open cycle's (a GGA of 12:00:04 after an RMC of
         // 12:00:05) is a cycle whose sentences disagree, not a cycle's end: the sentence before
@@ -345,14 +352,13 @@ public struct EpochAssembler: Sendable {
         // ending sentence never came is reported at its close when it had one of gpsd's enders
         // (gpsd reported it there: an RMC + GGA whose ZDA was cut off before a capture gap), and
         // not otherwise (gpsd did not report it either). While learning, at its close.
-        let fix = cycle.reported || !(learning || cycle.gpsdEnded) ? nil : makeFix()
+        if !cycle.reported && (learning || cycle.gpsdEnded), let fix = makeFix() { emit(fix) }
         if teaches { learning = false }
         rememberCycle()
         cycle = Cycle()
         errors = GPSDCycleErrors()
         cycle.open = true
         cycle.time = time
-        return fix
     }
 
     private mutating func makeFix() -> Fix? {

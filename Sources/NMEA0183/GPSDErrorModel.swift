@@ -138,12 +138,6 @@ struct GPSDSatellitePicture: Sendable {
         fillDilutions()
     }
 
-    /// Runs gpsd's error model for one sentence with the DOPs held now.
-    func estimate(_ errors: inout GPSDCycleErrors, mode: FixMode, dgps: Bool) {
-        errors.update(
-            xdop: dop.x, ydop: dop.y, vdop: dop.vertical, hdop: dop.horizontal, mode: mode, dgps: dgps)
-    }
-
     /// gpsd's `fill_dop`: the DOPs from the used satellites' geometry, where none is set.
     private mutating func fillDilutions() {
         guard let d = geometryDiagonal() else { return }
