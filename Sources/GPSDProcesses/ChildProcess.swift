@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSDClient
 
 #if canImport(Glibc)
@@ -11,11 +12,10 @@ import GPSDClient
 /// every signal and a child inherits that mask, so a gpsfake started that way never receives
 /// the SIGTERM/SIGCHLD it relies on and hangs. Here `posix_spawn` resets the mask and every
 /// handler to the default in the child.
-package final class ChildProcess: @unchecked Sendable {
-    // @unchecked Sendable: `pid` is immutable; `exitStatus` is guarded by `lock`.
+package final class ChildProcess: Sendable {
     package let pid: pid_t
-    private let lock = NSLock()
-    private var exitStatus: Int32?
+    /// The exit status once reaped.
+    private let exitStatus = Locked<Int32?>(nil)
 
     /// Spawns `executable` with `arguments`; stdin is /dev/null, stdout goes to `stdoutPath`
     /// (or /dev/null), stderr to `stderrPath` (or /dev/null).
@@ -57,14 +57,12 @@ package final class ChildProcess: @unchecked Sendable {
 
     /// The exit status once the child has ended (reaps it without blocking), else nil.
     package var exited: Int32? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let exitStatus { return exitStatus }
-        var status: Int32 = 0
-        if waitpid(pid, &status, WNOHANG) == pid {
-            exitStatus = status
+        exitStatus.withLock { exitStatus in
+            if let exitStatus { return exitStatus }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { exitStatus = status }
+            return exitStatus
         }
-        return exitStatus
     }
 
     package var isRunning: Bool { exited == nil }
@@ -103,9 +101,8 @@ package final class ChildProcess: @unchecked Sendable {
             usleep(10_000)
         }
         kill(pid, SIGKILL)
-        lock.lock()
-        defer { lock.unlock() }
-        if exitStatus == nil {
+        exitStatus.withLock { exitStatus in
+            guard exitStatus == nil else { return }
             var status: Int32 = 0
             waitpid(pid, &status, 0)
             exitStatus = status

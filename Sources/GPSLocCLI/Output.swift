@@ -76,20 +76,22 @@ final class OutputStream {
 
 /// NDJSON on stdout (one object per line), and each error also as a sentence on stderr.
 /// Thread-safe: the source's thread, the timer thread and the authorization watcher write to it.
-final class NDJSONSink: UpdateSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private var writer = NDJSONWriter()
-    private let stream: OutputStream
-    private let errors = OutputStream(descriptor: STDERR_FILENO, flushEachLine: true)
+final class NDJSONSink: UpdateSink, Sendable {
+    private struct Output {
+        var writer = NDJSONWriter()
+        let stream: OutputStream
+        let errors = OutputStream(descriptor: STDERR_FILENO, flushEachLine: true)
+    }
+    private let output: Locked<Output>
 
-    init(live: Bool) { stream = OutputStream(flushEachLine: live) }
+    init(live: Bool) { output = Locked(Output(stream: OutputStream(flushEachLine: live))) }
 
     /// Writes one line under the lock.
     private func emit(_ line: (inout NDJSONWriter) -> Void) {
-        lock.withLock {
-            line(&writer)
-            stream.write(writer.buffer)
-            writer.removeAll()
+        output.withLock { output in
+            line(&output.writer)
+            output.stream.write(output.writer.buffer)
+            output.writer.removeAll()
         }
     }
 
@@ -97,7 +99,7 @@ final class NDJSONSink: UpdateSink, @unchecked Sendable {
 
     func error(_ error: CLError) {
         emit { $0.error(error) }
-        lock.withLock { errors.write("gpsloc: \(error.description)\n") }
+        output.withLock { $0.errors.write("gpsloc: \(error.description)\n") }
     }
 
     func diagnostic(code: String, message: String) { emit { $0.diagnostic(code: code, message: message) } }
@@ -112,24 +114,24 @@ final class NDJSONSink: UpdateSink, @unchecked Sendable {
     func region(_ event: RegionEvent) { emit { $0.region(event) } }
     func visit(_ visit: VisitRecord) { emit { $0.visit(visit) } }
 
-    func finish() { lock.withLock { stream.flush() } }
+    func finish() { output.withLock { $0.stream.flush() } }
 }
 
 /// One readable line per event, for a person at a terminal. Each line is one write.
-final class TextSink: UpdateSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private let unlockedStream = OutputStream(flushEachLine: true)
-    private var stream: LockedWriter { LockedWriter(lock: lock, stream: unlockedStream) }
-
-    struct LockedWriter {
-        let lock: NSLock
-        let stream: OutputStream
-        func write(_ text: String) { lock.withLock { stream.write(text) } }
-        func flush() { lock.withLock { stream.flush() } }
+final class TextSink: UpdateSink, Sendable {
+    private struct Output {
+        let stream = OutputStream(flushEachLine: true)
+        /// The UTC date of the last line, printed again only when it changes.
+        var lastDate = ""
     }
+    private let output = Locked(Output())
+    private var stream: LockedWriter { LockedWriter(output: output) }
 
-    /// The UTC date of the last line, printed again only when it changes.
-    private var lastDate = ""
+    private struct LockedWriter {
+        let output: Locked<Output>
+        func write(_ text: String) { output.withLock { $0.stream.write(text) } }
+        func flush() { output.withLock { $0.stream.flush() } }
+    }
 
     /// Within 80 columns: `08:03:29.0  51.4444648 -2.5569961  ±2.3 m [nav]  alt 42.3 m  11.0 m/s 88° 3d`,
     /// under a `2026-06-15 (UTC)` line whenever the date changes.
@@ -137,9 +139,9 @@ final class TextSink: UpdateSink, @unchecked Sendable {
         let stamp = iso8601Milliseconds(location.timestamp)  // 2026-06-15T08:03:29.000Z
         let date = String(stamp.prefix(10))
         let time = String(stamp.dropFirst(11).prefix(10))
-        let header = lock.withLock { () -> String? in
-            defer { lastDate = date }
-            return date == lastDate ? nil : "\(date) (UTC)\n"
+        let header = output.withLock { output -> String? in
+            defer { output.lastDate = date }
+            return date == output.lastDate ? nil : "\(date) (UTC)\n"
         }
         let horizontal =
             location.horizontalAccuracy < CLLocationDistanceMax
@@ -199,27 +201,28 @@ final class TextSink: UpdateSink, @unchecked Sendable {
 }
 
 /// Also records every delivered location in a GPX 1.1 track (`--gpx FILE`).
-final class GPXRecordingSink: UpdateSink, @unchecked Sendable {
-    // @unchecked Sendable: the writer is used under `lock`; `inner` is thread-safe itself.
+final class GPXRecordingSink: UpdateSink, Sendable {
     private let inner: UpdateSink
-    private let writer: GPXWriter
-    private let lock = NSLock()
-    private var failed = false
+    private struct Track {
+        let writer: GPXWriter
+        var failed = false
+    }
+    private let track: Locked<Track>
 
     init(inner: UpdateSink, writer: GPXWriter) {
         self.inner = inner
-        self.writer = writer
+        track = Locked(Track(writer: writer))
     }
 
     func location(_ location: CLLocation) {
         inner.location(location)
-        let error = lock.withLock { () -> GPXWriter.WriteError? in
-            guard !failed else { return nil }
+        let error = track.withLock { track -> GPXWriter.WriteError? in
+            guard !track.failed else { return nil }
             do throws(GPXWriter.WriteError) {
-                try writer.append(location)
+                try track.writer.append(location)
                 return nil
             } catch {
-                failed = true
+                track.failed = true
                 return error
             }
         }

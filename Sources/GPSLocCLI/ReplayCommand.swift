@@ -1,6 +1,6 @@
 import Foundation
-import GPSLocation
 import GPSDProcesses
+import GPSLocation
 
 enum ReplayCommand {
     static let help = """
@@ -179,18 +179,22 @@ enum ReplayCommand {
 }
 
 /// A one-line progress bar on stderr, only when stderr is a terminal; redrawn at most 10 times a second.
-final class ProgressBar: @unchecked Sendable {
-    // @unchecked Sendable: updated from the replay thread only; `clear` runs after it finished.
-    private var lastDraw = 0.0
-    private var drawn = false
+final class ProgressBar: Sendable {
+    /// When it was last drawn, and whether it is on the screen.
+    private let drawing = Locked((last: 0.0, drawn: false))
 
     static func forStandardError() -> ProgressBar? { isatty(STDERR_FILENO) != 0 ? ProgressBar() : nil }
 
     func update(read: Int, total: Int?) {
         guard let total, total > 256 * 1024 else { return }
         let now = MonotonicReplayClock().now()
-        guard now - lastDraw >= 0.1 || read >= total else { return }
-        lastDraw = now
+        let due = drawing.withLock { drawing in
+            guard now - drawing.last >= 0.1 || read >= total else { return false }
+            drawing.last = now
+            drawing.drawn = true
+            return true
+        }
+        guard due else { return }
         let fraction = min(1, Double(read) / Double(total))
         let width = 30
         let filled = Int(fraction * Double(width))
@@ -198,10 +202,9 @@ final class ProgressBar: @unchecked Sendable {
             "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
             + String(format: "%3.0f%% %.1f/%.1f MB", fraction * 100, Double(read) / 1e6, Double(total) / 1e6)
         FileHandle.standardError.write(Data(line.utf8))
-        drawn = true
     }
 
     func clear() {
-        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if drawing.withLock({ $0.drawn }) { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 }

@@ -4,28 +4,30 @@ import GPSLocation
 /// A table that refreshes in place on a terminal (like gpsd's cgps, but showing what an app
 /// receives). At most 78 columns, so it fits an 80-column terminal; redrawn on every update
 /// and once a second (for the fix's age). `finish()` leaves the cursor below it, visible.
-final class TableSink: UpdateSink, @unchecked Sendable {
-    // @unchecked Sendable: all state is guarded by `lock`.
-    private let lock = NSLock()
+final class TableSink: UpdateSink, Sendable {
     private let title: String
-    private var location: CLLocation?
-    private var sky: SkyView?
-    private var skyTime = Date.distantPast
-    private var authorization = "—"
-    private var device = "—"
-    private var lastMessage = "—"
-    /// Each monitored region's state, by identifier (`--region`).
-    private var regions: [String: String] = [:]
-    private var lastVisit: String?
-    private var timer: (any DispatchSourceTimer)?
-    private var started = false
+    /// What the table shows, and its redraw timer.
+    private struct Table {
+        var location: CLLocation?
+        var sky: SkyView?
+        var skyTime = Date.distantPast
+        var authorization = "—"
+        var device = "—"
+        var lastMessage = "—"
+        /// Each monitored region's last state, by identifier.
+        var regions: [String: String] = [:]
+        var lastVisit: String?
+        var timer: (any DispatchSourceTimer)?
+        var started = false
+    }
+    private let table = Locked(Table())
 
     init(title: String) {
         self.title = title
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpsloc.table"))
         timer.schedule(deadline: .now() + 1, repeating: 1)
         timer.setEventHandler { [weak self] in self?.redraw() }
-        self.timer = timer
+        table.withLock { $0.timer = timer }
         timer.resume()
     }
 
@@ -75,24 +77,24 @@ final class TableSink: UpdateSink, @unchecked Sendable {
     }
 
     func finish() {
-        timer?.cancel()
-        lock.withLock {
+        table.withLock {
+            $0.timer?.cancel()
             // Below the table, cursor visible again.
             write("\u{1B}[?25h\n")
         }
     }
 
-    private func update(_ change: (TableSink) -> Void) {
-        lock.withLock { change(self) }
+    private func update(_ change: (inout Table) -> Void) {
+        table.withLock { change(&$0) }
         redraw()
     }
 
     private func redraw() {
-        lock.withLock {
+        table.withLock { table in
             var lines: [String] = []
             lines.append(Self.fit("gpsloc watch — \(title)"))
             lines.append(String(repeating: "─", count: 78))
-            if let location {
+            if let location = table.location {
                 let gnss = location.gnss
                 let age = Date().timeIntervalSince(location.timestamp)
                 lines.append(row("Time", "\(iso8601Milliseconds(location.timestamp))  (age \(Self.age(age)))"))
@@ -128,23 +130,23 @@ final class TableSink: UpdateSink, @unchecked Sendable {
                 lines.append(row("Location", "none yet"))
                 for _ in 0..<8 { lines.append("") }
             }
-            if let sky {
+            if let sky = table.sky {
                 lines.append(row("Satellites", "\(sky.satellitesUsed) used of \(sky.satellitesVisible) seen"))
             } else {
                 lines.append(row("Satellites", "—"))
             }
-            lines.append(row("Device", device))
-            lines.append(row("Authorization", authorization))
-            for (identifier, state) in regions.sorted(by: { $0.key < $1.key }).prefix(8) {
+            lines.append(row("Device", table.device))
+            lines.append(row("Authorization", table.authorization))
+            for (identifier, state) in table.regions.sorted(by: { $0.key < $1.key }).prefix(8) {
                 lines.append(row("Region", "\(identifier): \(state)"))
             }
-            if regions.count > 8 { lines.append(row("Regions", "… and \(regions.count - 8) more")) }
-            if let lastVisit { lines.append(row("Visit", lastVisit)) }
-            lines.append(row("Last message", lastMessage))
+            if table.regions.count > 8 { lines.append(row("Regions", "… and \(table.regions.count - 8) more")) }
+            if let lastVisit = table.lastVisit { lines.append(row("Visit", lastVisit)) }
+            lines.append(row("Last message", table.lastMessage))
             lines.append(String(repeating: "─", count: 78))
             lines.append(Self.fit("Ctrl-C to stop"))
-            var text = started ? "" : "\u{1B}[?25l\u{1B}[H\u{1B}[2J"
-            started = true
+            var text = table.started ? "" : "\u{1B}[?25l\u{1B}[H\u{1B}[2J"
+            table.started = true
             text += "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
             write(text)
         }

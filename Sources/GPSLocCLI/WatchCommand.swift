@@ -99,9 +99,12 @@ enum WatchCommand {
 }
 
 /// An exit status set from another queue.
-final class ExitStatus: @unchecked Sendable {
-    // @unchecked Sendable: written before the semaphore is signalled, read after it is waited on.
-    var value: Int32 = 0
+final class ExitStatus: Sendable {
+    private let status = Locked<Int32>(0)
+    var value: Int32 {
+        get { status.withLock { $0 } }
+        set { status.withLock { $0 = newValue } }
+    }
 }
 
 /// Runs `handler` once on SIGINT or SIGTERM (instead of dying mid-line), so output is flushed

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GNSSCore
 import GPSLocation
 
 /// A fixed list of fixes delivered in order on a private queue — for tests and examples.
@@ -12,8 +13,7 @@ public final class FixListSource: LocationSource {
     private let onQueue = DispatchSpecificKey<Bool>()
     private let interval: Double
     private let reportsEnd: Bool
-    private let lock = NSLock()
-    nonisolated(unsafe) private var running = false  // guarded by `lock`
+    private let running = Locked(false)
 
     /// - Parameters:
     ///   - interval: seconds between fixes (0: as fast as possible).
@@ -27,14 +27,14 @@ public final class FixListSource: LocationSource {
     }
 
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
-        lock.withLock { running = true }
+        running.withLock { $0 = true }
         queue.async { [self] in
             for fix in fixes {
-                guard lock.withLock({ running }) else { return }
+                guard running.withLock({ $0 }) else { return }
                 handler(.fix(fix))
                 if interval > 0 { Thread.sleep(forTimeInterval: interval) }
             }
-            guard reportsEnd, lock.withLock({ running }) else { return }
+            guard reportsEnd, running.withLock({ $0 }) else { return }
             handler(
                 .problem(
                     CLError(.locationUnknown, message: "the list of \(fixes.count) fixes ended", reason: .sourceEnded),
@@ -43,12 +43,12 @@ public final class FixListSource: LocationSource {
     }
 
     public func stop() {
-        lock.withLock { running = false }
+        running.withLock { $0 = false }
         // Wait for a fix being handed over right now to finish (unless this is that hand-over).
         if DispatchQueue.getSpecific(key: onQueue) == nil { queue.sync {} }
     }
 
     public var isLive: Bool { false }
     /// Between `start` and `stop`.
-    public var isRunning: Bool { lock.withLock { running } }
+    public var isRunning: Bool { running.withLock { $0 } }
 }

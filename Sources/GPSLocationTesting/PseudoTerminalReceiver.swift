@@ -1,5 +1,6 @@
 internal import CPseudoTerminal
 import Foundation
+import GNSSCore
 import GPSLocation
 
 #if canImport(Glibc)
@@ -14,8 +15,7 @@ import GPSLocation
 /// nobody reads waits in the terminal's buffer (about 4 KB) and the rest is lost, and when gpsd
 /// opens the device again it reads on from there. Used by the integration tests and
 /// the soak benchmark.
-public final class PseudoTerminalReceiver: @unchecked Sendable {
-    // @unchecked Sendable: the descriptors are immutable; `state` is guarded by `lock`.
+public final class PseudoTerminalReceiver: Sendable {
 
     /// The device path gpsd should open (`/dev/pts/N`).
     public let path: String
@@ -23,11 +23,13 @@ public final class PseudoTerminalReceiver: @unchecked Sendable {
     private let cycles: [[UInt8]]
     private let interval: Double
     private let queue = DispatchQueue(label: "gpslocation.pty-receiver")
-    private let lock = NSLock()
-    private var timer: (any DispatchSourceTimer)?
-    private var index = 0
-    private var written = 0
-    private var dropped = 0
+    private struct Playing {
+        var timer: (any DispatchSourceTimer)?
+        var index = 0
+        var written = 0
+        var dropped = 0
+    }
+    private let playing = Locked(Playing())
 
     /// Splits `recording` into receiver cycles (a new cycle starts at each repeat of the first
     /// sentence type seen, e.g. `RMC`) and prepares to play one cycle every `interval` seconds.
@@ -71,7 +73,7 @@ public final class PseudoTerminalReceiver: @unchecked Sendable {
     }
 
     deinit {
-        timer?.cancel()
+        playing.withLock { $0.timer?.cancel() }
         close(master)
     }
 
@@ -83,33 +85,33 @@ public final class PseudoTerminalReceiver: @unchecked Sendable {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: interval, leeway: .milliseconds(1))
         timer.setEventHandler { [weak self] in self?.tick(loop: loop) }
-        lock.withLock { self.timer = timer }
+        playing.withLock { $0.timer = timer }
         timer.resume()
     }
 
     public func stop() {
-        let timer = lock.withLock { () -> (any DispatchSourceTimer)? in
-            defer { self.timer = nil }
-            return self.timer
+        let timer = playing.withLock { playing -> (any DispatchSourceTimer)? in
+            defer { playing.timer = nil }
+            return playing.timer
         }
         timer?.cancel()
         queue.sync {}
     }
 
     /// Cycles written whole, and cycles (partly) lost because nobody was reading.
-    public var counts: (written: Int, dropped: Int) { lock.withLock { (written, dropped) } }
+    public var counts: (written: Int, dropped: Int) { playing.withLock { ($0.written, $0.dropped) } }
 
     private func tick(loop: Bool) {
-        let next = lock.withLock { () -> Int? in
-            guard loop || index < cycles.count else { return nil }
-            defer { index += 1 }
-            return index % cycles.count
+        let next = playing.withLock { playing -> Int? in
+            guard loop || playing.index < cycles.count else { return nil }
+            defer { playing.index += 1 }
+            return playing.index % cycles.count
         }
         guard let next else {
             // On the queue already: cancel without waiting for ourselves.
-            lock.withLock { () -> (any DispatchSourceTimer)? in
-                defer { timer = nil }
-                return timer
+            playing.withLock { playing -> (any DispatchSourceTimer)? in
+                defer { playing.timer = nil }
+                return playing.timer
             }?.cancel()
             return
         }
@@ -117,8 +119,8 @@ public final class PseudoTerminalReceiver: @unchecked Sendable {
         // discipline's buffer limit, not waited for: a receiver does not wait either.
         let bytes = cycles[next]
         let result = bytes.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
-        lock.withLock {
-            if result == bytes.count { written += 1 } else { dropped += 1 }
+        playing.withLock {
+            if result == bytes.count { $0.written += 1 } else { $0.dropped += 1 }
         }
         // Discard anything gpsd wrote to the "receiver" (probes, configuration).
         var sink = [UInt8](repeating: 0, count: 4096)

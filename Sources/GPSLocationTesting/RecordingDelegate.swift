@@ -13,6 +13,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         /// Each location with the time its batch arrived.
         var locationArrivals: [(Date, CLLocation)] = []
         var errorArrivals: [(Date, CLError)] = []
+        var errorContexts: [ErrorContext] = []
         var receiverArrivals: [(Date, DeviceEvent)] = []
         var regionLog: [String] = []
         var authorizationCalls = 0
@@ -36,6 +37,18 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     public var batches: [[CLLocation]] { record.withLock { $0.batches } }
     public var locations: [CLLocation] { batches.flatMap { $0 } }
     public var errors: [CLError] { record.withLock { $0.errorArrivals.map(\.1) } }
+    /// Each error with where it came in the stream and what the manager said at that moment.
+    public struct ErrorContext: Sendable {
+        public let error: CLError
+        /// How many locations had been delivered before it.
+        public let locationsBefore: Int
+        /// `manager.location != nil`, `manager.isLocationStale` and `manager.locationAge`, read in
+        /// the callback.
+        public let managerHadLocation: Bool
+        public let locationWasStale: Bool
+        public let locationAge: TimeInterval?
+    }
+    public var errorContexts: [ErrorContext] { record.withLock { $0.errorContexts } }
     public var receivers: [DeviceEvent] { record.withLock { $0.receiverArrivals.map(\.1) } }
     /// Every location with the time it arrived, oldest first.
     public var locationArrivals: [(arrival: Date, location: CLLocation)] {
@@ -109,7 +122,18 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     public func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
         enter()
         let now = Date()
-        if let error = error as? CLError { record.withLock { $0.errorArrivals.append((now, error)) } }
+        if let error = error as? CLError {
+            let hadLocation = manager.location != nil
+            let stale = manager.isLocationStale
+            let age = manager.locationAge
+            record.withLock {
+                $0.errorArrivals.append((now, error))
+                $0.errorContexts.append(
+                    ErrorContext(
+                        error: error, locationsBefore: $0.locationArrivals.count, managerHadLocation: hadLocation,
+                        locationWasStale: stale, locationAge: age))
+            }
+        }
         leave()
     }
     public func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {

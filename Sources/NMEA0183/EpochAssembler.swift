@@ -132,7 +132,8 @@ public struct EpochAssembler: Sendable {
         var setsMode = true
         var setsErrors = false
         switch sentence {
-        case .rmc(let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, let modeIndicator):
+        case .rmc(
+            let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, let modeIndicator):
             boundary(time, .rmc, emit)
             picture.otherSentence()
             if let rmcDate {
@@ -210,7 +211,9 @@ public struct EpochAssembler: Sendable {
             picture.otherSentence()
             setsMode = false
             // By its own time, as gpsd reports it (a GST may open its cycle, before the GGA).
-            if let time { estimate = Estimate(time: time, latitude: latitude, longitude: longitude, altitude: altitude) }
+            if let time {
+                estimate = Estimate(time: time, latitude: latitude, longitude: longitude, altitude: altitude)
+            }
         case .gbs(let time, let latitude, let longitude, let altitude):
             // gpsd latches its time (it takes part in finding the cycle's end) and uses its errors
             // only for the cycle of the same time (to the second).
@@ -411,7 +414,8 @@ public struct EpochAssembler: Sendable {
                 }
                 if let metres, metres > max(x, y) {
                     let opposite = max(x, y)
-                    fixErrors.course = 2 * asin(opposite / (metres * metres + opposite * opposite).squareRoot()) * 180 / .pi
+                    fixErrors.course =
+                        2 * asin(opposite / (metres * metres + opposite * opposite).squareRoot()) * 180 / .pi
                 }
             }
             if let vertical = errors.vertical, let old = previous.errors.vertical {

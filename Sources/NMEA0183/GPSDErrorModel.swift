@@ -185,7 +185,9 @@ struct GPSDSatellitePicture: Sendable {
         _ rows: (SIMD4<Double>, SIMD4<Double>, SIMD4<Double>, SIMD4<Double>)
     ) -> SIMD4<Double>? {
         var a = rows
-        var inverse = (SIMD4<Double>(1, 0, 0, 0), SIMD4<Double>(0, 1, 0, 0), SIMD4<Double>(0, 0, 1, 0), SIMD4<Double>(0, 0, 0, 1))
+        var inverse = (
+            SIMD4<Double>(1, 0, 0, 0), SIMD4<Double>(0, 1, 0, 0), SIMD4<Double>(0, 0, 1, 0), SIMD4<Double>(0, 0, 0, 1)
+        )
         func row(_ i: Int) -> (SIMD4<Double>, SIMD4<Double>) {
             switch i {
             case 0: (a.0, inverse.0)

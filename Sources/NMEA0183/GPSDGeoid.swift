@@ -19,15 +19,22 @@ public enum GPSDGeoid {
         let rowIndex = ((90 + latitude) / 5).rounded(.down)
         let columnIndex = ((180 + longitude) / 5).rounded(.down)
         guard rowIndex >= 0, rowIndex < Double(rows), columnIndex >= 0, columnIndex < Double(columns) else { return 0 }
-        let row = Int(rowIndex), column = Int(columnIndex)
+        let row = Int(rowIndex)
+        let column = Int(columnIndex)
         let row2 = row < rows - 1 ? row + 1 : row
         let column2 = column < columns - 1 ? column + 1 : column
-        let x1 = column * 5 - 180, x2 = column2 * 5 - 180
-        let y1 = row * 5 - 90, y2 = row2 * 5 - 90
-        let z11 = Double(table[row * columns + column]), z12 = Double(table[row * columns + column2])
-        let z21 = Double(table[row2 * columns + column]), z22 = Double(table[row2 * columns + column2])
-        let xx1 = longitude - Double(x1), x2x = Double(x2) - longitude
-        let yy1 = latitude - Double(y1), y2y = Double(y2) - latitude
+        let x1 = column * 5 - 180
+        let x2 = column2 * 5 - 180
+        let y1 = row * 5 - 90
+        let y2 = row2 * 5 - 90
+        let z11 = Double(table[row * columns + column])
+        let z12 = Double(table[row * columns + column2])
+        let z21 = Double(table[row2 * columns + column])
+        let z22 = Double(table[row2 * columns + column2])
+        let xx1 = longitude - Double(x1)
+        let x2x = Double(x2) - longitude
+        let yy1 = latitude - Double(y1)
+        let y2y = Double(y2) - latitude
         let centimetres: Double
         // The grid's last row and column: gpsd's own edge cases, kept as they are.
         if y1 == y2 {

@@ -84,16 +84,18 @@ extension RealGPSD.LaneB {
             let fixes = try FixtureFixes.load("drive-1hz-gp")
             let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer())
             manager.maximumBatch = .max
-            let delegate = StalenessDelegate()
+            let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
             #expect(await waitUntilAsync { delegate.locationCount >= 270 })
             manager.stopUpdatingLocation()
-            let reports = delegate.reports
-            #expect(reports.count == 2, "\(reports.map(\.message))")
-            #expect(reports.first?.message.contains("no usable position fix yet after 3.0 s") == true)
-            #expect(reports.last?.message.contains("no usable position fix for 3.0 s") == true)
-            #expect(delegate.errorsAfterRecovery == 0, "recovery is silent")
+            let reports = delegate.errorContexts.filter { $0.error.reason != .sourceEnded }
+            #expect(reports.map(\.error.reason) == [.stale, .stale], "\(reports.map(\.error.message))")
+            // In the stream: the start (before any location), then the tunnel (between locations);
+            // each recovery silent: no other error. (Not the manager's state in the callback: a
+            // recording runs ahead of its delegate.)
+            #expect(reports.first?.locationsBefore == 0)
+            #expect(reports.last.map { $0.locationsBefore > 0 && $0.locationsBefore < delegate.locationCount } == true)
         }
 
         @Test("in the tunnel the last location is kept, marked stale, with its age by the recording's clock")
@@ -103,10 +105,10 @@ extension RealGPSD.LaneB {
             let lastGood = try #require(fixes[..<tunnel].last { $0.mode == .threeDimensional })
             let source = FixListSource(Array(fixes[..<(tunnel + 8)]), reportsEnd: false)
             let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
-            let delegate = StalenessDelegate()
+            let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync { delegate.reports.count == 2 })
+            #expect(await waitUntilAsync { delegate.errorContexts.count == 2 })
             #expect(manager.isLocationStale)
             #expect(manager.location?.timestamp == lastGood.time, "the last location is kept")
             let silence = try #require(fixes[tunnel + 7].time).timeIntervalSince(try #require(lastGood.time))
@@ -122,20 +124,17 @@ extension RealGPSD.LaneB {
         func managerTimer() async throws {
             let source = LiveBurstSource(count: 15, interval: 0.1)
             let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
-            let delegate = StalenessDelegate()
+            let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync(timeout: 5) { delegate.reports.count == 1 })
+            #expect(await waitUntilAsync(timeout: 5) { delegate.errorContexts.count == 1 })
             let sent = Date()
-            let report = try #require(delegate.reports.first)
-            // 10 Hz → 1 s (the timer may fire a little late on a loaded machine; the message says when).
-            let silence = report.message.split(separator: " ").dropFirst(5).first.flatMap { Double($0) } ?? 0
-            #expect(
-                report.message.hasPrefix("no usable position fix for ") && silence >= 1 && silence < 2.5,
-                "\(report.message)")
-            #expect(report.stale && report.hadLocation)
+            let report = try #require(delegate.errorContexts.first)
+            // 10 Hz → 1 s (the timer may fire a little late on a loaded machine).
+            #expect(report.error.reason == .stale, "\(report.error)")
+            #expect(report.locationWasStale && report.managerHadLocation && (report.locationAge ?? 0) >= 1)
             try await Task.sleep(for: .seconds(1.5))
-            #expect(delegate.reports.count == 1, "once")
+            #expect(delegate.errorContexts.count == 1, "once")
             #expect(manager.isLocationStale && manager.location != nil)
             #expect((manager.locationAge ?? 0) >= Date().timeIntervalSince(sent))
             manager.stopUpdatingLocation()
@@ -170,61 +169,21 @@ extension RealGPSD.LaneB {
             manager.maximumLocationAge = 1e9
             manager.maximumBatch = .max
             manager.staleFixTimeout = 1  // cycles come every 0.2 s; the tunnel lasts 3 s
-            let delegate = StalenessDelegate()
+            let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
             // Stop before the excerpt ends (which would be reported too).
-            #expect(await waitUntilAsync(timeout: 30) { delegate.locationsAfterFirstReport >= 15 })
+            #expect(
+                await waitUntilAsync(timeout: 30) {
+                    delegate.errorContexts.first.map { delegate.locationCount >= $0.locationsBefore + 15 } ?? false
+                })
             manager.stopUpdatingLocation()
-            let lost = delegate.reports.filter { $0.message.contains("no usable position fix for") }
-            #expect(lost.count == 1, "\(delegate.reports.map(\.message))")
-            #expect(lost.first?.hadLocation == true && lost.first?.stale == true)
-            #expect(delegate.errorsAfterRecovery == 0, "recovery is silent")
-        }
-    }
-}
-
-/// Records staleness reports with the manager's state at that moment.
-final class StalenessDelegate: CLLocationManagerDelegate, @unchecked Sendable {
-    struct Report {
-        var message: String
-        var hadLocation: Bool
-        var stale: Bool
-        var age: TimeInterval?
-    }
-    private let lock = NSLock()
-    private var locations = 0
-    private var _reports: [Report] = []
-    private var locationsAtFirstReport: Int?
-    private var _errorsAfterRecovery = 0
-    private var recovered = false
-
-    var locationCount: Int { lock.withLock { locations } }
-    var reports: [Report] { lock.withLock { _reports } }
-    var errorsAfterRecovery: Int { lock.withLock { _errorsAfterRecovery } }
-    var locationsAfterFirstReport: Int { lock.withLock { locationsAtFirstReport.map { locations - $0 } ?? 0 } }
-
-    func locationManager(_ manager: CLLocationManager, didUpdateLocations batch: [CLLocation]) {
-        lock.withLock {
-            locations += batch.count
-            if !_reports.isEmpty { recovered = true }
-        }
-    }
-    func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
-        let error = error as! CLError
-        let report = Report(
-            message: error.message, hadLocation: manager.location != nil, stale: manager.isLocationStale,
-            age: manager.locationAge)
-        lock.withLock {
-            if error.message.hasSuffix("fixes ended") {
-                return
-            } else if error.message.contains("no usable position fix") {
-                _reports.append(report)
-                if locationsAtFirstReport == nil { locationsAtFirstReport = locations }
-                recovered = false
-            } else if recovered {
-                _errorsAfterRecovery += 1
-            }
+            // The tunnel (after locations), once, with the last location kept and marked; the
+            // recovery silent. (A "no fix yet" report may come first, while gpsd starts.)
+            let reports = delegate.errorContexts.filter { $0.locationsBefore > 0 }
+            #expect(reports.map(\.error.reason) == [.stale], "\(reports.map(\.error.message))")
+            #expect(reports.first.map { $0.managerHadLocation && $0.locationWasStale } == true)
+            #expect(delegate.errorContexts.allSatisfy { $0.error.reason == .stale })
         }
     }
 }

@@ -229,7 +229,8 @@ struct EpochAssemblerTests {
         // A GGA without field 11: the ellipsoidal altitude from the table, as gpsd reports it.
         let data = Data(
             ([
-                "GPRMC,200619.30,A,5313.2228,N,00634.4228,E,0.0,0.0,030126,,", "GPGGA,200619.30,5313.2228,N,00634.4228,E,1,05,2.6,00000,M,,,,",
+                "GPRMC,200619.30,A,5313.2228,N,00634.4228,E,0.0,0.0,030126,,",
+                "GPGGA,200619.30,5313.2228,N,00634.4228,E,1,05,2.6,00000,M,,,,",
                 "GPRMC,200620.30,A,5313.2228,N,00634.4228,E,0.0,0.0,030126,,",
             ].map(NMEAParserTests.sentence).joined()).utf8)
         let (fixes, _) = NMEADecoder.fixes(in: data)

@@ -13,8 +13,8 @@ import Foundation
 /// never lose each other's decisions. A corrupt or unreadable file is moved aside
 /// (`authorizations.json.corrupt-<time>`), reported in `problem`, and treated as empty
 /// ("not determined") — never a crash, never a silent grant.
-public final class DecisionStore: @unchecked Sendable {
-    // @unchecked Sendable: `problem` is guarded by `lock`; the file itself by flock.
+public final class DecisionStore: Sendable {
+    // The file itself is guarded across processes by flock.
 
     public struct Entry: Codable, Sendable, Equatable {
         public var status: String
@@ -25,11 +25,10 @@ public final class DecisionStore: @unchecked Sendable {
     public let directory: URL
     public var fileURL: URL { directory.appendingPathComponent("authorizations.json") }
     private var lockURL: URL { directory.appendingPathComponent("authorizations.lock") }
-    private let lock = NSLock()
-    private var storedProblem: String?
+    private let storedProblem = Locked<String?>(nil)
 
     /// The last problem met reading the file (e.g. it was corrupt and was moved aside).
-    public var problem: String? { lock.withLock { storedProblem } }
+    public var problem: String? { storedProblem.withLock { $0 } }
 
     /// Told when the file cannot be read (it is then moved aside); default: one line on stderr.
     public let diagnosticsHandler: DiagnosticsHandler
@@ -65,7 +64,7 @@ public final class DecisionStore: @unchecked Sendable {
                 "the authorization store's entry for \(app) (status \"\(entry.status)\", accuracy \"\(entry.accuracy)\") "
                 + "is not a valid decision — \(app) is treated as not determined (nothing is delivered); "
                 + "grant again with `gpsloc auth grant \(app)`"
-            lock.withLock { storedProblem = message }
+            storedProblem.withLock { $0 = message }
             diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", message: message))
             return nil
         }
@@ -208,7 +207,7 @@ public final class DecisionStore: @unchecked Sendable {
             "the authorization store \(fileURL.path) could not be used: \(why)"
             + (aside.map { "; it was moved aside to \($0) for inspection" } ?? "")
             + " — apps without a readable decision are treated as not determined; grant again with `gpsloc auth grant APP`"
-        lock.withLock { storedProblem = message }
+        storedProblem.withLock { $0 = message }
         diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", message: message))
         if !salvaged.isEmpty, aside != nil { try? write(salvaged) }
         return salvaged

@@ -35,20 +35,24 @@ public typealias AuthorizationPrompt = @Sendable (_ appID: String, _ wantsAlways
 ///
 /// The authorizer holds the decision; gating each location is the `LocationEngine`'s job
 /// (`AuthorizationGate`), fed with `state` whenever observers hear of a change.
-public final class LocationAuthorizer: @unchecked Sendable {
-    // @unchecked Sendable: every mutable property is guarded by `lock`.
+public final class LocationAuthorizer: Sendable {
     public let appID: String
     /// Why the app wants the location, shown in prompts; requests without one fail loudly.
     public let usageDescription: String?
-    private let lock = NSLock()
-    private var decision: AuthorizationDecision
-    private var prompt: AuthorizationPrompt?
-    private var upgradeUsed = false
-    private var storedInUse: Bool
-    private var observers: [UUID: @Sendable () -> Void] = [:]
-    private var store: DecisionStore?
-    private var policyPath: String?
-    private var watcher: FileChangeWatcher?
+    private struct State {
+        var decision: AuthorizationDecision
+        var prompt: AuthorizationPrompt?
+        var upgradeUsed = false
+        var inUse: Bool
+        var observers: [UUID: @Sendable () -> Void] = [:]
+        var store: DecisionStore?
+        var watcher: FileChangeWatcher?
+        /// Where reduced accuracy's state is kept (persistent authorizers).
+        var reducedAccuracy: ReducedAccuracyStore?
+        /// Set when the decision files can no longer be followed: the app is denied from then on.
+        var failedClosed = false
+    }
+    private let locked: Locked<State>
 
     public init(
         appID: String = LocationAuthorizer.defaultAppID, usageDescription: String? = nil,
@@ -57,25 +61,21 @@ public final class LocationAuthorizer: @unchecked Sendable {
     ) {
         self.appID = appID
         self.usageDescription = usageDescription ?? Self.environmentUsageDescription
-        decision = initial ?? AuthorizationDecision(status: .notDetermined)
-        self.prompt = prompt
+        locked = Locked(
+            State(decision: initial ?? AuthorizationDecision(status: .notDetermined), prompt: prompt, inUse: isInUse))
         self.fuzzerSeed = fuzzerSeed ?? LocationFuzzer.secretSeed(appID)
-        storedInUse = isInUse
     }
 
     /// The seed of this app's reduced-accuracy offset (`LocationFuzzer`): every manager of the
     /// authorizer snaps to the same secret grid, so averaging several gains nothing.
     package let fuzzerSeed: UInt64
 
-    /// Set when the decision files can no longer be followed: the app is denied from then on.
-    private var failedClosed = false
-
     /// The store and policy cannot be followed live any more (a revocation might go unseen):
     /// fail closed — denied, said once on stderr with the reason.
     private func followingFailed(_ problem: String) {
-        let first = lock.withLock {
-            defer { failedClosed = true }
-            return !failedClosed
+        let first = locked.withLock { state in
+            defer { state.failedClosed = true }
+            return !state.failedClosed
         }
         guard first else { return }
         Diagnostics.standardError(
@@ -88,8 +88,7 @@ public final class LocationAuthorizer: @unchecked Sendable {
 
     /// Where reduced accuracy's offset and rate limit are kept between runs (persistent
     /// authorizers: the user's `ReducedAccuracyStore`); nil: per process.
-    package var reducedAccuracyStore: ReducedAccuracyStore? { lock.withLock { storedReducedAccuracy } }
-    private var storedReducedAccuracy: ReducedAccuracyStore?
+    package var reducedAccuracyStore: ReducedAccuracyStore? { locked.withLock { $0.reducedAccuracy } }
 
     /// The fuzzer for a manager or session of this app: the kept one when there is one (a new
     /// one is kept from its first reduced location on, so apps with full accuracy write nothing).
@@ -100,8 +99,9 @@ public final class LocationAuthorizer: @unchecked Sendable {
 
     /// What the location engine needs to know to gate locations for this app.
     package var state: AuthorizationState {
-        lock.withLock {
-            AuthorizationState(appID: appID, status: decision.status, accuracy: decision.accuracy, isInUse: storedInUse)
+        locked.withLock {
+            AuthorizationState(
+                appID: appID, status: $0.decision.status, accuracy: $0.decision.accuracy, isInUse: $0.inUse)
         }
     }
 
@@ -118,15 +118,14 @@ public final class LocationAuthorizer: @unchecked Sendable {
             appID: appID, usageDescription: usageDescription,
             initial: resolve(app: appID, store: store, policyPath: policyPath),
             prompt: prompt, isInUse: isInUse)
-        authorizer.lock.withLock {
-            authorizer.store = store
-            authorizer.policyPath = policyPath
-            authorizer.storedReducedAccuracy = .user
+        authorizer.locked.withLock {
+            $0.store = store
+            $0.reducedAccuracy = .user
         }
         try? FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
         let watched = [store.fileURL.path, policyPath] + (LocationPolicy.additionalPath.map { [$0] } ?? [])
         let onChange: @Sendable () -> Void = { [weak authorizer] in
-            guard let authorizer, !authorizer.lock.withLock({ authorizer.failedClosed }) else { return }
+            guard let authorizer, !authorizer.locked.withLock({ $0.failedClosed }) else { return }
             authorizer.set(
                 resolve(app: appID, store: store, policyPath: policyPath)
                     ?? AuthorizationDecision(status: .notDetermined))
@@ -137,7 +136,7 @@ public final class LocationAuthorizer: @unchecked Sendable {
         if watcher == nil {
             authorizer.followingFailed("inotify is not available (\(String(cString: strerror(errno))))")
         }
-        authorizer.lock.withLock { authorizer.watcher = watcher }
+        authorizer.locked.withLock { $0.watcher = watcher }
         return authorizer
     }
 
@@ -148,12 +147,12 @@ public final class LocationAuthorizer: @unchecked Sendable {
 
     /// Whether the app counts as in use (see the type's documentation).
     public var isInUse: Bool {
-        get { lock.withLock { storedInUse } }
+        get { locked.withLock { $0.inUse } }
         set {
-            let handlers = lock.withLock { () -> [@Sendable () -> Void]? in
-                guard storedInUse != newValue else { return nil }
-                storedInUse = newValue
-                return Array(observers.values)
+            let handlers = locked.withLock { state -> [@Sendable () -> Void]? in
+                guard state.inUse != newValue else { return nil }
+                state.inUse = newValue
+                return Array(state.observers.values)
             }
             for handler in handlers ?? [] { handler() }
         }
@@ -164,11 +163,11 @@ public final class LocationAuthorizer: @unchecked Sendable {
     @discardableResult
     public func addObserver(_ handler: @escaping @Sendable () -> Void) -> UUID {
         let token = UUID()
-        lock.withLock { observers[token] = handler }
+        locked.withLock { $0.observers[token] = handler }
         return token
     }
 
-    public func removeObserver(_ token: UUID) { _ = lock.withLock { observers.removeValue(forKey: token) } }
+    public func removeObserver(_ token: UUID) { _ = locked.withLock { $0.observers.removeValue(forKey: token) } }
 
     /// `GPSLOCATION_USAGE_DESCRIPTION`: the usage description of an app whose code gives none
     /// (ported CoreLocation code has it in Info.plist, which Linux does not read).
@@ -185,8 +184,8 @@ public final class LocationAuthorizer: @unchecked Sendable {
         return name.isEmpty ? "app" : name
     }
 
-    public var status: CLAuthorizationStatus { lock.withLock { decision.status } }
-    public var accuracy: CLAccuracyAuthorization { lock.withLock { decision.accuracy } }
+    public var status: CLAuthorizationStatus { locked.withLock { $0.decision.status } }
+    public var accuracy: CLAccuracyAuthorization { locked.withLock { $0.decision.accuracy } }
 
     public enum RequestOutcome: Sendable, Equatable {
         /// The status changed (the delegate hears of it).
@@ -201,36 +200,43 @@ public final class LocationAuthorizer: @unchecked Sendable {
 
     /// Apple's request rules. `always`: `requestAlwaysAuthorization()`.
     public func request(always: Bool) -> RequestOutcome {
-        lock.lock()
-        let current = decision
-        let canUpgrade = always && current.status == .authorizedWhenInUse && !upgradeUsed
-        guard current.status == .notDetermined || canUpgrade else {
-            lock.unlock()
-            return .unchanged
+        enum Step {
+            case unchanged, noPrompt, noUsageDescription
+            case ask(AuthorizationPrompt)
         }
-        guard let prompt = self.prompt else {
-            lock.unlock()
+        let step = locked.withLock { state -> Step in
+            let canUpgrade = always && state.decision.status == .authorizedWhenInUse && !state.upgradeUsed
+            guard state.decision.status == .notDetermined || canUpgrade else { return .unchanged }
+            guard let prompt = state.prompt else { return .noPrompt }
+            guard usageDescription != nil else { return .noUsageDescription }
+            if canUpgrade { state.upgradeUsed = true }
+            return .ask(prompt)
+        }
+        let prompt: AuthorizationPrompt
+        switch step {
+        case .unchanged:
+            return .unchanged
+        case .noPrompt:
             let flag = always ? "--always" : "--when-in-use"
             return .noPrompt(
                 "no one can be asked for location permission for \(appID) here (no terminal, no prompt): "
                     + "nothing is delivered until it is granted — run `gpsloc auth grant \(appID) \(flag)` "
                     + "(or have the administrator grant it in the policy); locations start at once, without a restart")
-        }
-        guard usageDescription != nil else {
-            lock.unlock()
+        case .noUsageDescription:
             return .missingUsageDescription(
                 "\(appID) requested location authorization without a usage description, so nobody is asked — Apple's "
                     + "CoreLocation does nothing without NSLocationWhenInUseUsageDescription; on Linux set "
                     + "`GPSLOCATION_USAGE_DESCRIPTION=\"why the app needs the location\"` in its environment, or "
                     + "give the authorizer one (`LocationAuthorizer(appID:usageDescription:)`)")
+        case .ask(let asked):
+            prompt = asked
         }
-        if canUpgrade { upgradeUsed = true }
-        lock.unlock()
+        // Asked outside the lock: a person may take their time.
         guard let answer = prompt(appID, always) else { return .unchanged }
-        let (outcome, store) = lock.withLock { () -> (RequestOutcome, DecisionStore?) in
-            guard answer != decision else { return (.unchanged, nil) }
-            decision = answer
-            return (.changed, self.store)
+        let (outcome, store) = locked.withLock { state -> (RequestOutcome, DecisionStore?) in
+            guard answer != state.decision else { return (.unchanged, nil) }
+            state.decision = answer
+            return (.changed, state.store)
         }
         if outcome == .changed, let store, !answer.isTemporary { try? store.set(answer, for: appID) }
         return outcome
@@ -239,10 +245,10 @@ public final class LocationAuthorizer: @unchecked Sendable {
     /// Sets the decision directly (a settings change, a policy); returns true when it changed.
     @discardableResult
     public func set(_ newDecision: AuthorizationDecision) -> Bool {
-        let handlers = lock.withLock { () -> [@Sendable () -> Void]? in
-            guard newDecision != decision else { return nil }
-            decision = newDecision
-            return Array(observers.values)
+        let handlers = locked.withLock { state -> [@Sendable () -> Void]? in
+            guard newDecision != state.decision else { return nil }
+            state.decision = newDecision
+            return Array(state.observers.values)
         }
         guard let handlers else { return false }
         for handler in handlers { handler() }

@@ -2,8 +2,7 @@ import Dispatch
 import Foundation
 
 /// The process-wide table of gpsd connections shared by `GPSDLocationSource`s.
-final class SharedGPSDConnections: @unchecked Sendable {
-    // @unchecked Sendable: `entries` is guarded by `lock`.
+final class SharedGPSDConnections: Sendable {
     static let shared = SharedGPSDConnections()
 
     struct Key: Hashable, Sendable {
@@ -15,9 +14,11 @@ final class SharedGPSDConnections: @unchecked Sendable {
 
     typealias Handler = @Sendable (GPSDEvent) -> Void
 
-    /// One shared connection. Its fields are guarded by the table's `lock`.
-    private final class Entry: @unchecked Sendable {
+    /// One shared connection.
+    private struct Entry {
         let source: GPSDSource
+        /// Which connection this is: a key's entry is replaced when its connection failed.
+        let id = UUID()
         var subscribers: [UUID: Handler] = [:]
         /// `subscribers`' handlers, kept as an array: each event copies it (a retain), not the
         /// dictionary's values.
@@ -25,28 +26,27 @@ final class SharedGPSDConnections: @unchecked Sendable {
 
         init(source: GPSDSource) { self.source = source }
 
-        func set(_ token: UUID, _ handler: Handler?) {
+        mutating func set(_ token: UUID, _ handler: Handler?) {
             subscribers[token] = handler
             handlers = Array(subscribers.values)
         }
     }
 
-    private let lock = NSLock()
-    private var entries: [Key: Entry] = [:]
+    private let entries = Locked<[Key: Entry]>([:])
 
     /// The number of open shared connections to `endpoint` (for tests and diagnostics).
     func connectionCount(to endpoint: GPSDEndpoint) -> Int {
-        lock.withLock { entries.keys.count { $0.endpoint == endpoint } }
+        entries.withLock { $0.keys.count { $0.endpoint == endpoint } }
     }
 
     func subscribe(_ key: Key, _ handler: @escaping Handler) -> UUID {
         let token = UUID()
-        let started = lock.withLock { () -> Entry? in
-            if let entry = entries[key] {
-                entry.set(token, handler)
+        let started = entries.withLock { entries -> Entry? in
+            if entries[key] != nil {
+                entries[key]!.set(token, handler)
                 return nil
             }
-            let entry = Entry(
+            var entry = Entry(
                 source: GPSDSource(
                     endpoint: key.endpoint, noDataTimeout: key.noDataTimeout, reconnect: key.reconnect,
                     decodesSky: key.decodesSky))
@@ -55,31 +55,30 @@ final class SharedGPSDConnections: @unchecked Sendable {
             return entry
         }
         if let entry = started {
-            entry.source.start { [weak self, weak entry] event in
-                guard let self, let entry else { return }
-                fanOut(key, entry, event)
+            let id = entry.id
+            entry.source.start { [weak self] event in
+                self?.fanOut(key, id, event)
             }
         }
         return token
     }
 
     func unsubscribe(_ key: Key, _ token: UUID) {
-        let stop = lock.withLock { () -> GPSDSource? in
-            guard let entry = entries[key] else { return nil }
-            entry.set(token, nil)
-            guard entry.subscribers.isEmpty else { return nil }
-            entries[key] = nil
-            return entry.source
+        let stop = entries.withLock { entries -> GPSDSource? in
+            guard entries[key] != nil else { return nil }
+            entries[key]!.set(token, nil)
+            guard entries[key]!.subscribers.isEmpty else { return nil }
+            return entries.removeValue(forKey: key)?.source
         }
         stop?.stop()
     }
 
-    private func fanOut(_ key: Key, _ entry: Entry, _ event: GPSDEvent) {
-        let handlers = lock.withLock { entry.handlers }
+    private func fanOut(_ key: Key, _ id: UUID, _ event: GPSDEvent) {
+        let handlers = entries.withLock { $0[key].map { $0.id == id ? $0.handlers : [] } ?? [] }
         for handler in handlers { handler(event) }
         if case .failed = event {
             // The connection is gone for good: the next subscriber opens a new one.
-            lock.withLock { if entries[key] === entry { entries[key] = nil } }
+            entries.withLock { if $0[key]?.id == id { $0[key] = nil } }
         }
     }
 }
