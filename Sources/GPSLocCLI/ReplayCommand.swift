@@ -92,7 +92,8 @@ enum ReplayCommand {
             sink.error(
                 CLError(
                     .locationUnknown,
-                    message: "the recording \(label) never has a usable position fix (see the diagnostics above)",
+                    message:
+                        "no location of the recording \(label) was delivered (the errors and diagnostics above say why)",
                     reason: .sourceEnded))
             exitStatus = 1
         }

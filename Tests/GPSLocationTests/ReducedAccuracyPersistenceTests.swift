@@ -26,7 +26,7 @@ struct ReducedAccuracyPersistenceTests {
         _ = continuous.reduce(Self.location(51.45, -2.59, at: t0), now: t0)
         let firstGiven = first.reduce(Self.location(51.45, -2.59, at: t0), now: t0)
         let given = try #require(firstGiven)
-        #expect(store.save(first.persistentState, for: "app"))
+        #expect(store.save(first.persistentState, for: "app") == nil)
         let file = folder.appendingPathComponent("app.json")
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
@@ -73,8 +73,78 @@ struct ReducedAccuracyPersistenceTests {
         let store = ReducedAccuracyStore(directory: folder)
         var fuzzer = LocationFuzzer(appID: "app")
         _ = fuzzer.reduce(Self.location(51.45, -2.59, at: Date()), now: Date())
-        #expect(!store.save(fuzzer.persistentState, for: "app"))
+        #expect(store.save(fuzzer.persistentState, for: "app")?.contains("chmod 700 \(folder.path)") == true)
         #expect(store.load("app") == nil)
+    }
+
+    @Test("every app id gets a file name that fits: plain names as they are, others hashed")
+    func fileNames() {
+        #expect(ReducedAccuracyStore.fileName(for: "tracker") == "tracker.json")
+        let long = String(repeating: "a", count: 300)
+        let hashed = ReducedAccuracyStore.fileName(for: long)
+        #expect(hashed.hasPrefix("id-") && hashed.utf8.count == 3 + 32 + 5)
+        #expect(ReducedAccuracyStore.fileName(for: long + "b") != hashed)
+        for odd in ["", ".hidden", "a/b", "../x", "été", String(repeating: "x", count: 65)] {
+            let name = ReducedAccuracyStore.fileName(for: odd)
+            #expect(name.hasPrefix("id-") && !name.contains("/"), "\(odd)")
+        }
+        // A 300-character id is kept and read back.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-long-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = ReducedAccuracyStore(directory: folder)
+        var fuzzer = LocationFuzzer(appID: long)
+        _ = fuzzer.reduce(Self.location(51.45, -2.59, at: Date()), now: Date())
+        #expect(store.save(fuzzer.persistentState, for: long) == nil)
+        #expect(store.load(long) == fuzzer.persistentState)
+    }
+
+    /// Replays with reduced accuracy and a state folder that cannot be used: no location at
+    /// all, one error saying why (reason `reducedAccuracyState`), exit status 1.
+    static func failsClosed(_ prepare: (URL) throws -> Void) async throws {
+        let home = try GPSLocBinary.makeConfigHome()
+        defer {
+            chmod(home.appendingPathComponent("state/gpslocation/reduced").path, 0o700)
+            try? FileManager.default.removeItem(at: home)
+        }
+        let folder = home.appendingPathComponent("state/gpslocation/reduced")
+        try prepare(folder)
+        let result = try await GPSLocBinary.run(
+            [
+                "replay", Paths.fixtures.appendingPathComponent("boundary-1hz-gp.nmea").path, "--fast", "--json",
+                "--accuracy", "reduced",
+            ], configHome: home)
+        let lines = GPSLocBinary.jsonLines(result.stdout)
+        #expect(!lines.contains { $0["type"] as? String == "location" }, "no reduced location leaves")
+        let errors = lines.filter { $0["type"] as? String == "error" }
+        #expect(errors.contains { ($0["message"] as? String)?.contains("secret offset cannot be kept") == true })
+        #expect(result.status != 0)
+    }
+
+    @Test("reduced accuracy fails closed: a state folder open to other users")
+    func failsClosedOpenFolder() async throws {
+        try await Self.failsClosed { folder in
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            chmod(folder.path, 0o777)
+        }
+    }
+
+    @Test("reduced accuracy fails closed: the state folder is a file")
+    func failsClosedNotAFolder() async throws {
+        try await Self.failsClosed { folder in
+            try FileManager.default.createDirectory(
+                at: folder.deletingLastPathComponent(), withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: folder.path, contents: Data("x".utf8))
+        }
+    }
+
+    @Test("a FIFO planted as the state file neither hangs the app nor is read")
+    func fifoIsNotRead() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-fifo-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        chmod(folder.path, 0o700)
+        #expect(mkfifo(folder.appendingPathComponent("app.json").path, 0o600) == 0)
+        #expect(ReducedAccuracyStore(directory: folder).load("app") == nil)
     }
 }
 

@@ -20,10 +20,16 @@ package struct ReducedAccuracyState: Codable, Sendable, Equatable {
     package var lastTimestamp: Date?
 }
 
-/// One file per app, `$XDG_STATE_HOME/gpslocation/reduced/APP.json` (or
-/// `~/.local/state/gpslocation/reduced/`), the folder 0700 and the user's (else nothing is read
-/// or written — and the offset is then a fresh one per process, said once), the file 0600,
-/// written whole (`PrivateFile.replace`).
+/// One file per app in `$XDG_STATE_HOME/gpslocation/reduced/` (or
+/// `~/.local/state/gpslocation/reduced/`): the folder 0700 and the user's, the file 0600, a
+/// regular file, written whole (`PrivateFile.replace`). An app id that is a plain name of at most
+/// 64 letters, digits, `.`, `_`, `-` (not starting with `.`) is the file's name (`APP.json`); any
+/// other id — longer, with other characters — is named by a 128-bit hash of its UTF-8 bytes
+/// (`id-<32 hex digits>.json`), so every app's file name fits every file system.
+///
+/// Reduced accuracy **fails closed** on this store: `EngineRunner` keeps the state before it
+/// delivers a reduced location, and delivers none when that fails (a fresh offset per run would
+/// let restarts average their way to the precise position).
 package struct ReducedAccuracyStore: Sendable {
     package let directory: URL
 
@@ -43,47 +49,84 @@ package struct ReducedAccuracyStore: Sendable {
 
     package static let user = ReducedAccuracyStore()
 
-    private func file(for app: String) -> URL? {
-        guard !app.isEmpty, !app.hasPrefix("."),
-            app.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
-        else { return nil }
-        return directory.appendingPathComponent(app + ".json")
+    /// The file name for `app` (see the type).
+    package static func fileName(for app: String) -> String {
+        let plain =
+            !app.isEmpty && app.utf8.count <= 64 && !app.hasPrefix(".")
+            && app.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
+        if plain { return app + ".json" }
+        // Two FNV-1a 64-bit hashes with different offset bases: 128 bits, for names that
+        // cannot collide by accident (the id is the cooperating program's own choice).
+        var first: UInt64 = 0xcbf2_9ce4_8422_2325
+        var second: UInt64 = 0x6c62_272e_07bb_0142
+        for byte in app.utf8 {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            second = (second ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        let hex = { (value: UInt64) in
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        return "id-" + hex(first) + hex(second) + ".json"
     }
 
-    /// The folder is a folder of ours, closed to others.
-    private func folderIsPrivate() -> Bool {
+    private func file(for app: String) -> URL { directory.appendingPathComponent(Self.fileName(for: app)) }
+
+    /// What is wrong with the folder, with the command that fixes it; nil: a private folder of ours.
+    private func folderProblem() -> String? {
         var info = stat()
-        guard lstat(directory.path, &info) == 0 else { return false }
-        return (info.st_mode & S_IFMT) == S_IFDIR && info.st_uid == geteuid() && info.st_mode & 0o022 == 0
+        guard lstat(directory.path, &info) == 0 else {
+            return "\(directory.path) cannot be created (\(String(cString: strerror(errno))))"
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            return "\(directory.path) is not a folder — remove it (`rm \(directory.path)`)"
+        }
+        guard info.st_uid == geteuid() else {
+            return "\(directory.path) belongs to another user — `chown $(id -u) \(directory.path)`"
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            return "\(directory.path) is open to other users — `chmod 700 \(directory.path)`"
+        }
+        return nil
     }
 
+    /// The kept state, or nil when there is none (or it cannot be read: the next save then
+    /// decides whether reduced locations may be delivered at all).
     package func load(_ app: String) -> ReducedAccuracyState? {
-        guard let url = file(for: app), folderIsPrivate() else { return nil }
-        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard folderProblem() == nil else { return nil }
+        // Non-blocking: a FIFO planted in its place must not hang the app.
+        let descriptor = open(file(for: app).path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        guard let data = try? handle.read(upToCount: 64 << 10) else { return nil }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
+            info.st_size <= Self.maximumSize
+        else { return nil }
+        guard let data = try? handle.read(upToCount: Self.maximumSize) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         return try? decoder.decode(ReducedAccuracyState.self, from: data)
     }
 
-    /// Saves `state`; false when it cannot (the folder is not private, the disk is full).
-    @discardableResult
-    package func save(_ state: ReducedAccuracyState, for app: String) -> Bool {
-        guard let url = file(for: app) else { return false }
+    /// The largest state file read or written.
+    package static let maximumSize = 64 << 10
+
+    /// Saves `state`; nil when it is kept, else why not and what to do (the folder is not
+    /// private, the disk is full, …).
+    package func save(_ state: ReducedAccuracyState, for app: String) -> String? {
         try? FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        guard folderIsPrivate() else { return false }
+        if let problem = folderProblem() { return problem }
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
-        guard let data = try? encoder.encode(state) else { return false }
+        guard let data = try? encoder.encode(state), data.count <= Self.maximumSize else {
+            return "the state of \(app) cannot be encoded"
+        }
         do {
-            try PrivateFile.replace(url, with: data)
-            return true
+            try PrivateFile.replace(file(for: app), with: data)
+            return nil
         } catch {
-            return false
+            return error.description
         }
     }
-
 }

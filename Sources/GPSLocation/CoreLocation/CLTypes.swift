@@ -165,6 +165,9 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let authorizationRequest = Reason("authorizationRequest")
         /// A region cannot be monitored with reduced (approximate) accuracy.
         public static let reducedAccuracy = Reason("reducedAccuracy")
+        /// The app has reduced accuracy and its secret offset cannot be kept between runs: no
+        /// approximate location is delivered until it can (the message says what to fix).
+        public static let reducedAccuracyState = Reason("reducedAccuracyState")
         /// Legacy region monitoring needs Always authorization.
         public static let alwaysRequired = Reason("alwaysRequired")
         /// The region's centre or radius cannot be monitored.

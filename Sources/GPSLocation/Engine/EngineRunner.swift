@@ -56,6 +56,8 @@ package final class EngineRunner: Sendable {
         var lastLocationCache: LastLocationCache?
         /// Errors with these reasons end updates (for gpsloc watch, which exits on them).
         var endingReasons: Set<CLError.Reason> = []
+        /// Reduced accuracy's state could not be kept, and the app has been told.
+        var reducedStateFailureReported = false
     }
 
     /// What the engine's actions leave to do once the lock is released.
@@ -202,6 +204,35 @@ package final class EngineRunner: Sendable {
                     }
                 }
             }
+            // Reduced accuracy fails closed: its state is kept before a reduced location leaves
+            // (under the lock, so nothing else is delivered meanwhile; reduced locations are rate
+            // limited, so this is a write every few minutes at most). When it cannot be kept, no
+            // reduced location is delivered: a fresh offset at each restart would let the app
+            // average its way to the precise position.
+            if let kept = effects.reducedAccuracy, let store = reducedAccuracyStore {
+                effects.reducedAccuracy = nil
+                if let problem = store.save(kept, for: appID) {
+                    outputs = outputs.compactMap { output in
+                        guard case .locations(let batch) = output else { return output }
+                        let precise = batch.filter { $0.gnss?.reduced != true }
+                        return precise.isEmpty ? nil : .locations(precise)
+                    }
+                    if effects.delivered?.gnss?.reduced == true { effects.delivered = nil }
+                    if !state.reducedStateFailureReported {
+                        state.reducedStateFailureReported = true
+                        outputs.append(
+                            .failure(
+                                CLError(
+                                    .locationUnknown,
+                                    message: "\(appID) has approximate (reduced) accuracy, and its secret offset "
+                                        + "cannot be kept: \(problem) — no approximate location is delivered until "
+                                        + "it can (a new offset at every start would give the precise position away)",
+                                    reason: .reducedAccuracyState)))
+                    }
+                } else {
+                    state.reducedStateFailureReported = false
+                }
+            }
             // Which errors end updates is decided here, once: those after which the engine
             // runs no more, and those the adapter named.
             let stopped = !state.engine.isRunning
@@ -230,14 +261,6 @@ package final class EngineRunner: Sendable {
         if effects.startSource {
             let generation = effects.generation
             source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
-        }
-        if let kept = effects.reducedAccuracy, let store = reducedAccuracyStore, !store.save(kept, for: appID) {
-            enqueue(
-                .diagnostic(
-                    LocationDiagnostic(
-                        code: "reducedAccuracyStore",
-                        message: "reduced accuracy's state could not be kept in \(store.directory.path) (not a "
-                            + "private folder of yours?) — a restart of \(appID) starts a new offset")))
         }
         if let location = effects.delivered, let cache = lastLocationCache { cache.record(location, for: appID) }
         scheduleDrain()
@@ -376,7 +399,8 @@ package final class EngineRunner: Sendable {
                             LocationDiagnostic(
                                 code: "droppedLocations",
                                 message: "\(state.dropped) live location(s) dropped: the app took longer to handle "
-                                    + "locations than the receiver takes to make them (at most \(state.maximumBatch) wait)")
+                                    + "locations than the receiver takes to make them (at most \(state.maximumBatch) wait)"
+                            )
                         ), at: 0)
                     state.dropped = 0
                 }
