@@ -29,11 +29,11 @@ enum AuthCommand {
             switch verb {
             case "status":
                 let entries = try store.entries()
-                if let problem = store.problem { FileHandle.standardError.write(Data("gpsloc: \(problem)\n".utf8)) }
+                if let problem = store.problem { standardError("gpsloc: \(problem)\n") }
                 // What applies is the policy first, then the user's decision: show that, and
                 // where it comes from.
                 let policy = LocationPolicy.effective()
-                if let problem = policy.problem { FileHandle.standardError.write(Data("gpsloc: \(problem)\n".utf8)) }
+                if let problem = policy.problem { standardError("gpsloc: \(problem)\n") }
                 let apps =
                     app.map { [$0] } ?? Set(entries.keys).union(policy.granted.keys).union(policy.restricted).sorted()
                 if apps.isEmpty { print("no app has a decision yet (\(store.fileURL.path))") }
@@ -81,12 +81,12 @@ enum AuthCommand {
                 throw UsageError("unknown auth command \(verb): use status, grant, revoke or reset")
             }
         } catch let error as DecisionStore.StoreError {
-            FileHandle.standardError.write(Data("gpsloc: \(error.description)\n".utf8))
+            standardError("gpsloc: \(error.description)\n")
             return 1
         } catch let error as UsageError {
             throw error
         } catch {
-            FileHandle.standardError.write(Data("gpsloc: \(error)\n".utf8))
+            standardError("gpsloc: \(error)\n")
             return 1
         }
         return 0

@@ -189,7 +189,8 @@ final class EngineSession: Sendable {
         let counts = Locked(Counts())
         self.counts = counts
         runner = EngineRunner(
-            source: CountingSource(source, counts: counts), configuration: options.configuration, authorization: authorization, fuzzer: fuzzer,
+            source: CountingSource(source, counts: counts), configuration: options.configuration,
+            authorization: authorization, fuzzer: fuzzer,
             reducedAccuracyStore: reducedAccuracyStore, lastLocationCache: cache, queue: nil)
         runner.endingReasons = endingReasons
         runner.setConsumer { [weak self] output in self?.write(output) }

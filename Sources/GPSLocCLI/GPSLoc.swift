@@ -20,7 +20,7 @@ public enum GPSLoc {
     public static func main(_ arguments: [String]) -> Int32 {
         signal(SIGPIPE, SIG_IGN)
         guard let command = arguments.first else {
-            FileHandle.standardError.write(Data((help + "\n").utf8))
+            standardError((help + "\n"))
             return 2
         }
         let rest = Array(arguments.dropFirst())
@@ -45,7 +45,7 @@ public enum GPSLoc {
                 throw UsageError("unknown command \(command)")
             }
         } catch {
-            FileHandle.standardError.write(Data("gpsloc: \(error.message)\n\n\(help)\n".utf8))
+            standardError("gpsloc: \(error.message)\n\n\(help)\n")
             return 2
         }
     }

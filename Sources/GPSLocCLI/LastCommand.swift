@@ -45,9 +45,9 @@ enum LastCommand {
             if json {
                 var writer = NDJSONWriter()
                 writer.error(code: "locationUnknown", message: "no last location: \(why)")
-                FileHandle.standardOutput.write(Data(writer.buffer))
+                standardOutput(writer.buffer)
             } else {
-                FileHandle.standardError.write(Data("gpsloc: no last location: \(why)\n".utf8))
+                standardError("gpsloc: no last location: \(why)\n")
             }
             return 1
         }
@@ -56,7 +56,7 @@ enum LastCommand {
             var writer = NDJSONWriter()
             writer.location(location)
             writer.diagnostic(code: "lastLocationAge", message: "the last location is \(describe(age: age)) old")
-            FileHandle.standardOutput.write(Data(writer.buffer))
+            standardOutput(writer.buffer)
         } else {
             let accuracy =
                 location.horizontalAccuracy < CLLocationDistanceMax

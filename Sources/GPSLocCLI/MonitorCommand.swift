@@ -85,10 +85,9 @@ enum MonitorCommand {
                 var conditions = try store.conditions(monitor: name, app: app)
                 let unknown = operands.dropFirst().filter { id in !conditions.contains { $0.identifier == id } }
                 guard unknown.isEmpty else {
-                    FileHandle.standardError.write(
-                        Data(
-                            "gpsloc: \(app)'s monitor \(terminalSafe(name)) has no condition \(unknown.map(terminalSafe).joined(separator: ", ")) — `gpsloc monitor list \(name) --app \(app)` lists them\n"
-                                .utf8))
+                    standardError(
+                        "gpsloc: \(app)'s monitor \(terminalSafe(name)) has no condition \(unknown.map(terminalSafe).joined(separator: ", ")) — `gpsloc monitor list \(name) --app \(app)` lists them\n"
+                    )
                     return 1
                 }
                 conditions.removeAll { operands.dropFirst().contains($0.identifier) }
@@ -101,7 +100,7 @@ enum MonitorCommand {
         } catch let error as UsageError {
             throw error
         } catch {
-            FileHandle.standardError.write(Data("gpsloc: \(error)\n".utf8))
+            standardError("gpsloc: \(error)\n")
             return 1
         }
     }

@@ -37,6 +37,25 @@ func terminalSafe(_ text: String) -> String {
             text.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
 }
 
+/// One line (or more) on stderr. A closed stderr loses it and nothing else: gpsloc goes on.
+func standardError(_ text: String) { DescriptorWrite.write(text, to: STDERR_FILENO) }
+
+/// Bytes on stdout; when stdout cannot take them, gpsloc ends (`stdoutFailed`).
+func standardOutput(_ bytes: [UInt8]) {
+    if let error = DescriptorWrite.write(String(decoding: bytes, as: UTF8.self), to: STDOUT_FILENO) {
+        stdoutFailed(error)
+    }
+}
+
+/// stdout failed: a reader that went away (EPIPE, e.g. `| head`) ends gpsloc with 141, the status
+/// a shell shows for a process ended by SIGPIPE; any other failure (a closed descriptor, a full
+/// disk) with one line on stderr and 74 (EX_IOERR). Never 0: a supervisor
+/// (`Restart=on-failure`) must see that the output went nowhere.
+func stdoutFailed(_ error: Int32) -> Never {
+    if error != EPIPE { standardError("gpsloc: cannot write to stdout: \(String(cString: strerror(error)))\n") }
+    exit(error == EPIPE ? 141 : 74)
+}
+
 /// Writes to a file descriptor in large chunks; `flushEachLine` for live output.
 final class OutputStream {
     private let descriptor: Int32
@@ -62,10 +81,13 @@ final class OutputStream {
             while offset < raw.count {
                 let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
                 if written <= 0 {
-                    if errno == EINTR { continue }
-                    // The reader went away (e.g. `| head`): stop quietly, as other tools do.
-                    if errno == EPIPE { exit(0) }
-                    return
+                    if written < 0 && errno == EINTR { continue }
+                    let error = written < 0 ? errno : EIO
+                    // stdout gone: gpsloc ends, never with 0. Another descriptor (stderr): the
+                    // text is lost and nothing else.
+                    if descriptor == STDOUT_FILENO { stdoutFailed(error) }
+                    offset = raw.count
+                    break
                 }
                 offset += written
             }
@@ -271,7 +293,7 @@ extension PipelineOptions {
                     nil
                 }
             if let why {
-                FileHandle.standardError.write(Data("gpsloc: cannot write the track \(gpx): \(why)\n".utf8))
+                standardError("gpsloc: cannot write the track \(gpx): \(why)\n")
                 exit(1)
             }
             unlink(gpx)
@@ -282,7 +304,7 @@ extension PipelineOptions {
             return GPXRecordingSink(inner: base, writer: try GPXWriter(path: gpx, name: trackName))
         } catch {
             // Not a usage mistake: a runtime failure, one sentence and exit 1, before anything runs.
-            FileHandle.standardError.write(Data("gpsloc: \(error.description)\n".utf8))
+            standardError("gpsloc: \(error.description)\n")
             exit(1)
         }
     }

@@ -202,10 +202,10 @@ final class ProgressBar: Sendable {
         let line =
             "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
             + String(format: "%3.0f%% %.1f/%.1f MB", fraction * 100, Double(read) / 1e6, Double(total) / 1e6)
-        FileHandle.standardError.write(Data(line.utf8))
+        standardError(line)
     }
 
     func clear() {
-        if drawing.withLock({ $0.drawn }) { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if drawing.withLock({ $0.drawn }) { standardError("\r\u{1B}[K") }
     }
 }

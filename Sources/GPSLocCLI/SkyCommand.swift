@@ -48,7 +48,7 @@ enum SkyCommand {
         if let sky {
             if json {
                 writer.sky(sky)
-                FileHandle.standardOutput.write(Data(writer.buffer))
+                standardOutput(writer.buffer)
             } else {
                 print(table(sky))
             }
@@ -61,9 +61,9 @@ enum SkyCommand {
                 : "gpsd at \(endpoint) sent no satellite report within \(timeout) s — is a receiver attached? `gpsloc doctor` checks")
         if json {
             writer.error(code: "locationUnknown", message: message)
-            FileHandle.standardOutput.write(Data(writer.buffer))
+            standardOutput(writer.buffer)
         }
-        FileHandle.standardError.write(Data("gpsloc: \(message)\n".utf8))
+        standardError("gpsloc: \(message)\n")
         return 1
     }
 

@@ -166,5 +166,5 @@ final class TableSink: UpdateSink, Sendable {
         return String(format: "%.1f days", seconds / 86_400)
     }
 
-    private func write(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+    private func write(_ text: String) { standardOutput(Array(text.utf8)) }
 }

@@ -24,7 +24,8 @@ public typealias DiagnosticsHandler = @Sendable (LocationDiagnostic) -> Void
 public enum Diagnostics {
     /// One line per diagnostic on standard error: `GPSLocation: message [code]`.
     public static let standardError: DiagnosticsHandler = { diagnostic in
-        FileHandle.standardError.write(Data("GPSLocation: \(diagnostic)\n".utf8))
+        // A closed stderr loses the line; it never stops the app (FileHandle.write would trap).
+        DescriptorWrite.write("GPSLocation: \(diagnostic)\n", to: STDERR_FILENO)
     }
 
     /// Drops every diagnostic.

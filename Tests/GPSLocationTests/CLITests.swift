@@ -96,6 +96,28 @@ enum GPSLocBinary {
         )
     }
 
+    /// Runs a bash command line in which `$GPSLOC` is the binary (for redirections a test needs:
+    /// closed descriptors, pipes to a reader that leaves); returns its exit status.
+    static func shell(_ command: String) async throws -> Int32 {
+        try await offConcurrencyThreads {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", command]
+            var environment = ProcessInfo.processInfo.environment
+            environment["GPSLOC"] = path
+            environment["XDG_CONFIG_HOME"] = emptyConfigHome.path
+            environment["XDG_CACHE_HOME"] = emptyConfigHome.appendingPathComponent("cache").path
+            environment["XDG_STATE_HOME"] = emptyConfigHome.appendingPathComponent("state").path
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
     /// Starts gpsloc in the background with its own decision store; its stdout lines are
     /// collected with their arrival times.
     static func launch(_ arguments: [String], configHome: URL) throws -> (process: Process, reader: LineReader) {
@@ -512,6 +534,24 @@ extension RealGPSD.LaneB {
             #expect(locations.first?["timestamp"] as? String == first)
             let times = locations.compactMap { $0["timestamp"] as? String }
             #expect(Set(times).count == times.count, "each epoch once")
+        }
+
+        /// #24: a diagnostic written to a closed stderr trapped in FileHandle.write (exit 132), and
+        /// a reader that went away ended gpsloc with 0.
+        @Test("closed or broken output: never a crash, never status 0")
+        func brokenOutput() async throws {
+            let drive = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+            // stderr closed, or a pipe whose reader leaves after one byte: the error is lost, gpsloc is not.
+            #expect(try await GPSLocBinary.shell(#""$GPSLOC" watch --once --json --port 1 2>&- >/dev/null"#) == 1)
+            #expect(
+                try await GPSLocBinary.shell(
+                    #""$GPSLOC" watch --once --json --port 1 2>&1 >/dev/null | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}"#
+                ) == 1)
+            // stdout whose reader leaves: 141 (as a shell shows SIGPIPE); stdout closed: 74.
+            #expect(
+                try await GPSLocBinary.shell(
+                    #""$GPSLOC" replay "\#(drive)" --json --fast | head -1 >/dev/null; exit ${PIPESTATUS[0]}"#) == 141)
+            #expect(try await GPSLocBinary.shell(#""$GPSLOC" replay "\#(drive)" --json --fast >&-"#) == 74)
         }
 
         @Test("--authorization denied: no location, one denied error")

@@ -14,7 +14,7 @@ extension LocationAuthorizer {
             question += "\nAllow? [o]nce / [w]hile running / [a]lways / [d]on't allow"
             if wantsAlways { question += " (it asks for always)" }
             question += ": "
-            FileHandle.standardError.write(Data(question.utf8))
+            DescriptorWrite.write(question, to: STDERR_FILENO)
             guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased().first else { return nil }
             let status: CLAuthorizationStatus
             switch answer {
@@ -22,10 +22,10 @@ extension LocationAuthorizer {
             case "a": status = .authorizedAlways
             case "d", "n": return AuthorizationDecision(status: .denied)
             default:
-                FileHandle.standardError.write(Data("Not an answer: nothing is decided.\n".utf8))
+                DescriptorWrite.write("Not an answer: nothing is decided.\n", to: STDERR_FILENO)
                 return nil
             }
-            FileHandle.standardError.write(Data("Precise location? [y/N] (no: approximate, a 2 km grid): ".utf8))
+            DescriptorWrite.write("Precise location? [y/N] (no: approximate, a 2 km grid): ", to: STDERR_FILENO)
             let precise = readLine()?.trimmingCharacters(in: .whitespaces).lowercased().first == "y"
             return AuthorizationDecision(
                 status: status, accuracy: precise ? .fullAccuracy : .reducedAccuracy, isTemporary: answer == "o")
