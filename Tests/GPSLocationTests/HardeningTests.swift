@@ -38,6 +38,43 @@ struct HardeningTests {
         #expect(!policy.locationServicesEnabled && policy.problem != nil, "an invalid policy turns services off")
     }
 
+    @Test("a misspelled policy key is no silent lapse: the policy is invalid, services off, the key named")
+    func unknownPolicyKeys() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("policy.json").path
+        for (text, key) in [
+            (#"{"Restricted":["app"]}"#, "Restricted"), (#"{"restrict":["app"]}"#, "restrict"),
+            (#"{"locationServicesEnable":false}"#, "locationServicesEnable"),
+            (#"{"granted":{"app":{"status":"authorizedAlways","acuracy":"full"}}}"#, "granted.app.acuracy"),
+        ] {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            let policy = LocationPolicy.load(path: path)
+            #expect(!policy.locationServicesEnabled, "\(text)")
+            #expect(policy.decision(for: "app") == AuthorizationDecision(status: .denied), "\(text)")
+            #expect(policy.problem?.contains(key) == true, "\(String(describing: policy.problem))")
+        }
+    }
+
+    @Test("a policy that is a link, or in a folder other users can write, is not trusted")
+    func policyLinkAndFolder() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let real = folder.appendingPathComponent("real.json")
+        try Data(#"{"restricted":["app"]}"#.utf8).write(to: real)
+        #expect(LocationPolicy.load(path: real.path).decision(for: "app") == AuthorizationDecision(status: .restricted))
+        // A link (here to a file that is fine in itself): refused, services off.
+        let link = folder.appendingPathComponent("policy.json").path
+        #expect(symlink(real.path, link) == 0)
+        let linked = LocationPolicy.load(path: link)
+        #expect(!linked.locationServicesEnabled && linked.problem?.contains("symbolic link") == true)
+        // Its folder open to everyone: another user could rename it away and write `{}`.
+        chmod(folder.path, 0o777)
+        defer { chmod(folder.path, 0o700) }
+        let open = LocationPolicy.load(path: real.path)
+        #expect(!open.locationServicesEnabled && open.problem?.contains("chmod 755 \(folder.path)") == true)
+    }
+
     @Test("GPSLOCATION_POLICY only adds restrictions to the administrator's policy")
     func additionalPolicyRestrictsOnly() throws {
         let folder = try Self.folder()

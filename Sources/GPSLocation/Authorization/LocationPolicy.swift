@@ -55,23 +55,26 @@ public struct LocationPolicy: Sendable, Equatable {
     public static func load(path: String = LocationPolicy.defaultPath) -> LocationPolicy {
         var policy = LocationPolicy()
         var info = stat()
-        guard stat(path, &info) == 0 else { return policy }
-        // Only a file that no one else can have edited is trusted: owned by root (or the user
-        // running this, who could grant themselves anyway) and writable by nobody else.
-        let trusted = info.st_uid == 0 || info.st_uid == geteuid()
-        if !trusted || info.st_mode & 0o022 != 0 {
+        guard lstat(path, &info) == 0 else { return policy }
+        // Only a file that no one else can have edited is trusted (`TrustedFile`): it and its
+        // folder owned by root (or the user running this, who could grant themselves anyway)
+        // and writable by nobody else, a regular file, not a link.
+        if let problem = TrustedFile.problem(path, maximumSize: maximumSize, administrator: true) {
             policy.locationServicesEnabled = false
             policy.problem =
-                "the location policy \(path) is owned by uid \(info.st_uid) with mode "
-                + "\(String(info.st_mode & 0o777, radix: 8)): another user could have written it, so it is not trusted — "
-                + "location services are treated as off until an administrator runs `sudo chown root: \(path) && "
-                + "sudo chmod 644 \(path)`"
+                "the location policy is not trusted: \(problem); location services are treated as off until then"
             return policy
         }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
                 throw CocoaError(.fileReadCorruptFile)
+            }
+            // A misspelled key must not let a restriction lapse silently: unknown keys make the
+            // policy invalid (services off), named in the report.
+            let unknown = Set(object.keys).subtracting(["locationServicesEnabled", "restricted", "granted"])
+            if !unknown.isEmpty {
+                throw PolicyError.unknownKeys(unknown.sorted())
             }
             if let enabled = object["locationServicesEnabled"] {
                 guard let flag = enabled as? Bool else { throw CocoaError(.fileReadCorruptFile) }
@@ -86,6 +89,10 @@ public struct LocationPolicy: Sendable, Equatable {
                     throw CocoaError(.fileReadCorruptFile)
                 }
                 for (app, entry) in entries {
+                    let unknownInEntry = Set(entry.keys).subtracting(["status", "accuracy"])
+                    if !unknownInEntry.isEmpty {
+                        throw PolicyError.unknownKeys(unknownInEntry.sorted().map { "granted.\(app).\($0)" })
+                    }
                     let stored = DecisionStore.Entry(
                         status: entry["status"] ?? "", accuracy: entry["accuracy"] ?? "full", decidedAt: Date())
                     guard let decision = DecisionStore.decision(from: stored) else {
@@ -97,11 +104,25 @@ public struct LocationPolicy: Sendable, Equatable {
         } catch {
             policy = LocationPolicy()
             policy.locationServicesEnabled = false
-            policy.problem =
-                "the location policy \(path) could not be read or is invalid — location services are treated as off until "
-                + "an administrator fixes it (see the README for its format)"
+            if case PolicyError.unknownKeys(let keys) = error {
+                policy.problem =
+                    "the location policy \(path) has unknown key(s) \(keys.joined(separator: ", ")) (the keys are "
+                    + "locationServicesEnabled, restricted and granted, each grant with status and accuracy) — "
+                    + "location services are treated as off until an administrator fixes it"
+            } else {
+                policy.problem =
+                    "the location policy \(path) could not be read or is invalid — location services are treated as off "
+                    + "until an administrator fixes it (see the README for its format)"
+            }
         }
         return policy
+    }
+
+    /// The largest policy read.
+    package static let maximumSize = 1 << 20
+
+    private enum PolicyError: Error {
+        case unknownKeys([String])
     }
 
     /// The decision the policy imposes on `app`, if any: services off → denied, restricted →
