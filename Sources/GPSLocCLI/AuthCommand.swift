@@ -33,7 +33,7 @@ enum AuthCommand {
                 // What applies is the policy first, then the user's decision: show that, and
                 // where it comes from.
                 let policy = LocationPolicy.effective()
-                if let problem = policy.problem { standardError("gpsloc: \(problem)\n") }
+                if let problem = policy.problem { standardError("gpsloc: \(terminalSafe(problem))\n") }
                 let apps =
                     app.map { [$0] } ?? Set(entries.keys).union(policy.granted.keys).union(policy.restricted).sorted()
                 if apps.isEmpty { print("no app has a decision yet (\(store.fileURL.path))") }
@@ -55,7 +55,8 @@ enum AuthCommand {
                     } else if let entry = entries[name] {
                         line += " (the user's decision, \(iso8601Milliseconds(entry.decidedAt)))"
                     }
-                    print(line)
+                    // App names come from files (the store, the policy): made terminal-safe.
+                    print(terminalSafe(line))
                 }
             case "grant":
                 guard let app else { throw UsageError("grant needs an app identifier") }

@@ -27,7 +27,8 @@ enum DoctorCommand {
         var failed = false
         func report(_ level: String, _ message: String) {
             if level == "fail" { failed = true }
-            print("\(level.padding(toLength: 5, withPad: " ", startingAt: 0)) \(message)")
+            // Device paths, driver names and messages come from gpsd: made terminal-safe.
+            print("\(level.padding(toLength: 5, withPad: " ", startingAt: 0)) \(terminalSafe(message))")
         }
 
         let installed = FileManager.default.isExecutableFile(atPath: "/usr/sbin/gpsd")

@@ -263,6 +263,13 @@ struct PhysicalRangeTests {
 
 @Suite("auth status and doctor show the decision that applies", .timeLimit(.minutes(5)))
 struct EffectiveDecisionTests {
+    @Test("doctor and auth status never pass an escape sequence to the terminal")
+    func escapesAreShownSafely() async throws {
+        let hostile = "x\u{1B}]0;PWNED\u{07}\u{1B}[2Jy"
+        let doctor = try await GPSLocBinary.run(["doctor", "--app", hostile, "--port", "1"]).stdout
+        #expect(!doctor.contains("\u{1B}") && !doctor.contains("\u{07}") && doctor.contains("x?]0;PWNED??[2Jy"))
+    }
+
     @Test("a restriction in the policy is what auth status and doctor report, not the user's grant")
     func restrictedByPolicy() async throws {
         let home = try GPSLocBinary.makeConfigHome()
