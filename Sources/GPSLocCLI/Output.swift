@@ -278,10 +278,11 @@ extension PipelineOptions {
         var track = stat()
         if lstat(gpx, &track) == 0 {
             var recording = stat()
+            // The recording by its device and inode: a path, or standard input (`replay - < FILE`).
+            let recordingFound =
+                input == "-" ? fstat(STDIN_FILENO, &recording) == 0 : input.map { stat($0, &recording) == 0 } ?? false
             let why: String? =
-                if let input, input != "-", stat(input, &recording) == 0, recording.st_dev == track.st_dev,
-                    recording.st_ino == track.st_ino
-                {
+                if recordingFound, recording.st_dev == track.st_dev, recording.st_ino == track.st_ino {
                     "it is the recording being replayed"
                 } else if (track.st_mode & S_IFMT) == S_IFLNK {
                     "it is a symbolic link, which a track never follows"

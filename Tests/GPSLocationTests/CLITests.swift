@@ -828,6 +828,13 @@ extension RealGPSD.LaneB {
                 "replay", recording.path, "--gpx", recording.path, "--force",
             ])
             #expect(forcedOnItself.status == 1 && forcedOnItself.stderr.contains("the recording being replayed"))
+            // The same recording coming through standard input (#24): known by device and inode.
+            let copy = config.appendingPathComponent("copy.nmea")
+            try FileManager.default.copyItem(at: recording, to: copy)
+            let throughStdin = try await GPSLocBinary.run(
+                ["replay", "-", "--gpx", copy.path, "--force"], stdin: copy)
+            #expect(throughStdin.status == 1 && throughStdin.stderr.contains("the recording being replayed"))
+            #expect(try Data(contentsOf: copy) == Data(contentsOf: recording))
             #expect(try await GPSLocBinary.run(["replay", recording.path, "--gpx", link.path, "--force"]).status == 1)
             #expect(!FileManager.default.fileExists(atPath: config.appendingPathComponent("elsewhere.gpx").path))
             let scratch = config.appendingPathComponent("old.gpx")
