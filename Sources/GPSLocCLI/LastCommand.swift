@@ -6,18 +6,20 @@ import GPSLocation
 /// only a reduced location.
 enum LastCommand {
     static let help = """
-        usage: gpsloc last [--app ID] [--json]
+        usage: gpsloc last [--app ID] [--in-use] [--json]
 
         Prints the last location APP received (default gpsloc) from a receiver — what a new
         CLLocationManager of that app shows as `location` before updates start — with how old
-        it is. Only what the app may see now: nothing when it is not authorized, and under
-        reduced accuracy only a reduced location. Replays are never cached.
+        it is. Only what the app may see now, by the gate `watch` applies: nothing when it is not
+        authorized (or authorized When In Use and not in use: stdin not a terminal, unless
+        --in-use), and under reduced accuracy only a reduced location. Replays are never cached;
+        a cache folder open to other users is not read.
         Cache: $XDG_CACHE_HOME/gpslocation/last/APP.json (or ~/.cache/gpslocation/last/).
         Exit status: 0 with a location, 1 without one (the reason on stderr, or an NDJSON error).
         """
 
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
-        let arguments = try Arguments(argv, valued: ["app"], flags: ["json"])
+        let arguments = try Arguments(argv, valued: ["app"], flags: ["json", "in-use"])
         if arguments.has("help") {
             print(help)
             return 0
@@ -29,18 +31,22 @@ enum LastCommand {
             LocationAuthorizer.resolve(app: app, store: DecisionStore(), policyPath: LocationPolicy.defaultPath)
             ?? AuthorizationDecision(status: .notDetermined)
         let cache = LastLocationCache.user
-        guard let location = cache.location(for: app, allowedBy: decision) else {
+        // The engine's own gate, as `watch` applies it (restricted, denied, in use, reduced).
+        let gate = AuthorizationState(
+            appID: app, status: decision.status, accuracy: decision.accuracy,
+            isInUse: isatty(STDIN_FILENO) != 0 || arguments.has("in-use"))
+        guard gate.allowsDelivery, let location = cache.location(for: app, allowedBy: decision) else {
             let why: String
-            switch decision.status {
-            case .authorizedAlways, .authorizedWhenInUse:
+            if !gate.allowsDelivery {
+                why = gate.refusal?.message ?? "\(app) may not receive locations now"
+            } else if let problem = cache.folderProblem {
+                why = "the cache is not read: \(problem)"
+            } else if cache.location(for: app) == nil {
                 why =
-                    cache.location(for: app) == nil
-                    ? "\(app) has received no location from a receiver yet — run it (or `gpsloc watch --app \(app)`) with a receiver attached"
-                    : "\(app) has reduced accuracy now, and its last location was precise: it is not shown"
-            default:
-                why =
-                    "\(app) is \(decision.status) — a last location is shown only to an authorized app "
-                    + "(`gpsloc auth grant \(app) --when-in-use`)"
+                    "\(app) has received no location from a receiver yet — run it (or `gpsloc watch --app \(app)`) "
+                    + "with a receiver attached"
+            } else {
+                why = "\(app) has reduced accuracy now, and its last location was precise: it is not shown"
             }
             if json {
                 var writer = NDJSONWriter()

@@ -87,6 +87,43 @@ struct LastLocationTests {
         #expect(try String(contentsOf: target, encoding: .utf8) == "precious")
     }
 
+    @Test("a cache folder other users can write is not read: a planted file is never the app's location")
+    func plantedInOpenFolder() throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = LastLocationCache(directory: folder)
+        #expect(cache.record(Self.location(), for: "widget"))
+        #expect(cache.location(for: "widget") != nil && cache.folderProblem == nil)
+        // Another user, through the open folder, replaces the file with a position of their choice.
+        chmod(folder.path, 0o777)
+        #expect(cache.location(for: "widget") == nil)
+        #expect(cache.folderProblem?.contains("chmod 700 \(folder.path)") == true)
+        chmod(folder.path, 0o700)
+        // A FIFO in its place neither hangs the reader nor is read.
+        let file = folder.appendingPathComponent("fifo-app.json").path
+        #expect(mkfifo(file, 0o600) == 0)
+        #expect(cache.location(for: "fifo-app") == nil)
+    }
+
+    @Test("gpsloc last applies watch's gate: a When-In-Use app that is not in use sees nothing")
+    func lastAppliesTheGate() async throws {
+        let home = try GPSLocBinary.makeConfigHome()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let cache = LastLocationCache(directory: home.appendingPathComponent("cache/gpslocation/last"))
+        #expect(cache.record(Self.location(), for: "widget"))
+        #expect(
+            try await GPSLocBinary.run(["auth", "grant", "widget", "--when-in-use"], configHome: home).status == 0)
+        // Not from a terminal: not in use, as watch would say.
+        let notInUse = try await GPSLocBinary.run(["last", "--app", "widget", "--json"], configHome: home)
+        #expect(notInUse.status == 1 && !notInUse.stdout.contains(#""type":"location""#), "\(notInUse.stdout)")
+        #expect(notInUse.stdout.contains("in use"), "\(notInUse.stdout)")
+        let inUse = try await GPSLocBinary.run(["last", "--app", "widget", "--json", "--in-use"], configHome: home)
+        #expect(inUse.status == 0 && inUse.stdout.contains(#""type":"location""#), "\(inUse.stdout)")
+        // Always: shown without a terminal.
+        #expect(try await GPSLocBinary.run(["auth", "grant", "widget", "--always"], configHome: home).status == 0)
+        #expect(try await GPSLocBinary.run(["last", "--app", "widget", "--json"], configHome: home).status == 0)
+    }
+
     @Test("a Today-widget style reader shows the cached location at once, old and marked stale")
     func widgetPattern() throws {
         let folder = Self.scratch()

@@ -95,7 +95,9 @@ struct ReducedAccuracyPersistenceTests {
         var fuzzer = LocationFuzzer(appID: long)
         _ = fuzzer.reduce(Self.location(51.45, -2.59, at: Date()), now: Date())
         #expect(store.save(fuzzer.persistentState, for: long) == nil)
-        #expect(store.load(long) == fuzzer.persistentState)
+        let loaded = store.load(long)
+        #expect(
+            loaded?.seed == fuzzer.persistentState.seed && loaded?.offsetNorth == fuzzer.persistentState.offsetNorth)
     }
 
     /// Replays with reduced accuracy and a state folder that cannot be used: no location at

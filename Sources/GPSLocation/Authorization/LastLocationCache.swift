@@ -92,13 +92,12 @@ public final class LastLocationCache: Sendable {
         return Self.writeAtomically(data, to: url)
     }
 
-    /// `app`'s last location, or nil when there is none (or the file is not a cache entry).
+    /// `app`'s last location, or nil when there is none (or the file is not a cache entry, or
+    /// the folder is not private: see `folderProblem`).
     public func location(for app: String) -> CLLocation? {
-        guard let url = file(for: app) else { return nil }
-        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        guard let data = try? handle.read(upToCount: 1 << 16),
+        // Only from a private folder of the user's (a planted file in a folder others can write
+        // is never taken for the app's own location), a regular file, bounded.
+        guard let url = file(for: app), let data = PrivateFile.read(url, maximumSize: 1 << 16),
             let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.app == app
         else { return nil }
         return entry.location
@@ -113,6 +112,9 @@ public final class LastLocationCache: Sendable {
         if decision.accuracy == .reducedAccuracy && location.gnss?.reduced != true { return nil }
         return location
     }
+
+    /// What is wrong with the cache's folder (open to others, not the user's), with the fix.
+    public var folderProblem: String? { PrivateFile.folderProblem(directory) }
 
     /// Forgets `app`'s location.
     public func remove(app: String) {

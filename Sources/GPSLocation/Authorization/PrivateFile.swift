@@ -3,8 +3,44 @@ import Foundation
 /// Replacing a private file whole: the data goes to a fresh temporary name beside it, opened
 /// with `O_EXCL|O_NOFOLLOW` and mode 0600 (never a planted file or link), is synced, renamed
 /// over the file, and the folder synced — a reader sees the old file or the new one, never a
-/// part. Used by the decision store and the last-location cache.
+/// part. Used by the decision store, the reduced-accuracy state and the last-location cache.
+/// Reading goes through `read` and `folderProblem`: a folder of the user's closed to others, a
+/// regular file of the user's of bounded size, never a link or a FIFO.
 package enum PrivateFile {
+    /// What is wrong with `directory` as a private folder, with the command that fixes it; nil:
+    /// a folder of the user's that no one else can write to (the package creates them 0700).
+    package static func folderProblem(_ directory: URL) -> String? {
+        var info = stat()
+        guard lstat(directory.path, &info) == 0 else {
+            return "\(directory.path) cannot be created (\(String(cString: strerror(errno))))"
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            return "\(directory.path) is not a folder — remove it (`rm \(directory.path)`)"
+        }
+        guard info.st_uid == geteuid() else {
+            return "\(directory.path) belongs to another user — `chown $(id -u) \(directory.path)`"
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            return "\(directory.path) can be written by other users — `chmod 700 \(directory.path)`"
+        }
+        return nil
+    }
+
+    /// The contents of `url` when it is a regular file of the user's of at most `maximumSize`
+    /// bytes in a private folder; nil otherwise (missing, a link, a FIFO — opened without
+    /// blocking —, someone else's, too large).
+    package static func read(_ url: URL, maximumSize: Int) -> Data? {
+        guard folderProblem(url.deletingLastPathComponent()) == nil else { return nil }
+        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
+            info.st_size <= maximumSize
+        else { return nil }
+        return try? handle.read(upToCount: maximumSize)
+    }
+
     /// Why a replacement failed, in words that name the file.
     package struct Failure: Error, CustomStringConvertible {
         package let description: String

@@ -72,37 +72,10 @@ package struct ReducedAccuracyStore: Sendable {
 
     private func file(for app: String) -> URL { directory.appendingPathComponent(Self.fileName(for: app)) }
 
-    /// What is wrong with the folder, with the command that fixes it; nil: a private folder of ours.
-    private func folderProblem() -> String? {
-        var info = stat()
-        guard lstat(directory.path, &info) == 0 else {
-            return "\(directory.path) cannot be created (\(String(cString: strerror(errno))))"
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            return "\(directory.path) is not a folder — remove it (`rm \(directory.path)`)"
-        }
-        guard info.st_uid == geteuid() else {
-            return "\(directory.path) belongs to another user — `chown $(id -u) \(directory.path)`"
-        }
-        guard info.st_mode & 0o077 == 0 else {
-            return "\(directory.path) is open to other users — `chmod 700 \(directory.path)`"
-        }
-        return nil
-    }
-
     /// The kept state, or nil when there is none (or it cannot be read: the next save then
     /// decides whether reduced locations may be delivered at all).
     package func load(_ app: String) -> ReducedAccuracyState? {
-        guard folderProblem() == nil else { return nil }
-        // Non-blocking: a FIFO planted in its place must not hang the app.
-        let descriptor = open(file(for: app).path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
-            info.st_size <= Self.maximumSize
-        else { return nil }
-        guard let data = try? handle.read(upToCount: Self.maximumSize) else { return nil }
+        guard let data = PrivateFile.read(file(for: app), maximumSize: Self.maximumSize) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         return try? decoder.decode(ReducedAccuracyState.self, from: data)
@@ -116,7 +89,7 @@ package struct ReducedAccuracyStore: Sendable {
     package func save(_ state: ReducedAccuracyState, for app: String) -> String? {
         try? FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        if let problem = folderProblem() { return problem }
+        if let problem = PrivateFile.folderProblem(directory) { return problem }
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         guard let data = try? encoder.encode(state), data.count <= Self.maximumSize else {
