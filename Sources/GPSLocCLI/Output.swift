@@ -19,11 +19,15 @@ protocol UpdateSink: AnyObject, Sendable {
     func region(_ event: RegionEvent)
     /// A visit began or ended (`--visits`).
     func visit(_ visit: VisitRecord)
+    /// Starts showing (the terminal table draws nothing before: a consent question asked on the
+    /// terminal stays readable until it is answered).
+    func show()
     func finish()
 }
 
 extension UpdateSink {
     var showsSky: Bool { false }
+    func show() {}
 }
 
 /// Text from outside (gpsd's device paths and driver names, identifiers from files) made safe
@@ -261,6 +265,7 @@ final class GPXRecordingSink: UpdateSink, Sendable {
     var showsSky: Bool { inner.showsSky }
     func region(_ event: RegionEvent) { inner.region(event) }
     func visit(_ visit: VisitRecord) { inner.visit(visit) }
+    func show() { inner.show() }
     func finish() { inner.finish() }
 }
 

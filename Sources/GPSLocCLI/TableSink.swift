@@ -19,6 +19,9 @@ final class TableSink: UpdateSink, Sendable {
         var lastVisit: String?
         var timer: (any DispatchSourceTimer)?
         var started = false
+        /// Nothing is drawn until `show()`: the screen is cleared only after the consent
+        /// questions are answered.
+        var shown = false
     }
     private let table = Locked(Table())
 
@@ -80,8 +83,13 @@ final class TableSink: UpdateSink, Sendable {
         table.withLock {
             $0.timer?.cancel()
             // Below the table, cursor visible again.
-            write("\u{1B}[?25h\n")
+            if $0.shown { write("\u{1B}[?25h\n") }
         }
+    }
+
+    func show() {
+        table.withLock { $0.shown = true }
+        redraw()
     }
 
     private func update(_ change: (inout Table) -> Void) {
@@ -91,6 +99,7 @@ final class TableSink: UpdateSink, Sendable {
 
     private func redraw() {
         table.withLock { table in
+            guard table.shown else { return }
             var lines: [String] = []
             lines.append(Self.fit("gpsloc watch — \(title)"))
             lines.append(String(repeating: "─", count: 78))

@@ -62,6 +62,8 @@ enum WatchCommand {
             }
             authorizer.set(answer)
         }
+        // The questions are answered: the table may take the screen now.
+        sink.show()
         sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
         if arguments.has("once") {
             return OnceCommand.run(

@@ -897,6 +897,50 @@ extension RealGPSD.LaneB {
             return capture ? ((try? String(contentsOf: output, encoding: .utf8)) ?? "") : ""
         }
 
+        /// The pane's text once `condition` holds, polled (or the last capture after `timeout`).
+        static func pane(
+            _ socket: String, _ session: String, timeout: Double = 10, until condition: (String) -> Bool
+        ) async throws -> String {
+            let deadline = Date() + timeout
+            var screen = ""
+            repeat {
+                screen = try await tmux(["-S", socket, "capture-pane", "-t", session, "-p"], capture: true)
+                if condition(screen) { return screen }
+                try await Task.sleep(for: .milliseconds(100))
+            } while Date() < deadline
+            return screen
+        }
+
+        /// #24: the table cleared the screen a second after the consent question appeared.
+        @Test("the consent questions stay on screen until answered; the table starts after")
+        func questionStays() async throws {
+            let config = try GPSLocBinary.makeConfigHome()
+            try await LiveCommandTests.withGPSFake("clean-1hz-multi.nmea") { port in
+                let session = "gpsloc-\(UUID().uuidString.prefix(8))"
+                let socket = config.appendingPathComponent("tmux.sock").path
+                let command =
+                    "XDG_CONFIG_HOME=\(config.path) XDG_CACHE_HOME=\(config.path)/cache XDG_STATE_HOME=\(config.path)/state \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
+                _ = try await Self.tmux([
+                    "-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command,
+                ])
+                defer { Task { _ = try? await Self.tmux(["-S", socket, "kill-server"]) } }
+                let asked = try await Self.pane(socket, session) { $0.contains("Allow? [o]nce") }
+                #expect(asked.contains("Allow? [o]nce"), "\(asked)")
+                // The table redraws every second once it runs: two seconds later the question must
+                // still be there, and no table.
+                try await Task.sleep(for: .seconds(2))
+                let still = try await Self.pane(socket, session) { _ in true }
+                #expect(still.contains("Allow? [o]nce") && !still.contains("Latitude"), "\(still)")
+                _ = try await Self.tmux(["-S", socket, "send-keys", "-t", session, "a", "Enter"])
+                let precise = try await Self.pane(socket, session) { $0.contains("Precise location?") }
+                #expect(precise.contains("Precise location?") && !precise.contains("Latitude"), "\(precise)")
+                _ = try await Self.tmux(["-S", socket, "send-keys", "-t", session, "y", "Enter"])
+                let table = try await Self.pane(socket, session) { $0.contains("Latitude") }
+                #expect(table.contains("Latitude") && table.contains("authorizedAlways"), "\(table)")
+                _ = try await Self.tmux(["-S", socket, "send-keys", "-t", session, "C-c"])
+            }
+        }
+
         @Test("the table renders, refreshes, fits 80 columns, and survives a resize and Ctrl-C")
         func table() async throws {
             let config = try GPSLocBinary.makeConfigHome()
