@@ -233,6 +233,30 @@ struct PhysicalRangeTests {
         #expect(!second.contains { if case .diagnose = $0 { true } else { false } }, "once a minute")
     }
 
+    @Test("an altitude of 10,000 km and negative error estimates become unknown, said once")
+    func altitudeAndErrors() {
+        var engine = LocationEngineTests.engine()
+        let t0 = LocationEngineTests.start
+        _ = engine.start(.continuous, now: t0)
+        var fix = LocationEngineTests.fix(at: 0)
+        fix.altitudeMSL = 1e7
+        fix.altitudeHAE = 1e7 + 48
+        fix.errors.horizontal = -5
+        fix.errors.latitude = -1
+        fix.errors.longitude = -1
+        fix.errors.speed = .nan
+        let actions = engine.handle(.fix(fix), now: t0, uptime: 0)
+        let location = LocationEngineTests.delivered(actions).first
+        #expect(location != nil, "the position itself is fine")
+        #expect(location?.verticalAccuracy == -1, "no altitude: vertical accuracy invalid")
+        #expect((location?.horizontalAccuracy ?? -1) >= 0 && location?.speedAccuracy == -1)
+        let notes = actions.compactMap {
+            if case .diagnose(let code, let message) = $0 { (code, message) } else { nil }
+        }
+        #expect(notes.map(\.0) == ["outOfRange"])
+        #expect(notes.first?.1.contains("altitude 1e+07 m") == true && notes.first?.1.contains("below zero") == true)
+    }
+
     @Test("a sky with elevation 91, azimuth 400, SNR −1 and HDOP 0 shows them as unknown")
     func sky() {
         let raw = SkyView(

@@ -447,7 +447,7 @@ package struct LocationEngine: Sendable {
     private mutating func handleFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
         var notes: [Action] = []
         var fix = fix
-        if fix.speed != nil || fix.course != nil {
+        do {
             let (checked, removed) = PhysicalRanges.check(fix)
             if let removed {
                 fix = checked

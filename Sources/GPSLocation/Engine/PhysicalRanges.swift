@@ -5,6 +5,9 @@ import GNSSCore
 /// anything reaches an app or a display, and the engine says so once a minute:
 /// - speed 0…1,000 m/s (receivers stop reporting above 515 m/s, the export limit);
 /// - course 0…<360°;
+/// - altitude (mean sea level and ellipsoidal) −2,000…60,000 m (u-blox receivers stop at
+///   50,000 m; the Dead Sea shore is at −430 m);
+/// - error estimates finite and not negative;
 /// - a satellite's elevation −90…90°, azimuth 0…<360°, signal-to-noise 0…100 dB-Hz;
 /// - dilutions of precision more than 0 and at most 100 (gpsd's 99.99 means unknown).
 package enum PhysicalRanges {
@@ -13,6 +16,7 @@ package enum PhysicalRanges {
     package static let elevation: ClosedRange<Double> = -90...90
     package static let azimuth: Range<Double> = 0..<360
     package static let signalToNoise: ClosedRange<Double> = 0...100
+    package static let altitude: ClosedRange<Double> = -2_000...60_000
 
     /// The fix with out-of-range speed and course removed, and what was removed (for the
     /// diagnostic), or nil when nothing was.
@@ -26,6 +30,29 @@ package enum PhysicalRanges {
         if let course = fix.course, !course.isFinite || !Self.course.contains(course) {
             removed.append(String(format: "course %g°", course))
             fix.course = nil
+        }
+        // (No arrays here: this runs for every fix, and must not allocate.)
+        func badAltitude(_ value: Double?) -> Bool {
+            value.map { !$0.isFinite || !Self.altitude.contains($0) } ?? false
+        }
+        if badAltitude(fix.altitudeMSL) || badAltitude(fix.altitudeHAE) {
+            removed.append(String(format: "altitude %g m", fix.altitudeMSL ?? fix.altitudeHAE ?? 0))
+            fix.altitudeMSL = nil
+            fix.altitudeHAE = nil
+            fix.climb = nil
+        }
+        func badEstimate(_ value: Double?) -> Bool { value.map { !$0.isFinite || $0 < 0 } ?? false }
+        let errors = fix.errors
+        if badEstimate(errors.latitude) || badEstimate(errors.longitude) || badEstimate(errors.horizontal)
+            || badEstimate(errors.vertical) || badEstimate(errors.speed) || badEstimate(errors.course)
+            || badEstimate(errors.climb)
+        {
+            removed.append("an error estimate below zero (or not a number)")
+            func valid(_ value: Double?) -> Double? { badEstimate(value) ? nil : value }
+            fix.errors = FixErrors(
+                longitude: valid(errors.longitude), latitude: valid(errors.latitude),
+                horizontal: valid(errors.horizontal), vertical: valid(errors.vertical), speed: valid(errors.speed),
+                course: valid(errors.course), climb: valid(errors.climb))
         }
         guard !removed.isEmpty else { return (fix, nil) }
         return (
