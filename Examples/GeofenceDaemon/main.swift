@@ -14,37 +14,46 @@
 import Foundation
 import GPSLocation
 
+/// One line on stderr (the journal). A closed stderr loses it; it never stops the daemon
+/// (FileHandle.write would trap).
 func log(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }
 
 /// One `ID=LAT,LON,RADIUS` line.
 func parseCircle(_ text: Substring, line: Int) throws -> (String, CLMonitor.CircularGeographicCondition) {
     let parts = text.split(separator: "=", maxSplits: 1)
     let numbers = parts.count == 2 ? parts[1].split(separator: ",").compactMap { Double($0) } : []
-    guard parts.count == 2, !parts[0].isEmpty, numbers.count == 3, abs(numbers[0]) <= 90, abs(numbers[1]) <= 180,
-        numbers[2] > 0
-    else {
+    guard parts.count == 2, !parts[0].isEmpty, numbers.count == 3 else {
         throw ConfigError(message: "line \(line): expected ID=LAT,LON,RADIUS (metres), not \(text)")
     }
-    return (
-        String(parts[0]),
-        CLMonitor.CircularGeographicCondition(
-            center: CLLocationCoordinate2D(latitude: numbers[0], longitude: numbers[1]), radius: numbers[2])
-    )
+    // The rule CLMonitor applies, at load: a radius of inf or 1e300 is refused here (exit 78),
+    // not reported later while running.
+    let center = CLLocationCoordinate2D(latitude: numbers[0], longitude: numbers[1])
+    if let problem = CLCircularRegion(center: center, radius: numbers[2], identifier: String(parts[0])).problem() {
+        throw ConfigError(message: "line \(line): \(problem)")
+    }
+    return (String(parts[0]), CLMonitor.CircularGeographicCondition(center: center, radius: numbers[2]))
 }
 
 struct ConfigError: Error { let message: String }
 
 var configPath = "/etc/gpslocation/geofenced.conf"
 var distanceFilter: CLLocationDistance = 25
+/// Positions go to the journal only when asked (`--log-positions`): events are what a geofence
+/// daemon reports; a journal of positions is a location history.
+var logsPositions = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--config": configPath = arguments.next() ?? configPath
     case "--distance-filter": distanceFilter = arguments.next().flatMap(Double.init) ?? distanceFilter
+    case "--log-positions": logsPositions = true
     default:
-        log("geofenced: unknown option \(argument) (usage: geofenced [--config FILE] [--distance-filter METRES])")
+        log(
+            "geofenced: unknown option \(argument) (usage: geofenced [--config FILE] [--distance-filter METRES] "
+                + "[--log-positions])")
         exit(64)
     }
 }
@@ -71,29 +80,35 @@ let manager = CLLocationManager()
 manager.distanceFilter = distanceFilter
 manager.diagnosticsHandler = { log("note (\($0.code)): \($0.message)") }
 
+let positionsLogged = logsPositions
 let work = Task {
     let monitor = await CLMonitor("geofenced")
     monitor.diagnosticsHandler = { log("note (\($0.code)): \($0.message)") }
     // The config is the truth: circles no longer in it are dropped, the others (re)added with
     // the state they were last seen in.
     let wanted = Set(circles.map(\.0))
-    for identifier in await monitor.identifiers where !wanted.contains(identifier) { await monitor.remove(identifier) }
-    for (identifier, condition) in circles {
-        let last = await monitor.record(for: identifier)?.lastEvent.state ?? .unknown
-        await monitor.add(condition, identifier: identifier, assuming: last)
+    for identifier in await monitor.identifiers where !wanted.contains(identifier) {
+        try Task.checkCancellation()
+        await monitor.remove(identifier)
     }
+    // One batch, one save, each circle from the state it was last seen in (a SIGTERM while
+    // loading ends it at once).
+    try await monitor.add(contentsOf: circles.map { (identifier: $0.0, condition: $0.1) })
     log("geofenced: monitoring \(circles.count) circle(s) from \(configPath); distance filter \(Int(distanceFilter)) m")
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
             var ready = false
             for try await location in manager.locations() {
-                let accuracy =
-                    location.horizontalAccuracy < CLLocationDistanceMax
-                    ? String(format: "±%.0f m", location.horizontalAccuracy) : "accuracy unknown"
-                log(
-                    String(
-                        format: "location %.6f %.6f %@ at %@", location.coordinate.latitude,
-                        location.coordinate.longitude, accuracy, "\(location.timestamp)"))
+                if Task.isCancelled { break }
+                if positionsLogged {
+                    let accuracy =
+                        location.horizontalAccuracy < CLLocationDistanceMax
+                        ? String(format: "±%.0f m", location.horizontalAccuracy) : "accuracy unknown"
+                    log(
+                        String(
+                            format: "location %.6f %.6f %@ at %@", location.coordinate.latitude,
+                            location.coordinate.longitude, accuracy, "\(location.timestamp)"))
+                }
                 if !ready {
                     ready = true
                     notifier.send("READY=1\nSTATUS=following the receiver")
@@ -102,6 +117,8 @@ let work = Task {
         }
         group.addTask {
             for try await event in await monitor.events {
+                // Events already queued are not worked through after a SIGTERM.
+                if Task.isCancelled { break }
                 log(
                     "region \(event.identifier) \(event.state) at \(event.date)\(event.accuracyLimited ? " (accuracy limited)" : "")"
                 )
@@ -133,6 +150,12 @@ for number in [SIGTERM, SIGINT] {
         notifier.send("STOPPING=1")
         log("geofenced: stopping (signal \(number))")
         work.cancel()
+        // A clean stop gets 0.15 s; a save still running then (100,000 circles) is cut short —
+        // each save replaces the file whole, so the file kept is the previous complete one.
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.15) {
+            log("geofenced: stopped before the last save finished; the previous state file is kept")
+            exit(0)
+        }
     }
     source.resume()
     signalSources.append(source)

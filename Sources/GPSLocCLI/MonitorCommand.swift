@@ -68,29 +68,35 @@ enum MonitorCommand {
                         throw UsageError(error.message.replacingOccurrences(of: "--region", with: "each circle"))
                     }
                 }
-                var conditions = try store.conditions(monitor: name, app: app)
-                for fence in fences {
-                    conditions.removeAll { $0.identifier == fence.identifier }
-                    conditions.append(
-                        MonitorStore.Condition(
-                            identifier: fence.identifier, latitude: fence.latitude, longitude: fence.longitude,
-                            radius: fence.radius))
+                // By identifier (a later circle replaces an earlier one of the same name): linear in
+                // the circles, and one write for the whole batch.
+                var byIdentifier: [String: MonitorStore.Condition] = [:]
+                for condition in try store.conditions(monitor: name, app: app) {
+                    byIdentifier[condition.identifier] = condition
                 }
-                try store.save(conditions.sorted { $0.identifier < $1.identifier }, monitor: name, app: app)
+                for fence in fences {
+                    byIdentifier[fence.identifier] = MonitorStore.Condition(
+                        identifier: fence.identifier, latitude: fence.latitude, longitude: fence.longitude,
+                        radius: fence.radius)
+                }
+                let conditions = byIdentifier.values.sorted { $0.identifier < $1.identifier }
+                try store.save(conditions, monitor: name, app: app)
                 print("\(app)'s monitor \(terminalSafe(name)) now has \(conditions.count) condition(s)")
                 return 0
             case "remove":
                 guard operands.count >= 2 else { throw UsageError("monitor remove needs NAME and at least one ID") }
                 let name = operands[0]
                 var conditions = try store.conditions(monitor: name, app: app)
-                let unknown = operands.dropFirst().filter { id in !conditions.contains { $0.identifier == id } }
+                let known = Set(conditions.map(\.identifier))
+                let unknown = operands.dropFirst().filter { !known.contains($0) }
                 guard unknown.isEmpty else {
                     standardError(
                         "gpsloc: \(app)'s monitor \(terminalSafe(name)) has no condition \(unknown.map(terminalSafe).joined(separator: ", ")) — `gpsloc monitor list \(name) --app \(app)` lists them\n"
                     )
                     return 1
                 }
-                conditions.removeAll { operands.dropFirst().contains($0.identifier) }
+                let removed = Set(operands.dropFirst())
+                conditions.removeAll { removed.contains($0.identifier) }
                 try store.save(conditions, monitor: name, app: app)
                 print("\(app)'s monitor \(terminalSafe(name)) now has \(conditions.count) condition(s)")
                 return 0

@@ -494,6 +494,25 @@ struct RegionAPITests {
         #expect(reduced == ["start east", "fail east regionMonitoringDenied reducedAccuracy"])
     }
 
+    /// #24: 80,000 circles were written into a 17 MB file that every reader then refused.
+    @Test("a monitor file is never written larger than a reader takes: refused before writing, nothing lost")
+    func monitorSizeLimit() throws {
+        let store = MonitorStore(directory: try Self.folder())
+        let small = [MonitorStore.Condition(identifier: "depot", latitude: 51.45, longitude: -2.59, radius: 50)]
+        try store.save(small, monitor: "big", app: "sizetest")
+        // Long identifiers reach the limit with few conditions (the limit is on bytes).
+        let name = String(repeating: "x", count: 4000)
+        let tooMany = (0..<5_000).map {
+            MonitorStore.Condition(identifier: "\(name)\($0)", latitude: 51.45, longitude: -2.59, radius: 50)
+        }
+        #expect {
+            try store.save(tooMany, monitor: "big", app: "sizetest")
+        } throws: { error in
+            "\(error)".contains("more than the 16 MB a monitor file may have")
+        }
+        #expect(try store.conditions(monitor: "big", app: "sizetest").map(\.identifier) == ["depot"], "unchanged")
+    }
+
     @Test("legacy: regions persist (0600, atomic) and come back with their state in a new manager")
     func legacyPersistence() async throws {
         let folder = try Self.folder()

@@ -101,8 +101,13 @@ public struct MonitorStore: Sendable {
         }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_size <= 16 << 20 else {
-            throw Failure(description: "\(url.path) is larger than 16 MB — not a monitor file; move it away")
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw Failure(description: "\(url.path) is not a regular file — not a monitor file; move it away")
+        }
+        guard info.st_size <= Self.maximumFileSize else {
+            throw Failure(
+                description:
+                    "\(url.path) is larger than \(Self.maximumFileSize >> 20) MB — not a monitor file; move it away")
         }
         let data = handle.readDataToEndOfFile()
         do {
@@ -116,6 +121,10 @@ public struct MonitorStore: Sendable {
         }
     }
 
+    /// The largest monitor file: `save` refuses to write more than `conditions` reads (about
+    /// 70,000 circles), so nothing is ever written that cannot be read back.
+    public static let maximumFileSize = 16 << 20
+
     /// Replaces the stored conditions of `monitor` (removes the file when there are none).
     public func save(_ conditions: [Condition], monitor: String, app: String) throws(Failure) {
         let url = try file(monitor: monitor, app: app)
@@ -127,7 +136,8 @@ public struct MonitorStore: Sendable {
             return
         }
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        // Compact (not pretty-printed): 100,000 circles fit the size limit.
+        encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .iso8601
         let data: Data
         do {
@@ -135,6 +145,12 @@ public struct MonitorStore: Sendable {
                 File(monitor: monitor == Self.legacyRegions ? "" : monitor, conditions: conditions))
         } catch {
             throw Failure(description: "cannot encode the monitor \(monitor): \(error)")
+        }
+        guard data.count <= Self.maximumFileSize else {
+            throw Failure(
+                description: "the monitor \(monitor) would take \(data.count >> 20) MB with \(conditions.count) "
+                    + "conditions, more than the \(Self.maximumFileSize >> 20) MB a monitor file may have — nothing "
+                    + "was changed; split the conditions over several monitors")
         }
         do {
             try PrivateFile.replace(url, with: data)

@@ -56,12 +56,13 @@ extension CLLocationManager {
         loadPersistedRegions()
         guard let circle = region as? CLCircularRegion else {
             runner.enqueue(
-                .adapter(ManagerEvent.regionFailed(
-                    region,
-                    CLError(
-                        .regionMonitoringFailure,
-                        message: "only CLCircularRegion can be monitored (\(type(of: region)) cannot)",
-                        reason: .invalidRegion))))
+                .adapter(
+                    ManagerEvent.regionFailed(
+                        region,
+                        CLError(
+                            .regionMonitoringFailure,
+                            message: "only CLCircularRegion can be monitored (\(type(of: region)) cannot)",
+                            reason: .invalidRegion))))
             return
         }
         if let problem = circle.problem(maximumDistance: maximumRegionMonitoringDistance) {
@@ -118,7 +119,9 @@ extension CLLocationManager {
         runner.drive { engine in engine.startSignificantChanges() }
     }
 
-    public func stopMonitoringSignificantLocationChanges() { runner.drive { engine in engine.stopSignificantChanges() } }
+    public func stopMonitoringSignificantLocationChanges() {
+        runner.drive { engine in engine.stopSignificantChanges() }
+    }
 
     /// `CLMonitor` drives region monitoring through its own manager: When In Use is enough,
     /// nothing is persisted here, and region events go to `handler` instead of the delegate.
@@ -132,12 +135,22 @@ extension CLLocationManager {
     }
 
     /// `CLMonitor`'s conditions.
-    func monitor(_ fence: Geofence, assuming: RegionPresence) {
+    func monitor(_ fence: Geofence, assuming: RegionPresence) { monitor(contentsOf: [(fence, assuming)]) }
+
+    /// Many at once: one preflight (it reads the policy file) and one engine step.
+    func monitor(contentsOf fences: [(fence: Geofence, assuming: RegionPresence)]) {
+        guard !fences.isEmpty else { return }
         _ = preflight()
-        runner.drive { engine in engine.startMonitoring(fence, assuming: assuming, now: Date()) }
+        let now = Date()
+        runner.drive { engine in
+            fences.flatMap { engine.startMonitoring($0.fence, assuming: $0.assuming, now: now) }
+        }
     }
 
     func unmonitor(_ identifier: String) { runner.drive { engine in engine.stopMonitoring(identifier) } }
+
+    /// Every region at once, in one engine step (a monitor of 100,000 circles going away).
+    func unmonitorAll() { runner.drive { engine in engine.stopMonitoringAllRegions() } }
 
     /// The regions kept from earlier runs are registered once, with their last known states.
     func loadPersistedRegions() {

@@ -153,7 +153,8 @@ public actor CLMonitor {
     deinit {
         if writer.takePending() { save() }
         continuation.finish()
-        for identifier in records.withLock({ Array($0.keys) }) { manager.unmonitor(identifier) }
+        // The manager is this monitor's own: all its regions go at once.
+        manager.unmonitorAll()
     }
 
     public var events: Events { Events(stream: stream) }
@@ -163,12 +164,43 @@ public actor CLMonitor {
     public func record(for identifier: String) -> Record? { records.withLock { $0[identifier] } }
 
     /// Monitors `condition` as `identifier` (replacing one with that identifier), starting from
-    /// `assuming`: an event comes when the state is found to differ.
+    /// `assuming`: an event comes when the state is found to differ. Saved at once.
     public func add(_ condition: some CLCondition, identifier: String, assuming state: Event.State = .unknown) {
+        guard let fence = insert(condition, identifier: identifier, assuming: state) else { return }
+        manager.monitor(fence, assuming: state.presence)
+        save()
+    }
+
+    /// Adds many circles at once (a GPSLocation addition): the same as `add` for each, with one
+    /// engine step and one save at the end — adding N conditions one by one saves N times (each
+    /// time the whole set), so a daemon loading 100,000 circles would write for minutes. Each
+    /// starts from the state last seen for its identifier (`keepingLastState`, e.g. the one
+    /// restored from the previous run) or unknown. Checks for cancellation as it goes (a SIGTERM
+    /// while loading ends the load at once: nothing is monitored or saved).
+    public func add(
+        contentsOf conditions: [(identifier: String, condition: CircularGeographicCondition)],
+        keepingLastState: Bool = true
+    ) throws(CancellationError) {
+        var fences: [(fence: Geofence, assuming: RegionPresence)] = []
+        fences.reserveCapacity(conditions.count)
+        for (index, entry) in conditions.enumerated() {
+            if index % 1024 == 0 && Task.isCancelled { throw CancellationError() }
+            let state =
+                keepingLastState ? records.withLock { $0[entry.identifier]?.lastEvent.state } ?? .unknown : .unknown
+            if let fence = insert(entry.condition, identifier: entry.identifier, assuming: state) {
+                fences.append((fence, state.presence))
+            }
+        }
+        manager.monitor(contentsOf: fences)
+        if !fences.isEmpty { save() }
+    }
+
+    /// Records `condition` (the engine is told by the caller); its fence when it can be monitored.
+    private func insert(_ condition: some CLCondition, identifier: String, assuming state: Event.State) -> Geofence? {
         let now = Date()
         guard let circle = condition as? CircularGeographicCondition else {
             emit(Event(identifier: identifier, state: .unknown, date: now, conditionUnsupported: true), condition)
-            return
+            return nil
         }
         let fence = Geofence(
             identifier: identifier, latitude: circle.center.latitude, longitude: circle.center.longitude,
@@ -177,14 +209,13 @@ public actor CLMonitor {
         if let problem = region.problem(maximumDistance: manager.maximumRegionMonitoringDistance) {
             diagnosticsHandler(LocationDiagnostic(code: "invalidRegion", message: problem))
             emit(Event(identifier: identifier, state: .unknown, date: now, conditionUnsupported: true), condition)
-            return
+            return nil
         }
         records.withLock {
             $0[identifier] = Record(
                 condition: circle, lastEvent: Event(identifier: identifier, state: state, date: now))
         }
-        manager.monitor(fence, assuming: state.presence)
-        save()
+        return fence
     }
 
     public func remove(_ identifier: String) {
@@ -198,11 +229,7 @@ public actor CLMonitor {
     nonisolated fileprivate func handle(_ event: RegionEvent) {
         guard let record = records.withLock({ $0[event.identifier] }) else { return }
         let state = Event.State(event.state)
-        let flags =
-            event.limitation == .notAuthorized
-            ? AuthorizationFlags(
-                status: manager.authorizationStatus, isInUse: manager.authorizer.isInUse,
-                servicesEnabled: CLLocationManager.locationServicesEnabled()) : AuthorizationFlags()
+        let flags = event.limitation == .notAuthorized ? currentFlags() : AuthorizationFlags()
         let next = Event(
             identifier: event.identifier, state: state, date: event.timestamp,
             accuracyLimited: event.limitation == .accuracyLimited, flags: flags)
@@ -220,6 +247,20 @@ public actor CLMonitor {
             continuation.yield(event)
         }
     }
+
+    /// Apple's authorization flags now, read at most once a second: the policy behind
+    /// `locationServicesEnabled()` is a file, and 100,000 regions learning at once that the app
+    /// is not authorized must not read it 100,000 times.
+    nonisolated private func currentFlags() -> AuthorizationFlags {
+        let now = ContinuousClock.now
+        if let cached = flagsCache.withLock({ $0 }), now - cached.at < .seconds(1) { return cached.flags }
+        let flags = AuthorizationFlags(
+            status: manager.authorizationStatus, isInUse: manager.authorizer.isInUse,
+            servicesEnabled: CLLocationManager.locationServicesEnabled())
+        flagsCache.withLock { $0 = (now, flags) }
+        return flags
+    }
+    private let flagsCache = Locked<(at: ContinuousClock.Instant, flags: AuthorizationFlags)?>(nil)
 
     /// Serializes `emit`.
     private let emitting = Locked(())

@@ -97,8 +97,9 @@ open class CLCircularRegion: CLRegion, @unchecked Sendable {
         Geofence(identifier: identifier, latitude: center.latitude, longitude: center.longitude, radius: radius)
     }
 
-    /// Why this region cannot be monitored (nil: it can).
-    func problem(maximumDistance: CLLocationDistance) -> String? {
+    /// Why this region cannot be monitored (nil: it can): the rule `startMonitoring` and
+    /// `CLMonitor.add` apply, for a daemon to check its configuration before it starts.
+    public func problem(maximumDistance: CLLocationDistance = 100_000) -> String? {
         guard CLLocationCoordinate2DIsValid(center), center.latitude.isFinite, center.longitude.isFinite else {
             return "the region \(identifier) has an invalid centre (latitude −90…90, longitude −180…180)"
         }

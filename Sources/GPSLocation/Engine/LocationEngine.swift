@@ -276,6 +276,13 @@ package struct LocationEngine: Sendable {
         return stopIfIdle()
     }
 
+    /// Every region at once (their owner goes away): the stage is dropped whole, not emptied one
+    /// region at a time.
+    package mutating func stopMonitoringAllRegions() -> [Action] {
+        regions = RegionMonitorStage()
+        return stopIfIdle()
+    }
+
     package mutating func startVisits() -> [Action] {
         let refusal = admitMonitoring()
         if visits == nil { visits = VisitStage() }
