@@ -42,9 +42,24 @@ got="$(bash -c "source '$prefix/share/bash-completion/completions/gpsloc'
   COMP_WORDS=(gpsloc watch --reg); COMP_CWORD=2; _gpsloc; echo \${COMPREPLY[*]}")"
 [ "$got" = "--region" ] || fail "completing 'gpsloc watch --reg' gave '$got'"
 
-# Idempotent, then a clean uninstall.
+# Idempotent, then a clean uninstall: every file and every folder it created.
 scripts/install.sh --prefix "$prefix" > "$prefix.log" 2>&1 || fail "a second install.sh failed"
-scripts/install.sh --uninstall --prefix "$prefix" > "$prefix.log" 2>&1 || fail "uninstall failed"
-left="$(find "$prefix" -type f)"
-[ -z "$left" ] || fail "uninstall left $left"
-echo "check-install: ok — static gpsloc without Swift libraries, man page, completion, udev rule, idempotent, uninstall"
+grep -q "^file [0-9a-f]\{64\} $prefix/bin/gpsloc$" "$prefix/share/gpslocation/install-manifest" \
+  || fail "the manifest does not list gpsloc with its checksum"
+scripts/install.sh --uninstall --prefix "$prefix" > "$prefix.log" 2>&1 || { cat "$prefix.log" >&2; fail "uninstall failed"; }
+[ ! -e "$prefix" ] || fail "uninstall left $(find "$prefix" | head -5)"
+
+# Uninstall removes only what still matches the manifest: a file changed since is kept, a link
+# planted in a file's place is kept and what it points to is never touched.
+scripts/install.sh --prefix "$prefix" > "$prefix.log" 2>&1 || fail "a third install.sh failed"
+echo "# edited by the admin" >> "$prefix/share/bash-completion/completions/gpsloc"
+outside="$(dirname "$prefix")/outside-file"
+echo keep > "$outside"
+rm -f "$prefix/share/man/man1/gpsloc.1" && ln -s "$outside" "$prefix/share/man/man1/gpsloc.1"
+scripts/install.sh --uninstall --prefix "$prefix" > "$prefix.log" 2>&1 || fail "the second uninstall failed"
+[ -f "$prefix/share/bash-completion/completions/gpsloc" ] || fail "uninstall removed a file changed since install"
+[ -L "$prefix/share/man/man1/gpsloc.1" ] && [ "$(cat "$outside")" = keep ] || fail "uninstall followed a planted link"
+[ ! -e "$prefix/bin/gpsloc" ] || fail "uninstall kept the unchanged gpsloc"
+grep -q "kept .*changed since it was installed" "$prefix.log" || fail "uninstall did not say what it kept"
+echo "check-install: ok — static gpsloc without Swift libraries, man page, completion, udev rule, idempotent," \
+  "manifest uninstall (folders too; changed files and planted links kept)"

@@ -8,7 +8,10 @@
 #
 # --destdir stages the files under DIR (for packaging): nothing outside it is touched and udev
 # is not reloaded. Without it, a prefix that needs root is installed with sudo. Running it again
-# installs the same files again (idempotent).
+# installs the same files again (idempotent). The install writes a manifest
+# (PREFIX/share/gpslocation/install-manifest: each file with its SHA-256, each folder it created);
+# --uninstall removes only the files that still match it — never a link, never a file changed
+# since, never anything outside the prefix — and then the folders it created, when empty.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,13 +50,46 @@ probe="$root"
 while [ ! -e "$probe" ]; do probe="$(dirname "$probe")"; done
 if [ ! -w "$probe" ] && [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 
+manifest="$root/share/gpslocation/install-manifest"
+
+# The real path of FILE's folder is inside the prefix (no link leads out of it).
+inside_root() {
+  local folder real_root
+  folder="$(realpath -e "$(dirname "$1")" 2>/dev/null)" || return 1
+  real_root="$(realpath -e "$root" 2>/dev/null)" || return 1
+  case "$folder/" in "$real_root"/*) return 0 ;; *) return 1 ;; esac
+}
+
 if $uninstall; then
-  for file in "$bin" "$man" "$completion" "$rule"; do
-    if [ -e "$file" ] || [ -L "$file" ]; then $sudo rm -f "$file"; echo "removed $file"; fi
-  done
+  if [ ! -f "$manifest" ] || [ -L "$manifest" ]; then
+    echo "install.sh: no install manifest at $manifest: nothing is removed (an install by an older" \
+      "install.sh: remove $bin, $man, $completion and $rule by hand)" >&2
+    exit 1
+  fi
+  folders=()
+  while IFS= read -r line; do
+    kind="${line%% *}"; rest="${line#* }"
+    case "$kind" in
+      file)
+        sum="${rest%% *}"; file="${rest#* }"
+        if [ -L "$file" ]; then echo "kept $file: it is a link now, not the installed file" >&2
+        elif [ ! -e "$file" ]; then :
+        elif ! inside_root "$file"; then echo "kept $file: its folder leads outside $root" >&2
+        elif [ "$(sha256sum < "$file" | cut -d' ' -f1)" != "$sum" ]; then
+          echo "kept $file: changed since it was installed" >&2
+        else $sudo rm -f "$file"; echo "removed $file"; fi ;;
+      folder) folders+=("$rest") ;;
+    esac
+  done < "$manifest"
+  $sudo rm -f "$manifest"
+  folders+=("$(dirname "$manifest")")
   if $system_install && [ -L "$etc_link" ] && [ "$(readlink "$etc_link")" = "$rule" ]; then
     $sudo rm -f "$etc_link"; echo "removed $etc_link"
   fi
+  # The folders it created, deepest first, when empty (rmdir never removes anything else).
+  while IFS= read -r folder; do
+    if [ -d "$folder" ] && [ ! -L "$folder" ] && $sudo rmdir "$folder" 2>/dev/null; then echo "removed $folder/"; fi
+  done < <(printf '%s\n' "${folders[@]}" | awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2-)
   if $system_install && { [ "$prefix" = /usr ] || [ "$prefix" = /usr/local ]; } \
     && command -v udevadm >/dev/null && [ -d /run/udev ]; then
     $sudo udevadm control --reload || echo "install.sh: udevadm control --reload failed (udev not running?)" >&2
@@ -72,12 +108,37 @@ trap 'rm -rf "$staging"' EXIT
 "$built" manpage > "$staging/gpsloc.1"
 "$built" completion bash > "$staging/gpsloc.bash"
 
-$sudo install -d -m 0755 "$root/bin" "$(dirname "$man")" "$(dirname "$completion")" "$rules_dir"
+# The folders this install creates (kept in the manifest, for --uninstall).
+created=()
+for folder in "$root/bin" "$(dirname "$man")" "$(dirname "$completion")" "$rules_dir" "$(dirname "$manifest")"; do
+  missing=()
+  probe="$folder"
+  while [ ! -e "$probe" ]; do missing+=("$probe"); probe="$(dirname "$probe")"; done
+  created+=("${missing[@]}")
+done
+$sudo install -d -m 0755 "$root/bin" "$(dirname "$man")" "$(dirname "$completion")" "$rules_dir" "$(dirname "$manifest")"
+# A link planted where a file goes would be followed by install: refused.
+for file in "$bin" "$man" "$completion" "$rule" "$manifest"; do
+  if [ -L "$file" ] || ! inside_root "$file"; then
+    echo "install.sh: $file is a link or its folder leads outside $root: refusing to write through it" >&2
+    exit 1
+  fi
+done
 $sudo install -m 0755 -s "$built" "$bin"  # stripped: 75 → 59 MB, the same program
 $sudo install -m 0644 "$staging/gpsloc.1" "$man"
 $sudo install -m 0644 "$staging/gpsloc.bash" "$completion"
 $sudo install -m 0644 udev/61-gpslocation-gnss.rules "$rule"
-echo "installed $bin, $man, $completion, $rule"
+# The manifest: each file with its checksum, each folder this install created (an earlier
+# install's folders are kept: a second install creates none).
+{
+  if [ -f "$manifest" ] && [ ! -L "$manifest" ]; then grep '^folder ' "$manifest" || true; fi
+  for folder in "${created[@]}"; do echo "folder $folder"; done
+  for file in "$bin" "$man" "$completion" "$rule"; do
+    echo "file $(sha256sum < "$file" | cut -d' ' -f1) $file"
+  done
+} | sort -u > "$staging/manifest"
+$sudo install -m 0644 "$staging/manifest" "$manifest"
+echo "installed $bin, $man, $completion, $rule (manifest: $manifest)"
 
 # The system's udev: only for the system prefixes (a private prefix is left to its owner).
 if $system_install; then
