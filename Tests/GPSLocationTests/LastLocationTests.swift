@@ -105,6 +105,45 @@ struct LastLocationTests {
         #expect(cache.location(for: "fifo-app") == nil)
     }
 
+    /// The attack as it happens: another user (nobody, through setpriv) replaces the app's cached
+    /// location through a cache folder left open to everyone.
+    @Test(
+        "another user planting a location through an open cache folder: gpsloc last shows nothing of it",
+        .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
+    func plantedBySecondUser() async throws {
+        let home = try GPSLocBinary.makeConfigHome()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let folder = home.appendingPathComponent("cache/gpslocation/last")
+        let cache = LastLocationCache(directory: folder)
+        #expect(cache.record(Self.location(), for: "widget"))
+        #expect(try await GPSLocBinary.run(["auth", "grant", "widget", "--always"], configHome: home).status == 0)
+        chmod(home.path, 0o755)
+        chmod(home.appendingPathComponent("cache").path, 0o755)
+        chmod(home.appendingPathComponent("cache/gpslocation").path, 0o755)
+        chmod(folder.path, 0o777)  // the mistake
+        // As nobody: move the app's file away and write another position in its place.
+        let planted = #"{"version":1,"app":"widget","location":{"latitude":48.8584,"longitude":2.2945,"altitude":0,"ellipsoidalAltitude":0,"horizontalAccuracy":5,"verticalAccuracy":-1,"course":-1,"courseAccuracy":-1,"speed":-1,"speedAccuracy":-1,"timestamp":0,"accessory":true}}"#
+        let script = "mv \(folder.path)/widget.json \(folder.path)/moved.json; printf '%s' '\(planted)' > \(folder.path)/widget.json"
+        let attacker = Process()
+        attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        attacker.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script]
+        try attacker.run()
+        attacker.waitUntilExit()
+        #expect(attacker.terminationStatus == 0, "the second user could write into the open folder")
+        let shown = try await GPSLocBinary.run(["last", "--app", "widget", "--json"], configHome: home)
+        #expect(!shown.stdout.contains("48.858"), "the planted position is never shown: \(shown.stdout)")
+        #expect(shown.status == 1 && shown.stdout.contains("chmod 700"), "\(shown.stdout)")
+        // The same file, the user's own in a private folder, is read: what was refused was the
+        // folder and the owner, not a file the reader cannot decode.
+        let file = folder.appendingPathComponent("widget.json")
+        let data = try Data(contentsOf: file)
+        try FileManager.default.removeItem(at: file)
+        try data.write(to: file)
+        chmod(folder.path, 0o700)
+        let own = try await GPSLocBinary.run(["last", "--app", "widget", "--json"], configHome: home)
+        #expect(own.stdout.contains("48.858"), "\(own.stdout)")
+    }
+
     @Test("gpsloc last applies watch's gate: a When-In-Use app that is not in use sees nothing")
     func lastAppliesTheGate() async throws {
         let home = try GPSLocBinary.makeConfigHome()
