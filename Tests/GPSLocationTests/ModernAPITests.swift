@@ -123,19 +123,19 @@ struct ModernAPITests {
         let session = CLServiceSession(
             authorization: .always, fullAccuracyPurposeKey: "Navigation", authorizer: authorizer)
         var iterator = session.diagnostics.makeAsyncIterator()
-        let first = try #require(await iterator.next())
+        let first = try #require(try await iterator.next())
         #expect(first.authorizationRequestInProgress && !first.serviceSessionRequired)
         #expect(
             first.message?.contains("`gpsloc auth grant session-test --always`") == true,
             "nobody could be asked: the diagnostic says what to run")
         authorizer.set(AuthorizationDecision(status: .authorizedWhenInUse, accuracy: .reducedAccuracy))
-        let second = try #require(await iterator.next())
+        let second = try #require(try await iterator.next())
         #expect(second.insufficientlyInUse && second.fullAccuracyDenied && second.alwaysAuthorizationDenied)
         authorizer.set(AuthorizationDecision(status: .denied))
-        let third = try #require(await iterator.next())
+        let third = try #require(try await iterator.next())
         #expect(third.authorizationDenied)
         session.invalidate()
-        #expect(await iterator.next() == nil)
+        #expect(try await iterator.next() == nil)
         CLBackgroundActivitySession().invalidate()
     }
 

@@ -227,6 +227,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         /// The cache's entry for this app, read once (nil inside: there was none).
         var cachedLocation: CLLocation??
         var regions = RegionRegistry()
+        var headingFilter: CLLocationDegrees = 1
+        var headingOrientation = CLDeviceOrientation.portrait
+        var showsBackgroundLocationIndicator = false
     }
 
     /// The manager's own events, queued with the engine's so they arrive in order.

@@ -25,6 +25,17 @@ public protocol CLLocationManagerDelegate: AnyObject {
     func locationManager(
         _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error)
     func locationManager(_ manager: CLLocationManager, didVisit visit: CLVisit)
+    /// Never called: no compass (`CLLocationManager.headingAvailable()` is false).
+    func locationManager(_ manager: CLLocationManager, didUpdateHeading newHeading: CLHeading)
+    func locationManagerShouldDisplayHeadingCalibration(_ manager: CLLocationManager) -> Bool
+    /// Never called with beacons: ranging is not available (`didFailRangingFor` says so).
+    func locationManager(
+        _ manager: CLLocationManager, didRange beacons: [CLBeacon], satisfying constraint: CLBeaconIdentityConstraint)
+    func locationManager(
+        _ manager: CLLocationManager, didFailRangingFor constraint: CLBeaconIdentityConstraint, error: any Error)
+    /// Apple's automatic pause and resume of live updates (`pausesLocationUpdatesAutomatically`).
+    func locationManagerDidPauseLocationUpdates(_ manager: CLLocationManager)
+    func locationManagerDidResumeLocationUpdates(_ manager: CLLocationManager)
 }
 
 extension CLLocationManagerDelegate {
@@ -43,4 +54,14 @@ extension CLLocationManagerDelegate {
         _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error
     ) {}
     public func locationManager(_ manager: CLLocationManager, didVisit visit: CLVisit) {}
+    public func locationManager(_ manager: CLLocationManager, didUpdateHeading newHeading: CLHeading) {}
+    public func locationManagerShouldDisplayHeadingCalibration(_ manager: CLLocationManager) -> Bool { false }
+    public func locationManager(
+        _ manager: CLLocationManager, didRange beacons: [CLBeacon], satisfying constraint: CLBeaconIdentityConstraint
+    ) {}
+    public func locationManager(
+        _ manager: CLLocationManager, didFailRangingFor constraint: CLBeaconIdentityConstraint, error: any Error
+    ) {}
+    public func locationManagerDidPauseLocationUpdates(_ manager: CLLocationManager) {}
+    public func locationManagerDidResumeLocationUpdates(_ manager: CLLocationManager) {}
 }

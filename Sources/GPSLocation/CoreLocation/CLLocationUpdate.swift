@@ -9,6 +9,8 @@ public struct CLLocationUpdate: Sendable {
     /// it settled. The update carries the location (Apple pauses instead; a gpsd receiver keeps
     /// reporting, so the flag is what changes).
     public let isStationary: Bool
+    /// iOS 18's name for `isStationary`.
+    public var stationary: Bool { isStationary }
     /// The app is denied by the user: no locations will come.
     public let authorizationDenied: Bool
     /// Location services are off for the whole machine (the administrator's policy).

@@ -34,7 +34,7 @@ public enum CLRegionState: Int, Sendable, CustomStringConvertible {
 
 /// Apple's `CLRegion`: an area to monitor, named by `identifier` (regions are compared by
 /// identifier and geometry, never by object).
-open class CLRegion: NSObject, @unchecked Sendable {
+open class CLRegion: NSObject, NSSecureCoding, @unchecked Sendable {
     // @unchecked Sendable: a non-final NSObject subclass cannot be checked; the two flags are
     // behind a lock and everything else is immutable.
     public let identifier: String
@@ -56,6 +56,25 @@ open class CLRegion: NSObject, @unchecked Sendable {
         super.init()
     }
 
+    // Archiving (`NSKeyedArchiver`, secure coding), as Apple's regions archive.
+    open class var supportsSecureCoding: Bool { true }
+
+    public required init?(coder: NSCoder) {
+        guard let identifier = coder.decodeObject(of: NSString.self, forKey: "identifier") as String? else {
+            return nil
+        }
+        self.identifier = identifier
+        super.init()
+        notifyOnEntry = coder.decodeBool(forKey: "notifyOnEntry")
+        notifyOnExit = coder.decodeBool(forKey: "notifyOnExit")
+    }
+
+    open func encode(with coder: NSCoder) {
+        coder.encode(identifier as NSString, forKey: "identifier")
+        coder.encode(notifyOnEntry, forKey: "notifyOnEntry")
+        coder.encode(notifyOnExit, forKey: "notifyOnExit")
+    }
+
     open override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? CLRegion else { return false }
         return type(of: other) == type(of: self) && other.identifier == identifier
@@ -75,6 +94,20 @@ open class CLCircularRegion: CLRegion, @unchecked Sendable {
         self.center = center
         self.radius = radius
         super.init(identifier: identifier)
+    }
+
+    public required init?(coder: NSCoder) {
+        center = CLLocationCoordinate2D(
+            latitude: coder.decodeDouble(forKey: "latitude"), longitude: coder.decodeDouble(forKey: "longitude"))
+        radius = coder.decodeDouble(forKey: "radius")
+        super.init(coder: coder)
+    }
+
+    open override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(center.latitude, forKey: "latitude")
+        coder.encode(center.longitude, forKey: "longitude")
+        coder.encode(radius, forKey: "radius")
     }
 
     /// Whether `coordinate` is within `radius` of `center` (the geodesic distance on WGS 84) —

@@ -64,7 +64,8 @@ public final class CLServiceSession: Sendable {
     /// session reports `fullAccuracyDenied` for a reduced-accuracy app.
     public let fullAccuracyPurposeKey: String?
     private let authorizer: LocationAuthorizer
-    private let state: Locked<(observer: UUID?, continuations: [UUID: AsyncStream<Diagnostic>.Continuation])>
+    private let state:
+        Locked<(observer: UUID?, continuations: [UUID: AsyncThrowingStream<Diagnostic, any Error>.Continuation])>
     /// What the session's request said when nobody could be asked.
     private let requestMessage: String?
 
@@ -105,9 +106,11 @@ public final class CLServiceSession: Sendable {
     deinit { invalidate() }
 
     /// The diagnostics now and after every change of the app's authorization. Each call gives
-    /// its own sequence; all of them end at `invalidate()`.
-    public var diagnostics: AsyncStream<Diagnostic> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Diagnostic.self, bufferingPolicy: .bufferingNewest(1))
+    /// its own sequence; all of them end at `invalidate()`. Throwing, as Apple's (`for try await`),
+    /// though it ends without an error.
+    public var diagnostics: AsyncThrowingStream<Diagnostic, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: Diagnostic.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(1))
         let token = UUID()
         let alive = state.withLock { state -> Bool in
             guard state.observer != nil else { return false }

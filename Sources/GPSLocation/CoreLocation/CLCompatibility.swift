@@ -1,0 +1,308 @@
+import Foundation
+
+// Apple's CoreLocation API that a Linux GNSS receiver cannot serve — a compass, geocoding,
+// beacons, floors — so that code written for Apple platforms compiles unchanged and, when it
+// asks for these, hears clearly that they are not available (an error with the reason), never
+// silence and never invented data.
+
+/// Apple's `kCLHeadingFilterNone`: every heading change.
+public let kCLHeadingFilterNone: CLLocationDegrees = -1
+
+/// Apple's device orientation, for `headingOrientation`.
+public enum CLDeviceOrientation: Int32, Sendable {
+    case unknown = 0
+    case portrait, portraitUpsideDown, landscapeLeft, landscapeRight, faceUp, faceDown
+}
+
+/// Apple's `CLHeading`. No receiver behind gpsd reports a compass heading here, so none is ever
+/// delivered; the type exists for code that handles one (`CLLocationManager.headingAvailable()`
+/// is false).
+public final class CLHeading: NSObject, Sendable {
+    public let magneticHeading: CLLocationDirection
+    public let trueHeading: CLLocationDirection
+    public let headingAccuracy: CLLocationDirectionAccuracy
+    public let timestamp: Date
+    public let x: Double
+    public let y: Double
+    public let z: Double
+
+    public init(
+        magneticHeading: CLLocationDirection, trueHeading: CLLocationDirection,
+        headingAccuracy: CLLocationDirectionAccuracy, timestamp: Date, x: Double = 0, y: Double = 0, z: Double = 0
+    ) {
+        self.magneticHeading = magneticHeading
+        self.trueHeading = trueHeading
+        self.headingAccuracy = headingAccuracy
+        self.timestamp = timestamp
+        self.x = x
+        self.y = y
+        self.z = z
+    }
+}
+
+/// Apple's `CLFloor`: the floor of a building. GNSS has no floor: `CLLocation.floor` is nil.
+public final class CLFloor: NSObject, Sendable {
+    public let level: Int
+    public init(level: Int) { self.level = level }
+}
+
+extension CLLocation {
+    /// Apple's floor: always nil (a GNSS fix knows no building).
+    public var floor: CLFloor? { nil }
+}
+
+extension CLLocationManager {
+    /// False: no compass. `startUpdatingHeading()` says so through `didFailWithError`.
+    public class func headingAvailable() -> Bool { false }
+
+    /// False: no beacon ranging (no Bluetooth scanning here).
+    public class func isRangingAvailable() -> Bool { false }
+
+    /// Apple's heading filter (degrees; `kCLHeadingFilterNone` for every change). Kept, unused.
+    public var headingFilter: CLLocationDegrees {
+        get { state.withLock { $0.headingFilter } }
+        set { state.withLock { $0.headingFilter = newValue } }
+    }
+
+    /// Apple's heading orientation. Kept, unused.
+    public var headingOrientation: CLDeviceOrientation {
+        get { state.withLock { $0.headingOrientation } }
+        set { state.withLock { $0.headingOrientation = newValue } }
+    }
+
+    /// The last heading: always nil (no compass).
+    public var heading: CLHeading? { nil }
+
+    /// Apple's background location indicator (iOS). Kept, no effect on Linux.
+    public var showsBackgroundLocationIndicator: Bool {
+        get { state.withLock { $0.showsBackgroundLocationIndicator } }
+        set { state.withLock { $0.showsBackgroundLocationIndicator = newValue } }
+    }
+
+    /// No compass: the delegate gets `CLError.headingFailure` saying so (Apple's error for a
+    /// heading that cannot be determined), once per call.
+    public func startUpdatingHeading() {
+        fail(
+            CLError(
+                .headingFailure,
+                message: "no heading: gpsd reports no compass for this receiver (CLLocationManager.headingAvailable() "
+                    + "is false); a moving receiver's direction of travel is `location.course`"))
+    }
+
+    public func stopUpdatingHeading() {}
+
+    public func dismissHeadingCalibrationDisplay() {}
+
+    /// Apple's temporary full accuracy (iOS 14). Asked of the same prompt as authorization where
+    /// one exists; without one the completion gets `CLError.denied` with the command that grants
+    /// full accuracy. Already full: the completion gets nil at once.
+    public func requestTemporaryFullAccuracyAuthorization(
+        withPurposeKey purposeKey: String, completion: (@Sendable ((any Error)?) -> Void)? = nil
+    ) {
+        guard accuracyAuthorization != .fullAccuracy else {
+            completion?(nil)
+            return
+        }
+        completion?(
+            CLError(
+                .denied,
+                message: "\(authorizer.appID) has approximate accuracy, and full accuracy (\(purposeKey)) cannot be "
+                    + "granted from inside the app on Linux — run `gpsloc auth grant \(authorizer.appID) --always --full` "
+                    + "(or --when-in-use --full)"))
+    }
+
+    /// Beacon ranging is not available: the delegate hears `rangingUnavailable` for the constraint.
+    public func startRangingBeacons(satisfying constraint: CLBeaconIdentityConstraint) {
+        let error = CLError(
+            .rangingUnavailable, message: "beacon ranging is not available: GPSLocation reads GNSS receivers only")
+        delegateQueue.async { [weak self] in
+            guard let self, let delegate = self.delegate else { return }
+            delegate.locationManager(self, didFailRangingFor: constraint, error: error)
+        }
+    }
+
+    public func stopRangingBeacons(satisfying constraint: CLBeaconIdentityConstraint) {}
+
+    /// An error for the delegate, on its queue.
+    private func fail(_ error: CLError) {
+        delegateQueue.async { [weak self] in
+            guard let self, let delegate = self.delegate else { return }
+            delegate.locationManager(self, didFailWithError: error)
+        }
+    }
+}
+
+/// Apple's beacon identity constraint (UUID, major, minor).
+public final class CLBeaconIdentityConstraint: NSObject, Sendable {
+    public let uuid: UUID
+    public let major: UInt16?
+    public let minor: UInt16?
+    public init(uuid: UUID, major: UInt16? = nil, minor: UInt16? = nil) {
+        self.uuid = uuid
+        self.major = major
+        self.minor = minor
+    }
+}
+
+/// Apple's ranged beacon. None is ever ranged here (`CLLocationManager.isRangingAvailable()`).
+public final class CLBeacon: NSObject, Sendable {
+    public let uuid: UUID
+    public let major: NSNumber
+    public let minor: NSNumber
+    public let proximity: CLProximity
+    public let accuracy: CLLocationAccuracy
+    public let rssi: Int
+    public let timestamp: Date
+    public init(
+        uuid: UUID, major: NSNumber, minor: NSNumber, proximity: CLProximity, accuracy: CLLocationAccuracy, rssi: Int,
+        timestamp: Date
+    ) {
+        self.uuid = uuid
+        self.major = major
+        self.minor = minor
+        self.proximity = proximity
+        self.accuracy = accuracy
+        self.rssi = rssi
+        self.timestamp = timestamp
+    }
+}
+
+/// Apple's beacon proximity.
+public enum CLProximity: Int, Sendable {
+    case unknown, immediate, near, far
+}
+
+/// Apple's beacon region: it can be created, and monitoring it fails with
+/// `regionMonitoringFailure` (no Bluetooth here).
+open class CLBeaconRegion: CLRegion, @unchecked Sendable {
+    // @unchecked Sendable: see CLRegion; the constraint is immutable.
+    public let beaconIdentityConstraint: CLBeaconIdentityConstraint
+    public var uuid: UUID { beaconIdentityConstraint.uuid }
+
+    public init(beaconIdentityConstraint: CLBeaconIdentityConstraint, identifier: String) {
+        self.beaconIdentityConstraint = beaconIdentityConstraint
+        super.init(identifier: identifier)
+    }
+
+    public convenience init(uuid: UUID, identifier: String) {
+        self.init(beaconIdentityConstraint: CLBeaconIdentityConstraint(uuid: uuid), identifier: identifier)
+    }
+
+    public required init?(coder: NSCoder) {
+        guard let text = coder.decodeObject(of: NSString.self, forKey: "uuid") as String?,
+            let uuid = UUID(uuidString: text)
+        else { return nil }
+        beaconIdentityConstraint = CLBeaconIdentityConstraint(uuid: uuid)
+        super.init(coder: coder)
+    }
+
+    open override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        coder.encode(uuid.uuidString as NSString, forKey: "uuid")
+    }
+}
+
+/// Archiving a location (`NSKeyedArchiver` with secure coding), as apps cache their last one:
+/// every field, GPSLocation's details and the source included (through `Codable`).
+extension CLLocation: NSSecureCoding {
+    public static var supportsSecureCoding: Bool { true }
+
+    public func encode(with coder: NSCoder) {
+        guard let data = try? JSONEncoder().encode(self) else { return }
+        coder.encode(data as NSData, forKey: "GPSLocation.location")
+    }
+
+    public convenience init?(coder: NSCoder) {
+        guard let data = coder.decodeObject(of: NSData.self, forKey: "GPSLocation.location") as Data?,
+            let decoded = try? JSONDecoder().decode(CLLocation.self, from: data)
+        else { return nil }
+        self.init(
+            coordinate: decoded.coordinate, altitude: decoded.altitude,
+            ellipsoidalAltitude: decoded.ellipsoidalAltitude,
+            horizontalAccuracy: decoded.horizontalAccuracy, verticalAccuracy: decoded.verticalAccuracy,
+            course: decoded.course, courseAccuracy: decoded.courseAccuracy, speed: decoded.speed,
+            speedAccuracy: decoded.speedAccuracy, timestamp: decoded.timestamp, gnss: decoded.gnss,
+            sourceInformation: decoded.sourceInformation)
+    }
+}
+
+/// Apple's `CLPlacemark`: a place's name and address for a location.
+public final class CLPlacemark: NSObject, Sendable {
+    public let location: CLLocation?
+    public let name: String?
+    public let thoroughfare: String?
+    public let subThoroughfare: String?
+    public let locality: String?
+    public let subLocality: String?
+    public let administrativeArea: String?
+    public let subAdministrativeArea: String?
+    public let postalCode: String?
+    public let isoCountryCode: String?
+    public let country: String?
+    public let timeZone: TimeZone?
+
+    public init(
+        location: CLLocation?, name: String? = nil, thoroughfare: String? = nil, subThoroughfare: String? = nil,
+        locality: String? = nil, subLocality: String? = nil, administrativeArea: String? = nil,
+        subAdministrativeArea: String? = nil, postalCode: String? = nil, isoCountryCode: String? = nil,
+        country: String? = nil, timeZone: TimeZone? = nil
+    ) {
+        self.location = location
+        self.name = name
+        self.thoroughfare = thoroughfare
+        self.subThoroughfare = subThoroughfare
+        self.locality = locality
+        self.subLocality = subLocality
+        self.administrativeArea = administrativeArea
+        self.subAdministrativeArea = subAdministrativeArea
+        self.postalCode = postalCode
+        self.isoCountryCode = isoCountryCode
+        self.country = country
+        self.timeZone = timeZone
+    }
+}
+
+/// Apple's `CLGeocoder`. Apple geocodes on its servers; GPSLocation has no geocoding service
+/// and sends no location anywhere, so every request completes with `CLError.network` saying so
+/// (Apple's error when the service cannot be reached) — never an invented place.
+public final class CLGeocoder: NSObject, Sendable {
+    public typealias CompletionHandler = @Sendable ([CLPlacemark]?, (any Error)?) -> Void
+
+    public override init() { super.init() }
+
+    /// Always false: a request fails at once.
+    public var isGeocoding: Bool { false }
+
+    static func unavailable(_ what: String) -> CLError {
+        CLError(
+            .network,
+            message: "\(what) is not available: GPSLocation has no geocoding service and sends no location off this "
+                + "machine — use an offline geocoder (e.g. a Nominatim server of your own) and keep the coordinates")
+    }
+
+    public func reverseGeocodeLocation(_ location: CLLocation, completionHandler: @escaping CompletionHandler) {
+        let error = Self.unavailable("reverse geocoding")
+        DispatchQueue.global().async { completionHandler(nil, error) }
+    }
+
+    public func reverseGeocodeLocation(
+        _ location: CLLocation, preferredLocale locale: Locale?, completionHandler: @escaping CompletionHandler
+    ) {
+        reverseGeocodeLocation(location, completionHandler: completionHandler)
+    }
+
+    public func reverseGeocodeLocation(_ location: CLLocation) async throws -> [CLPlacemark] {
+        throw Self.unavailable("reverse geocoding")
+    }
+
+    public func geocodeAddressString(_ addressString: String, completionHandler: @escaping CompletionHandler) {
+        let error = Self.unavailable("geocoding")
+        DispatchQueue.global().async { completionHandler(nil, error) }
+    }
+
+    public func geocodeAddressString(_ addressString: String) async throws -> [CLPlacemark] {
+        throw Self.unavailable("geocoding")
+    }
+
+    public func cancelGeocode() {}
+}
