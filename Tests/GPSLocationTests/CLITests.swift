@@ -311,7 +311,8 @@ extension RealGPSD.LaneB {
             #expect(
                 lines.contains {
                     $0["code"] as? String == "promptDeclined"
-                        && ($0["message"] as? String)?.contains("gpsloc auth grant fresh-app --when-in-use") == true
+                        // Not a terminal: not in use, so only Always would deliver anything.
+                        && ($0["message"] as? String)?.contains("gpsloc auth grant fresh-app --always") == true
                 }, "\(result.stdout)")
         }
 

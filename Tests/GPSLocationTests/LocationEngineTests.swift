@@ -155,3 +155,49 @@ struct LocationEngineTests {
         #expect(codes == ["noFix"], "the same reason within a minute is said once")
     }
 }
+
+/// #23: what a one-shot request and the refusals say, as Apple code expects them.
+@Suite("requestLocation and refusals say what applies", .timeLimit(.minutes(1)))
+struct OneShotSemanticsTests {
+    @Test("a steady receiver that never meets desiredAccuracy: the newest of the best, not the oldest")
+    func newestOfEquallyAccurate() {
+        var engine = LocationEngineTests.engine { $0.desiredAccuracy = kCLLocationAccuracyBest }
+        let t0 = LocationEngineTests.start
+        _ = engine.start(.oneShot, now: t0)
+        for second in 0..<5 {
+            _ = engine.handle(
+                .fix(LocationEngineTests.fix(at: Double(second), accuracy: 12)), now: t0 + Double(second),
+                uptime: Double(second))
+        }
+        let settled = LocationEngineTests.delivered(engine.timerFired(.requestLocation, now: t0 + 10))
+        #expect(settled.map(\.timestamp) == [t0 + 4])
+    }
+
+    @Test("fixes arrive but the app is not authorized: the one-shot ends with that reason, not \"no fix\"")
+    func notDeterminedOneShot() {
+        var engine = LocationEngineTests.engine(.notDetermined)
+        let t0 = LocationEngineTests.start
+        _ = engine.start(.oneShot, now: t0)
+        _ = engine.handle(.fix(LocationEngineTests.fix(at: 0)), now: t0, uptime: 0)
+        let ended = LocationEngineTests.errors(engine.timerFired(.requestLocation, now: t0 + 10))
+        #expect(ended.map(\.reason) == [.notDetermined], "\(ended)")
+    }
+
+    @Test("a program that is not in use is told to grant Always, never When In Use (which would give nothing)")
+    func daemonAdvice() {
+        let daemon = AuthorizationState(appID: "fleetd", status: .notDetermined, isInUse: false)
+        #expect(daemon.refusal?.message.contains("`gpsloc auth grant fleetd --always`") == true)
+        #expect(daemon.refusal?.message.contains("--when-in-use") == false)
+        let denied = AuthorizationState(appID: "fleetd", status: .denied, isInUse: false)
+        #expect(denied.refusal?.message.contains("--always") == true)
+        let terminal = AuthorizationState(appID: "tool", status: .notDetermined, isInUse: true)
+        #expect(terminal.refusal?.message.contains("--when-in-use") == true)
+        // The request without a prompt says the same.
+        let authorizer = LocationAuthorizer(appID: "fleetd", usageDescription: "tracking", isInUse: false)
+        guard case .noPrompt(let message) = authorizer.request(always: false) else {
+            Issue.record("expected noPrompt")
+            return
+        }
+        #expect(message.contains("--always") && !message.contains("--when-in-use"), "\(message)")
+    }
+}

@@ -217,7 +217,8 @@ public final class LocationAuthorizer: Sendable {
         case .unchanged:
             return .unchanged
         case .noPrompt:
-            let flag = always ? "--always" : "--when-in-use"
+            // A program that is not in use (a daemon) gets nothing from When In Use.
+            let flag = always || !isInUse ? "--always" : "--when-in-use"
             return .noPrompt(
                 "no one can be asked for location permission for \(appID) here (no terminal, no prompt): "
                     + "nothing is delivered until it is granted — run `gpsloc auth grant \(appID) \(flag)` "

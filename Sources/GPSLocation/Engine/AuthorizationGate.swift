@@ -26,6 +26,15 @@ package struct AuthorizationState: Sendable, Equatable {
     }
 
     /// Why nothing may be delivered, as the app is told; nil when locations may flow.
+    /// The grant that would work for this app now: a program that is not in use (no terminal,
+    /// a daemon) gets nothing from When In Use, so it is told to grant Always.
+    private var grantAdvice: String {
+        isInUse
+            ? "`gpsloc auth grant \(appID) --when-in-use` (or `--always`)"
+            : "`gpsloc auth grant \(appID) --always` (it has no terminal, so it is never in use: When In Use "
+                + "would deliver nothing)"
+    }
+
     package var refusal: CLError? {
         switch status {
         case .authorizedAlways:
@@ -41,13 +50,12 @@ package struct AuthorizationState: Sendable, Equatable {
             return CLError(
                 .promptDeclined,
                 message: "location authorization for \(appID) is not determined: no location is delivered until it is "
-                    + "granted — `gpsloc auth grant \(appID) --when-in-use` (or `--always`)",
+                    + "granted — \(grantAdvice)",
                 reason: .notDetermined)
         case .denied:
             return CLError(
                 .denied,
-                message: "location access for \(appID) is denied — no location is delivered; "
-                    + "`gpsloc auth grant \(appID) --when-in-use` allows it",
+                message: "location access for \(appID) is denied — no location is delivered; \(grantAdvice) allows it",
                 reason: .notAuthorized)
         case .restricted:
             return CLError(

@@ -138,6 +138,8 @@ package struct LocationEngine: Sendable {
     private var gapDeadline: Date?
     /// `requestLocation()`'s best location so far.
     private var oneShotBest: CLLocation?
+    /// A usable fix reached the gate and was not delivered (not authorized now).
+    private var fixesHeld = false
     /// The replay clock: the time of the latest report that carried one. It follows the receiver
     /// back when its clock restarts (a receiver whose clock ran ahead before its first fix and was
     /// then set from the satellites): the fixes after the restart are the recording's present, not
@@ -202,6 +204,8 @@ package struct LocationEngine: Sendable {
             actions.append(contentsOf: armStaleness(from: now, now: now))
         case .oneShot:
             oneShotBest = nil
+            fixesHeld = false
+            fixesHeld = false
             actions.append(.arm(.requestLocation, after: configuration.requestLocationTimeout))
         default:
             break
@@ -435,14 +439,15 @@ package struct LocationEngine: Sendable {
         case .requestLocation:
             guard mode == .oneShot else { return [] }
             let seconds = Int(configuration.requestLocationTimeout.rounded())
-            var actions = [
-                settle(
-                    orFail: CLError(
-                        .locationUnknown,
-                        message:
-                            "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
-                        reason: .timedOut))
-            ]
+            // Fixes came but the gate kept them (not determined, not in use): that is the reason,
+            // not the receiver.
+            let failure =
+                (fixesHeld ? gate.state.refusal : nil)
+                ?? CLError(
+                    .locationUnknown,
+                    message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
+                    reason: .timedOut)
+            var actions = [settle(orFail: failure)]
             actions.append(contentsOf: stop())
             if !isRunning { actions.append(.stopSource) }
             return actions
@@ -513,6 +518,7 @@ package struct LocationEngine: Sendable {
         if isLive && mode == .continuous { actions.append(contentsOf: armStaleness(from: checkClock, now: now)) }
         switch gate.decide(candidate, now: checkClock) {
         case .refuse(let error):
+            fixesHeld = true
             if let error { actions.append(.fail(error)) }
         case .hold:
             break
@@ -529,7 +535,8 @@ package struct LocationEngine: Sendable {
                     actions.append(settle(orFail: nil))
                     actions.append(contentsOf: stop())
                     if !isRunning { actions.append(.stopSource) }
-                } else if location.horizontalAccuracy < (oneShotBest?.horizontalAccuracy ?? .infinity) {
+                } else if location.horizontalAccuracy <= (oneShotBest?.horizontalAccuracy ?? .infinity) {
+                    // As accurate or better: the newer one (a steady receiver's latest, not its first).
                     oneShotBest = location
                 }
             } else if mode == .continuous, intervalAdmits(location), filter.admits(location) {
