@@ -898,6 +898,18 @@ extension RealGPSD.LaneB {
             return capture ? ((try? String(contentsOf: output, encoding: .utf8)) ?? "") : ""
         }
 
+        /// `gpsloc watch --port PORT` in a new 80×24 tmux session with its own decision store;
+        /// after it ends the pane shows `EXITED <status>`.
+        static func watchInTmux(config: URL, port: Int) async throws -> (socket: String, session: String) {
+            let session = "gpsloc-\(UUID().uuidString.prefix(8))"
+            let socket = config.appendingPathComponent("tmux.sock").path
+            let command =
+                "XDG_CONFIG_HOME=\(config.path) XDG_CACHE_HOME=\(config.path)/cache XDG_STATE_HOME=\(config.path)/state "
+                + "\(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
+            _ = try await tmux(["-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command])
+            return (socket, session)
+        }
+
         /// The pane's text once `condition` holds, polled (or the last capture after `timeout`).
         static func pane(
             _ socket: String, _ session: String, timeout: Double = 10, until condition: (String) -> Bool
@@ -917,13 +929,7 @@ extension RealGPSD.LaneB {
         func questionStays() async throws {
             let config = try GPSLocBinary.makeConfigHome()
             try await LiveCommandTests.withGPSFake("clean-1hz-multi.nmea") { port in
-                let session = "gpsloc-\(UUID().uuidString.prefix(8))"
-                let socket = config.appendingPathComponent("tmux.sock").path
-                let command =
-                    "XDG_CONFIG_HOME=\(config.path) XDG_CACHE_HOME=\(config.path)/cache XDG_STATE_HOME=\(config.path)/state \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
-                _ = try await Self.tmux([
-                    "-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command,
-                ])
+                let (socket, session) = try await Self.watchInTmux(config: config, port: port)
                 defer { Task { _ = try? await Self.tmux(["-S", socket, "kill-server"]) } }
                 let asked = try await Self.pane(socket, session) { $0.contains("Allow? [o]nce") }
                 #expect(asked.contains("Allow? [o]nce"), "\(asked)")
@@ -947,13 +953,7 @@ extension RealGPSD.LaneB {
             let config = try GPSLocBinary.makeConfigHome()
             _ = try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
             try await LiveCommandTests.withGPSFake("clean-1hz-multi.nmea") { port in
-                let session = "gpsloc-\(UUID().uuidString.prefix(8))"
-                let socket = config.appendingPathComponent("tmux.sock").path
-                let command =
-                    "XDG_CONFIG_HOME=\(config.path) XDG_CACHE_HOME=\(config.path)/cache \(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?; sleep 30"
-                _ = try await Self.tmux([
-                    "-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command,
-                ])
+                let (socket, session) = try await Self.watchInTmux(config: config, port: port)
                 defer { Task { _ = try? await Self.tmux(["-S", socket, "kill-server"]) } }
                 try await Task.sleep(for: .seconds(4))
                 let first = try await Self.tmux(["-S", socket, "capture-pane", "-t", session, "-p"], capture: true)

@@ -210,21 +210,30 @@ struct SignalTests {
 
 @Suite("values outside physical ranges, and gpsd's strings on a terminal", .timeLimit(.minutes(5)))
 struct PhysicalRangeTests {
-    @Test("speed 5e9 m/s and course 720° become unknown, said once a minute")
-    func speedAndCourse() {
+    /// A running engine given one fix changed by `change`: what it delivered, its diagnostics.
+    static func deliver(_ change: (inout Fix) -> Void) -> (
+        engine: LocationEngine, location: CLLocation?, notes: [(String, String)]
+    ) {
         var engine = LocationEngineTests.engine()
-        let t0 = LocationEngineTests.start
-        _ = engine.start(.continuous, now: t0)
+        _ = engine.start(.continuous, now: LocationEngineTests.start)
         var fix = LocationEngineTests.fix(at: 0)
-        fix.speed = 5e9
-        fix.course = 720
-        let actions = engine.handle(.fix(fix), now: t0, uptime: 0)
-        let location = LocationEngineTests.delivered(actions).first
-        #expect(location?.speed == -1 && location?.speedAccuracy == -1)
-        #expect(location?.course == -1 && location?.courseAccuracy == -1)
+        change(&fix)
+        let actions = engine.handle(.fix(fix), now: LocationEngineTests.start, uptime: 0)
         let notes = actions.compactMap {
             if case .diagnose(let code, let message) = $0 { (code, message) } else { nil }
         }
+        return (engine, LocationEngineTests.delivered(actions).first, notes)
+    }
+
+    @Test("speed 5e9 m/s and course 720° become unknown, said once a minute")
+    func speedAndCourse() {
+        let t0 = LocationEngineTests.start
+        var (engine, location, notes) = Self.deliver {
+            $0.speed = 5e9
+            $0.course = 720
+        }
+        #expect(location?.speed == -1 && location?.speedAccuracy == -1)
+        #expect(location?.course == -1 && location?.courseAccuracy == -1)
         #expect(notes.map(\.0) == ["outOfRange"])
         #expect(notes.first?.1.contains("speed 5e+09 m/s and course 720°") == true)
         var again = LocationEngineTests.fix(at: 1)
@@ -235,24 +244,17 @@ struct PhysicalRangeTests {
 
     @Test("an altitude of 10,000 km and negative error estimates become unknown, said once")
     func altitudeAndErrors() {
-        var engine = LocationEngineTests.engine()
-        let t0 = LocationEngineTests.start
-        _ = engine.start(.continuous, now: t0)
-        var fix = LocationEngineTests.fix(at: 0)
-        fix.altitudeMSL = 1e7
-        fix.altitudeHAE = 1e7 + 48
-        fix.errors.horizontal = -5
-        fix.errors.latitude = -1
-        fix.errors.longitude = -1
-        fix.errors.speed = .nan
-        let actions = engine.handle(.fix(fix), now: t0, uptime: 0)
-        let location = LocationEngineTests.delivered(actions).first
+        let (_, location, notes) = Self.deliver { fix in
+            fix.altitudeMSL = 1e7
+            fix.altitudeHAE = 1e7 + 48
+            fix.errors.horizontal = -5
+            fix.errors.latitude = -1
+            fix.errors.longitude = -1
+            fix.errors.speed = .nan
+        }
         #expect(location != nil, "the position itself is fine")
         #expect(location?.verticalAccuracy == -1, "no altitude: vertical accuracy invalid")
         #expect((location?.horizontalAccuracy ?? -1) >= 0 && location?.speedAccuracy == -1)
-        let notes = actions.compactMap {
-            if case .diagnose(let code, let message) = $0 { (code, message) } else { nil }
-        }
         #expect(notes.map(\.0) == ["outOfRange"])
         #expect(notes.first?.1.contains("altitude 1e+07 m") == true && notes.first?.1.contains("below zero") == true)
     }
