@@ -15,7 +15,8 @@ struct AccuracyRulesTests {
 
     @Test("epv gives the vertical accuracy (epv / 1.96)")
     func fromEPV() {
-        let location = AccuracyStage().location(from: Self.fix(errors: FixErrors(longitude: 6, latitude: 8, vertical: 19.6)))
+        let location = AccuracyStage().location(
+            from: Self.fix(errors: FixErrors(longitude: 6, latitude: 8, vertical: 19.6)))
         #expect(abs(location.verticalAccuracy - 10) < 1e-12)
         #expect(location.altitude == 41.6 && abs(location.ellipsoidalAltitude - 89.8) < 1e-9)
     }

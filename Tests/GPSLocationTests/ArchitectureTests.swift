@@ -10,7 +10,9 @@ struct ArchitectureTests {
     static func packageGraph() throws -> [String: Set<String>] {
         let text = try String(contentsOf: Paths.packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
         let pattern = try NSRegularExpression(
-            pattern: #"\.(target|executableTarget|systemLibrary)\(\s*name:\s*"([^"]+)"(?:,\s*dependencies:\s*\[([^\]]*)\])?"#)
+            pattern:
+                #"\.(target|executableTarget|systemLibrary)\(\s*name:\s*"([^"]+)"(?:,\s*dependencies:\s*\[([^\]]*)\])?"#
+        )
         var graph: [String: Set<String>] = [:]
         for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
             let name = String(text[Range(match.range(at: 2), in: text)!])
@@ -34,7 +36,9 @@ struct ArchitectureTests {
                 $0.trimmingCharacters(in: .whitespaces)
             }
             guard cells.count >= 3 else { continue }
-            let names = cells[1].split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " `")) }
+            let names = cells[1].split(separator: ",").map {
+                $0.trimmingCharacters(in: CharacterSet(charactersIn: " `"))
+            }
             let dependencies = cells[2].split(separator: "(")[0].split(separator: ",")
                 .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && $0 != "—" }
             for name in names { graph[name] = Set(dependencies) }

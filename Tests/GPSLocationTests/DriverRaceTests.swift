@@ -68,13 +68,15 @@ struct DriverRaceTests {
         #expect(AuthorizationFlags(reason: .authorizationRequest, servicesEnabled: true) == flags)
         #expect(AuthorizationFlags(reason: .notAuthorized, servicesEnabled: false).deniedGlobally)
         #expect(AuthorizationFlags(reason: .notAuthorized, servicesEnabled: true).denied)
-        #expect(AuthorizationFlags(status: .authorizedWhenInUse, isInUse: false, servicesEnabled: true).insufficientlyInUse)
+        #expect(
+            AuthorizationFlags(status: .authorizedWhenInUse, isInUse: false, servicesEnabled: true).insufficientlyInUse)
         #expect(!AuthorizationFlags(reason: .stale, servicesEnabled: true).any)
 
         // CLMonitor: a condition while not determined says a request is in progress.
         let monitor = await CLMonitor(
             "undetermined", source: NMEAReplaySource(path: Self.loop),
-            authorizer: LocationAuthorizer(appID: "undetermined", initial: AuthorizationDecision(status: .notDetermined)),
+            authorizer: LocationAuthorizer(
+                appID: "undetermined", initial: AuthorizationDecision(status: .notDetermined)),
             store: nil)
         monitor.diagnosticsHandler = Diagnostics.discard
         await monitor.add(

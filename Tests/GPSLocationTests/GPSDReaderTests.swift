@@ -175,7 +175,8 @@ struct GPSDReaderTests {
             reports.contains(
                 .errorEstimate(
                     ReceiverErrorEstimate(
-                        time: ISO8601.parse("2026-06-15T08:00:01.000Z"), latitude: 1.6, longitude: 1.3, altitude: 2.8))))
+                        time: ISO8601.parse("2026-06-15T08:00:01.000Z"), latitude: 1.6, longitude: 1.3, altitude: 2.8)))
+        )
         withExtendedLifetime(server) {}
     }
 

@@ -109,7 +109,9 @@ struct LastLocationTests {
     /// location through a cache folder left open to everyone.
     @Test(
         "another user planting a location through an open cache folder: gpsloc last shows nothing of it",
-        .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv"))
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root and setpriv"))
     func plantedBySecondUser() async throws {
         let home = try GPSLocBinary.makeConfigHome()
         defer { try? FileManager.default.removeItem(at: home) }
@@ -122,8 +124,10 @@ struct LastLocationTests {
         chmod(home.appendingPathComponent("cache/gpslocation").path, 0o755)
         chmod(folder.path, 0o777)  // the mistake
         // As nobody: move the app's file away and write another position in its place.
-        let planted = #"{"version":1,"app":"widget","location":{"latitude":48.8584,"longitude":2.2945,"altitude":0,"ellipsoidalAltitude":0,"horizontalAccuracy":5,"verticalAccuracy":-1,"course":-1,"courseAccuracy":-1,"speed":-1,"speedAccuracy":-1,"timestamp":0,"accessory":true}}"#
-        let script = "mv \(folder.path)/widget.json \(folder.path)/moved.json; printf '%s' '\(planted)' > \(folder.path)/widget.json"
+        let planted =
+            #"{"version":1,"app":"widget","location":{"latitude":48.8584,"longitude":2.2945,"altitude":0,"ellipsoidalAltitude":0,"horizontalAccuracy":5,"verticalAccuracy":-1,"course":-1,"courseAccuracy":-1,"speed":-1,"speedAccuracy":-1,"timestamp":0,"accessory":true}}"#
+        let script =
+            "mv \(folder.path)/widget.json \(folder.path)/moved.json; printf '%s' '\(planted)' > \(folder.path)/widget.json"
         let attacker = Process()
         attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         attacker.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script]

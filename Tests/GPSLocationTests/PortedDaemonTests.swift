@@ -88,10 +88,13 @@ extension RealGPSD.LaneB {
             #expect(
                 await reader.waitFor(timeout: 15) { lines in
                     seen = lines.map(\.text)
-                    return lines.contains { $0.text == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)" }
+                    return lines.contains {
+                        $0.text == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)"
+                    }
                         && lines.contains { $0.text.hasPrefix("location 51.") }
                 },
-                "locations flow after the grant, without a restart: \(seen.suffix(8)); diagnostics: \((try? String(contentsOf: diagnostics, encoding: .utf8)) ?? "")")
+                "locations flow after the grant, without a restart: \(seen.suffix(8)); diagnostics: \((try? String(contentsOf: diagnostics, encoding: .utf8)) ?? "")"
+            )
             process.terminate()
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "SIGTERM stops it cleanly")

@@ -364,4 +364,3 @@ final class SelectionBox {
     func deviceChanged(_ event: DeviceEvent) -> Bool { stage.deviceChanged(event) }
     func takeMissingPin() -> (pinned: String, reporting: String)? { stage.takeMissingPin() }
 }
-

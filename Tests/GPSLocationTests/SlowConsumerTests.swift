@@ -12,7 +12,8 @@ import Testing
 struct SlowConsumerTests {
     typealias Received = RealGPSD.LaneB.OneEngineTests.Received
 
-    static let fixtures = (try? FileManager.default.contentsOfDirectory(atPath: Paths.fixtures.path))?
+    static let fixtures =
+        (try? FileManager.default.contentsOfDirectory(atPath: Paths.fixtures.path))?
         .filter { $0.hasSuffix(".nmea") }.sorted() ?? []
 
     static func key(_ location: CLLocation) -> String {
@@ -86,7 +87,8 @@ struct SlowConsumerTests {
         let start = Date()
         let fixes = (0..<40).map { index in
             Fix(
-                mode: .threeDimensional, time: start.addingTimeInterval(Double(index) * 0.001), latitude: 51.5 + Double(index) * 1e-4,
+                mode: .threeDimensional, time: start.addingTimeInterval(Double(index) * 0.001),
+                latitude: 51.5 + Double(index) * 1e-4,
                 longitude: -2.5, altitudeMSL: 10, errors: FixErrors(horizontal: 5, vertical: 8))
         }
         let source = ManualLocationSource(isLive: true)

@@ -16,7 +16,8 @@ struct ChecksumlessTests {
         return (sentences, parser.statistics)
     }
 
-    @Test("a recording without checksums gives the same fixes as with them (errors aside); GSV is left out, as gpsd does")
+    @Test(
+        "a recording without checksums gives the same fixes as with them (errors aside); GSV is left out, as gpsd does")
     func wholeRecording() throws {
         let plain = try Data(contentsOf: Paths.fixtures.appendingPathComponent("nochecksum-1hz-multi.nmea"))
         let checked = try Data(contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"))

@@ -41,9 +41,10 @@ struct FieldAgreement: CustomStringConvertible {
         return eph.map { $0 / 2 }
     }
 
-    mutating func compare(_ field: String, gpsd: Double?, ours: Double?, relative: Bool = false, circular: Bool = false,
-                          at time: String)
-    {
+    mutating func compare(
+        _ field: String, gpsd: Double?, ours: Double?, relative: Bool = false, circular: Bool = false,
+        at time: String
+    ) {
         guard let gpsd else { return }
         known[field, default: 0] += 1
         let agrees: Bool

@@ -151,7 +151,8 @@ public final class GPSDLocationSource: LocationSource {
             // The gpsd client names the fix for its own part; the whole setup is `gpsloc doctor`'s.
             .problem(
                 CLError(
-                    .locationUnknown, message: (message ?? error.description) + " `gpsloc doctor` checks the whole setup.",
+                    .locationUnknown,
+                    message: (message ?? error.description) + " `gpsloc doctor` checks the whole setup.",
                     reason: reason, underlyingError: error),
                 terminal: terminal)
         }
