@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# The house style (.swift-format): lint clean, or the run stops here and says where.
+swift format lint --strict -r Sources Tests Examples
 swift build --build-tests
 if [ "${1:-}" = "--stress" ]; then
   runs=${2:?usage: scripts/test.sh --stress N}
