@@ -9,8 +9,13 @@ package enum DescriptorWrite {
     /// else the `errno` of the failed write.
     @discardableResult
     package static func write(_ text: String, to descriptor: Int32) -> Int32? {
-        var bytes = Array(text.utf8)
-        return bytes.withUnsafeMutableBytes { raw -> Int32? in
+        write(Array(text.utf8), to: descriptor)
+    }
+
+    /// The same for bytes.
+    @discardableResult
+    package static func write(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
+        bytes.withUnsafeBytes { raw -> Int32? in
             var offset = 0
             while offset < raw.count {
                 let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)

@@ -46,7 +46,7 @@ func standardError(_ text: String) { DescriptorWrite.write(text, to: STDERR_FILE
 
 /// Bytes on stdout; when stdout cannot take them, gpsloc ends (`stdoutFailed`).
 func standardOutput(_ bytes: [UInt8]) {
-    if let error = DescriptorWrite.write(String(decoding: bytes, as: UTF8.self), to: STDOUT_FILENO) {
+    if let error = DescriptorWrite.write(bytes, to: STDOUT_FILENO) {
         stdoutFailed(error)
     }
 }

@@ -166,56 +166,70 @@ public actor CLMonitor {
     /// Monitors `condition` as `identifier` (replacing one with that identifier), starting from
     /// `assuming`: an event comes when the state is found to differ. Saved at once.
     public func add(_ condition: some CLCondition, identifier: String, assuming state: Event.State = .unknown) {
-        guard let fence = insert(condition, identifier: identifier, assuming: state) else { return }
-        manager.monitor(fence, assuming: state.presence)
-        save()
+        guard let circle = validated(condition, identifier: identifier) else { return }
+        commit([(identifier, circle, state)])
     }
 
     /// Adds many circles at once (a GPSLocation addition): the same as `add` for each, with one
     /// engine step and one save at the end — adding N conditions one by one saves N times (each
     /// time the whole set), so a daemon loading 100,000 circles would write for minutes. Each
     /// starts from the state last seen for its identifier (`keepingLastState`, e.g. the one
-    /// restored from the previous run) or unknown. Checks for cancellation as it goes (a SIGTERM
-    /// while loading ends the load at once: nothing is monitored or saved).
+    /// restored from the previous run) or unknown. Checks for cancellation while it checks the
+    /// conditions (a SIGTERM while loading ends the load at once): then nothing is recorded,
+    /// monitored or saved.
     public func add(
         contentsOf conditions: [(identifier: String, condition: CircularGeographicCondition)],
         keepingLastState: Bool = true
     ) throws(CancellationError) {
-        var fences: [(fence: Geofence, assuming: RegionPresence)] = []
-        fences.reserveCapacity(conditions.count)
+        var accepted: [(identifier: String, circle: CircularGeographicCondition, state: Event.State)] = []
+        accepted.reserveCapacity(conditions.count)
         for (index, entry) in conditions.enumerated() {
             if index % 1024 == 0 && Task.isCancelled { throw CancellationError() }
+            guard let circle = validated(entry.condition, identifier: entry.identifier) else { continue }
             let state =
                 keepingLastState ? records.withLock { $0[entry.identifier]?.lastEvent.state } ?? .unknown : .unknown
-            if let fence = insert(entry.condition, identifier: entry.identifier, assuming: state) {
-                fences.append((fence, state.presence))
-            }
+            accepted.append((entry.identifier, circle, state))
         }
-        manager.monitor(contentsOf: fences)
-        if !fences.isEmpty { save() }
+        commit(accepted)
     }
 
-    /// Records `condition` (the engine is told by the caller); its fence when it can be monitored.
-    private func insert(_ condition: some CLCondition, identifier: String, assuming state: Event.State) -> Geofence? {
+    /// The circle when `condition` can be monitored; otherwise nil, and the app is told why.
+    private func validated(_ condition: some CLCondition, identifier: String) -> CircularGeographicCondition? {
         let now = Date()
         guard let circle = condition as? CircularGeographicCondition else {
             emit(Event(identifier: identifier, state: .unknown, date: now, conditionUnsupported: true), condition)
             return nil
         }
-        let fence = Geofence(
-            identifier: identifier, latitude: circle.center.latitude, longitude: circle.center.longitude,
-            radius: circle.radius)
         let region = CLCircularRegion(center: circle.center, radius: circle.radius, identifier: identifier)
         if let problem = region.problem(maximumDistance: manager.maximumRegionMonitoringDistance) {
             diagnosticsHandler(LocationDiagnostic(code: "invalidRegion", message: problem))
             emit(Event(identifier: identifier, state: .unknown, date: now, conditionUnsupported: true), condition)
             return nil
         }
-        records.withLock {
-            $0[identifier] = Record(
-                condition: circle, lastEvent: Event(identifier: identifier, state: state, date: now))
+        return circle
+    }
+
+    /// Records, monitors (one engine step) and saves (once) checked conditions.
+    private func commit(_ accepted: [(identifier: String, circle: CircularGeographicCondition, state: Event.State)]) {
+        guard !accepted.isEmpty else { return }
+        let now = Date()
+        records.withLock { records in
+            for entry in accepted {
+                records[entry.identifier] = Record(
+                    condition: entry.circle,
+                    lastEvent: Event(identifier: entry.identifier, state: entry.state, date: now))
+            }
         }
-        return fence
+        manager.monitor(
+            contentsOf: accepted.map { entry in
+                (
+                    Geofence(
+                        identifier: entry.identifier, latitude: entry.circle.center.latitude,
+                        longitude: entry.circle.center.longitude, radius: entry.circle.radius),
+                    entry.state.presence
+                )
+            })
+        save()
     }
 
     public func remove(_ identifier: String) {

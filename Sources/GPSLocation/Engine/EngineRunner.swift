@@ -68,7 +68,6 @@ package final class EngineRunner: Sendable {
         var startSource = false
         var generation = 0
         var delivered: CLLocation?
-        var reducedAccuracy: ReducedAccuracyState?
     }
 
     package let source: any LocationSource
@@ -181,6 +180,7 @@ package final class EngineRunner: Sendable {
             let actions = step(&state.engine)
             var effects = Effects(generation: state.generation)
             var outputs: [Output] = []
+            var reducedState: ReducedAccuracyState?
             for action in actions {
                 switch action {
                 case .deliver(let location):
@@ -192,7 +192,7 @@ package final class EngineRunner: Sendable {
                 case .region(let event): outputs.append(.region(event))
                 case .visit(let record): outputs.append(.visit(record))
                 case .sky(let sky): outputs.append(.sky(sky))
-                case .reducedAccuracyState(let kept): effects.reducedAccuracy = kept
+                case .reducedAccuracyState(let kept): reducedState = kept
                 case .diagnose(let code, let message):
                     outputs.append(.diagnostic(LocationDiagnostic(code: code, message: message)))
                 case .arm(let timer, let seconds): effects.arm.append((timer, seconds))
@@ -209,8 +209,7 @@ package final class EngineRunner: Sendable {
             // limited, so this is a write every few minutes at most). When it cannot be kept, no
             // reduced location is delivered: a fresh offset at each restart would let the app
             // average its way to the precise position.
-            if let kept = effects.reducedAccuracy, let store = reducedAccuracyStore {
-                effects.reducedAccuracy = nil
+            if let kept = reducedState, let store = reducedAccuracyStore {
                 if let problem = store.save(kept, for: appID) {
                     outputs = outputs.compactMap { output in
                         guard case .locations(let batch) = output else { return output }
