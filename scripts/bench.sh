@@ -122,5 +122,8 @@ echo "== geofences: 10,000 monitored circles, one hour of a 10 Hz drive (grid in
 "$bin/gpsloc-bench" regions 10000
 best "GeodSolve -i on the same 200,000 lines (text in/out)" "GeodSolve -i -p 9 < $out/lines.txt > /dev/null"
 
+echo "== geocoding: CLGeocoder's offline lookups beside libgeonames' own name search"
+"$bin/gpsloc-bench" geocode 100000
+
 echo "== gpsd path end to end: fixtures/drive-10hz-multi.nmea through gpsfake"
 best "gpsloc replay --via gpsd --json" "$bin/gpsloc replay fixtures/drive-10hz-multi.nmea --via gpsd --json > /dev/null"

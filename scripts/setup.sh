@@ -18,6 +18,7 @@ packages=(
   man-db               # man -l: the installed man page renders
   mosquitto            # the fleet recipe's test broker
   mosquitto-clients    # mosquitto_pub / mosquitto_sub (the recipe itself)
+  libgeonames0         # CLGeocoder's offline place names (GeoNames' towns, CC BY 4.0), opened at run time
 )
 
 missing=()

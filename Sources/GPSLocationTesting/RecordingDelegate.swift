@@ -90,6 +90,29 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         poll(timeout: timeout) { self.errors.contains { $0.reason == reason } }
     }
 
+    /// Waits, suspended rather than blocking a thread, until at least `count` locations have
+    /// arrived. In async code use this one: a blocked thread is one fewer for every other task
+    /// (a 2-core machine has two).
+    @discardableResult
+    public func waitForLocations(_ count: Int, timeout: Double = 10) async -> Bool {
+        await pollSuspending(timeout: timeout) { self.locations.count >= count }
+    }
+
+    /// Waits, suspended, until an error with `reason` has arrived.
+    @discardableResult
+    public func waitForError(_ reason: CLError.Reason, timeout: Double = 10) async -> Bool {
+        await pollSuspending(timeout: timeout) { self.errors.contains { $0.reason == reason } }
+    }
+
+    private func pollSuspending(timeout: Double, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
+    }
+
     private func poll(timeout: Double, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {

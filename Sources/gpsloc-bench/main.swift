@@ -66,6 +66,10 @@ if arguments.first == "consume" {
     exit(0)
 }
 
+if arguments.first == "geocode" {
+    try geocodeBenchmark(count: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
+    exit(0)
+}
 if arguments.first == "regions" {
     benchmarkRegions(circles: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
     exit(0)

@@ -52,14 +52,14 @@ struct CompatibilityTests {
     }
 
     @Test("a denied app's localizedDescription is the explanation, in kCLErrorDomain")
-    func deniedExplanation() throws {
+    func deniedExplanation() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")
         let manager = CLLocationManager(source: FixListSource(fixes), authorizer: grantedAuthorizer(.denied))
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
         defer { manager.stopUpdatingLocation() }
-        #expect(delegate.waitForError(.notAuthorized))
+        #expect(await delegate.waitForError(.notAuthorized))
         let error: any Error = try #require(delegate.errors.first { $0.reason == .notAuthorized })
         #expect((error as NSError).domain == kCLErrorDomain)
         #expect(error.localizedDescription.contains("gpsloc auth grant test"))
@@ -67,7 +67,7 @@ struct CompatibilityTests {
     }
 
     @Test("sourceInformation: replays and lists are simulated by software")
-    func sourceInformation() throws {
+    func sourceInformation() async throws {
         let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
         for source in [NMEAReplaySource(path: path), FixListSource(try FixtureFixes.load("drive-1hz-gp"))]
             as [any LocationSource]
@@ -77,7 +77,7 @@ struct CompatibilityTests {
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(delegate.waitForLocations(5))
+            #expect(await delegate.waitForLocations(5))
             manager.stopUpdatingLocation()
             #expect(delegate.locations.allSatisfy { $0.sourceInformation?.isSimulatedBySoftware == true })
             #expect(delegate.locations.allSatisfy { $0.sourceInformation?.isProducedByAccessory == false })

@@ -186,7 +186,7 @@ struct LastLocationTests {
     }
 
     @Test("a manager on a receiver writes what its delegate got; a replay writes nothing")
-    func managerWrites() throws {
+    func managerWrites() async throws {
         let folder = Self.scratch()
         defer { try? FileManager.default.removeItem(at: folder) }
         let cache = LastLocationCache(directory: folder, writeInterval: 30)
@@ -199,7 +199,7 @@ struct LastLocationTests {
             manager.delegate = delegate
             manager.startUpdatingLocation()
             for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) }
-            #expect(delegate.waitForLocations(3))
+            #expect(await delegate.waitForLocations(3))
             manager.stopUpdatingLocation()
             #expect((cache.location(for: "test") != nil) == written)
         }
@@ -215,7 +215,7 @@ struct LastLocationTests {
         manager.startUpdatingLocation()
         let source = manager.source as! ManualLocationSource
         for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) }
-        #expect(delegate.waitForLocations(1))
+        #expect(await delegate.waitForLocations(1))
         manager.stopUpdatingLocation()
         let kept = try #require(live.location(for: "test"))
         #expect(kept.gnss?.reduced == true, "a reduced app's cache holds the reduced location")

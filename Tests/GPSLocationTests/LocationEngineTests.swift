@@ -157,7 +157,7 @@ struct LocationEngineTests {
 }
 
 /// #23: what a one-shot request and the refusals say, as Apple code expects them.
-@Suite("requestLocation and refusals say what applies", .timeLimit(.minutes(1)))
+@Suite("requestLocation and refusals say what applies", .timeLimit(.minutes(5)))
 struct OneShotSemanticsTests {
     @Test("a steady receiver that never meets desiredAccuracy: the newest of the best, not the oldest")
     func newestOfEquallyAccurate() {

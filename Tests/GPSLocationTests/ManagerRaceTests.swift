@@ -20,19 +20,19 @@ struct ManagerRaceTests {
     static func fix(_ second: Int) -> Fix { LocationEngineTests.fix(at: Double(second)) }
 
     @Test("an event already on its way when stopUpdatingLocation() returns is never delivered")
-    func stopGeneration() {
+    func stopGeneration() async {
         let source = ManualLocationSource(isLive: false)
         let delegate = RecordingDelegate()
         let manager = Self.manager(source, delegate: delegate)
         manager.startUpdatingLocation()
         #expect(source.send(.fix(Self.fix(0))))
-        #expect(delegate.waitForLocations(1))
+        #expect(await delegate.waitForLocations(1))
         manager.stopUpdatingLocation()
         let after = delegate.callbackCount
         // A shared gpsd connection had already picked this handler when the stop ran.
         source.sendToStoppedHandler(.fix(Self.fix(1)))
         source.sendToStoppedHandler(.problem(CLError(.locationUnknown, message: "late"), terminal: false))
-        manager.delegateQueue.sync {}
+        await delegateQueueFlushed(manager)
         #expect(delegate.callbackCount == after)
         #expect(source.stops == 1)
     }
@@ -48,11 +48,11 @@ struct ManagerRaceTests {
         }
         sender.start()
         // A short spin, so the stop lands at a chosen point of the stream (it lasts milliseconds).
-        while delegate.locations.count < round * 5 { usleep(500) }
+        while delegate.locations.count < round * 5 { try await Task.sleep(for: .microseconds(500)) }
         manager.stopUpdatingLocation()
         let after = delegate.callbackCount
         while !sender.isFinished { try await Task.sleep(for: .seconds(0.001)) }
-        manager.delegateQueue.sync {}
+        await delegateQueueFlushed(manager)
         #expect(delegate.callbackCount == after, "a callback arrived after stopUpdatingLocation() returned")
     }
 

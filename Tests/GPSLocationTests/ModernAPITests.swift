@@ -91,9 +91,9 @@ struct ModernAPITests {
     }
 
     @Test("LiveConfiguration: .default thins to one a second; navigation gives every location")
-    func configurations() throws {
+    func configurations() async throws {
         let fixes = Array(try FixtureFixes.load("drive-10hz-multi").prefix(400))
-        func timestamps(_ configuration: CLLocationUpdate.LiveConfiguration) -> [Date] {
+        func timestamps(_ configuration: CLLocationUpdate.LiveConfiguration) async -> [Date] {
             // The manager liveUpdates makes, configured as it configures it; a recording delegate
             // (no latest-wins buffer) sees every location.
             let manager = CLLocationManager(
@@ -103,14 +103,14 @@ struct ModernAPITests {
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            _ = delegate.waitForError(.sourceEnded)
+            _ = await delegate.waitForError(.sourceEnded)
             manager.stopUpdatingLocation()
             return delegate.locations.map(\.timestamp)
         }
-        let thinned = timestamps(.default)
+        let thinned = await timestamps(.default)
         let gaps = zip(thinned.dropFirst(), thinned).map { $0.timeIntervalSince($1) }
         #expect(gaps.count > 20 && gaps.allSatisfy { $0 >= 0.999 }, "\(gaps.prefix(5))")
-        let every = timestamps(.automotiveNavigation)
+        let every = await timestamps(.automotiveNavigation)
         #expect(every.count > thinned.count * 5)
         let manager = CLLocationManager(source: FixListSource([]), authorizer: grantedAuthorizer())
         CLLocationUpdate.LiveConfiguration.fitness.configure(manager)

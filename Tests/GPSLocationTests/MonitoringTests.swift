@@ -457,7 +457,7 @@ struct RegionAPITests {
     static func legacyRun(
         authorization: CLAuthorizationStatus = .authorizedAlways, accuracy: CLAccuracyAuthorization = .fullAccuracy,
         store: MonitorStore
-    ) throws -> [String] {
+    ) async throws -> [String] {
         let manager = CLLocationManager(
             source: NMEAReplaySource(path: loop),
             authorizer: granted(authorization, accuracy: accuracy, appID: "regiontest"))
@@ -471,14 +471,14 @@ struct RegionAPITests {
                 identifier: "east"))
         // The 600-cycle replay takes 20–30 s under Thread Sanitizer (it timed out once at 30 s
         // in a fresh-clone CI run): the bound only separates "ends" from "hangs".
-        #expect(delegate.waitForError(.sourceEnded, timeout: 120))
+        #expect(await delegate.waitForError(.sourceEnded, timeout: 120))
         manager.stopMonitoring(for: CLCircularRegion(center: .init(), radius: 1, identifier: "none"))
         return delegate.regionLog
     }
 
     @Test("legacy: start, the initial state, then each entry and exit with its state")
-    func legacy() throws {
-        let log = try Self.legacyRun(store: MonitorStore(directory: try Self.folder()))
+    func legacy() async throws {
+        let log = try await Self.legacyRun(store: MonitorStore(directory: try Self.folder()))
         #expect(
             log == [
                 "start east", "state east outside", "enter east", "state east inside", "exit east",
@@ -488,11 +488,12 @@ struct RegionAPITests {
     }
 
     @Test("legacy: When In Use, reduced accuracy and denied each fail with regionMonitoringDenied and say why")
-    func legacyAuthorization() throws {
-        let whenInUse = try Self.legacyRun(
+    func legacyAuthorization() async throws {
+        let whenInUse = try await Self.legacyRun(
             authorization: .authorizedWhenInUse, store: MonitorStore(directory: try Self.folder()))
         #expect(whenInUse == ["start east", "fail east regionMonitoringDenied alwaysRequired"])
-        let reduced = try Self.legacyRun(accuracy: .reducedAccuracy, store: MonitorStore(directory: try Self.folder()))
+        let reduced = try await Self.legacyRun(
+            accuracy: .reducedAccuracy, store: MonitorStore(directory: try Self.folder()))
         #expect(reduced == ["start east", "fail east regionMonitoringDenied reducedAccuracy"])
     }
 
@@ -519,7 +520,7 @@ struct RegionAPITests {
     func legacyPersistence() async throws {
         let folder = try Self.folder()
         let store = MonitorStore(directory: folder)
-        _ = try Self.legacyRun(store: store)
+        _ = try await Self.legacyRun(store: store)
         let file = folder.appendingPathComponent("regiontest/regions.json")
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
@@ -733,7 +734,7 @@ struct CoalescedWriterTests {
     func keptSoon() async throws {
         let folder = try RegionAPITests.folder()
         let store = MonitorStore(directory: folder)
-        _ = try RegionAPITests.legacyRun(store: store)
+        _ = try await RegionAPITests.legacyRun(store: store)
         #expect(
             await waitUntilAsync(timeout: 3) {
                 let stored = try? store.conditions(monitor: MonitorStore.legacyRegions, app: "regiontest")

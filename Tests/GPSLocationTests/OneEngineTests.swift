@@ -153,7 +153,7 @@ extension RealGPSD.LaneB {
                 manager.delegate = delegate
                 manager.requestWhenInUseAuthorization()
                 manager.startUpdatingLocation()
-                _ = delegate.waitForError(status == .denied ? .notAuthorized : .restricted, timeout: 5)
+                _ = await delegate.waitForError(status == .denied ? .notAuthorized : .restricted, timeout: 5)
                 manager.stopUpdatingLocation()
                 #expect(cli.locations.isEmpty && delegate.locations.isEmpty)
                 #expect(cli.errors.count == 1, "\(name)")
