@@ -53,10 +53,10 @@ func geocodeBenchmark(count: Int) throws {
 
     // libgeonames' own search, on the same names.
     guard let handle = dlopen(PlaceDatabase.libraryName, RTLD_NOW) else { return }
+    typealias Raw = UnsafeMutableRawPointer
     typealias Query =
-        @convention(c) (
-            UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<UInt32>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
-        ) -> UnsafeMutablePointer<Int32>?
+        @convention(c) (UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<UInt32>?, Raw?, Raw?) ->
+        UnsafeMutablePointer<Int32>?
     guard let symbol = dlsym(handle, "geonames_query_cities_sync") else { return }
     let query = unsafeBitCast(symbol, to: Query.self)
     var theirs = 0

@@ -155,6 +155,16 @@ package struct LocationEngine: Sendable {
     /// Receivers gpsd said are deactivated and has not reactivated since.
     private var deactivated: Set<String> = []
     private var lastDiagnosed: [String: Date] = [:]
+    private var dilutionFallback = DilutionFallbackStage()
+    /// A fix with no error estimate at all, held until the next report: gpsd reports a cycle's
+    /// RMC (no `eph`) before its GGA and GSA, with the same time, and the first report of an
+    /// epoch is the one delivered. A report of the same epoch with an estimate replaces it; any
+    /// other report (or the source's end) lets it through, estimate-less, at most a cycle late —
+    /// and only for `holdLimit` epochs in a row, so a receiver that reports no estimates at all
+    /// is not delayed. Both paths, the same rule.
+    private var held: (fix: Fix, uptime: Double?)?
+    private var unestimatedInARow = 0
+    private var lastUnestimatedTime: Date?
 
     package init(
         configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
@@ -206,7 +216,6 @@ package struct LocationEngine: Sendable {
         case .oneShot:
             oneShotBest = nil
             fixesHeld = false
-            fixesHeld = false
             actions.append(.arm(.requestLocation, after: configuration.requestLocationTimeout))
         default:
             break
@@ -220,6 +229,7 @@ package struct LocationEngine: Sendable {
         guard mode != .stopped else { return [] }
         mode = .stopped
         oneShotBest = nil
+        held = nil
         filter.reset()
         lastRejection = nil
         stalenessDeadline = nil
@@ -247,6 +257,8 @@ package struct LocationEngine: Sendable {
         receivers.reset()
         recordingNow = nil
         deactivated = []
+        unestimatedInARow = 0
+        lastUnestimatedTime = nil
         regions.resetClock()
         visits?.reset()
         gapDeadline = nil
@@ -280,7 +292,9 @@ package struct LocationEngine: Sendable {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
         case .sky(let sky):
-            return [.sky(PhysicalRanges.check(sky))]
+            let checked = PhysicalRanges.check(sky)
+            dilutionFallback.remember(checked)
+            return [.sky(checked)]
         case .notice(let code, let message):
             return [.diagnose(code: code, message: message)]
         case .device(let device):
@@ -301,7 +315,7 @@ package struct LocationEngine: Sendable {
         case .problem(let error, let terminal):
             if error.code == .locationUnknown { staleness.reportedElsewhere() }
             guard terminal else { return [.fail(error)] }
-            var actions: [Action] = []
+            var actions = releaseHeld(now: now)
             if mode == .oneShot {
                 actions.append(
                     settle(
@@ -343,6 +357,9 @@ package struct LocationEngine: Sendable {
             return events.map { .region($0) }
         case .requestLocation:
             guard mode == .oneShot else { return [] }
+            // A held fix is a candidate like any other.
+            let released = releaseHeld(now: now)
+            guard mode == .oneShot else { return released }
             let seconds = Int(configuration.requestLocationTimeout.rounded())
             // Fixes came but the gate kept them (not determined, not in use): that is the reason,
             // not the receiver.
@@ -352,7 +369,7 @@ package struct LocationEngine: Sendable {
                     .locationUnknown,
                     message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
                     reason: .timedOut)
-            var actions = [settle(orFail: failure)]
+            var actions = released + [settle(orFail: failure)]
             actions.append(contentsOf: stop())
             if !isRunning { actions.append(.stopSource) }
             return actions
@@ -377,8 +394,41 @@ package struct LocationEngine: Sendable {
                 }
             }
         }
-        let actions = handleCheckedFix(fix, now: now, uptime: uptime)
-        return notes.isEmpty ? actions : notes + actions
+        fix = dilutionFallback.filled(fix)
+        var actions = notes
+        let estimated = AccuracyStage.horizontalAccuracy(fix.errors) != nil
+        if let pending = held {
+            held = nil
+            // The same epoch again with an estimate replaces the held report; anything else
+            // means no better report of that epoch is coming.
+            if fix.time == nil || pending.fix.time != fix.time || !fix.hasPosition {
+                actions += handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
+            }
+        }
+        if fix.hasPosition && !estimated {
+            if fix.time != lastUnestimatedTime {
+                lastUnestimatedTime = fix.time
+                unestimatedInARow += 1
+            }
+            if unestimatedInARow <= Self.holdLimit {
+                held = (fix, uptime)
+                return actions
+            }
+        } else if fix.hasPosition {
+            unestimatedInARow = 0
+        }
+        return actions + handleCheckedFix(fix, now: now, uptime: uptime)
+    }
+
+    /// How many epochs in a row a fix with no estimate is held for a better report of its epoch;
+    /// after that the receiver is taken to report none, and its fixes go through at once.
+    static let holdLimit = 3
+
+    /// Handles a held fix now (the source ended).
+    private mutating func releaseHeld(now: Date) -> [Action] {
+        guard let pending = held else { return [] }
+        held = nil
+        return handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
     }
 
     private mutating func handleCheckedFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {

@@ -297,3 +297,43 @@ package struct DistanceFilterStage: Sendable {
     /// Forget the last delivered location (after `stopUpdatingLocation()`: the next start delivers at once).
     package mutating func reset() { lastDelivered = nil }
 }
+
+/// A fix that came with no error estimate at all (gpsd reports the RMC of a cycle before its GGA
+/// and GSA, with no `eph` or `epx`) gets gpsd's own model — DOP × UERE at 95 %: epx = XDOP ×
+/// 15 m, epy = YDOP × 15 m, eph = HDOP × 19 m, epv = VDOP × 23 m, or 3.75 / 4.75 / 5.75 m for
+/// a DGPS fix (`gpsd_error_model`) — from the newest satellite report's DOPs, when that report is
+/// at most `maximumAge` seconds from the fix. So a receiver that reports DOPs never gives a
+/// location whose `horizontalAccuracy` is `CLLocationDistanceMax`, except for a fix that comes
+/// before its first satellite report. Estimates the fix has are never replaced.
+package struct DilutionFallbackStage: Sendable {
+    package static let maximumAge: TimeInterval = 10
+    private var latest: SkyView?
+
+    package init() {}
+
+    package mutating func remember(_ sky: SkyView) {
+        let dop = sky.dilution
+        guard dop.horizontal != nil || (dop.x != nil && dop.y != nil) else { return }
+        latest = sky
+    }
+
+    package func filled(_ fix: Fix) -> Fix {
+        guard AccuracyStage.horizontalAccuracy(fix.errors) == nil, let sky = latest else { return fix }
+        if let skyTime = sky.time, let fixTime = fix.time, abs(fixTime.timeIntervalSince(skyTime)) > Self.maximumAge {
+            return fix
+        }
+        let dgps = fix.quality == .dgps
+        let (h, v, p) = dgps ? (3.75, 5.75, 4.75) : (15.0, 23.0, 19.0)
+        var fix = fix
+        let dop = sky.dilution
+        if let x = dop.x, let y = dop.y {
+            fix.errors.longitude = x * h
+            fix.errors.latitude = y * h
+        }
+        if let hdop = dop.horizontal { fix.errors.horizontal = hdop * p }
+        if fix.mode == .threeDimensional, fix.errors.vertical == nil, let vdop = dop.vertical {
+            fix.errors.vertical = vdop * v
+        }
+        return fix
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// #23: a location always has an honest horizontal accuracy — never `CLLocationDistanceMax` from a
+/// receiver that reports DOPs, on either path.
+@Suite("an honest horizontal accuracy from the first location on", .timeLimit(.minutes(5)))
+struct HonestAccuracyTests {
+    static let start = LocationEngineTests.start
+
+    static func bare(at seconds: Double, mode: FixMode = .twoDimensional) -> Fix {
+        Fix(
+            mode: mode, time: start.addingTimeInterval(seconds), latitude: 51.45, longitude: -2.58, altitudeHAE: 90,
+            altitudeMSL: 40, errors: FixErrors(), speed: 10, course: 45)
+    }
+
+    static func engine() -> LocationEngine {
+        var engine = LocationEngineTests.engine(isLive: false) { $0.maximumLocationAge = 1e9 }
+        _ = engine.start(.continuous, now: start)
+        return engine
+    }
+
+    @Test("gpsd's RMC report without an estimate is replaced by its epoch's GGA report with one")
+    func heldForItsEpoch() {
+        var engine = Self.engine()
+        #expect(LocationEngineTests.delivered(engine.handle(.fix(Self.bare(at: 0)), now: Self.start)).isEmpty)
+        var gga = Self.bare(at: 0, mode: .threeDimensional)
+        gga.errors = FixErrors(horizontal: 15.2, vertical: 27.6)
+        let delivered = LocationEngineTests.delivered(engine.handle(.fix(gga), now: Self.start))
+        #expect(delivered.map(\.horizontalAccuracy) == [7.6], "eph / 2, the epoch's one location")
+        #expect(delivered.first?.verticalAccuracy ?? 0 > 0, "and its altitude")
+    }
+
+    @Test("a fix with no estimate after a satellite report gets gpsd's DOP × UERE model at once")
+    func fromDilutions() {
+        var engine = Self.engine()
+        let dop = DilutionOfPrecision(x: 0.54, y: 0.55, horizontal: 0.8, vertical: 1.2)
+        _ = engine.handle(.sky(SkyView(time: Self.start, satellites: [], dilution: dop)), now: Self.start)
+        let delivered = LocationEngineTests.delivered(
+            engine.handle(.fix(Self.bare(at: 1, mode: .threeDimensional)), now: Self.start))
+        let expected = ((0.54 * 15) * (0.54 * 15) + (0.55 * 15) * (0.55 * 15)).squareRoot() / 1.96
+        #expect(delivered.count == 1)
+        #expect(abs((delivered.first?.horizontalAccuracy ?? 0) - expected) < 1e-9)
+        #expect(abs((delivered.first?.verticalAccuracy ?? 0) - 1.2 * 23 / 1.96) < 1e-9)
+        // A DGPS fix: gpsd's smaller UEREs.
+        var dgps = Self.bare(at: 2, mode: .threeDimensional)
+        dgps.quality = .dgps
+        let corrected = LocationEngineTests.delivered(engine.handle(.fix(dgps), now: Self.start))
+        #expect(abs((corrected.first?.horizontalAccuracy ?? 0) - expected / 4) < 1e-9)
+        // A satellite report from long ago says nothing about this fix.
+        var late = Self.bare(at: 60)
+        late.errors = FixErrors()
+        #expect(LocationEngineTests.delivered(engine.handle(.fix(late), now: Self.start)).isEmpty, "held")
+    }
+
+    @Test("a receiver that reports no estimate at all loses nothing and is delayed only at first")
+    func noEstimatesEver() {
+        var engine = Self.engine()
+        var delivered: [CLLocation] = []
+        var immediate: [Bool] = []
+        for second in 0..<8 {
+            let now = LocationEngineTests.delivered(engine.handle(.fix(Self.bare(at: Double(second))), now: Self.start))
+            immediate.append(now.last?.timestamp == Self.start.addingTimeInterval(Double(second)))
+            delivered += now
+        }
+        delivered += LocationEngineTests.delivered(
+            engine.handle(.problem(CLError(.locationUnknown, message: "end"), terminal: true), now: Self.start))
+        #expect(delivered.map(\.timestamp) == (0..<8).map { Self.start.addingTimeInterval(Double($0)) })
+        #expect(delivered.allSatisfy { $0.horizontalAccuracy == CLLocationDistanceMax })
+        #expect(immediate == [false, false, false, true, true, true, true, true])
+    }
+}
+
+extension RealGPSD.LaneB {
+    @Suite(
+        "an honest accuracy through a real gpsd", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
+        .timeLimit(.minutes(5)))
+    struct HonestAccuracyThroughGPSD {
+        /// The case, through a real gpsd: the first report of the recording is an RMC with
+        /// no `eph` (gpsd's own output, fixtures/clean-1hz-multi.gpsd.json line 1).
+        @Test("the first location, through gpsd and through the NMEA engine, has an accuracy")
+        func firstLocationBothPaths() async throws {
+            let path = Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea").path
+            var firsts: [[String: Any]] = []
+            for via in [["--via", "gpsd"], []] {
+                let run = try await GPSLocBinary.run(["replay", path, "--json", "--max-age", "1e9"] + via)
+                let locations = GPSLocBinary.jsonLines(run.stdout).filter { $0["type"] as? String == "location" }
+                #expect(locations.count > 100, "\(via): \(run.stderr.suffix(300))")
+                #expect(locations.allSatisfy { $0["horizontalAccuracy"] is Double }, "\(via): no null accuracy")
+                if let first = locations.first { firsts.append(first) }
+            }
+            #expect(firsts.count == 2)
+            // Through gpsd: its GGA report of the epoch (fixture line 2, eph 15.2 m), not the RMC
+            // report before it with no estimate.
+            #expect(firsts.first?["horizontalAccuracy"] as? Double == 7.6)
+            #expect(firsts.first?["timestamp"] as? String == "2026-06-15T08:00:00.000Z")
+        }
+    }
+}
