@@ -107,10 +107,28 @@ def zda_behind() -> str:
     return "".join(out)
 
 
+def hdt(heading: float):
+    return sentence(f"GPHDT,{heading:.1f},T")
+
+
+def heading_receiver() -> str:
+    """A dual-antenna receiver: each cycle's RMC + GGA + GSA is followed by an HDT whose heading
+    swings from 30.0 degrees by 7.3 a second (past north at 12:00:46), while the receiver moves
+    north-east; one cycle (12:00:20) has an empty HDT (no heading), as receivers send while
+    the baseline is not solved."""
+    out = [header("HDT each cycle, the heading 7.3 degrees a second from 30.0 (past north), one empty at 12:00:20")]
+    for i in range(60):
+        t = NOON + i
+        out += [rmc(t, i), gga(t, i), gsa()]
+        out.append(sentence("GPHDT,,T") if i == 20 else hdt((30.0 + 7.3 * i) % 360))
+    return "".join(out)
+
+
 PATTERNS = {
     "clock-restart-1hz-gp.nmea": clock_restart,
     "cut-before-gap-1hz-gp.nmea": cut_before_gap,
     "zda-behind-1hz-gp.nmea": zda_behind,
+    "heading-1hz-gp.nmea": heading_receiver,
 }
 
 if __name__ == "__main__":

@@ -95,6 +95,12 @@ static inline int cgps_unpack(char *json, struct gps_data_t *data) {
 
 static inline uint64_t cgps_set_mask(const struct gps_data_t *data) { return (uint64_t)data->set; }
 
+/* ---------------------------------------------------------------- attitude */
+
+/// The heading of the ATT report just unpacked (degrees; NaN when it had none). gpsd 3.22 makes
+/// an ATT of NMEA HDT (true heading) and of compass and dual-antenna receivers' binary reports.
+static inline double cgps_attitude_heading(const struct gps_data_t *data) { return data->attitude.heading; }
+
 /* ---------------------------------------------------------------- fixes */
 
 /// A gps_fix_t flattened into fields that exist in every supported API version. NaN = unknown.

@@ -303,3 +303,26 @@ extension Double {
     /// `self` when finite, else nil: how every libgps double enters Swift.
     @inline(__always) package var finiteOrNil: Double? { isFinite ? self : nil }
 }
+
+/// A receiver's heading — where its antennas point, not where it moves (`course`): NMEA HDT,
+/// THS and HDG, gpsd's ATT `heading`. Degrees from north, clockwise; nil when not reported.
+public struct HeadingReading: Sendable, Equatable {
+    /// Degrees from true north.
+    public var trueHeading: Double?
+    /// Degrees from magnetic north (a magnetic sensor's, deviation applied).
+    public var magneticHeading: Double?
+    /// The magnetic variation the sentence itself gave (HDG), degrees, east positive.
+    public var magneticVariation: Double?
+    /// The receiver (gpsd's device path), when known.
+    public var device: String?
+
+    public init(
+        trueHeading: Double? = nil, magneticHeading: Double? = nil, magneticVariation: Double? = nil,
+        device: String? = nil
+    ) {
+        self.trueHeading = trueHeading
+        self.magneticHeading = magneticHeading
+        self.magneticVariation = magneticVariation
+        self.device = device
+    }
+}

@@ -14,6 +14,8 @@ public enum GPSDReport: Sendable, Equatable {
     case devices([DeviceEvent])
     /// A GST report: the receiver's own error estimate for the fix of its time.
     case errorEstimate(ReceiverErrorEstimate)
+    /// An ATT report with a heading.
+    case heading(HeadingReading)
     /// Another class (VERSION, WATCH, …), by name.
     case other(className: String)
 }

@@ -130,7 +130,7 @@ final class LibGPSHandle {
         let wanted =
             GPSDRawJSON.classIs(kind, "TPV") || GPSDRawJSON.classIs(kind, "DEVICE")
             || GPSDRawJSON.classIs(kind, "DEVICES") || GPSDRawJSON.classIs(kind, "GST")
-            || (sky && GPSDRawJSON.classIs(kind, "SKY"))
+            || GPSDRawJSON.classIs(kind, "ATT") || (sky && GPSDRawJSON.classIs(kind, "SKY"))
         guard wanted else { return .other(className: String(decoding: kind, as: UTF8.self)) }
         line.withMemoryRebound(to: CChar.self, capacity: length + 1) { _ = cgps_unpack($0, data) }
         return currentReport(line: bytes, kind: kind)
@@ -165,6 +165,15 @@ final class LibGPSHandle {
                 ReceiverErrorEstimate(
                     time: time, latitude: raw.latitude.finiteOrNil, longitude: raw.longitude.finiteOrNil,
                     altitude: raw.altitude.finiteOrNil))
+        }
+        if GPSDRawJSON.classIs(kind, "ATT") {
+            guard let heading = cgps_attitude_heading(data).finiteOrNil, (0...360).contains(heading) else {
+                return .other(className: "ATT")
+            }
+            return .heading(
+                HeadingReading(
+                    trueHeading: heading == 360 ? 0 : heading,
+                    device: GPSDRawJSON.stringField("\"device\":\"", in: line)))
         }
         if GPSDRawJSON.classIs(kind, "DEVICE") {
             if GPSDRawJSON.isDeactivation(line) {

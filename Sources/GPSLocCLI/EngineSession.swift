@@ -205,6 +205,12 @@ final class EngineSession: Sendable {
                 options.significantChanges ? engine.startSignificantChanges() : engine.start(.continuous, now: now)
             for fence in options.regions { actions += engine.startMonitoring(fence, now: now) }
             if options.visits { actions += engine.startVisits() }
+            // Headings are shown when the receiver reports them, every one, and nothing is said
+            // when it reports none.
+            engine.headingStage.saysWhenMissing = false
+            engine.headingStage.filter = kCLHeadingFilterNone
+            engine.headingStage.runsSource = false
+            actions += engine.startHeading()
             return actions
         }
         // Refused at once (denied): the engine said why; there is nothing to run.
@@ -236,6 +242,12 @@ final class EngineSession: Sendable {
         case .sky(let sky): sink.sky(sky)
         case .region(let event): sink.region(event)
         case .visit(let visit): sink.visit(visit)
+        case .heading(let heading): sink.heading(heading)
+        case .paused(let paused):
+            // gpsloc never asks for pausing; an engine configured for it says so.
+            sink.diagnostic(
+                code: paused ? "paused" : "resumed",
+                message: paused ? "updates paused: the receiver has stayed put" : "updates resumed: the receiver moved")
         case .sourceEnded: end(nil)
         case .adapter: break
         }

@@ -37,6 +37,8 @@ enum ManualCommand {
         region: identifier, event ("determined", "enter", "exit"), state ("inside", "outside",
           "unknown"), timestamp (of the location that decided it), limitation when the region
           cannot be evaluated ("accuracyLimited", "notAuthorized").
+        heading (receivers that report one: HDT, THS, HDG, gpsd ATT): timestamp, trueHeading,
+          magneticHeading (null when unknown), headingAccuracy (0: not reported).
         visit: arrival, departure (null while the visit goes on), latitude, longitude,
           horizontalAccuracy (the place's radius).
         sky (gpsloc sky --json): time, satellitesVisible, satellitesUsed, hdop, vdop, pdop,

@@ -12,6 +12,8 @@ protocol UpdateSink: AnyObject, Sendable {
     func device(_ device: DeviceEvent)
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?)
     func sky(_ sky: SkyView)
+    /// A receiver's heading (only receivers that report one: HDT, THS, HDG, gpsd's ATT).
+    func heading(_ heading: CLHeading)
     /// Whether `sky` shows anything (the terminal table): otherwise gpsd's SKY reports are
     /// not even decoded.
     var showsSky: Bool { get }
@@ -136,6 +138,7 @@ final class NDJSONSink: UpdateSink, Sendable {
     }
 
     func sky(_ sky: SkyView) {}
+    func heading(_ heading: CLHeading) { emit { $0.heading(heading) } }
 
     func region(_ event: RegionEvent) { emit { $0.region(event) } }
     func visit(_ visit: VisitRecord) { emit { $0.visit(visit) } }
@@ -211,6 +214,11 @@ final class TextSink: UpdateSink, Sendable {
         stream.write("authorization: \(status), \(accuracy) accuracy\(reason.map { " — \($0)" } ?? "")\n")
     }
     func sky(_ sky: SkyView) {}
+    func heading(_ heading: CLHeading) {
+        stream.write(
+            "heading \(TableSink.describe(heading)) at \(iso8601Milliseconds(heading.timestamp).dropFirst(11).prefix(10))\n"
+        )
+    }
     func region(_ event: RegionEvent) {
         let limited = event.limitation.map { " (\($0.rawValue))" } ?? ""
         stream.write(
@@ -262,6 +270,7 @@ final class GPXRecordingSink: UpdateSink, Sendable {
         inner.authorization(status: status, accuracy: accuracy, reason: reason)
     }
     func sky(_ sky: SkyView) { inner.sky(sky) }
+    func heading(_ heading: CLHeading) { inner.heading(heading) }
     var showsSky: Bool { inner.showsSky }
     func region(_ event: RegionEvent) { inner.region(event) }
     func visit(_ visit: VisitRecord) { inner.visit(visit) }

@@ -17,6 +17,8 @@ final class TableSink: UpdateSink, Sendable {
         /// Each monitored region's last state, by identifier.
         var regions: [String: String] = [:]
         var lastVisit: String?
+        /// Only receivers that report a heading get the row.
+        var heading: CLHeading?
         var timer: (any DispatchSourceTimer)?
         var started = false
         /// Nothing is drawn until `show()`: the screen is cleared only after the consent
@@ -60,6 +62,16 @@ final class TableSink: UpdateSink, Sendable {
                 table.skyTime = now
             }
         }
+    }
+
+    func heading(_ heading: CLHeading) { update { $0.heading = heading } }
+
+    /// `123.4° true, 124.4° magnetic` (a part the receiver cannot give: `—`).
+    static func describe(_ heading: CLHeading) -> String {
+        let trueText = heading.trueHeading >= 0 ? String(format: "%.1f° true", heading.trueHeading) : "— true"
+        let magnetic =
+            heading.magneticHeading >= 0 ? String(format: "%.1f° magnetic", heading.magneticHeading) : "— magnetic"
+        return "\(trueText), \(magnetic)"
     }
 
     func region(_ event: RegionEvent) {
@@ -130,6 +142,7 @@ final class TableSink: UpdateSink, Sendable {
                         location.speed >= 0
                             ? String(format: "%.2f m/s (%.1f km/h)", location.speed, location.speed * 3.6) : "—"))
                 lines.append(row("Course", location.course >= 0 ? String(format: "%.1f°", location.course) : "—"))
+                if let heading = table.heading { lines.append(row("Heading", Self.describe(heading))) }
                 lines.append(
                     row(
                         "Fix",

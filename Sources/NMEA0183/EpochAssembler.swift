@@ -236,6 +236,10 @@ public struct EpochAssembler: Sendable {
             picture.otherSentence()
             setsMode = false
             setsErrors = true
+        case .heading:
+            // Reported on its own (`NMEADecoder`), as gpsd reports an ATT; no part of the fix.
+            picture.otherSentence()
+            setsMode = false
         case .gsv(let talker, let total, let part, _, let satellites, let fieldCount):
             picture.gsv(talker: talker, fieldCount: fieldCount, total: total, part: part, satellites: satellites)
             setsMode = false

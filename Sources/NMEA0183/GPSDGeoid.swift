@@ -15,6 +15,12 @@ public enum GPSDGeoid {
     /// The separation in metres at `latitude`, `longitude` (degrees), or 0 for values outside
     /// the grid or not finite (as gpsd returns).
     public static func separation(latitude: Double, longitude: Double) -> Double {
+        interpolate(table, latitude: latitude, longitude: longitude) / 100
+    }
+
+    /// gpsd's bilinear interpolation on one of its 5° grids (`bilinear` in `gpsd/geoid.c`), in
+    /// the table's own units; 0 outside the grid or for values that are not finite.
+    static func interpolate(_ table: [Int16], latitude: Double, longitude: Double) -> Double {
         guard latitude.isFinite, longitude.isFinite else { return 0 }
         let rowIndex = ((90 + latitude) / 5).rounded(.down)
         let columnIndex = ((180 + longitude) / 5).rounded(.down)
@@ -45,7 +51,7 @@ public enum GPSDGeoid {
             centimetres =
                 (z22 * yy1 * xx1 + z12 * y2y * xx1 + z21 * yy1 * x2x + z11 * y2y * x2x) / Double((y2 - y1) * (x2 - x1))
         }
-        return centimetres / 100
+        return centimetres
     }
 
     /// The grid, row by row (centimetres).

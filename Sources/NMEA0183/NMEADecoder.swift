@@ -11,11 +11,26 @@ public struct NMEADecoder: Sendable {
     public var statistics: NMEAStatistics { parser.statistics }
 
     public mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ handle: (Fix) -> Void) {
+        feed(bytes, heading: { _ in }, handle)
+    }
+
+    /// As `feed(_:_:)`, and each heading sentence (HDT, THS, HDG) is also handed to `heading` as
+    /// it comes, before the fix of its cycle (gpsd reports an ATT as the sentence arrives too).
+    public mutating func feed(
+        _ bytes: UnsafeBufferPointer<UInt8>, heading: (HeadingReading) -> Void, _ handle: (Fix) -> Void
+    ) {
         // The assembler is handed to the parser's callback by pointer: captured as a variable,
         // the compiler copied the whole assembler in and out around every sentence (measured:
         // two 540-byte copies a sentence, an eighth of the instructions).
         withUnsafeMutablePointer(to: &assembler) { assembler in
-            parser.feed(bytes) { sentence in assembler.pointee.add(sentence, handle) }
+            parser.feed(bytes) { sentence in
+                if case .heading(let trueHeading, let magneticHeading, let variation) = sentence {
+                    heading(
+                        HeadingReading(
+                            trueHeading: trueHeading, magneticHeading: magneticHeading, magneticVariation: variation))
+                }
+                assembler.pointee.add(sentence, handle)
+            }
         }
     }
 

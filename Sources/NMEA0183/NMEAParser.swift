@@ -343,6 +343,9 @@ public struct NMEAParser: Sendable {
         case Self.code("GST"): sentence = gst(fields)
         case Self.code("GBS"): sentence = gbs(fields)
         case Self.code("ZDA"): sentence = zda(fields)
+        case Self.code("HDT"): sentence = hdt(fields)
+        case Self.code("THS"): sentence = ths(fields)
+        case Self.code("HDG"): sentence = hdg(fields)
         default:
             statistics.ignored += 1
             return nil
@@ -366,6 +369,9 @@ public struct NMEAParser: Sendable {
         code("GST"): (Array("nnnnnnnn".utf8), [8]),
         code("GBS"): (Array("nnnnnnnnnn".utf8), [8, 10]),
         code("ZDA"): (Array("nnnnnn".utf8), [6]),
+        code("HDT"): (Array("na".utf8), [2]),
+        code("THS"): (Array("na".utf8), [2]),
+        code("HDG"): (Array("nnana".utf8), [5]),
     ]
     private static let pgrmeSyntax = (pattern: Array("nanana".utf8), counts: [6])
 
@@ -505,6 +511,44 @@ public struct NMEAParser: Sendable {
         guard f.count >= 5 else { return nil }
         return .gbs(
             time: f.time(1), latitudeError: f.double(2), longitudeError: f.double(3), altitudeError: f.double(4))
+    }
+
+    /// A heading in degrees, or nil outside 0…360 (gpsd's `processHDT` check).
+    private static func heading(_ value: Double?) -> Double? {
+        guard let value, value >= 0, value <= 360 else { return nil }
+        return value == 360 ? 0 : value
+    }
+
+    /// HDT: `$HEHDT,341.8,T*hh`, true heading.
+    private func hdt(_ f: Fields) -> NMEASentence? {
+        guard f.count >= 2, let heading = Self.heading(f.double(1)) else { return nil }
+        return .heading(trueHeading: heading, magneticHeading: nil, variation: nil)
+    }
+
+    /// THS (NMEA 4): `$GNTHS,341.8,A*hh`, true heading and its mode (A autonomous, E
+    /// estimated, M manual, S simulator, V not valid: dropped).
+    private func ths(_ f: Fields) -> NMEASentence? {
+        guard f.count >= 3, f.byte(2) != UInt8(ascii: "V"), let heading = Self.heading(f.double(1)) else { return nil }
+        return .heading(trueHeading: heading, magneticHeading: nil, variation: nil)
+    }
+
+    /// HDG: `$HCHDG,234.6,1.2,E,1.3,W*hh` — a magnetic sensor's reading, its deviation and the
+    /// magnetic variation (each E or W). Magnetic heading = reading + deviation (east positive);
+    /// the true heading follows from the variation where the sentence has one.
+    private func hdg(_ f: Fields) -> NMEASentence? {
+        guard f.count >= 6, let reading = Self.heading(f.double(1)) else { return nil }
+        func signed(_ value: Int, _ direction: Int) -> Double? {
+            guard let number = f.double(value) else { return nil }
+            switch f.byte(direction) {
+            case UInt8(ascii: "E"): return number
+            case UInt8(ascii: "W"): return -number
+            default: return nil
+            }
+        }
+        var magnetic = reading + (signed(2, 3) ?? 0)
+        magnetic = (magnetic.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360)
+        let variation = signed(4, 5)
+        return .heading(trueHeading: nil, magneticHeading: magnetic, variation: variation)
     }
 
     private func zda(_ f: Fields) -> NMEASentence? {

@@ -149,4 +149,8 @@ public enum NMEASentence: Sendable, Equatable, BitwiseCopyable {
     case zda(time: Double?, day: Int, month: Int, year: Int)
     /// Garmin PGRME: estimated horizontal and vertical position errors, metres.
     case pgrme(horizontal: Double?, vertical: Double?)
+    /// A heading: HDT (true), THS (true, not when its mode is V), HDG (a magnetic sensor's
+    /// reading with its deviation applied, and the sentence's own variation, east positive).
+    /// Degrees; the receiver's heading, not its course over ground.
+    case heading(trueHeading: Double?, magneticHeading: Double?, variation: Double?)
 }

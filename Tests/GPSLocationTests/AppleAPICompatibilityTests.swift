@@ -78,9 +78,9 @@ struct AppleAPICompatibilityTests {
         #expect(restored.center.latitude == 51.45 && restored.notifyOnEntry && !restored.notifyOnExit)
     }
 
-    @Test("heading and beacons: not available, and the delegate is told so")
-    func headingAndBeacons() async throws {
-        #expect(!CLLocationManager.headingAvailable() && !CLLocationManager.isRangingAvailable())
+    @Test("beacons: not available, and the delegate is told so")
+    func beacons() async throws {
+        #expect(!CLLocationManager.isRangingAvailable())
         let manager = CLLocationManager(
             source: FixListSource([]), authorizer: LocationAuthorizer(appID: "compass-test", isInUse: true))
         let delegate = CompassDelegate()
@@ -88,13 +88,38 @@ struct AppleAPICompatibilityTests {
         manager.headingFilter = kCLHeadingFilterNone
         manager.headingOrientation = .faceUp
         #expect(manager.headingFilter == kCLHeadingFilterNone && manager.heading == nil)
-        manager.startUpdatingHeading()
         manager.startRangingBeacons(satisfying: CLBeaconIdentityConstraint(uuid: UUID()))
         await delegateQueueFlushed(manager)
-        manager.stopUpdatingHeading()
-        #expect(delegate.errors.map(\.code) == [.headingFailure] && delegate.headings.isEmpty)
-        #expect(delegate.errors.first?.message.contains("location.course") == true, "it says what there is instead")
         #expect(delegate.rangingErrors.map(\.code) == [.rangingUnavailable])
+    }
+
+    final class DeferredDelegate: CLLocationManagerDelegate, Sendable {
+        let errors = Locked<[CLError]>([])
+        func locationManager(_ manager: CLLocationManager, didFinishDeferredUpdatesWithError error: (any Error)?) {
+            if let error = error as? CLError { errors.withLock { $0.append(error) } }
+        }
+    }
+
+    @Test("the rest of the surface: deferred updates, location pushes, widgets, beacon conditions")
+    func restOfTheSurface() async throws {
+        let manager = CLLocationManager(source: FixListSource([]), authorizer: grantedAuthorizer())
+        let delegate = DeferredDelegate()
+        manager.delegate = delegate
+        #expect(!CLLocationManager.deferredLocationUpdatesAvailable())
+        manager.allowDeferredLocationUpdates(untilTraveled: 500, timeout: 60)
+        manager.disallowDeferredLocationUpdates()
+        await delegateQueueFlushed(manager)
+        #expect(delegate.errors.withLock { $0 }.map(\.code) == [.deferredFailed])
+        #expect(delegate.errors.withLock { $0 }.first?.message.contains("distanceFilter") == true)
+        let pushes = Locked<CLError?>(nil)
+        manager.startMonitoringLocationPushes { _, error in pushes.withLock { $0 = error as? CLError } }
+        manager.stopMonitoringLocationPushes()
+        #expect(pushes.withLock { $0 }?.code == .denied)
+        #expect(!manager.isAuthorizedForWidgetUpdates && manager.rangedBeaconConstraints.isEmpty)
+        let beacon = CLMonitor.BeaconIdentityCondition(uuid: UUID(), major: 1, minor: 2)
+        #expect(beacon.major == 1 && beacon.minor == 2)
+        let major: CLBeaconMajorValue = 7
+        #expect(major == 7 && !kCLErrorUserInfoAlternateRegionKey.isEmpty)
     }
 
     @Test("temporary full accuracy: already full completes with nil; otherwise it says how to grant it")

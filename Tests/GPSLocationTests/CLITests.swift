@@ -648,7 +648,12 @@ extension RealGPSD.LaneB {
             #expect(await reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 10 })
             let revokedAt = Date()
             #expect(try await GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config).status == 0)
-            process.waitUntilExit()
+            // Off the concurrency threads (Foundation's wait spins), and bounded: a gpsloc that
+            // failed to end is killed and the test says so instead of hanging the run.
+            let ended = await waitUntilAsync(timeout: 30) { !process.isRunning }
+            if !ended { process.terminate() }
+            #expect(ended, "gpsloc watch did not end after the revocation")
+            _ = try await offConcurrencyThreads { process.waitUntilExit() }
             let lines = reader.finish()
             #expect(process.terminationStatus == 1)
             let lastLocation = lines.last { $0.text.contains("\"location\"") }

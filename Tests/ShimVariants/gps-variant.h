@@ -52,6 +52,11 @@ struct gst_t {
     double lat_err_deviation, lon_err_deviation, alt_err_deviation;
 };
 
+/* ATT: the fields the shim reads (heading) are in API 9 through 16. */
+struct attitude_t {
+    double heading, pitch, roll, yaw, dip;
+};
+
 struct satellite_t {
     double ss;
     bool used;
@@ -94,6 +99,7 @@ struct gps_data_t {
     } devices;
     union {
         struct gst_t gst;
+        struct attitude_t attitude;
     };
 };
 

@@ -72,6 +72,20 @@ public struct NDJSONWriter: Sendable {
     }
 
     /// `{"type":"visit","arrival":ISO,"departure":ISO|null,"latitude":…,"longitude":…,"horizontalAccuracy":…}`.
+    /// `{"type":"heading","timestamp":…,"trueHeading":…,"magneticHeading":…,"headingAccuracy":…}`;
+    /// a heading the receiver cannot give is `null` (in Swift, −1).
+    package mutating func heading(_ heading: CLHeading) {
+        append(#"{"type":"heading","timestamp":""#)
+        appendTimestamp(heading.timestamp)
+        append(#"","trueHeading":"#)
+        if heading.trueHeading >= 0 { appendFixed(heading.trueHeading, decimals: 3) } else { append("null") }
+        append(#","magneticHeading":"#)
+        if heading.magneticHeading >= 0 { appendFixed(heading.magneticHeading, decimals: 3) } else { append("null") }
+        append(#","headingAccuracy":"#)
+        appendFixed(heading.headingAccuracy, decimals: 1)
+        append("}\n")
+    }
+
     package mutating func visit(_ visit: VisitRecord) {
         append(#"{"type":"visit","arrival":""#)
         appendTimestamp(visit.arrival)

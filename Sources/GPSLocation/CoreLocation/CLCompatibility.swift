@@ -14,9 +14,9 @@ public enum CLDeviceOrientation: Int32, Sendable {
     case portrait, portraitUpsideDown, landscapeLeft, landscapeRight, faceUp, faceDown
 }
 
-/// Apple's `CLHeading`. No receiver behind gpsd reports a compass heading here, so none is ever
-/// delivered; the type exists for code that handles one (`CLLocationManager.headingAvailable()`
-/// is false).
+/// Apple's `CLHeading`: where the receiver points (its antennas' baseline, a compass), not where
+/// it moves (`CLLocation.course`). Delivered by `startUpdatingHeading()` from receivers that report
+/// a heading (`HeadingStage` has the rules); `headingAccuracy` is 0 (not reported).
 public final class CLHeading: NSObject, Sendable {
     public let magneticHeading: CLLocationDirection
     public let trueHeading: CLLocationDirection
@@ -52,16 +52,22 @@ extension CLLocation {
 }
 
 extension CLLocationManager {
-    /// False: no compass. `startUpdatingHeading()` says so through `didFailWithError`.
-    public class func headingAvailable() -> Bool { false }
+    /// True once a heading (NMEA HDT, THS, HDG; gpsd's ATT) has been delivered in this process.
+    /// Apple answers for the device's compass before anything runs; here the receiver is
+    /// known only once it reports, so code that checks this first should also just call
+    /// `startUpdatingHeading()`, which says within ten fixes when no heading comes.
+    public class func headingAvailable() -> Bool { headingSeen.withLock { $0 } }
+
+    static let headingSeen = Locked(false)
 
     /// False: no beacon ranging (no Bluetooth scanning here).
     public class func isRangingAvailable() -> Bool { false }
 
-    /// Apple's heading filter (degrees; `kCLHeadingFilterNone` for every change). Kept, unused.
+    /// Apple's heading filter: the degrees a heading must change by before the next is delivered
+    /// (`kCLHeadingFilterNone`: every one; default 1).
     public var headingFilter: CLLocationDegrees {
-        get { state.withLock { $0.headingFilter } }
-        set { state.withLock { $0.headingFilter = newValue } }
+        get { runner.withEngine { $0.headingStage.filter } }
+        set { runner.withEngine { $0.headingStage.filter = newValue } }
     }
 
     /// Apple's heading orientation. Kept, unused.
@@ -70,8 +76,8 @@ extension CLLocationManager {
         set { state.withLock { $0.headingOrientation = newValue } }
     }
 
-    /// The last heading: always nil (no compass).
-    public var heading: CLHeading? { nil }
+    /// The last heading delivered to this manager.
+    public var heading: CLHeading? { state.withLock { $0.heading } }
 
     /// Apple's background location indicator (iOS). Kept, no effect on Linux.
     public var showsBackgroundLocationIndicator: Bool {
@@ -79,17 +85,15 @@ extension CLLocationManager {
         set { state.withLock { $0.showsBackgroundLocationIndicator = newValue } }
     }
 
-    /// No compass: the delegate gets `CLError.headingFailure` saying so (Apple's error for a
-    /// heading that cannot be determined), once per call.
+    /// Heading updates from a receiver that reports a heading, through the same gate as
+    /// locations (`locationManager(_:didUpdateHeading:)`). A receiver that reports none is said
+    /// once, after ten fixes, with `CLError.headingFailure`.
     public func startUpdatingHeading() {
-        fail(
-            CLError(
-                .headingFailure,
-                message: "no heading: gpsd reports no compass for this receiver (CLLocationManager.headingAvailable() "
-                    + "is false); a moving receiver's direction of travel is `location.course`"))
+        guard preflight() else { return }
+        runner.drive { $0.startHeading() }
     }
 
-    public func stopUpdatingHeading() {}
+    public func stopUpdatingHeading() { runner.drive { $0.stopHeading() } }
 
     public func dismissHeadingCalibrationDisplay() {}
 
@@ -224,4 +228,64 @@ extension CLLocation: NSSecureCoding {
             speedAccuracy: decoded.speedAccuracy, timestamp: decoded.timestamp, gnss: decoded.gnss,
             sourceInformation: decoded.sourceInformation)
     }
+}
+
+/// Apple's beacon number types.
+public typealias CLBeaconMajorValue = UInt16
+public typealias CLBeaconMinorValue = UInt16
+
+/// Apple's key for the alternate region in a `regionMonitoringResponseDelayed` error's user info
+/// (never set here: no region is ever delayed for a nearby one).
+public let kCLErrorUserInfoAlternateRegionKey = "alternateRegion"
+
+extension CLMonitor {
+    /// Apple's beacon condition (iOS 17). No Bluetooth scanning here: a monitor given one
+    /// reports it with `conditionUnsupported`, state unknown.
+    public struct BeaconIdentityCondition: CLCondition, Equatable {
+        public let uuid: UUID
+        public let major: CLBeaconMajorValue?
+        public let minor: CLBeaconMinorValue?
+        public init(uuid: UUID) { (self.uuid, major, minor) = (uuid, nil, nil) }
+        public init(uuid: UUID, major: CLBeaconMajorValue) { (self.uuid, self.major, minor) = (uuid, major, nil) }
+        public init(uuid: UUID, major: CLBeaconMajorValue, minor: CLBeaconMinorValue) {
+            (self.uuid, self.major, self.minor) = (uuid, major, minor)
+        }
+    }
+}
+
+extension CLLocationManager {
+    /// No beacon is ever ranged: always empty.
+    public var rangedBeaconConstraints: Set<CLBeaconIdentityConstraint> { [] }
+
+    /// Apple's deferred updates (deprecated there since iOS 13): not available. A request is
+    /// answered with `locationManager(_:didFinishDeferredUpdatesWithError:)` and
+    /// `CLError.deferredFailed`, saying to use `distanceFilter` or `minimumUpdateInterval`.
+    public class func deferredLocationUpdatesAvailable() -> Bool { false }
+
+    public func allowDeferredLocationUpdates(untilTraveled distance: CLLocationDistance, timeout: TimeInterval) {
+        let error = CLError(
+            .deferredFailed,
+            message: "deferred location updates are not available: set distanceFilter or minimumUpdateInterval "
+                + "(a Linux process is not suspended, so nothing is saved by deferring)")
+        delegateQueue.async { [weak self] in
+            guard let self else { return }
+            let delegate = state.withLock { $0.delegate.value }
+            delegate?.locationManager(self, didFinishDeferredUpdatesWithError: error)
+        }
+    }
+
+    public func disallowDeferredLocationUpdates() {}
+
+    /// Apple's location push service extension (iOS 15) has no Linux counterpart: the completion
+    /// gets `CLError.denied` saying so.
+    public func startMonitoringLocationPushes(completion: (@Sendable (Data?, (any Error)?) -> Void)? = nil) {
+        completion?(
+            nil,
+            CLError(.denied, message: "location pushes (Apple's push service extension) do not exist on Linux"))
+    }
+
+    public func stopMonitoringLocationPushes() {}
+
+    /// Widgets are Apple's: false.
+    public var isAuthorizedForWidgetUpdates: Bool { false }
 }

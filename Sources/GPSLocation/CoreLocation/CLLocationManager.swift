@@ -61,20 +61,29 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         get { runner.withEngine { $0.configuration.minimumUpdateInterval } }
         set { runner.withEngine { $0.configuration.minimumUpdateInterval = max(0, newValue) } }
     }
-    /// Accepted for source compatibility; gpsd receivers do not change behaviour with it.
+    /// What the device is used for, as on Apple platforms: it sets how long the device must stay
+    /// put before updates pause automatically (`pausesLocationUpdatesAutomatically`): 5 minutes
+    /// for `.automotiveNavigation`, `.otherNavigation` and `.fitness`, 10 minutes otherwise,
+    /// never for `.airborne`.
     public var activityType: CLActivityType {
-        get { state.withLock { $0.activityType } }
-        set { state.withLock { $0.activityType = newValue } }
+        get { runner.withEngine { $0.configuration.activityType } }
+        set { runner.withEngine { $0.configuration.activityType = newValue } }
     }
     /// Accepted for source compatibility; a Linux process is never suspended.
     public var allowsBackgroundLocationUpdates: Bool {
         get { state.withLock { $0.allowsBackgroundLocationUpdates } }
         set { state.withLock { $0.allowsBackgroundLocationUpdates = newValue } }
     }
-    /// Accepted for source compatibility; updates are never paused automatically on Linux.
+    /// True by default, as on Apple platforms: once the device has stayed put (within twice its
+    /// accuracy, under 0.5 m/s) for the `activityType`'s delay, by the locations' own time, updates
+    /// pause and the delegate hears `locationManagerDidPauseLocationUpdates`; nothing is delivered
+    /// while paused. Unlike iOS, which leaves restarting to the app, the receiver keeps running
+    /// (a Linux process is not suspended), so the first location that moves resumes updates,
+    /// after `locationManagerDidResumeLocationUpdates`; `startUpdatingLocation()` resumes them too.
+    /// Recordings pause as receivers do.
     public var pausesLocationUpdatesAutomatically: Bool {
-        get { state.withLock { $0.pausesLocationUpdatesAutomatically } }
-        set { state.withLock { $0.pausesLocationUpdatesAutomatically = newValue } }
+        get { runner.withEngine { $0.configuration.pausesAutomatically } }
+        set { runner.withEngine { $0.configuration.pausesAutomatically = newValue } }
     }
     /// The last location delivered to this manager; before any, the last one this app received
     /// (the per-user `lastLocationCache`), with its own old timestamp — when the app is
@@ -215,9 +224,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// What only the manager keeps; the engine, its timers and deliveries are the runner's.
     struct State {
         var delegate = DelegateReference()
-        var activityType = CLActivityType.other
         var allowsBackgroundLocationUpdates = false
-        var pausesLocationUpdatesAutomatically = false
         var diagnosticsHandler: DiagnosticsHandler = Diagnostics.standardError
         var initialAuthorizationReported = false
         var requested = false
@@ -227,7 +234,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         /// The cache's entry for this app, read once (nil inside: there was none).
         var cachedLocation: CLLocation??
         var regions = RegionRegistry()
-        var headingFilter: CLLocationDegrees = 1
+        var heading: CLHeading?
         var headingOrientation = CLDeviceOrientation.portrait
         var showsBackgroundLocationIndicator = false
     }
@@ -263,6 +270,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         self.authorizer = authorizer
         var configuration = LocationEngine.Configuration()
         configuration.regionsRequireAlways = true
+        configuration.pausesAutomatically = true
         runner = EngineRunner(
             source: source, configuration: configuration, authorization: authorizer.state,
             fuzzer: authorizer.makeFuzzer(live: source.isLive), reducedAccuracyStore: authorizer.reducedAccuracyStore,
@@ -370,6 +378,12 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         case .sky: break
         case .region(let event): regionEventHappened(event, delegate: delegate)
         case .visit(let record): delegate?.locationManager(self, didVisit: CLVisit(record))
+        case .heading(let heading):
+            state.withLock { $0.heading = heading }
+            CLLocationManager.headingSeen.withLock { $0 = true }
+            delegate?.locationManager(self, didUpdateHeading: heading)
+        case .paused(true): delegate?.locationManagerDidPauseLocationUpdates(self)
+        case .paused(false): delegate?.locationManagerDidResumeLocationUpdates(self)
         case .diagnostic(let diagnostic): handler(diagnostic)
         case .adapter(let event):
             switch event as? ManagerEvent {

@@ -36,6 +36,8 @@ public protocol CLLocationManagerDelegate: AnyObject {
     /// Apple's automatic pause and resume of live updates (`pausesLocationUpdatesAutomatically`).
     func locationManagerDidPauseLocationUpdates(_ manager: CLLocationManager)
     func locationManagerDidResumeLocationUpdates(_ manager: CLLocationManager)
+    /// Apple's deferred updates: only ever `CLError.deferredFailed` (not available).
+    func locationManager(_ manager: CLLocationManager, didFinishDeferredUpdatesWithError error: (any Error)?)
 }
 
 extension CLLocationManagerDelegate {
@@ -64,4 +66,7 @@ extension CLLocationManagerDelegate {
     ) {}
     public func locationManagerDidPauseLocationUpdates(_ manager: CLLocationManager) {}
     public func locationManagerDidResumeLocationUpdates(_ manager: CLLocationManager) {}
+    public func locationManager(
+        _ manager: CLLocationManager, didFinishDeferredUpdatesWithError error: (any Error)?
+    ) {}
 }

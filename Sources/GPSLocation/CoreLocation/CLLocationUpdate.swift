@@ -155,12 +155,21 @@ public struct CLLocationUpdate: Sendable {
         let continuation: AsyncStream<CLLocationUpdate>.Continuation
         let flow: StreamFlow
         let stationary = Locked(StationaryDetector())
+        let last = Locked<CLLocation?>(nil)
         init(continuation: AsyncStream<CLLocationUpdate>.Continuation, flow: StreamFlow) {
             self.continuation = continuation
             self.flow = flow
         }
 
+        /// Updates paused because the device stayed put: one update saying so, with the last
+        /// location, then nothing until it moves (Apple's `stationary` update).
+        func locationManagerDidPauseLocationUpdates(_ manager: CLLocationManager) {
+            continuation.yield(CLLocationUpdate(location: last.withLock { $0 }, isStationary: true))
+            flow.produced()
+        }
+
         func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+            if let newest = locations.last { last.withLock { $0 = newest } }
             for location in locations {
                 let still = stationary.withLock { $0.add(location) }
                 continuation.yield(
@@ -193,16 +202,24 @@ package struct StationaryDetector: Sendable {
 
     /// Adds a location; returns whether the device is stationary at it.
     package mutating func add(_ location: CLLocation) -> Bool {
+        (still(location) ?? 0) >= Self.minimumDuration
+    }
+
+    /// Adds a location; returns how long (by the locations' own time) the device has stayed
+    /// at its anchor, or nil when this location moved the anchor.
+    package mutating func still(_ location: CLLocation) -> TimeInterval? {
         guard let anchor else {
             self.anchor = location
-            return false
+            return nil
         }
         let accuracy = max(location.horizontalAccuracy, anchor.horizontalAccuracy, 1)
         let slow = location.speed < 0 || location.speed < Self.maximumSpeed
         guard slow, location.horizontalAccuracy >= 0, location.distance(from: anchor) <= 2 * accuracy else {
             self.anchor = location
-            return false
+            return nil
         }
-        return location.timestamp.timeIntervalSince(anchor.timestamp) >= Self.minimumDuration
+        return location.timestamp.timeIntervalSince(anchor.timestamp)
     }
+
+    package mutating func reset() { anchor = nil }
 }

@@ -33,6 +33,9 @@ package final class EngineRunner: Sendable {
         case sky(SkyView)
         case region(RegionEvent)
         case visit(VisitRecord)
+        /// Updates paused (true) or resumed (false): `LocationEngine.Action.paused`.
+        case paused(Bool)
+        case heading(CLHeading)
         case diagnostic(LocationDiagnostic)
         /// An event the adapter queued itself with `enqueue`, delivered in order with the rest.
         case adapter(any Sendable)
@@ -191,6 +194,8 @@ package final class EngineRunner: Sendable {
                 case .sourceEnded: outputs.append(.sourceEnded)
                 case .region(let event): outputs.append(.region(event))
                 case .visit(let record): outputs.append(.visit(record))
+                case .paused(let paused): outputs.append(.paused(paused))
+                case .heading(let heading): outputs.append(.heading(heading))
                 case .sky(let sky): outputs.append(.sky(sky))
                 case .reducedAccuracyState(let kept): reducedState = kept
                 case .diagnose(let code, let message):

@@ -98,3 +98,26 @@ extension LocationEngine {
         return actions
     }
 }
+
+// MARK: Heading
+
+extension LocationEngine {
+    /// Starts heading updates (`startUpdatingHeading()`). A refused authorization is said once,
+    /// as for locations.
+    package mutating func startHeading() -> [Action] {
+        var actions: [Action] = []
+        if let refusal = gate.state.refusal {
+            if let error = gate.explain(refusal) { actions.append(.fail(error)) }
+            if gate.state.status == .denied || gate.state.status == .restricted { return actions }
+        }
+        headingStage.start()
+        return actions
+    }
+
+    /// Stops heading updates; the source stops when nothing else runs.
+    package mutating func stopHeading() -> [Action] {
+        guard headingStage.active else { return [] }
+        headingStage.stop()
+        return isRunning ? [] : [.stopSource]
+    }
+}

@@ -48,7 +48,24 @@ package struct LocationEngine: Sendable {
         /// Legacy region monitoring (`startMonitoring(for:)`) needs Always, as on Apple
         /// platforms; `CLMonitor` and gpsloc accept When In Use while in use.
         package var regionsRequireAlways = false
+        /// `pausesLocationUpdatesAutomatically` (the manager's default is true; gpsloc's false).
+        package var pausesAutomatically = false
+        package var activityType: CLActivityType = .other
+        /// Continuous updates pause once the device has stayed put this long (by the locations'
+        /// own time; `StationaryDetector`), and resume when it moves; nil: never.
+        package var pauseAfter: TimeInterval? { pausesAutomatically ? Self.pauseDelay(for: activityType) : nil }
         package init() {}
+
+        /// How long a device stays put before its updates pause, by Apple's activity types:
+        /// a vehicle or a walker that stopped for 5 minutes has arrived somewhere; anything
+        /// else, 10 minutes; an aircraft's updates never pause.
+        package static func pauseDelay(for activity: CLActivityType) -> TimeInterval? {
+            switch activity {
+            case .airborne: nil
+            case .automotiveNavigation, .otherNavigation, .fitness: 300
+            default: 600
+            }
+        }
     }
 
     /// The engine's timers; the driver arms and cancels them as told.
@@ -78,6 +95,11 @@ package struct LocationEngine: Sendable {
         case region(RegionEvent)
         /// A visit began (no departure yet) or ended.
         case visit(VisitRecord)
+        /// Updates paused (true: the device stayed put for `pauseAfter`) or resumed (false: it
+        /// moved, or the app started updates again).
+        case paused(Bool)
+        /// Hand this heading to the app (heading updates are on and the app is authorized).
+        case heading(CLHeading)
         /// Reduced accuracy gave a location: keep this for the app's next run
         /// (`ReducedAccuracyStore`), so restarting it undoes neither the offset nor the rate limit.
         case reducedAccuracyState(ReducedAccuracyState)
@@ -112,7 +134,9 @@ package struct LocationEngine: Sendable {
     package var isStale: Bool { staleness.isStale }
     package var authorization: AuthorizationState { gate.state }
     /// True while the source must run: location updates or a monitoring service.
-    package var isRunning: Bool { mode != .stopped || isMonitoring }
+    package var isRunning: Bool {
+        mode != .stopped || isMonitoring || (headingStage.active && headingStage.runsSource)
+    }
     /// True while regions, visits or significant changes are monitored (and not refused).
     package var isMonitoring: Bool {
         !monitoringSuspended && (!regions.isEmpty || visits != nil || significantChanges != nil)
@@ -162,8 +186,14 @@ package struct LocationEngine: Sendable {
     /// other report (or the source's end) lets it through, estimate-less, at most a cycle late —
     /// and only for `holdLimit` epochs in a row, so a receiver that reports no estimates at all
     /// is not delayed. Both paths, the same rule.
-    private var held: (fix: Fix, uptime: Double?)?
+    var held: (fix: Fix, uptime: Double?)?
     private var unestimatedInARow = 0
+    /// Automatic pausing: where the device settled, and whether updates are paused.
+    var stationary = StationaryDetector()
+    /// Heading updates; the latest fix with a position (for the magnetic variation).
+    package var headingStage = HeadingStage()
+    private var lastPositionFix: Fix?
+    var paused = false
     private var lastUnestimatedTime: Date?
 
     package init(
@@ -206,6 +236,12 @@ package struct LocationEngine: Sendable {
         }
         monitoringSuspended = false
         if mode == .oneShot && newMode == .continuous { actions.append(.cancel(.requestLocation)) }
+        if paused && newMode == .continuous {
+            // Apple: after a pause the app starts updates again.
+            paused = false
+            stationary.reset()
+            actions.append(.paused(false))
+        }
         if mode == newMode || (mode == .continuous && newMode == .oneShot) { return actions }
         mode = newMode
         switch newMode {
@@ -230,6 +266,8 @@ package struct LocationEngine: Sendable {
         mode = .stopped
         oneShotBest = nil
         held = nil
+        paused = false
+        stationary.reset()
         filter.reset()
         lastRejection = nil
         stalenessDeadline = nil
@@ -242,6 +280,7 @@ package struct LocationEngine: Sendable {
     /// and resume when one is started again).
     private mutating func stopAll() -> [Action] {
         var actions = stop()
+        headingStage.stop()
         if isMonitoring {
             monitoringSuspended = true
             resetShared()
@@ -291,6 +330,12 @@ package struct LocationEngine: Sendable {
         switch consume event {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
+        case .heading(let reading):
+            let clock = isLive ? now : (recordingNow ?? now)
+            guard let heading = headingStage.heading(reading, lastFix: lastPositionFix, time: clock),
+                gate.state.allowsDelivery
+            else { return [] }
+            return [.heading(heading)]
         case .sky(let sky):
             let checked = PhysicalRanges.check(sky)
             dilutionFallback.remember(checked)
@@ -396,6 +441,8 @@ package struct LocationEngine: Sendable {
         }
         fix = dilutionFallback.filled(fix)
         var actions = notes
+        if fix.hasPosition { lastPositionFix = fix }
+        if let failure = headingStage.fixCame() { actions.append(.fail(failure)) }
         let estimated = AccuracyStage.horizontalAccuracy(fix.errors) != nil
         if let pending = held {
             held = nil
@@ -420,18 +467,7 @@ package struct LocationEngine: Sendable {
         return actions + handleCheckedFix(fix, now: now, uptime: uptime)
     }
 
-    /// How many epochs in a row a fix with no estimate is held for a better report of its epoch;
-    /// after that the receiver is taken to report none, and its fixes go through at once.
-    static let holdLimit = 3
-
-    /// Handles a held fix now (the source ended).
-    private mutating func releaseHeld(now: Date) -> [Action] {
-        guard let pending = held else { return [] }
-        held = nil
-        return handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
-    }
-
-    private mutating func handleCheckedFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
+    mutating func handleCheckedFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
         if !isLive, let time = fix.time { recordingNow = time }
         // A replay's clock is known only from fixes that carry a time.
         let clock = isLive ? now : recordingNow
@@ -494,7 +530,9 @@ package struct LocationEngine: Sendable {
                     // As accurate or better: the newer one (a steady receiver's latest, not its first).
                     oneShotBest = location
                 }
-            } else if mode == .continuous, intervalAdmits(location), filter.admits(location) {
+            } else if mode == .continuous, !pauses(at: location, actions: &actions), intervalAdmits(location),
+                filter.admits(location)
+            {
                 filter.delivered(location)
                 lastDeliveryTime = location.timestamp
                 lastDelivered = location

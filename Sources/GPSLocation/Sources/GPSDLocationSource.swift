@@ -169,6 +169,8 @@ public final class GPSDLocationSource: LocationSource {
             return [.fix(fix)]
         case .report(.sky(let sky)):
             return [.sky(sky)]
+        case .report(.heading(let heading)):
+            return [.heading(heading)]
         case .report(.device(let device)):
             return [.device(device)]
         case .report(.devices(let devices)):

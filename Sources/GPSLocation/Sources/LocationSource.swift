@@ -5,6 +5,8 @@ import Foundation
 public enum LocationSourceEvent: Sendable {
     case fix(Fix)
     case sky(SkyView)
+    /// A heading report (NMEA HDT/THS/HDG, gpsd ATT).
+    case heading(HeadingReading)
     case device(DeviceEvent)
     /// News that is not a problem (connected to gpsd again, a reconnection attempt): passed on
     /// as a diagnostic.

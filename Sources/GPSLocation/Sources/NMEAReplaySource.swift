@@ -143,6 +143,9 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             }
             if isRunning { handler(.fix(fix)) }
         }
+        let deliverHeading: (HeadingReading) -> Void = { [self] heading in
+            if isRunning { handler(.heading(heading)) }
+        }
         while isRunning {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
@@ -158,7 +161,9 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             }
             if count == 0 { break }
             readSoFar += count
-            buffer.withUnsafeBufferPointer { decoder.feed(UnsafeBufferPointer(rebasing: $0[0..<count]), deliver) }
+            buffer.withUnsafeBufferPointer {
+                decoder.feed(UnsafeBufferPointer(rebasing: $0[0..<count]), heading: deliverHeading, deliver)
+            }
             report?(readSoFar, total)
         }
         decoder.finish(deliver)

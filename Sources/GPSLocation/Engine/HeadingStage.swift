@@ -1,0 +1,97 @@
+import Foundation
+import NMEA0183
+
+/// Heading updates (`startUpdatingHeading()`): a receiver's heading — NMEA HDT, THS, HDG through
+/// the NMEA engine; gpsd's ATT reports (HDT, compasses, dual-antenna and moving-base receivers) —
+/// becomes a `CLHeading`:
+/// - `trueHeading` as reported, or, from a magnetic reading (HDG), magnetic + variation;
+/// - `magneticHeading` as reported, or true − variation;
+/// - the variation: the sentence's own (HDG), else the receiver's (the latest fix's `magvar`),
+///   else gpsd's own table at the latest position (`GPSDMagneticVariation`) — so both paths give
+///   what gpsd gives; with no position yet, the heading that needs it is −1 (Apple's invalid);
+/// - `headingAccuracy` 0: heading sentences and gpsd's ATT carry no accuracy; 0 says "not
+///   reported" without marking the heading invalid (negative, Apple's invalid, would make
+///   correct code drop every heading);
+/// - delivered when it moved at least `filter` degrees from the last one delivered
+///   (`kCLHeadingFilterNone`: every one). The timestamp is the source's clock.
+/// A receiver that reports no heading is said once, after `patience` fixes without one.
+package struct HeadingStage: Sendable {
+    package private(set) var active = false
+    /// Apple's default `headingFilter` is 1°.
+    package var filter: CLLocationDegrees = 1
+    private var lastDelivered: Double?
+    private var fixesWithout = 0
+    private var failureSaid = false
+    /// True once any heading came from the source.
+    package private(set) var seen = false
+    package static let patience = 10
+    /// False for gpsloc, which shows headings when they come and says nothing when they do not.
+    package var saysWhenMissing = true
+    /// True (the manager): heading updates alone run the source. False (gpsloc): headings ride
+    /// along with the location updates and never keep the source running by themselves.
+    package var runsSource = true
+
+    package init() {}
+
+    package mutating func start() {
+        active = true
+        lastDelivered = nil
+        fixesWithout = 0
+        failureSaid = false
+    }
+
+    package mutating func stop() { active = false }
+
+    /// A fix came: with heading updates on and no heading from the source after `patience`
+    /// fixes, the failure to tell (once).
+    package mutating func fixCame() -> CLError? {
+        guard active, saysWhenMissing, !seen, !failureSaid else { return nil }
+        fixesWithout += 1
+        guard fixesWithout >= Self.patience else { return nil }
+        failureSaid = true
+        return CLError(
+            .headingFailure,
+            message: "no heading: this receiver reports none (a heading comes from NMEA HDT, THS or HDG, or gpsd's "
+                + "ATT reports: dual-antenna and moving-base receivers, compasses); a moving receiver's direction "
+                + "of travel is `location.course`")
+    }
+
+    static func normalized(_ degrees: Double) -> Double {
+        let value = degrees.truncatingRemainder(dividingBy: 360)
+        return value < 0 ? value + 360 : value
+    }
+
+    /// The heading to deliver for `reading`, or nil (heading updates off, nothing usable, or
+    /// within the filter of the last one). `lastFix`: the latest fix with a position.
+    package mutating func heading(_ reading: HeadingReading, lastFix: Fix?, time: Date) -> CLHeading? {
+        guard reading.trueHeading != nil || reading.magneticHeading != nil else { return nil }
+        seen = true
+        guard active else { return nil }
+        let variation =
+            reading.magneticVariation ?? lastFix?.magneticVariation
+            ?? lastFix.flatMap { fix in
+                fix.latitude.flatMap { latitude in
+                    fix.longitude.map { GPSDMagneticVariation.variation(latitude: latitude, longitude: $0) }
+                }
+            }
+        let trueHeading =
+            reading.trueHeading
+            ?? reading.magneticHeading.flatMap { magnetic in
+                variation.map { Self.normalized(magnetic + $0) }
+            }
+        let magneticHeading =
+            reading.magneticHeading
+            ?? trueHeading.flatMap { heading in
+                variation.map { Self.normalized(heading - $0) }
+            }
+        let basis = trueHeading ?? magneticHeading ?? 0
+        if filter >= 0, let last = lastDelivered {
+            let change = abs(Self.normalized(basis - last + 180) - 180)
+            guard change >= filter else { return nil }
+        }
+        lastDelivered = basis
+        return CLHeading(
+            magneticHeading: magneticHeading ?? -1, trueHeading: trueHeading ?? -1, headingAccuracy: 0,
+            timestamp: time)
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+// The engine's rules for fixes with no estimate (held for their epoch's better report) and for
+// pausing while the device stays put: part of `LocationEngine`, in a file of their own.
+
+extension LocationEngine {
+    /// How many epochs in a row a fix with no estimate is held for a better report of its epoch;
+    /// after that the receiver is taken to report none, and its fixes go through at once.
+    static let holdLimit = 3
+
+    /// Handles a held fix now (the source ended).
+    mutating func releaseHeld(now: Date) -> [Action] {
+        guard let pending = held else { return [] }
+        held = nil
+        return handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
+    }
+
+    /// Automatic pausing: true when `location` is not delivered because updates are paused
+    /// (or pause at it); a location that moved resumes them first.
+    mutating func pauses(at location: CLLocation, actions: inout [Action]) -> Bool {
+        guard let delay = configuration.pauseAfter else {
+            if paused {
+                paused = false
+                actions.append(.paused(false))
+            }
+            return false
+        }
+        let still = stationary.still(location)
+        if paused {
+            guard still == nil else { return true }
+            paused = false
+            actions.append(.paused(false))
+            return false
+        }
+        guard let still, still >= delay else { return false }
+        paused = true
+        actions.append(.paused(true))
+        return true
+    }
+}
