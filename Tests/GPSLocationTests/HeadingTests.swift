@@ -142,7 +142,7 @@ struct HeadingTests {
         let variation = GPSDMagneticVariation.variation(latitude: 51.4539, longitude: -2.5975)
         #expect(abs(variation + 1) < 0.1)
         #expect(
-            headings.dropFirst().allSatisfy {
+            headings.allSatisfy {
                 abs(HeadingStage.normalized($0.trueHeading - variation) - $0.magneticHeading) < 0.01
             })
         #expect(headings.allSatisfy { $0.headingAccuracy == 0 })
@@ -184,8 +184,10 @@ extension RealGPSD.LaneB {
                     ["replay", HeadingTests.fixture.path, "--json", "--max-age", "1e9"] + via)
                 let headings = GPSLocBinary.jsonLines(run.stdout).filter { $0["type"] as? String == "heading" }
                 lines.append(headings.compactMap { ($0["trueHeading"] as? NSNumber)?.doubleValue })
-                // The NMEA engine's first HDT comes before the first fix: no variation known yet.
-                #expect(headings.dropFirst().allSatisfy { $0["magneticHeading"] is NSNumber }, "\(via)")
+                // The NMEA engine's first HDT comes before the first fix: it waits for the fix's
+                // time and position, so it too has its magnetic heading and the recording's date.
+                #expect(headings.allSatisfy { $0["magneticHeading"] is NSNumber }, "\(via)")
+                #expect(headings.first?["timestamp"] as? String == "2026-06-15T12:00:00.000Z", "\(via)")
             }
             #expect(lines.first == (try HeadingTests.gpsdHeadings()))
             #expect(lines.first == lines.last)

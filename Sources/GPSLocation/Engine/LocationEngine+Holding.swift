@@ -1,7 +1,8 @@
 import Foundation
 
-// The engine's rules for fixes with no estimate (held for their epoch's better report) and for
-// pausing while the device stays put: part of `LocationEngine`, in a file of their own.
+// The engine's rules for fixes with no estimate (held for their epoch's better report), for
+// pausing while the device stays put, and for the minimum update interval: part of
+// `LocationEngine`, in a file of their own.
 
 extension LocationEngine {
     /// How many epochs in a row a fix with no estimate is held for a better report of its epoch;
@@ -36,5 +37,12 @@ extension LocationEngine {
         paused = true
         actions.append(.paused(true))
         return true
+    }
+
+    /// `minimumUpdateInterval`: the location is at least that long after the last delivered one
+    /// (by the locations' own timestamps; 1 ms of slack for receiver rounding).
+    func intervalAdmits(_ location: CLLocation) -> Bool {
+        guard configuration.minimumUpdateInterval > 0, let last = lastDeliveryTime else { return true }
+        return location.timestamp.timeIntervalSince(last) >= configuration.minimumUpdateInterval - 0.001
     }
 }

@@ -114,6 +114,14 @@ extension LocationEngine {
         return actions
     }
 
+    /// The heading to hand over for `reading` (heading updates on, the app authorized).
+    mutating func headingActions(_ reading: HeadingReading, time: Date) -> [Action] {
+        guard let heading = headingStage.heading(reading, lastFix: lastPositionFix, time: time),
+            gate.state.allowsDelivery
+        else { return [] }
+        return [.heading(heading)]
+    }
+
     /// Stops heading updates; the source stops when nothing else runs.
     package mutating func stopHeading() -> [Action] {
         guard headingStage.active else { return [] }

@@ -175,7 +175,7 @@ package struct LocationEngine: Sendable {
     /// The code of the last rejection reported since the last delivery.
     private var lastRejection: String?
     /// The time of the last location delivered in these updates (the interval's start).
-    private var lastDeliveryTime: Date?
+    var lastDeliveryTime: Date?
     /// Receivers gpsd said are deactivated and has not reactivated since.
     private var deactivated: Set<String> = []
     private var lastDiagnosed: [String: Date] = [:]
@@ -192,7 +192,8 @@ package struct LocationEngine: Sendable {
     var stationary = StationaryDetector()
     /// Heading updates; the latest fix with a position (for the magnetic variation).
     package var headingStage = HeadingStage()
-    private var lastPositionFix: Fix?
+    var lastPositionFix: Fix?
+    private var pendingHeading: HeadingReading?
     var paused = false
     private var lastUnestimatedTime: Date?
 
@@ -331,11 +332,13 @@ package struct LocationEngine: Sendable {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
         case .heading(let reading):
-            let clock = isLive ? now : (recordingNow ?? now)
-            guard let heading = headingStage.heading(reading, lastFix: lastPositionFix, time: clock),
-                gate.state.allowsDelivery
-            else { return [] }
-            return [.heading(heading)]
+            // A replay's clock is known only from a fix: a heading before the first one waits for
+            // it (a receiver's first cycle), rather than carrying today's date.
+            guard isLive || recordingNow != nil else {
+                pendingHeading = reading
+                return []
+            }
+            return headingActions(reading, time: isLive ? now : recordingNow ?? now)
         case .sky(let sky):
             let checked = PhysicalRanges.check(sky)
             dilutionFallback.remember(checked)
@@ -442,6 +445,10 @@ package struct LocationEngine: Sendable {
         fix = dilutionFallback.filled(fix)
         var actions = notes
         if fix.hasPosition { lastPositionFix = fix }
+        if let pending = pendingHeading, let time = fix.time {
+            pendingHeading = nil
+            actions += headingActions(pending, time: time)
+        }
         if let failure = headingStage.fixCame() { actions.append(.fail(failure)) }
         let estimated = AccuracyStage.horizontalAccuracy(fix.errors) != nil
         if let pending = held {
@@ -541,13 +548,6 @@ package struct LocationEngine: Sendable {
             }
         }
         return actions
-    }
-
-    /// `minimumUpdateInterval`: the location is at least that long after the last delivered one
-    /// (by the locations' own timestamps; 1 ms of slack for receiver rounding).
-    private func intervalAdmits(_ location: CLLocation) -> Bool {
-        guard configuration.minimumUpdateInterval > 0, let last = lastDeliveryTime else { return true }
-        return location.timestamp.timeIntervalSince(last) >= configuration.minimumUpdateInterval - 0.001
     }
 
     /// A fix not used: a diagnostic (once per change of reason since the last delivery, each
