@@ -5,36 +5,10 @@ import Testing
 
 @testable import GPSLocation
 
-/// The CoreLocation-style `LocationService` compiles unchanged and runs against a fixture.
-/// Serialized: it points the process-wide default source and shared authorizer at the fixture.
+/// CoreLocation-style async code compiles unchanged and runs against fixtures (the programs
+/// that use the process-wide default source run in `PortedProgramsTests`, lane B).
 @Suite("CoreLocation code ported by changing its import", .serialized, .timeLimit(.minutes(5)))
 struct PortedCodeTests {
-    @Test("LocationService runs against the drive fixture")
-    func runsAgainstFixture() async throws {
-        let fixes = try FixtureFixes.load("drive-1hz-gp")
-        CLLocationManager.setDefaultSource { FixListSource(fixes, interval: 0.0005) }
-        CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedWhenInUse))
-        CLLocationManager.sharedAuthorizer.isInUse = true
-        defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
-
-        let service = LocationService()
-        service.start()
-        // The service, like most CoreLocation code, is not thread-safe: read it only after
-        // stop() has returned (which waits for callbacks in flight). 603 fixes take ~0.3 s.
-        try await Task.sleep(for: .seconds(1.0))
-        service.stop()
-        #expect(service.received > 100)
-        #expect(service.statusLog.first == "full")
-        #expect(
-            service.failures.allSatisfy {
-                let reason = ($0 as? CLError)?.reason
-                return reason == .stale || reason == .sourceEnded
-            }, "only the drive's no-fix start and tunnel, and the list's end")
-        let coordinate = try #require(service.currentCoordinate)
-        #expect(abs(coordinate.latitude - 51.45) < 0.1 && abs(coordinate.longitude + 2.5) < 0.2)
-        #expect(service.latest != nil)
-    }
-
     @Test("liveUpdates: an AsyncSequence of locations; cancelling stops the source")
     func liveUpdates() async throws {
         let fixes = try FixtureFixes.load("drive-1hz-gp")

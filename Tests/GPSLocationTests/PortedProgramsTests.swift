@@ -1,0 +1,146 @@
+import Foundation
+import GPSDProcesses
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// #23: ten programs in the styles real apps use (Tests/GPSLocationTests/PortedCode), each as
+/// written for Apple platforms but for the import, built here and run against a real gpsd fed
+/// by gpsfake — the way a ported app meets a receiver. Serialized in lane B: they point the
+/// process-wide default source and shared authorizer at that gpsd.
+extension RealGPSD.LaneB {
+    @Suite(
+        "ported programs against a real gpsd", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
+        .timeLimit(.minutes(5)))
+    struct PortedProgramsTests {
+        /// gpsfake replaying `fixture` (20 ms a sentence: about five fixes a second) behind
+        /// `CLLocationManager()`, with the shared authorizer granting Always.
+        static func withGPSFake(_ fixture: String, _ body: () async throws -> Void) async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent(fixture), cycle: 0.02)
+            defer { server.stop() }
+            #expect(await server.waitUntilDeviceAttached())
+            CLLocationManager.setDefaultSource {
+                GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
+            }
+            defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
+            CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedAlways))
+            CLLocationManager.sharedAuthorizer.isInUse = true
+            try await body()
+        }
+
+        @Test(
+            "a delegate service, a one-shot helper, a geofence, CLMonitor, significant changes, geocoding, an archive")
+        func drive() async throws {
+            try await Self.withGPSFake("drive-1hz-gp.nmea") {
+                let start = CLLocationCoordinate2D(latitude: 51.454219, longitude: -2.595767)
+                let service = LocationService()
+                let geofence = GeofenceWatcher()
+                let tracker = SignificantChangeTracker()
+                let places = PlaceNameService()
+                let file = FileManager.default.temporaryDirectory.appendingPathComponent("last-\(UUID()).archive")
+                defer { try? FileManager.default.removeItem(at: file) }
+                let store = LastLocationStore(file: file)
+                let modern = ModernRegionMonitor()
+                let monitorName = "ported-\(UUID().uuidString.prefix(8))"
+                let monitoring = Task { await modern.run(name: monitorName, center: start, radius: 150, until: 2) }
+
+                let farthest = Locked(0.0)
+                let origin = CLLocation(latitude: start.latitude, longitude: start.longitude)
+                service.onUpdate = { coordinate in
+                    let distance = CLLocation(latitude: coordinate.latitude, longitude: coordinate.longitude)
+                        .distance(from: origin)
+                    farthest.withLock { $0 = max($0, distance) }
+                }
+                service.start()
+                geofence.watch(latitude: start.latitude, longitude: start.longitude, radius: 150, name: "start")
+                tracker.start()
+                places.start()
+                store.start()
+                let current = try await CurrentLocation().get()
+                #expect(current.horizontalAccuracy >= 0 && current.horizontalAccuracy <= 100)
+                #expect(current.sourceInformation?.isSimulatedBySoftware == true, "a gpsfake replay")
+
+                // The drive leaves the 150 m circle within seconds (about five fixes a second);
+                // the programs are not thread-safe, so they are read only once stopped.
+                #expect(await waitUntilAsync(timeout: 60) { farthest.withLock { $0 } > 400 })
+                try await Task.sleep(for: .seconds(1))
+                service.stop()
+                geofence.stop()
+                tracker.stop()
+                store.stop()
+                monitoring.cancel()
+                _ = await monitoring.value
+
+                #expect(service.received > 10 && service.statusLog.first == "full")
+                #expect(geofence.log.prefix(1) == ["start inside"], "\(geofence.log)")
+                #expect(geofence.log.contains("left start"), "\(geofence.log)")
+                let events = await modern.events
+                #expect(events.first == "home satisfied", "\(events)")
+                #expect(tracker.points.count >= 1, "the first location at once")
+                let place = places.text ?? "nil \(String(describing: places.error))"
+                #expect(place == "You are in Bristol, United Kingdom")
+                let restored = try #require(store.restored)
+                #expect(abs(restored.coordinate.latitude - 51.45) < 0.05 && restored.horizontalAccuracy >= 0)
+            }
+        }
+
+        @Test("LocationService runs against the drive fixture")
+        func runsAgainstFixture() async throws {
+            let fixes = try FixtureFixes.load("drive-1hz-gp")
+            CLLocationManager.setDefaultSource { FixListSource(fixes, interval: 0.0005) }
+            CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedWhenInUse))
+            CLLocationManager.sharedAuthorizer.isInUse = true
+            defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
+
+            let service = LocationService()
+            service.start()
+            // The service, like most CoreLocation code, is not thread-safe: read it only after
+            // stop() has returned (which waits for callbacks in flight). 603 fixes take ~0.3 s.
+            try await Task.sleep(for: .seconds(1.0))
+            service.stop()
+            #expect(service.received > 100)
+            #expect(service.statusLog.first == "full")
+            #expect(
+                service.failures.allSatisfy {
+                    let reason = ($0 as? CLError)?.reason
+                    return reason == .stale || reason == .sourceEnded
+                }, "only the drive's no-fix start and tunnel, and the list's end")
+            let coordinate = try #require(service.currentCoordinate)
+            #expect(abs(coordinate.latitude - 51.45) < 0.1 && abs(coordinate.longitude + 2.5) < 0.2)
+            #expect(service.latest != nil)
+        }
+
+        @Test("a compass: the receiver's headings as cardinal directions")
+        func compass() async throws {
+            try await Self.withGPSFake("heading-1hz-gp.nmea") {
+                let compass = CompassModel()
+                compass.start()
+                #expect(await waitUntilAsync(timeout: 60) { compass.headings.count >= 20 })
+                compass.stop()
+                #expect(compass.failed == nil)
+                #expect(compass.headings.prefix(3) == [30.0, 37.3, 44.6], "\(compass.headings.prefix(3))")
+                #expect(
+                    compass.directions.prefix(7) == ["NE", "NE", "NE", "NE", "NE", "NE", "E"],
+                    "\(compass.directions.prefix(7))")
+            }
+        }
+
+        @Test("a visit logger on a recording with stops (the NMEA engine: gpsfake would take 45 minutes)")
+        func visits() async throws {
+            let path = Paths.fixtures.appendingPathComponent("stops-1hz-gp.nmea").path
+            CLLocationManager.setDefaultSource { NMEAReplaySource(path: path) }
+            defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
+            CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedAlways))
+            CLLocationManager.sharedAuthorizer.isInUse = true
+            let logger = VisitLogger()
+            logger.start()
+            #expect(await waitUntilAsync(timeout: 60) { logger.visits.contains { $0.departure != nil } })
+            logger.stop()
+            let ended = try #require(logger.visits.first { $0.departure != nil })
+            #expect(ended.departure! > ended.arrival)
+        }
+    }
+}
