@@ -173,6 +173,31 @@ struct OneShotSemanticsTests {
         #expect(settled.map(\.timestamp) == [t0 + 4])
     }
 
+    @Test("at the deadline, never a location older than a receiver cycle: a better one from seconds ago loses")
+    func neverOlderThanACycle() {
+        var engine = LocationEngineTests.engine { $0.desiredAccuracy = kCLLocationAccuracyBest }
+        let t0 = LocationEngineTests.start
+        _ = engine.start(.oneShot, now: t0)
+        // 6 m at first (not the 5 m best asks for), then 12 m a second for eight seconds.
+        let accuracies = [6.0] + Array(repeating: 12.0, count: 8)
+        for (second, accuracy) in accuracies.enumerated() {
+            _ = engine.handle(
+                .fix(LocationEngineTests.fix(at: Double(second), accuracy: accuracy)), now: t0 + Double(second),
+                uptime: Double(second))
+        }
+        let settled = LocationEngineTests.delivered(engine.timerFired(.requestLocation, now: t0 + 10))
+        #expect(settled.map(\.timestamp) == [t0 + 8], "the newest, not the 8 s old 6 m one")
+        // Within the last cycle the more accurate one wins (two reports of one second at 10 Hz).
+        var fast = LocationEngineTests.engine { $0.desiredAccuracy = kCLLocationAccuracyBest }
+        _ = fast.start(.oneShot, now: t0)
+        for (tenth, accuracy) in [12.0, 12.0, 7.0, 12.0].enumerated() {
+            _ = fast.handle(
+                .fix(LocationEngineTests.fix(at: Double(tenth) / 10, accuracy: accuracy)), now: t0, uptime: 0)
+        }
+        let best = LocationEngineTests.delivered(fast.timerFired(.requestLocation, now: t0 + 10))
+        #expect(best.map(\.timestamp) == [t0 + 0.2], "7 m, a tenth of a second before the newest")
+    }
+
     @Test("fixes arrive but the app is not authorized: the one-shot ends with that reason, not \"no fix\"")
     func notDeterminedOneShot() {
         var engine = LocationEngineTests.engine(.notDetermined)

@@ -45,4 +45,19 @@ extension LocationEngine {
         guard configuration.minimumUpdateInterval > 0, let last = lastDeliveryTime else { return true }
         return location.timestamp.timeIntervalSince(last) >= configuration.minimumUpdateInterval - 0.001
     }
+
+    /// `requestLocation()` without a location meeting `desiredAccuracy` yet: the candidate at
+    /// its deadline is the most accurate location of the last receiver cycle (the time between
+    /// the last two locations) — as accurate or better wins, so a steady receiver gives its
+    /// newest — and never one older than that: a better one from seconds ago loses to the newest.
+    mutating func considerForOneShot(_ location: CLLocation) {
+        defer { oneShotLatest = location }
+        let cycle = oneShotLatest.map { max(location.timestamp.timeIntervalSince($0.timestamp), 0.05) } ?? 1
+        if let best = oneShotBest, best.horizontalAccuracy < location.horizontalAccuracy,
+            best.timestamp >= location.timestamp.addingTimeInterval(-cycle - 0.001)
+        {
+            return
+        }
+        oneShotBest = location
+    }
 }

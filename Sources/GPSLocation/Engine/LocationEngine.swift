@@ -162,7 +162,8 @@ package struct LocationEngine: Sendable {
     /// When the armed monitoring-gap timer fires (the source's clock), or nil.
     var gapDeadline: Date?
     /// `requestLocation()`'s best location so far.
-    private var oneShotBest: CLLocation?
+    var oneShotBest: CLLocation?
+    var oneShotLatest: CLLocation?
     /// A usable fix reached the gate and was not delivered (not authorized now).
     private var fixesHeld = false
     /// The replay clock: the time of the latest report that carried one. It follows the receiver
@@ -252,6 +253,7 @@ package struct LocationEngine: Sendable {
             actions.append(contentsOf: armStaleness(from: now, now: now))
         case .oneShot:
             oneShotBest = nil
+            oneShotLatest = nil
             fixesHeld = false
             actions.append(.arm(.requestLocation, after: configuration.requestLocationTimeout))
         default:
@@ -533,9 +535,8 @@ package struct LocationEngine: Sendable {
                     actions.append(settle(orFail: nil))
                     actions.append(contentsOf: stop())
                     if !isRunning { actions.append(.stopSource) }
-                } else if location.horizontalAccuracy <= (oneShotBest?.horizontalAccuracy ?? .infinity) {
-                    // As accurate or better: the newer one (a steady receiver's latest, not its first).
-                    oneShotBest = location
+                } else {
+                    considerForOneShot(location)
                 }
             } else if mode == .continuous, !pauses(at: location, actions: &actions), intervalAdmits(location),
                 filter.admits(location)
