@@ -221,4 +221,38 @@ struct LastLocationTests {
         #expect(kept.gnss?.reduced == true, "a reduced app's cache holds the reduced location")
         #expect(kept.coordinate == delegate.locations.last?.coordinate)
     }
+
+    /// The same attack on the authorization store (#24): a second user replaces the decisions
+    /// file through an open folder to grant an app of theirs Always. Nothing is read from it.
+    @Test(
+        "another user planting a grant through an open authorization folder: no app gets it",
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root and setpriv"))
+    func grantPlantedBySecondUser() async throws {
+        let home = try GPSLocBinary.makeConfigHome()
+        defer { try? FileManager.default.removeItem(at: home) }
+        #expect(try await GPSLocBinary.run(["auth", "grant", "widget", "--when-in-use"], configHome: home).status == 0)
+        let folder = home.appendingPathComponent("gpslocation")
+        chmod(home.path, 0o755)
+        chmod(folder.path, 0o777)  // the mistake
+        let planted =
+            #"{"spy":{"status":"authorizedAlways","accuracy":"full","decidedAt":"2026-12-01T00:00:00Z"}}"#
+        let script =
+            "mv \(folder.path)/authorizations.json \(folder.path)/moved.json; "
+            + "printf '%s' '\(planted)' > \(folder.path)/authorizations.json"
+        let attacker = Process()
+        attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        attacker.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script]
+        try attacker.run()
+        _ = try await offConcurrencyThreads { attacker.waitUntilExit() }
+        #expect(attacker.terminationStatus == 0, "the second user could write into the open folder")
+        let status = try await GPSLocBinary.run(["auth", "status", "spy"], configHome: home)
+        #expect(status.status == 1 && !status.stdout.contains("authorizedAlways"), "\(status.stdout)")
+        #expect(status.stderr.contains("chmod 700 \(folder.path)"), "\(status.stderr)")
+        // The library reads nothing from the folder either: the planted grant is not a decision.
+        let store = DecisionStore(directory: folder)
+        #expect(store.decision(for: "spy") == nil && store.decision(for: "widget") == nil)
+        chmod(folder.path, 0o700)
+    }
 }

@@ -125,15 +125,8 @@ public final class DecisionStore: Sendable {
         }
         // The folder must be ours and closed to others: otherwise another user could plant
         // links or files in it (the store decides what every app of ours may receive).
-        var info = stat()
-        guard stat(directory.path, &info) == 0 else {
-            throw .io("cannot examine \(directory.path): \(String(cString: strerror(errno)))")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
-            throw .io(
-                "the authorization store's folder \(directory.path) is not a folder owned by you and closed to others "
-                    + "(owner uid \(info.st_uid), mode \(String(info.st_mode & 0o777, radix: 8))) — nothing is read or "
-                    + "written there; fix it with `chmod 700 \(directory.path)` (or remove it if it is not yours)")
+        if let problem = PrivateFile.folderProblem(directory) {
+            throw .io("the authorization store's folder: \(problem); nothing is read or written there")
         }
         let fd = open(lockURL.path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io("cannot open \(lockURL.path): \(String(cString: strerror(errno)))") }

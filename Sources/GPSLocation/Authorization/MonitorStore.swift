@@ -180,16 +180,9 @@ public struct MonitorStore: Sendable {
                 throw Failure(description: "cannot create \(folder.path): \(error.localizedDescription)")
             }
         }
-        var info = stat()
-        guard lstat(folder.path, &info) == 0 else {
-            if errno == ENOENT && !create { return }
-            throw Failure(description: "cannot examine \(folder.path): \(String(cString: strerror(errno)))")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
-            throw Failure(
-                description: "the monitor folder \(folder.path) is not a folder owned by you and closed to others "
-                    + "(owner uid \(info.st_uid), mode \(String(info.st_mode & 0o777, radix: 8))) — nothing is read "
-                    + "or written there; fix it with `chmod 700 \(folder.path)` (or remove it if it is not yours)")
+        if !create && !FileManager.default.fileExists(atPath: folder.path) { return }
+        if let problem = PrivateFile.folderProblem(folder) {
+            throw Failure(description: "the monitor folder: \(problem); nothing is read or written there")
         }
     }
 }

@@ -5,7 +5,8 @@ import Foundation
 /// over the file, and the folder synced — a reader sees the old file or the new one, never a
 /// part. Used by the decision store, the reduced-accuracy state and the last-location cache.
 /// Reading goes through `read` and `folderProblem`: a folder of the user's closed to others, a
-/// regular file of the user's of bounded size, never a link or a FIFO.
+/// regular file of the user's of bounded size, never a link or a FIFO. `folderProblem` is the one
+/// folder check of every private store: decisions, monitors, reduced accuracy, last locations.
 package enum PrivateFile {
     /// What is wrong with `directory` as a private folder, with the command that fixes it; nil:
     /// a folder of the user's that no one else can write to (the package creates them 0700).
