@@ -10,6 +10,7 @@ fail() { echo "check-install: FAIL: $*" >&2; exit 1; }
 
 scripts/install.sh --prefix "$prefix" > "$prefix.log" 2>&1 || { cat "$prefix.log" >&2; fail "install.sh failed"; }
 for file in bin/gpsloc share/man/man1/gpsloc.1 share/bash-completion/completions/gpsloc \
+  share/zsh/site-functions/_gpsloc share/fish/vendor_completions.d/gpsloc.fish \
   lib/udev/rules.d/61-gpslocation-gnss.rules; do
   [ -f "$prefix/$file" ] || fail "$file was not installed"
 done
@@ -35,6 +36,9 @@ for section in "EXIT STATUS" FILES ENVIRONMENT EXAMPLES "NDJSON OUTPUT"; do
   grep -q "^$section" <<<"$rendered" || fail "the man page has no $section section"
 done
 
+# The zsh and fish completions are valid scripts of their shells.
+zsh -n "$prefix/share/zsh/site-functions/_gpsloc" || fail "the zsh completion is not valid zsh"
+fish -n "$prefix/share/fish/vendor_completions.d/gpsloc.fish" || fail "the fish completion is not valid fish"
 # The completion registers, and completes commands and options.
 bash -c "source '$prefix/share/bash-completion/completions/gpsloc' && complete -p gpsloc" | grep -q _gpsloc \
   || fail "the completion does not register"

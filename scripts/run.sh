@@ -8,12 +8,14 @@ scripts/setup.sh
 swift build -c release --product gpsloc >&2
 gpsloc=.build/release/gpsloc
 
-if timeout 4 gpspipe -w -n 12 127.0.0.1:2947 2>/dev/null | grep -q '"class":"TPV"'; then
-  echo "run: gpsd at 127.0.0.1:2947 is reporting — watching the live receiver (Ctrl-C to stop)" >&2
-  exec "$gpsloc" watch "$@"
+# The gpsd to use: GPSLOCATION_GPSD (HOST[:PORT[:DEVICE]], as gpsd's clients take it) or the local one.
+gpsd="${GPSLOCATION_GPSD:-127.0.0.1:2947}"
+if timeout 4 gpspipe -w -n 12 "$gpsd" 2>/dev/null | grep -q '"class":"TPV"'; then
+  echo "run: gpsd at $gpsd is reporting — watching the live receiver (Ctrl-C to stop)" >&2
+  exec "$gpsloc" watch "$gpsd" "$@"
 fi
 recording=fixtures/drive-1hz-gp.nmea
-echo "run: no receiver reporting through gpsd at 127.0.0.1:2947 — replaying the bundled recording $recording instead" >&2
+echo "run: no receiver reporting through gpsd at $gpsd — replaying the bundled recording $recording instead" >&2
 echo "run: (this is recorded data, not your position; \`$gpsloc doctor\` explains how to set up a receiver)" >&2
 if [ -t 1 ]; then
   exec "$gpsloc" replay "$recording" --speed 20 "$@"

@@ -19,6 +19,8 @@ packages=(
   mosquitto            # the fleet recipe's test broker
   mosquitto-clients    # mosquitto_pub / mosquitto_sub (the recipe itself)
   libgeonames0         # CLGeocoder's offline place names (GeoNames' towns, CC BY 4.0), opened at run time
+  zsh                  # checks gpsloc's zsh completion (check-install.sh)
+  fish                 # checks gpsloc's fish completion (check-install.sh)
 )
 
 missing=()

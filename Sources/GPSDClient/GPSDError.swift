@@ -21,30 +21,53 @@ public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// `GPSLOCATION_GPSD` (`HOST`, `HOST:PORT`, `:PORT` or `[IPv6]:PORT`), else 127.0.0.1:2947:
-    /// where the default source connects, so a program can be pointed at another gpsd without
-    /// a code change. A value that cannot be read is ignored (the default is used).
+    /// `GPSLOCATION_GPSD` (gpsd's clients' `HOST[:PORT[:DEVICE]]`, see `parse`), else
+    /// 127.0.0.1:2947: where the default source connects, so a program can be pointed at another
+    /// gpsd without a code change. A value that cannot be read is ignored (the default is used;
+    /// `gpsloc` refuses it with a usage error instead).
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
         -> GPSDEndpoint
     {
         guard let text = environment["GPSLOCATION_GPSD"], !text.isEmpty else { return GPSDEndpoint() }
-        var host = text
-        var port = defaultPort
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+        return parse(text) ?? GPSDEndpoint()
+    }
+
+    /// gpsd's clients' server syntax (`cgps 127.0.0.1:2948:/dev/ttyUSB0`): `HOST`, `HOST:PORT`,
+    /// `HOST:PORT:DEVICE`, with any part empty for its default (`:PORT`, `::DEVICE`), and an IPv6
+    /// address in brackets (`[::1]:2948`). DEVICE is a path (it starts with `/`). nil when the
+    /// text is none of these (a port outside 1–65535, a device that is not a path).
+    public static func parse(_ text: String) -> GPSDEndpoint? {
+        var host = ""
+        var rest = Substring(text)
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
             host = String(text[text.index(after: text.startIndex)..<close])
-            let rest = text[text.index(after: close)...]
-            if rest.hasPrefix(":") {
-                guard let value = Int(rest.dropFirst()), (1...65535).contains(value) else { return GPSDEndpoint() }
-                port = value
-            }
-        } else if let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon {
-            host = String(text[..<colon])
-            guard let value = Int(text[text.index(after: colon)...]), (1...65535).contains(value) else {
-                return GPSDEndpoint()
-            }
+            rest = text[text.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
+            rest = rest.dropFirst()
+        } else {
+            let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            host = String(parts[0])
+            rest = parts.count > 1 ? parts[1] : ""
+        }
+        let parts = rest.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        var port = defaultPort
+        if let portText = parts.first, !portText.isEmpty {
+            guard let value = Int(portText), (1...65535).contains(value) else { return nil }
             port = value
         }
-        return GPSDEndpoint(host: host.isEmpty ? defaultHost : host, port: port)
+        var device: String?
+        if parts.count > 1, !parts[1].isEmpty {
+            guard parts[1].hasPrefix("/") else { return nil }
+            device = String(parts[1])
+        }
+        // A host name or address (letters, digits, dots, dashes; any address in brackets): a path
+        // (`gpsloc watch drive.nmea`) is not a gpsd.
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-_:%"))
+        guard host.unicodeScalars.allSatisfy(allowed.contains), text.hasPrefix("[") || !host.contains(":") else {
+            return nil
+        }
+        return GPSDEndpoint(host: host.isEmpty ? defaultHost : host, port: port, device: device)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GPSLocation
 
 /// A usage mistake: gpsloc prints it with the command's help and exits 2.
 public struct UsageError: Error, Equatable, CustomStringConvertible {
@@ -89,5 +90,42 @@ public struct Arguments: Equatable {
                 "--\(name) must be a number from \(Self.plain(minimum)) to \(Self.plain(maximum)), not \(text)")
         }
         return value
+    }
+}
+
+extension Arguments {
+    /// The gpsd to talk to, as gpsd's own clients take it: a positional `HOST[:PORT[:DEVICE]]`
+    /// (`gpsloc watch 127.0.0.1:2948`), else `GPSLOCATION_GPSD`, else 127.0.0.1:2947; then
+    /// `--host`, `--port` and `--device` replace their part. `command` names the command in the
+    /// errors.
+    func gpsdEndpoint(
+        _ command: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(UsageError) -> GPSDEndpoint {
+        var endpoint = GPSDEndpoint()
+        if let text = environment["GPSLOCATION_GPSD"], !text.isEmpty {
+            guard let parsed = GPSDEndpoint.parse(text) else {
+                throw UsageError(
+                    "GPSLOCATION_GPSD=\(text) is not HOST[:PORT[:DEVICE]] (e.g. 127.0.0.1:2947 or "
+                        + "gps.local:2947:/dev/ttyACM0) — fix it or unset it")
+            }
+            endpoint = parsed
+        }
+        if positionals.count > 1 {
+            throw UsageError(
+                "\(command) takes one gpsd, HOST[:PORT[:DEVICE]]; got \(positionals.joined(separator: " "))")
+        }
+        if let text = positionals.first {
+            guard let parsed = GPSDEndpoint.parse(text) else {
+                let hint =
+                    FileManager.default.fileExists(atPath: text) && command != "replay"
+                    ? " — to play a recording, `gpsloc replay \(text)`" : ""
+                throw UsageError("\(command): \(text) is not a gpsd, HOST[:PORT[:DEVICE]]\(hint)")
+            }
+            endpoint = parsed
+        }
+        if let host = values["host"] { endpoint.host = host }
+        if let port = try integer("port", in: 1...65535) { endpoint.port = port }
+        if let device = values["device"] { endpoint.device = device }
+        return endpoint
     }
 }

@@ -21,8 +21,7 @@ enum DoctorCommand {
             print(help)
             return 0
         }
-        let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
-        let endpoint = GPSDEndpoint(host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port)
+        let endpoint = try arguments.gpsdEndpoint("doctor")
         let app = arguments["app"] ?? "gpsloc"
         var failed = false
         func report(_ level: String, _ message: String) {

@@ -230,6 +230,9 @@ final class EngineSession: Sendable {
 
     /// Writes one output (on the runner's queue, in order).
     private func write(_ output: EngineRunner.Output) {
+        // After the error that ended the run nothing more is shown: a "reconnecting" note behind
+        // an error gpsloc exits on would say the opposite of what happens.
+        if counts.withLock({ $0.finished }) { return }
         switch output {
         case .locations(let locations):
             counts.withLock { $0.delivered += locations.count }

@@ -14,7 +14,20 @@ public enum GPSLoc {
           monitor    the geofences a named CLMonitor of an app keeps: list, add, remove
           doctor     what is wrong with this machine's GPS setup, and the commands that fix it
           version    versions of gpsloc and the libgps it was built with
-          completion bash completion (`source <(gpsloc completion bash)`); manpage: gpsloc(1) in roff
+          completion bash, zsh or fish completion (`source <(gpsloc completion bash)`)
+          manpage    gpsloc(1) in roff (`gpsloc manpage | man -l -`)
+
+        gpsloc -V (--version) prints the version; COMMAND -h (--help) each command's help.
+        Commands that talk to gpsd take it as gpsd's clients do: `gpsloc watch HOST[:PORT[:DEVICE]]`,
+        or GPSLOCATION_GPSD, else 127.0.0.1:2947. Exit status: 0 success, 1 a runtime failure (one
+        sentence saying what to do), 2 a usage mistake, 141 a reader of stdout that went away, 74
+        stdout closed.
+        """
+
+    static let versionHelp = """
+        usage: gpsloc version     (or gpsloc -V, gpsloc --version)
+
+        Prints gpsloc's version (the release in CHANGELOG.md) and the libgps API it was built with.
         """
 
     public static func main(_ arguments: [String]) -> Int32 {
@@ -35,7 +48,13 @@ public enum GPSLoc {
             case "monitor": return try MonitorCommand.run(rest)
             case "completion": return try ManualCommand.run(rest, page: false)
             case "manpage": return try ManualCommand.run(rest, page: true)
-            case "version", "--version":
+            case "version", "--version", "-V":
+                let arguments = try Arguments(rest, valued: [], flags: [])
+                if arguments.has("help") {
+                    print(versionHelp)
+                    return 0
+                }
+                guard arguments.positionals.isEmpty else { throw UsageError("version takes no arguments") }
                 print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
                 return 0
             case "help", "--help", "-h":

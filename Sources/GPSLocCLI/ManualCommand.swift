@@ -11,15 +11,24 @@ enum ManualCommand {
         ("sky", SkyCommand.help), ("last", LastCommand.help), ("monitor", MonitorCommand.help),
         ("doctor", DoctorCommand.help),
         ("version", "usage: gpsloc version\n\nThe versions of gpsloc and of the libgps API it was built with."),
-        ("completion", completionHelp), ("manpage", "usage: gpsloc manpage\n\nPrints this manual page (roff)."),
+        ("completion", completionHelp), ("manpage", manpageHelp),
     ]
 
     static let completionHelp = """
-        usage: gpsloc completion bash
+        usage: gpsloc completion bash|zsh|fish
 
-        Prints a bash completion script: commands, their options, app ids from the decision
-        store, device paths and files. `source <(gpsloc completion bash)`, or install it as
-        /usr/share/bash-completion/completions/gpsloc (scripts/install.sh does).
+        Prints a completion script for the shell: commands, their options, app ids from the
+        decision store (bash), device paths and files.
+          bash   source <(gpsloc completion bash), or /usr/share/bash-completion/completions/gpsloc
+          zsh    gpsloc completion zsh > "${fpath[1]}/_gpsloc" (then compinit)
+          fish   gpsloc completion fish > ~/.config/fish/completions/gpsloc.fish
+        scripts/install.sh installs all three.
+        """
+
+    static let manpageHelp = """
+        usage: gpsloc manpage
+
+        Prints the gpsloc(1) manual page (roff): `gpsloc manpage | man -l -`.
         """
 
     /// The NDJSON contract, as the README states it.
@@ -48,18 +57,22 @@ enum ManualCommand {
         """
 
     static func run(_ argv: [String], page: Bool) throws(UsageError) -> Int32 {
+        let arguments = try Arguments(argv, valued: [], flags: [])
+        if arguments.has("help") {
+            print(page ? manpageHelp : completionHelp)
+            return 0
+        }
         if page {
-            guard argv.isEmpty else { throw UsageError("manpage takes no arguments") }
+            guard arguments.positionals.isEmpty else { throw UsageError("manpage takes no arguments") }
             print(manpage(), terminator: "")
             return 0
         }
-        let arguments = try Arguments(argv, valued: [], flags: [])
-        if arguments.has("help") {
-            print(completionHelp)
-            return 0
+        switch arguments.positionals {
+        case ["bash"]: print(bashCompletion(), terminator: "")
+        case ["zsh"]: print(zshCompletion(), terminator: "")
+        case ["fish"]: print(fishCompletion(), terminator: "")
+        default: throw UsageError("completion needs a shell: bash, zsh or fish")
         }
-        guard arguments.positionals == ["bash"] else { throw UsageError("completion needs a shell: bash") }
-        print(bashCompletion(), terminator: "")
         return 0
     }
 
@@ -107,7 +120,7 @@ enum ManualCommand {
             .SH ENVIRONMENT
             .TP
             .B GPSLOCATION_GPSD
-            Where libraries find gpsd: HOST, HOST:PORT or :PORT (default 127.0.0.1:2947).
+            Where gpsloc and the library find gpsd: HOST[:PORT[:DEVICE]], as gpsd's clients take it (default 127.0.0.1:2947). A positional HOST[:PORT[:DEVICE]] and --host, --port, --device override it.
             .TP
             .B GPSLOCATION_POLICY
             A further policy file that can only add restrictions to /etc/gpslocation/policy.json.

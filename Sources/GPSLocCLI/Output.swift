@@ -263,8 +263,17 @@ final class GPXRecordingSink: UpdateSink, Sendable {
         if let error { inner.diagnostic(code: "gpx", message: error.description + " — the track stops here") }
     }
 
-    func error(_ error: CLError) { inner.error(error) }
-    func diagnostic(code: String, message: String) { inner.diagnostic(code: code, message: message) }
+    /// A loss of fix (the staleness error, the receiver or gpsd gone): the track's next point
+    /// starts a new segment.
+    func error(_ error: CLError) {
+        let lost: Set<CLError.Reason> = [.stale, .receiverDeactivated, .gpsdLost, .gpsdSilent, .gpsdUnreachable]
+        if let reason = error.reason, lost.contains(reason) { track.withLock { $0.writer.breakSegment() } }
+        inner.error(error)
+    }
+    func diagnostic(code: String, message: String) {
+        if code == "noFix" { track.withLock { $0.writer.breakSegment() } }
+        inner.diagnostic(code: code, message: message)
+    }
     func device(_ device: DeviceEvent) { inner.device(device) }
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
         inner.authorization(status: status, accuracy: accuracy, reason: reason)

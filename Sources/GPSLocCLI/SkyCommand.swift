@@ -17,10 +17,8 @@ enum SkyCommand {
             print(help)
             return 0
         }
-        let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
         let timeout = try arguments.number("timeout", minimum: 0.1, maximum: 86_400) ?? 5
-        let endpoint = GPSDEndpoint(
-            host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
+        let endpoint = try arguments.gpsdEndpoint("sky")
         let json = arguments.has("json") || isatty(STDOUT_FILENO) == 0
         let source = GPSDSource(endpoint: endpoint, noDataTimeout: nil)
         let done = DispatchSemaphore(value: 0)

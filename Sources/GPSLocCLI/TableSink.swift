@@ -14,6 +14,10 @@ final class TableSink: UpdateSink, Sendable {
         var authorization = "—"
         var device = "—"
         var lastMessage = "—"
+        /// The last message is a problem a location resolves (an error, no fix, stale, …).
+        var messageIsProblem = false
+        /// The receiver has no fix now (said by the engine; cleared by the next location).
+        var noFix = false
         /// Each monitored region's last state, by identifier.
         var regions: [String: String] = [:]
         var lastVisit: String?
@@ -36,9 +40,33 @@ final class TableSink: UpdateSink, Sendable {
         timer.resume()
     }
 
-    func location(_ location: CLLocation) { update { $0.location = location } }
-    func error(_ error: CLError) { update { $0.lastMessage = "error (\(error.code)): \(error.description)" } }
-    func diagnostic(code: String, message: String) { update { $0.lastMessage = message } }
+    /// A location resolves the problem shown: the message clears, and so does NO FIX.
+    func location(_ location: CLLocation) {
+        update { table in
+            table.location = location
+            table.noFix = false
+            if table.messageIsProblem {
+                table.lastMessage = "—"
+                table.messageIsProblem = false
+            }
+        }
+    }
+    func error(_ error: CLError) {
+        let lost: Set<CLError.Reason> = [.stale, .receiverDeactivated, .gpsdLost, .gpsdSilent, .gpsdUnreachable]
+        update { table in
+            table.lastMessage = "error (\(error.code)): \(error.description)"
+            table.messageIsProblem = true
+            if let reason = error.reason, lost.contains(reason) { table.noFix = true }
+        }
+    }
+    static let problemCodes: Set<String> = ["noFix", "stale", "future", "timeWentBack", "timeJumped", "reconnecting"]
+    func diagnostic(code: String, message: String) {
+        update { table in
+            table.lastMessage = message
+            table.messageIsProblem = Self.problemCodes.contains(code)
+            if code == "noFix" { table.noFix = true }
+        }
+    }
     func device(_ device: DeviceEvent) {
         update {
             $0.device =
@@ -143,11 +171,11 @@ final class TableSink: UpdateSink, Sendable {
                             ? String(format: "%.2f m/s (%.1f km/h)", location.speed, location.speed * 3.6) : "—"))
                 lines.append(row("Course", location.course >= 0 ? String(format: "%.1f°", location.course) : "—"))
                 if let heading = table.heading { lines.append(row("Heading", Self.describe(heading))) }
-                lines.append(
-                    row(
-                        "Fix",
-                        "\(gnss?.fixMode.description ?? "?"), \(gnss?.quality.description ?? "?")\(gnss?.reduced == true ? ", REDUCED" : "")"
-                    ))
+                let fix =
+                    table.noFix
+                    ? "NO FIX (the location above is the last one)"
+                    : "\(gnss?.fixMode.description ?? "?"), \(gnss?.quality.description ?? "?")\(gnss?.reduced == true ? ", REDUCED" : "")"
+                lines.append(row("Fix", fix))
             } else {
                 lines.append(row("Location", "none yet"))
                 for _ in 0..<8 { lines.append("") }
@@ -164,12 +192,16 @@ final class TableSink: UpdateSink, Sendable {
             }
             if table.regions.count > 8 { lines.append(row("Regions", "… and \(table.regions.count - 8) more")) }
             if let lastVisit = table.lastVisit { lines.append(row("Visit", lastVisit)) }
-            lines.append(row("Last message", table.lastMessage))
+            // Whole, over as many rows as it needs (at most six), never cut mid-sentence.
+            for (index, part) in Self.wrap(terminalSafe(table.lastMessage), width: 64).prefix(6).enumerated() {
+                lines.append(row(index == 0 ? "Last message" : "", part))
+            }
             lines.append(String(repeating: "─", count: 78))
             lines.append(Self.fit("Ctrl-C to stop"))
             var text = table.started ? "" : "\u{1B}[?25l\u{1B}[H\u{1B}[2J"
             table.started = true
-            text += "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n")
+            // Clear below too: a shorter table than the last one leaves nothing behind.
+            text += "\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\u{1B}[J"
             write(text)
         }
     }
@@ -179,10 +211,29 @@ final class TableSink: UpdateSink, Sendable {
         Self.fit(label.padding(toLength: 14, withPad: " ", startingAt: 0) + terminalSafe(value))
     }
 
+    /// `text` in lines of at most `width` characters, broken at spaces.
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var current = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+            if !current.isEmpty && current.count + 1 + word.count > width {
+                lines.append(current)
+                current = ""
+            }
+            current += current.isEmpty ? String(word) : " " + word
+            while current.count > width {
+                lines.append(String(current.prefix(width)))
+                current = String(current.dropFirst(width))
+            }
+        }
+        if !current.isEmpty || lines.isEmpty { lines.append(current) }
+        return lines
+    }
+
     private static func fit(_ text: String) -> String { text.count <= 78 ? text : String(text.prefix(77)) + "…" }
 
     private static func age(_ seconds: Double) -> String {
-        if seconds < 0 { return "in the future" }
+        if seconds < 0 { return String(format: "%.1f s in the future: check this machine's clock", -seconds) }
         if seconds < 120 { return String(format: "%.1f s", seconds) }
         if seconds < 7200 { return String(format: "%.0f min", seconds / 60) }
         return String(format: "%.1f days", seconds / 86_400)

@@ -28,14 +28,9 @@ enum WatchCommand {
             print(help)
             return 0
         }
-        guard arguments.positionals.isEmpty else {
-            throw UsageError("watch takes no file: did you mean `gpsloc replay FILE`?")
-        }
         let options = try PipelineOptions(arguments)
-        let port = try arguments.integer("port", in: 1...65535) ?? GPSDEndpoint.defaultPort
         let timeout = try arguments.number("timeout", minimum: 0.1, maximum: 86_400) ?? 5
-        let endpoint = GPSDEndpoint(
-            host: arguments["host"] ?? GPSDEndpoint.defaultHost, port: port, device: arguments["device"])
+        let endpoint = try arguments.gpsdEndpoint("watch")
 
         let sink = try options.makeSink(live: true, trackName: "gpsd at \(endpoint)", table: !arguments.has("once"))
 

@@ -27,7 +27,8 @@ struct ArchitectureTests {
 
     /// The README's table under "## Architecture": `| module(s) | depends on | owns |`.
     static func readmeGraph() throws -> [String: Set<String>] {
-        let text = try String(contentsOf: Paths.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let text = try String(
+            contentsOf: Paths.packageRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         guard let section = text.range(of: "## Architecture\n") else { return [:] }
         var graph: [String: Set<String>] = [:]
         for line in text[section.upperBound...].split(separator: "\n") {

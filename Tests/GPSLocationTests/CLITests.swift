@@ -537,6 +537,51 @@ extension RealGPSD.LaneB {
             #expect(Set(times).count == times.count, "each epoch once")
         }
 
+        /// #25: gpsd's clients' conventions — -V, -h everywhere, HOST[:PORT[:DEVICE]], GPSLOCATION_GPSD,
+        /// completions for three shells.
+        @Test("-V, help everywhere, a gpsd as gpsd's clients name it, completions for bash, zsh and fish")
+        func conventions() async throws {
+            for arguments in [["-V"], ["--version"], ["version"]] {
+                let result = try await GPSLocBinary.run(arguments)
+                #expect(result.status == 0 && result.stdout.hasPrefix("gpsloc "), "\(arguments)")
+            }
+            for command in [
+                "watch", "replay", "auth", "sky", "last", "monitor", "doctor", "version", "completion", "manpage",
+            ] {
+                let result = try await GPSLocBinary.run([command, "--help"])
+                #expect(result.status == 0 && result.stdout.hasPrefix("usage: gpsloc \(command)"), "\(command)")
+                #expect(try await GPSLocBinary.run([command, "-h"]).status == 0, "\(command) -h")
+            }
+            for shell in ["bash", "zsh", "fish"] {
+                let script = try await GPSLocBinary.run(["completion", shell])
+                #expect(script.status == 0 && script.stdout.contains("gpsloc"), "\(shell)")
+            }
+            // A file where a gpsd goes: the command that plays it.
+            let file = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+            let mistaken = try await GPSLocBinary.run(["watch", file])
+            #expect(mistaken.status == 2 && mistaken.stderr.contains("gpsloc replay \(file)"), "\(mistaken.stderr)")
+            // Nobody listens on port 1, named each way: the same single error, naming that gpsd.
+            for command in [
+                #""$GPSLOC" watch --once --json 127.0.0.1:1"#,
+                #"GPSLOCATION_GPSD=127.0.0.1:1 "$GPSLOC" watch --once --json"#,
+            ] {
+                #expect(try await GPSLocBinary.shell(command + " >/dev/null 2>&1") == 1, "\(command)")
+            }
+            #expect(try await GPSLocBinary.shell(#"GPSLOCATION_GPSD=bad:port "$GPSLOC" doctor >/dev/null 2>&1"#) == 2)
+            // The version is the newest CHANGELOG entry, and a release tag on this commit agrees.
+            let changelog = try String(
+                contentsOf: Paths.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+            let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") }?.dropFirst(3)
+                .split(separator: " ").first.map(String.init)
+            #expect(newest == GPSLocationInfo.version)
+            #expect(try await GPSLocBinary.run(["-V"]).stdout.hasPrefix("gpsloc \(GPSLocationInfo.version),"))
+            let tag = try await GPSLocBinary.shell(
+                #"cd "\#(Paths.packageRoot.path)" && t=$(git describe --exact-match --tags 2>/dev/null) || exit 0; "#
+                    + #"[ "$t" = "v\#(GPSLocationInfo.version)" ]"#)
+            #expect(tag == 0, "a tag on this commit names another version")
+            #expect(FileManager.default.fileExists(atPath: Paths.packageRoot.appendingPathComponent("LICENSE").path))
+        }
+
         /// #24: a diagnostic written to a closed stderr trapped in FileHandle.write (exit 132), and
         /// a reader that went away ended gpsloc with 0.
         @Test("closed or broken output: never a crash, never status 0")
@@ -822,6 +867,15 @@ extension RealGPSD.LaneB {
             #expect(again.status == 1 && again.stderr.contains("never overwrites"), "\(again.stderr)")
             #expect(try Data(contentsOf: track) == before)
             let recording = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
+            // #25: the drive's tunnel (the fix lost, then back) starts a new segment, as gpxlogger
+            // does: no straight line through it, and no empty segment.
+            let segmented = config.appendingPathComponent("segments.gpx")
+            #expect(
+                try await GPSLocBinary.run(["replay", recording.path, "--fast", "--gpx", segmented.path]).status == 0)
+            let gpx = try String(contentsOf: segmented, encoding: .utf8)
+            #expect(gpx.components(separatedBy: "<trkseg>").count - 1 == 2, "two segments around the tunnel")
+            #expect(!gpx.contains("<trkseg>\n  </trkseg>"), "no empty segment")
+            #expect(try Self.run("/usr/bin/xmllint", ["--noout", segmented.path]).status == 0)
             let onItself = try await GPSLocBinary.run(["replay", recording.path, "--gpx", recording.path])
             #expect(onItself.status == 1, "the recording being replayed is never truncated")
             let link = config.appendingPathComponent("link.gpx")

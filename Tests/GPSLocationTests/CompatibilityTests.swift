@@ -139,5 +139,24 @@ struct CompatibilityTests {
         #expect(
             GPSDEndpoint.fromEnvironment(["GPSLOCATION_GPSD": "[::1]:2948"]) == GPSDEndpoint(host: "::1", port: 2948))
         #expect(GPSDEndpoint.fromEnvironment(["GPSLOCATION_GPSD": "host:notaport"]) == GPSDEndpoint())
+        #expect(
+            GPSDEndpoint.fromEnvironment(["GPSLOCATION_GPSD": "gps.local:2948:/dev/ttyACM0"])
+                == GPSDEndpoint(host: "gps.local", port: 2948, device: "/dev/ttyACM0"))
+    }
+
+    @Test("gpsd's clients' HOST[:PORT[:DEVICE]]: every form, and what is not one")
+    func endpointSyntax() {
+        let cases: [(String, GPSDEndpoint?)] = [
+            ("127.0.0.1:1234", GPSDEndpoint(port: 1234)),
+            ("gps.local", GPSDEndpoint(host: "gps.local")),
+            (":2948", GPSDEndpoint(port: 2948)),
+            ("::/dev/ttyUSB0", GPSDEndpoint(device: "/dev/ttyUSB0")),
+            ("host:2947:/dev/ttyACM0", GPSDEndpoint(host: "host", device: "/dev/ttyACM0")),
+            ("[::1]", GPSDEndpoint(host: "::1")),
+            ("[fe80::1]:2948:/dev/ttyUSB1", GPSDEndpoint(host: "fe80::1", port: 2948, device: "/dev/ttyUSB1")),
+            ("host:0", nil), ("host:70000", nil), ("host:2947:ttyUSB0", nil),
+            ("fixtures/drive.nmea", nil), ("[::1", nil), ("a b", nil),
+        ]
+        for (text, expected) in cases { #expect(GPSDEndpoint.parse(text) == expected, "\(text)") }
     }
 }

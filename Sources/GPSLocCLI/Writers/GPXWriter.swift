@@ -53,9 +53,24 @@ public final class GPXWriter {
 
     deinit { close(descriptor) }
 
+    /// Points in the current segment, and whether the next point starts a new one.
+    private var pointsInSegment = 0
+    private var segmentBroken = false
+
+    /// The fix was lost (as gpxlogger does): the next point starts a new `<trkseg>`, so a track
+    /// never draws a straight line through a stretch without a fix. No empty segment is written.
+    public func breakSegment() { segmentBroken = pointsInSegment > 0 }
+
     /// Appends one track point (elevation only when the altitude is valid).
     public func append(_ location: CLLocation) throws(WriteError) {
-        var point = String(
+        var point = ""
+        if segmentBroken {
+            point = "  </trkseg>\n  <trkseg>\n"
+            segmentBroken = false
+            pointsInSegment = 0
+        }
+        pointsInSegment += 1
+        point += String(
             format: "   <trkpt lat=\"%.9f\" lon=\"%.9f\">", location.coordinate.latitude, location.coordinate.longitude)
         if location.verticalAccuracy > 0 { point += String(format: "<ele>%.3f</ele>", location.altitude) }
         point += "<time>\(iso8601Milliseconds(location.timestamp))</time>"

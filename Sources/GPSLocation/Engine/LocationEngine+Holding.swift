@@ -60,4 +60,23 @@ extension LocationEngine {
         }
         oneShotBest = location
     }
+
+    /// What a `requestLocation()` that found nothing says at its deadline.
+    func oneShotTimeoutFailure() -> CLError {
+        let seconds = Int(configuration.requestLocationTimeout.rounded())
+        // Fixes came but the gate kept them (not determined, not in use): that is the reason. The source's own trouble
+        // (gpsd unreachable or silent) is the next; only then the receiver's lack of a fix.
+        let failure =
+            (fixesHeld ? gate.state.refusal : nil)
+            ?? lastSourceProblem.map {
+                CLError(
+                    .locationUnknown, message: "no location within \(seconds) s: \($0.message)", reason: $0.reason,
+                    underlyingError: $0.underlyingError)
+            }
+            ?? CLError(
+                .locationUnknown,
+                message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
+                reason: .timedOut)
+        return failure
+    }
 }

@@ -165,7 +165,7 @@ package struct LocationEngine: Sendable {
     var oneShotBest: CLLocation?
     var oneShotLatest: CLLocation?
     /// A usable fix reached the gate and was not delivered (not authorized now).
-    private var fixesHeld = false
+    var fixesHeld = false
     /// The replay clock: the time of the latest report that carried one. It follows the receiver
     /// back when its clock restarts (a receiver whose clock ran ahead before its first fix and was
     /// then set from the satellites): the fixes after the restart are the recording's present, not
@@ -195,6 +195,8 @@ package struct LocationEngine: Sendable {
     package var headingStage = HeadingStage()
     var lastPositionFix: Fix?
     private var pendingHeading: HeadingReading?
+    /// The source's last problem since its last fix (a one-shot that times out names it).
+    var lastSourceProblem: CLError?
     var paused = false
     private var lastUnestimatedTime: Date?
 
@@ -364,6 +366,7 @@ package struct LocationEngine: Sendable {
             return actions
         case .problem(let error, let terminal):
             if error.code == .locationUnknown { staleness.reportedElsewhere() }
+            lastSourceProblem = error
             guard terminal else { return [.fail(error)] }
             var actions = releaseHeld(now: now)
             if mode == .oneShot {
@@ -410,15 +413,7 @@ package struct LocationEngine: Sendable {
             // A held fix is a candidate like any other.
             let released = releaseHeld(now: now)
             guard mode == .oneShot else { return released }
-            let seconds = Int(configuration.requestLocationTimeout.rounded())
-            // Fixes came but the gate kept them (not determined, not in use): that is the reason,
-            // not the receiver.
-            let failure =
-                (fixesHeld ? gate.state.refusal : nil)
-                ?? CLError(
-                    .locationUnknown,
-                    message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
-                    reason: .timedOut)
+            let failure = oneShotTimeoutFailure()
             var actions = released + [settle(orFail: failure)]
             actions.append(contentsOf: stop())
             if !isRunning { actions.append(.stopSource) }
@@ -447,6 +442,7 @@ package struct LocationEngine: Sendable {
         fix = dilutionFallback.filled(fix)
         var actions = notes
         if fix.hasPosition { lastPositionFix = fix }
+        lastSourceProblem = nil
         if let pending = pendingHeading, let time = fix.time {
             pendingHeading = nil
             actions += headingActions(pending, time: time)

@@ -187,8 +187,9 @@ public final class GPSDLocationSource: LocationSource {
                     format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s)", endpoint.description, attempt, delay))
             guard attempt == 1 else { return [notice] }
             let reason: CLError.Reason = error.code == .unreachable ? .gpsdUnreachable : .gpsdLost
-            let message = error.description + String(format: " Reconnecting (next try in %.1f s).", delay)
-            return [problem(error, reason, message: message), notice]
+            // The error says what is wrong; whether anything retries is the `reconnecting` notice's
+            // to say (gpsloc watch ends here instead: "Reconnecting" in its last words misled).
+            return [problem(error, reason), notice]
         case .failed(let error):
             let reason: CLError.Reason = error.code == .unreachable ? .gpsdUnreachable : .gpsdLost
             return [problem(error, reason, terminal: true)]
