@@ -27,7 +27,10 @@ lines="$(env -i PATH=/usr/bin:/bin HOME="$(dirname "$prefix")" "$prefix/bin/gpsl
 [ "$lines" = 7 ] || fail "the installed gpsloc replayed $lines region lines, not 7"
 
 # The man page renders without warnings and documents every command.
-rendered="$(MANWIDTH=100 man --warnings=w -l "$prefix/share/man/man1/gpsloc.1" 2>"$prefix.warn")" || fail "man -l failed"
+rendered="$(MANWIDTH=80 man --warnings=w -l "$prefix/share/man/man1/gpsloc.1" 2>"$prefix.warn")" || fail "man -l failed"
+# Within an 80-column terminal: no rendered line wider (characters, not bytes).
+wide="$(printf '%s\n' "$rendered" | python3 -c 'import sys; print(sum(1 for l in sys.stdin if len(l.rstrip("\n")) > 80))')"
+[ "$wide" = 0 ] || fail "$wide lines of the man page are wider than 80 columns"
 [ ! -s "$prefix.warn" ] || { cat "$prefix.warn" >&2; fail "man reports warnings"; }
 for command in watch replay auth sky last monitor doctor version completion; do
   grep -q "gpsloc $command" <<<"$rendered" || fail "the man page does not document $command"

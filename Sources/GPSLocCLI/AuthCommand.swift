@@ -15,7 +15,7 @@ enum AuthCommand {
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(argv, valued: [], flags: ["when-in-use", "always", "full", "reduced"])
         if arguments.has("help") {
-            print(help)
+            print(HelpText.wrapped(help))
             return 0
         }
         guard let verb = arguments.positionals.first else {

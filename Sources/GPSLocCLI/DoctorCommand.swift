@@ -18,7 +18,7 @@ enum DoctorCommand {
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(argv, valued: ["host", "port", "app"], flags: [])
         if arguments.has("help") {
-            print(help)
+            print(HelpText.wrapped(help))
             return 0
         }
         let endpoint = try arguments.gpsdEndpoint("doctor")

@@ -51,14 +51,14 @@ public enum GPSLoc {
             case "version", "--version", "-V":
                 let arguments = try Arguments(rest, valued: [], flags: [])
                 if arguments.has("help") {
-                    print(versionHelp)
+                    print(HelpText.wrapped(versionHelp))
                     return 0
                 }
                 guard arguments.positionals.isEmpty else { throw UsageError("version takes no arguments") }
                 print("gpsloc \(GPSLocationInfo.version), libgps API \(GPSLocationInfo.libgpsAPIVersion)")
                 return 0
             case "help", "--help", "-h":
-                print(help)
+                print(HelpText.wrapped(help))
                 return 0
             default:
                 throw UsageError("unknown command \(command)")

@@ -21,7 +21,7 @@ enum LastCommand {
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(argv, valued: ["app"], flags: ["json", "in-use"])
         if arguments.has("help") {
-            print(help)
+            print(HelpText.wrapped(help))
             return 0
         }
         let app = arguments["app"] ?? "gpsloc"

@@ -59,7 +59,7 @@ enum ManualCommand {
     static func run(_ argv: [String], page: Bool) throws(UsageError) -> Int32 {
         let arguments = try Arguments(argv, valued: [], flags: [])
         if arguments.has("help") {
-            print(page ? manpageHelp : completionHelp)
+            print(HelpText.wrapped(page ? manpageHelp : completionHelp))
             return 0
         }
         if page {
@@ -132,11 +132,12 @@ enum ManualCommand {
             Where the files above live.
             .SH EXAMPLES
             .nf
-            gpsloc watch                                  # a live table of what an app receives
-            gpsloc watch --json | jq .latitude            # NDJSON
-            gpsloc replay drive.nmea --via gpsd --fast    # a recording through a real gpsd
+            gpsloc watch                        # a live table of what an app gets
+            gpsloc watch 10.0.0.7:2947          # another gpsd: HOST[:PORT[:DEVICE]]
+            gpsloc watch --json | jq .latitude  # NDJSON
+            gpsloc replay drive.nmea --via gpsd # a recording through a real gpsd
             gpsloc watch --region depot=51.4545,\\-2.5879,150 --visits
-            gpsloc auth grant fleet-daemon \\-\\-always      # let a daemon receive locations
+            gpsloc auth grant fleetd \\-\\-always  # let a daemon receive locations
             gpsloc watch \\-\\-json | mosquitto_pub \\-l \\-t fleet/$(hostname)/location
             gpsloc doctor
             .fi
@@ -168,7 +169,9 @@ enum ManualCommand {
     /// Help text as a no-fill block, so its columns stay as --help prints them.
     private static func block(_ text: String) -> String {
         ".nf\n"
-            + text.split(separator: "\n", omittingEmptySubsequences: false).map { escape(String($0)) }.joined(
+            + HelpText.wrapped(text, width: 73).split(separator: "\n", omittingEmptySubsequences: false).map {
+                escape(String($0))
+            }.joined(
                 separator: "\n") + "\n.fi\n"
     }
 

@@ -20,7 +20,7 @@ enum MonitorCommand {
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(argv, valued: ["app"], flags: ["json"])
         if arguments.has("help") {
-            print(help)
+            print(HelpText.wrapped(help))
             return 0
         }
         let app = arguments["app"] ?? "gpsloc"

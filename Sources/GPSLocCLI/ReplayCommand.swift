@@ -29,7 +29,7 @@ enum ReplayCommand {
             argv, valued: PipelineOptions.valued.union(["via", "speed", "authorization", "accuracy"]),
             flags: PipelineOptions.flags.union(["fast"]))
         if arguments.has("help") {
-            print(help)
+            print(HelpText.wrapped(help))
             return 0
         }
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {

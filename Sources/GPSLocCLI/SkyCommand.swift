@@ -14,7 +14,7 @@ enum SkyCommand {
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(argv, valued: ["host", "port", "device", "timeout"], flags: ["json"])
         if arguments.has("help") {
-            print(help)
+            print(HelpText.wrapped(help))
             return 0
         }
         let timeout = try arguments.number("timeout", minimum: 0.1, maximum: 86_400) ?? 5

@@ -25,7 +25,7 @@ enum WatchCommand {
             argv, valued: PipelineOptions.valued.union(["host", "port", "device", "timeout"]),
             flags: PipelineOptions.flags.union(["in-use", "once"]))
         if arguments.has("help") {
-            print(help)
+            print(HelpText.wrapped(help))
             return 0
         }
         let options = try PipelineOptions(arguments)

@@ -550,6 +550,8 @@ extension RealGPSD.LaneB {
             ] {
                 let result = try await GPSLocBinary.run([command, "--help"])
                 #expect(result.status == 0 && result.stdout.hasPrefix("usage: gpsloc \(command)"), "\(command)")
+                let wide = result.stdout.split(separator: "\n").filter { $0.count > 80 }.map(String.init)
+                #expect(wide.isEmpty, "\(command) --help is wider than 80 columns: \(wide.first ?? "")")
                 #expect(try await GPSLocBinary.run([command, "-h"]).status == 0, "\(command) -h")
             }
             for shell in ["bash", "zsh", "fish"] {

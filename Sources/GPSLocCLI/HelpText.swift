@@ -1,0 +1,44 @@
+import Foundation
+
+/// Help texts within a terminal's 80 columns (and the man page's 73, inside its indent): a line
+/// too long is broken at spaces, its continuation aligned with the line's description column
+/// (after the first run of two spaces past the indent, as in `  --opt X   what it does`).
+enum HelpText {
+    static func wrapped(_ text: String, width: Int = 80) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { wrap(String($0), width: width) }
+            .joined(separator: "\n")
+    }
+
+    static func wrap(_ line: String, width: Int) -> String {
+        guard line.count > width else { return line }
+        let characters = Array(line)
+        let indent = characters.prefix { $0 == " " }.count
+        // The description column: after the first run of two spaces past the indent (an option's
+        // text); none (prose): continuation lines keep the line's indent.
+        var column = indent
+        var index = indent
+        while index + 1 < min(characters.count, 44) {
+            if characters[index] == " " && characters[index + 1] == " " {
+                var end = index
+                while end < characters.count && characters[end] == " " { end += 1 }
+                column = end
+                break
+            }
+            index += 1
+        }
+        var lines: [String] = []
+        var current = String(characters.prefix(column))
+        let words = String(characters.dropFirst(column)).split(separator: " ").map(String.init)
+        let pad = String(repeating: " ", count: column)
+        for word in words {
+            if current.count + 1 + word.count > width && current.trimmingCharacters(in: .whitespaces).count > 0 {
+                lines.append(current)
+                current = pad + word
+            } else {
+                current += (current.hasSuffix(" ") || current.isEmpty ? "" : " ") + word
+            }
+        }
+        lines.append(current)
+        return lines.joined(separator: "\n")
+    }
+}
