@@ -55,10 +55,14 @@ func standardOutput(_ bytes: [UInt8]) {
 
 /// stdout failed: a reader that went away (EPIPE, e.g. `| head`) ends gpsloc with 141, the status
 /// a shell shows for a process ended by SIGPIPE; any other failure (a closed descriptor, a full
-/// disk) with one line on stderr and 74 (EX_IOERR). Never 0: a supervisor
+/// disk) with 74 (EX_IOERR); each with one line on stderr saying which. Never 0: a supervisor
 /// (`Restart=on-failure`) must see that the output went nowhere.
 func stdoutFailed(_ error: Int32) -> Never {
-    if error != EPIPE { standardError("gpsloc: cannot write to stdout: \(String(cString: strerror(error)))\n") }
+    if error == EPIPE {
+        standardError("gpsloc: the reader of stdout went away (broken pipe); stopping — exit status 141\n")
+    } else {
+        standardError("gpsloc: cannot write to stdout: \(String(cString: strerror(error))) — exit status 74\n")
+    }
     exit(error == EPIPE ? 141 : 74)
 }
 

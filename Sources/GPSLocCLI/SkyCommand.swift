@@ -72,7 +72,9 @@ enum SkyCommand {
                 value.map { String(format: "%\(width).0f", $0) } ?? String(repeating: " ", count: width - 1) + "-"
             }
             lines.append(
-                String(format: "%5d  %-9@", satellite.prn, satellite.constellation.description as NSString)
+                // Padded in Swift: Foundation on Linux ignores a width on %@ (the columns slid).
+                String(format: "%5d  ", satellite.prn)
+                    + satellite.constellation.description.padding(toLength: 9, withPad: " ", startingAt: 0)
                     + "  \(number(satellite.elevation, 4))   \(number(satellite.azimuth, 4))  \(number(satellite.signalToNoise, 4))  \(satellite.used ? " yes" : "  no")"
             )
         }

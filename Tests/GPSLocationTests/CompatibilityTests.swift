@@ -144,6 +144,29 @@ struct CompatibilityTests {
                 == GPSDEndpoint(host: "gps.local", port: 2948, device: "/dev/ttyACM0"))
     }
 
+    @Test("gpsd gone: the reconnecting notice three times, then once a minute, not every second")
+    func reconnectingRateLimited() async throws {
+        let source = GPSDLocationSource(
+            endpoint: GPSDEndpoint(port: 1), noDataTimeout: nil, reconnect: ReconnectPolicy(), isLive: true)
+        let notices = Locked<[String]>([])
+        let attempts = Locked(0)
+        source.start { event in
+            if case .notice(let code, let message) = event, code == "reconnecting" {
+                notices.withLock { $0.append(message) }
+            }
+            if case .problem = event { attempts.withLock { $0 += 1 } }
+        }
+        // Attempts come every 0.1–2 s: three notices within seconds, then (attempts going on)
+        // none for the next six.
+        #expect(await waitUntilAsync(timeout: 30) { notices.withLock { $0.count } >= 3 })
+        try await Task.sleep(for: .seconds(6))
+        source.stop()
+        let said = notices.withLock { $0 }
+        #expect(said.count == 3, "\(said)")
+        #expect(said.last?.contains("once a minute") == true)
+        #expect(attempts.withLock { $0 } == 1, "the error itself is said once")
+    }
+
     @Test("gpsd's clients' HOST[:PORT[:DEVICE]]: every form, and what is not one")
     func endpointSyntax() {
         let cases: [(String, GPSDEndpoint?)] = [

@@ -142,6 +142,8 @@ public final class GPSDLocationSource: LocationSource {
     /// What a gpsd client event means to the engine.
     private final class Lost: Sendable {
         let value = Locked(false)
+        /// When a `reconnecting` notice was last given in this outage.
+        let lastNotice = Locked<Date?>(nil)
     }
 
     private static func events(for event: GPSDEvent, endpoint: GPSDEndpoint, lost: Lost) -> [LocationSourceEvent] {
@@ -158,6 +160,7 @@ public final class GPSDLocationSource: LocationSource {
         }
         switch event {
         case .connected:
+            lost.lastNotice.withLock { $0 = nil }
             let again = lost.value.withLock { wasLost in
                 defer { wasLost = false }
                 return wasLost
@@ -181,11 +184,21 @@ public final class GPSDLocationSource: LocationSource {
             return [problem(error, .gpsdSilent)]
         case .reconnecting(let error, let attempt, let delay):
             lost.value.withLock { $0 = true }
+            // Said for the first three attempts, then once a minute: gpsd gone for an hour is not
+            // 2,000 lines in a log or on a broker.
+            let now = Date()
+            let say = lost.lastNotice.withLock { last in
+                guard attempt <= 3 || last.map({ now.timeIntervalSince($0) >= 60 }) ?? true else { return false }
+                last = now
+                return true
+            }
             let notice = LocationSourceEvent.notice(
                 code: "reconnecting",
                 message: String(
-                    format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s)", endpoint.description, attempt, delay))
-            guard attempt == 1 else { return [notice] }
+                    format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s%@)", endpoint.description, attempt,
+                    delay,
+                    attempt == 3 ? "; from now on said once a minute" : ""))
+            guard attempt == 1 else { return say ? [notice] : [] }
             let reason: CLError.Reason = error.code == .unreachable ? .gpsdUnreachable : .gpsdLost
             // The error says what is wrong; whether anything retries is the `reconnecting` notice's
             // to say (gpsloc watch ends here instead: "Reconnecting" in its last words misled).
