@@ -16,6 +16,7 @@ public final class FixListSource: LocationSource {
     private let running = Locked(false)
 
     /// - Parameters:
+    ///   - fixes: the fixes, sent in order.
     ///   - interval: seconds between fixes (0: as fast as possible).
     ///   - reportsEnd: report the end of the list (default); false: just stop sending, like a
     ///     receiver that goes quiet.

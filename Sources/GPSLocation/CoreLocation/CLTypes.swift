@@ -252,7 +252,7 @@ extension CLError: CustomNSError {
 extension CLError: LocalizedError {
     /// The explanation (what `error.localizedDescription` shows).
     public var errorDescription: String? { description }
-    /// The command that fixes it, when the explanation names one (the first `` `…` `` in it).
+    /// The command that fixes it, when the explanation names one (the first quoted command in it).
     public var recoverySuggestion: String? {
         let parts = message.split(separator: "`", omittingEmptySubsequences: false)
         guard parts.count >= 3, !parts[1].isEmpty else { return nil }

@@ -22,6 +22,7 @@ public final class GPSDLocationSource: LocationSource {
     private let subscription = Locked<UUID?>(nil)
 
     /// - Parameters:
+    ///   - endpoint: the gpsd (default: `GPSLOCATION_GPSD`, else 127.0.0.1:2947).
     ///   - noDataTimeout: report gpsd's silence after this long (nil: never).
     ///   - reconnect: nil: a lost connection ends the source (a terminal problem).
     ///   - isLive: false for gpsfake replays (see `isLive`).

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds the API documentation (DocC) of the library products into .build/docs/site, and checks
+# it: no DocC warning, and no more undocumented public declarations than docs/undocumented.txt
+# allows (the count may only go down; lower it when you document more).
+#   scripts/docs.sh            build and check
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.build/docs
+symbols="$out/symbol-graphs"
+rm -rf "$out/archives" "$out/site" "$symbols"
+mkdir -p "$symbols" "$out/archives"
+# Symbol graphs of every module, public declarations only (a build folder of its own: the
+# ordinary build stays as it is).
+# (It also tries the test runner's generated modules and fails on them, after writing the rest:
+# the libraries' graphs are checked for below instead of its status.)
+graphs="$(swift package --scratch-path "$out/build" dump-symbol-graph --minimum-access-level public 2>&1 \
+  | sed -n 's/^Files written to //p' || true)"
+for module in GPSLocation GPSLocationTesting NMEA0183; do
+  [ -f "$graphs/$module.symbols.json" ] || { echo "docs: no symbol graph for $module" >&2; exit 1; }
+done
+[ -d "$graphs" ] || { echo "docs: swift package dump-symbol-graph wrote nothing" >&2; exit 1; }
+cp "$graphs"/*.symbols.json "$symbols/"
+undocumented=0
+archives=()
+for module in GPSLocation GPSLocationTesting NMEA0183; do
+  moduleSymbols="$out/symbols-$module"
+  rm -rf "$moduleSymbols"; mkdir -p "$moduleSymbols"
+  cp "$symbols/$module".symbols.json "$symbols/$module"@*.symbols.json "$moduleSymbols/" 2>/dev/null || true
+  log="$out/$module.log"
+  docc convert "Sources/$module/$module.docc" --additional-symbol-graph-dir "$moduleSymbols" \
+    --output-path "$out/archives/$module.doccarchive" --fallback-display-name "$module" \
+    --fallback-bundle-identifier "org.gpslocation.$module" --warnings-as-errors \
+    --experimental-documentation-coverage --coverage-summary-level none >"$log" 2>&1 || {
+    cat "$log" >&2
+    echo "docs: DocC reported warnings or errors for $module" >&2
+    exit 1
+  }
+  archives+=("$out/archives/$module.doccarchive")
+  count="$(python3 - "$out/archives/$module.doccarchive/documentation-coverage.json" <<'PY'
+import json, sys
+entries = json.load(open(sys.argv[1]))
+print(sum(1 for e in entries if not e.get("hasAbstract", False)))
+PY
+)"
+  echo "docs: $module — $count public declarations without a doc comment" >&2
+  undocumented=$((undocumented + count))
+done
+rm -rf "$out/site.doccarchive"
+docc merge "${archives[@]}" --output-path "$out/site.doccarchive" >&2
+docc process-archive transform-for-static-hosting "$out/site.doccarchive" --output-path "$out/site" >&2
+echo "docs: the static site is $out/site (serve it: python3 -m http.server -d $out/site, then /documentation/)" >&2
+allowed="$(cat docs/undocumented.txt)"
+if [ "$undocumented" -gt "$allowed" ]; then
+  echo "docs: $undocumented undocumented public declarations, more than the $allowed docs/undocumented.txt allows" >&2
+  exit 1
+fi
+echo "docs: ok — no DocC warning; $undocumented undocumented public declarations (allowed: $allowed)" >&2
