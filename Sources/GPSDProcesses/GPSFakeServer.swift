@@ -128,9 +128,10 @@ public final class GPSFakeServer: Sendable {
     /// After `waitUntilListeningBlocking`: waits until gpsfake has attached its pseudo-terminal
     /// to gpsd (gpsd's `?DEVICES;` lists it), so a client that connects next is not told "no
     /// receiver open" — gpsfake adds the device a moment after its gpsd listens, and starts
-    /// feeding it 1.4 s after that. Returns false when no device appeared within `timeout`.
+    /// feeding it 1.4 s after that. Returns false when no device appeared within `timeout` (30 s:
+    /// well under a second when idle, more than 5 s seen on a loaded machine).
     @discardableResult
-    public func waitUntilDeviceAttachedBlocking(timeout: Duration = .seconds(5)) -> Bool {
+    public func waitUntilDeviceAttachedBlocking(timeout: Duration = .seconds(30)) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if FreePort.gpsdListsDevice(port: endpoint.port) { return true }
@@ -142,7 +143,7 @@ public final class GPSFakeServer: Sendable {
 
     /// The same wait without blocking a thread.
     @discardableResult
-    public func waitUntilDeviceAttached(timeout: Duration = .seconds(5)) async -> Bool {
+    public func waitUntilDeviceAttached(timeout: Duration = .seconds(30)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if FreePort.gpsdListsDevice(port: endpoint.port) { return true }

@@ -174,7 +174,7 @@ struct SignalTests {
         try await Task.sleep(for: .milliseconds(1500))
         let start = ContinuousClock.now
         kill(process.processIdentifier, number)
-        let ended = await waitUntilAsync(timeout: 20) { !process.isRunning }
+        let ended = await waitUntilAsync(timeout: 60) { !process.isRunning }
         let elapsed = ContinuousClock.now - start
         if !ended { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
@@ -185,16 +185,17 @@ struct SignalTests {
         )
     }
 
-    // Timed loosely: the 0.2 s is measured on an idle machine (README: 64–168 ms); here, among
-    // parallel suites on two cores kept busy by other processes (2.3 s seen), the bound only
-    // separates "ends at once" from the ten minutes the paced recording runs, or a stalled
-    // pipe's for ever (STYLE: performance is measured, not asserted).
+    // Timed loosely: the 0.2 s is measured on an idle machine (docs/cli.md: 64–168 ms); here,
+    // among parallel suites on two cores kept busy by other processes (2.3 s seen, and 10.2 s
+    // once with builds running beside a busy CI run), the bound only separates "ends at once"
+    // from the ten minutes the paced recording runs, or a stalled pipe's for ever (STYLE:
+    // performance is measured, not asserted).
     @Test("a paced replay (--speed 1) ends on SIGINT and on SIGTERM", arguments: [SIGINT, SIGTERM])
     func pacedReplay(signal number: Int32) async throws {
         let result = try await Self.signalled(
             ["replay", Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea").path, "--speed", "1", "--json"],
             signal: number, stalledStdout: false)
-        #expect(result.milliseconds < 10_000, "ended after \(result.milliseconds) ms")
+        #expect(result.milliseconds < 45_000, "ended after \(result.milliseconds) ms")
         #expect(result.status == 0 || result.status == 128 + number)
     }
 
@@ -203,7 +204,7 @@ struct SignalTests {
         let result = try await Self.signalled(
             ["replay", Paths.fixtures.appendingPathComponent("drive-10hz-multi.nmea").path, "--fast", "--json"],
             signal: SIGTERM, stalledStdout: true)
-        #expect(result.milliseconds < 10_000, "ended after \(result.milliseconds) ms")
+        #expect(result.milliseconds < 45_000, "ended after \(result.milliseconds) ms")
         #expect(result.status == 143)
     }
 }

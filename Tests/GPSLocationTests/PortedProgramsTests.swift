@@ -21,7 +21,9 @@ extension RealGPSD.LaneB {
             let server = try await GPSFakeServer.started(
                 log: Paths.fixtures.appendingPathComponent(fixture), cycle: 0.02)
             defer { server.stop() }
-            #expect(await server.waitUntilDeviceAttached())
+            // gpsfake attaches its pseudo-terminal in well under a second when idle; on a loaded
+            // machine it was seen to take more than the default 5 s.
+            #expect(await server.waitUntilDeviceAttached(timeout: .seconds(30)))
             CLLocationManager.setDefaultSource {
                 GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
             }
