@@ -289,3 +289,32 @@ extension CLLocationManager {
     /// Widgets are Apple's: false.
     public var isAuthorizedForWidgetUpdates: Bool { false }
 }
+
+// The manager's settings for how updates behave over time (pausing) and for Apple's background
+// modes, which a Linux process does not have.
+extension CLLocationManager {
+    /// What the device is used for, as on Apple platforms: it sets how long the device must stay
+    /// put before updates pause automatically (`pausesLocationUpdatesAutomatically`): 5 minutes
+    /// for `.automotiveNavigation`, `.otherNavigation` and `.fitness`, 10 minutes otherwise,
+    /// never for `.airborne`.
+    public var activityType: CLActivityType {
+        get { runner.withEngine { $0.configuration.activityType } }
+        set { runner.withEngine { $0.configuration.activityType = newValue } }
+    }
+    /// Accepted for source compatibility; a Linux process is never suspended.
+    public var allowsBackgroundLocationUpdates: Bool {
+        get { state.withLock { $0.allowsBackgroundLocationUpdates } }
+        set { state.withLock { $0.allowsBackgroundLocationUpdates = newValue } }
+    }
+    /// True by default, as on Apple platforms: once the device has stayed put (within twice its
+    /// accuracy, under 0.5 m/s) for the `activityType`'s delay, by the locations' own time, updates
+    /// pause and the delegate hears `locationManagerDidPauseLocationUpdates`; nothing is delivered
+    /// while paused. Unlike iOS, which leaves restarting to the app, the receiver keeps running
+    /// (a Linux process is not suspended), so the first location that moves resumes updates,
+    /// after `locationManagerDidResumeLocationUpdates`; `startUpdatingLocation()` resumes them too.
+    /// Recordings pause as receivers do.
+    public var pausesLocationUpdatesAutomatically: Bool {
+        get { runner.withEngine { $0.configuration.pausesAutomatically } }
+        set { runner.withEngine { $0.configuration.pausesAutomatically = newValue } }
+    }
+}

@@ -61,30 +61,6 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         get { runner.withEngine { $0.configuration.minimumUpdateInterval } }
         set { runner.withEngine { $0.configuration.minimumUpdateInterval = max(0, newValue) } }
     }
-    /// What the device is used for, as on Apple platforms: it sets how long the device must stay
-    /// put before updates pause automatically (`pausesLocationUpdatesAutomatically`): 5 minutes
-    /// for `.automotiveNavigation`, `.otherNavigation` and `.fitness`, 10 minutes otherwise,
-    /// never for `.airborne`.
-    public var activityType: CLActivityType {
-        get { runner.withEngine { $0.configuration.activityType } }
-        set { runner.withEngine { $0.configuration.activityType = newValue } }
-    }
-    /// Accepted for source compatibility; a Linux process is never suspended.
-    public var allowsBackgroundLocationUpdates: Bool {
-        get { state.withLock { $0.allowsBackgroundLocationUpdates } }
-        set { state.withLock { $0.allowsBackgroundLocationUpdates = newValue } }
-    }
-    /// True by default, as on Apple platforms: once the device has stayed put (within twice its
-    /// accuracy, under 0.5 m/s) for the `activityType`'s delay, by the locations' own time, updates
-    /// pause and the delegate hears `locationManagerDidPauseLocationUpdates`; nothing is delivered
-    /// while paused. Unlike iOS, which leaves restarting to the app, the receiver keeps running
-    /// (a Linux process is not suspended), so the first location that moves resumes updates,
-    /// after `locationManagerDidResumeLocationUpdates`; `startUpdatingLocation()` resumes them too.
-    /// Recordings pause as receivers do.
-    public var pausesLocationUpdatesAutomatically: Bool {
-        get { runner.withEngine { $0.configuration.pausesAutomatically } }
-        set { runner.withEngine { $0.configuration.pausesAutomatically = newValue } }
-    }
     /// The last location delivered to this manager; before any, the last one this app received
     /// (the per-user `lastLocationCache`), with its own old timestamp — when the app is
     /// authorized now, and with reduced accuracy only if that one was reduced too.
