@@ -130,3 +130,29 @@ struct GeocodingTests {
         }
     }
 }
+
+/// #23: a heading and a visit archive and come back, as apps cache them.
+@Suite("CLHeading and CLVisit archive (NSSecureCoding, Codable)", .timeLimit(.minutes(5)))
+struct HeadingVisitArchivingTests {
+    @Test("NSKeyedArchiver with secure coding, and JSON, give back every field")
+    func roundTrips() throws {
+        let heading = CLHeading(
+            magneticHeading: 38.344, trueHeading: 37.3, headingAccuracy: 0, timestamp: Date(timeIntervalSince1970: 1e9))
+        let visit = CLVisit(
+            arrivalDate: Date(timeIntervalSince1970: 1e9), departureDate: .distantFuture,
+            coordinate: CLLocationCoordinate2D(latitude: 51.45, longitude: -2.59), horizontalAccuracy: 35)
+        let headingData = try NSKeyedArchiver.archivedData(withRootObject: heading, requiringSecureCoding: true)
+        let headingBack = try #require(
+            try NSKeyedUnarchiver.unarchivedObject(ofClass: CLHeading.self, from: headingData))
+        #expect(headingBack.trueHeading == 37.3 && headingBack.magneticHeading == 38.344)
+        #expect(headingBack.timestamp == heading.timestamp && headingBack.headingAccuracy == 0)
+        let visitData = try NSKeyedArchiver.archivedData(withRootObject: visit, requiringSecureCoding: true)
+        let visitBack = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: CLVisit.self, from: visitData))
+        #expect(visitBack.coordinate == visit.coordinate && visitBack.departureDate == .distantFuture)
+        #expect(visitBack.horizontalAccuracy == 35 && visitBack.arrivalDate == visit.arrivalDate)
+        let json = try JSONDecoder().decode(CLVisit.self, from: JSONEncoder().encode(visit))
+        #expect(json.coordinate == visit.coordinate && json.departureDate == .distantFuture)
+        let headingJSON = try JSONDecoder().decode(CLHeading.self, from: JSONEncoder().encode(heading))
+        #expect(headingJSON.trueHeading == 37.3)
+    }
+}

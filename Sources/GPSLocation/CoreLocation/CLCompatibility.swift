@@ -18,14 +18,23 @@ public enum CLDeviceOrientation: Int32, Sendable {
 /// it moves (`CLLocation.course`). Delivered by `startUpdatingHeading()` from receivers that report
 /// a heading (`HeadingStage` has the rules); `headingAccuracy` is 0 (not reported).
 public final class CLHeading: NSObject, Sendable {
+    /// Degrees from magnetic north, 0–359.9; −1 when no variation is known yet (no position).
     public let magneticHeading: CLLocationDirection
+    /// Degrees from true north, 0–359.9; −1 when it cannot be known (a magnetic reading with no
+    /// variation known).
     public let trueHeading: CLLocationDirection
+    /// 0: heading sentences and gpsd's ATT carry no accuracy (negative would mean invalid).
     public let headingAccuracy: CLLocationDirectionAccuracy
+    /// When the receiver reported it (the source's clock: a replay's own time).
     public let timestamp: Date
+    /// Apple's raw magnetometer value: 0 (a GNSS heading has none).
     public let x: Double
+    /// Apple's raw magnetometer value: 0.
     public let y: Double
+    /// Apple's raw magnetometer value: 0.
     public let z: Double
 
+    /// A heading with its parts (tests, and code that builds one).
     public init(
         magneticHeading: CLLocationDirection, trueHeading: CLLocationDirection,
         headingAccuracy: CLLocationDirectionAccuracy, timestamp: Date, x: Double = 0, y: Double = 0, z: Double = 0

@@ -5,21 +5,35 @@ import Foundation
 /// (its region), `country`, `isoCountryCode`, `timeZone` and `location` (the town's centre) —
 /// and leaves street, postal code and water fields nil.
 public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
+    /// The place's centre.
     public let location: CLLocation?
+    /// The place's name (the town).
     public let name: String?
+    /// The street: nil (the town table has none).
     public let thoroughfare: String?
+    /// The street number: nil.
     public let subThoroughfare: String?
+    /// The town.
     public let locality: String?
+    /// The district: nil.
     public let subLocality: String?
+    /// The town's region (state, province, England…).
     public let administrativeArea: String?
+    /// The county: nil.
     public let subAdministrativeArea: String?
+    /// The postal code: nil.
     public let postalCode: String?
+    /// ISO 3166-1 alpha-2, e.g. GB.
     public let isoCountryCode: String?
+    /// The country's name in English.
     public let country: String?
+    /// The town's time zone (IANA).
     public let timeZone: TimeZone?
     /// Apple's extras: nil here (the town table has no water bodies or points of interest).
     public var inlandWater: String? { nil }
+    /// Nil: no oceans in the town table.
     public var ocean: String? { nil }
+    /// Nil: no points of interest in the town table.
     public var areasOfInterest: [String]? { nil }
     /// A circle around the place's centre, as Apple gives one.
     public var region: CLRegion? {
@@ -27,6 +41,7 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
         return CLCircularRegion(center: location.coordinate, radius: 5_000, identifier: name)
     }
 
+    /// A placemark with its parts (tests, and code that builds one).
     public init(
         location: CLLocation?, name: String? = nil, thoroughfare: String? = nil, subThoroughfare: String? = nil,
         locality: String? = nil, subLocality: String? = nil, administrativeArea: String? = nil,
@@ -65,6 +80,7 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
             timeZone: TimeZone(identifier: place.timeZone))
     }
 
+    /// True: archives with `requiringSecureCoding: true` take it.
     public static var supportsSecureCoding: Bool { true }
 
     private static let textKeys = [
@@ -79,6 +95,7 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
         ]
     }
 
+    /// Writes every field that is set.
     public func encode(with coder: NSCoder) {
         for (key, value) in zip(Self.textKeys, texts) {
             if let value { coder.encode(value as NSString, forKey: key) }
@@ -86,6 +103,7 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
         if let location { coder.encode(location, forKey: "location") }
     }
 
+    /// Reads what `encode(with:)` wrote.
     public convenience init?(coder: NSCoder) {
         var values: [String: String] = [:]
         for key in Self.textKeys {
@@ -122,6 +140,7 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
 /// Completion handlers run on a global queue (Apple uses the main queue, which a Linux program
 /// need not run).
 public final class CLGeocoder: NSObject, Sendable {
+    /// Apple's completion: placemarks, or the error.
     public typealias CompletionHandler = @Sendable ([CLPlacemark]?, (any Error)?) -> Void
 
     /// GeoNames' licence asks for this credit wherever its names are shown.
@@ -134,6 +153,7 @@ public final class CLGeocoder: NSObject, Sendable {
     private let state = Locked(State())
     private let database: @Sendable () -> Result<PlaceDatabase, CLError>
 
+    /// A geocoder on the shared table (loaded once per process, at the first request).
     public override init() {
         database = { PlaceDatabase.shared }
         super.init()
@@ -149,6 +169,7 @@ public final class CLGeocoder: NSObject, Sendable {
     /// True while a request has not completed.
     public var isGeocoding: Bool { state.withLock { $0.pending > 0 } }
 
+    /// Ends the pending requests with `CLError.geocodeCanceled`.
     public func cancelGeocode() { state.withLock { $0.generation += 1 } }
 
     private func run(
@@ -226,6 +247,7 @@ public final class CLGeocoder: NSObject, Sendable {
         return matches.map(CLPlacemark.init)
     }
 
+    /// The town `location` is in (see the type's rules), to `completionHandler` on a global queue.
     public func reverseGeocodeLocation(_ location: CLLocation, completionHandler: @escaping CompletionHandler) {
         run(
             { database throws(CLError) in try Self.reverse(location, in: database) },
@@ -239,16 +261,19 @@ public final class CLGeocoder: NSObject, Sendable {
         reverseGeocodeLocation(location, completionHandler: completionHandler)
     }
 
+    /// The town `location` is in, awaited.
     public func reverseGeocodeLocation(_ location: CLLocation) async throws -> [CLPlacemark] {
         try await awaiting { reverseGeocodeLocation(location, completionHandler: $0) }
     }
 
+    /// As `reverseGeocodeLocation(_:)`; the locale is ignored (English names).
     public func reverseGeocodeLocation(_ location: CLLocation, preferredLocale locale: Locale?) async throws
         -> [CLPlacemark]
     {
         try await reverseGeocodeLocation(location)
     }
 
+    /// The towns `addressString` names ("Town", "Town, Region", "Town, Country"), largest first.
     public func geocodeAddressString(_ addressString: String, completionHandler: @escaping CompletionHandler) {
         geocodeAddressString(addressString, in: nil, completionHandler: completionHandler)
     }
@@ -262,6 +287,7 @@ public final class CLGeocoder: NSObject, Sendable {
             completionHandler: completionHandler)
     }
 
+    /// As `geocodeAddressString(_:in:completionHandler:)`; the locale is ignored.
     public func geocodeAddressString(
         _ addressString: String, in region: CLRegion?, preferredLocale locale: Locale?,
         completionHandler: @escaping CompletionHandler
@@ -269,10 +295,12 @@ public final class CLGeocoder: NSObject, Sendable {
         geocodeAddressString(addressString, in: region, completionHandler: completionHandler)
     }
 
+    /// The towns `addressString` names, awaited.
     public func geocodeAddressString(_ addressString: String) async throws -> [CLPlacemark] {
         try await awaiting { geocodeAddressString(addressString, completionHandler: $0) }
     }
 
+    /// The towns `addressString` names, those inside `region` first, awaited.
     public func geocodeAddressString(_ addressString: String, in region: CLRegion?) async throws -> [CLPlacemark] {
         try await awaiting { geocodeAddressString(addressString, in: region, completionHandler: $0) }
     }
