@@ -3,6 +3,36 @@ import Foundation
 // Archiving a heading or a visit as apps cache them (`NSKeyedArchiver` with secure coding, or
 // `Codable`), like `CLLocation`, `CLRegion` and `CLPlacemark`.
 
+/// The codings of a type whose fields are numbers named by `Key` (dates as seconds since 1970):
+/// one implementation for `CLHeading` and `CLVisit`.
+private enum NumberFields<Key: CodingKey & CaseIterable & Hashable & RawRepresentable> where Key.RawValue == String {
+    static func encode(_ values: [Key: Double], with coder: NSCoder) {
+        for (key, value) in values { coder.encode(value, forKey: key.rawValue) }
+    }
+
+    /// The fields the archive has (a missing one is absent, for the caller to require or default).
+    static func decode(_ coder: NSCoder) -> [Key: Double] {
+        var values: [Key: Double] = [:]
+        for key in Key.allCases where coder.containsValue(forKey: key.rawValue) {
+            values[key] = coder.decodeDouble(forKey: key.rawValue)
+        }
+        return values
+    }
+
+    static func encode(_ values: [Key: Double], to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for key in Key.allCases { try container.encode(values[key] ?? 0, forKey: key) }
+    }
+
+    /// Every field; a missing one is a decoding error.
+    static func decode(_ decoder: any Decoder) throws -> [Key: Double] {
+        let container = try decoder.container(keyedBy: Key.self)
+        var values: [Key: Double] = [:]
+        for key in Key.allCases { values[key] = try container.decode(Double.self, forKey: key) }
+        return values
+    }
+}
+
 extension CLHeading: NSSecureCoding, Codable {
     /// True: archives with `requiringSecureCoding: true` take it.
     public static var supportsSecureCoding: Bool { true }
@@ -28,31 +58,24 @@ extension CLHeading: NSSecureCoding, Codable {
 
     /// Writes every field to a keyed archive.
     public func encode(with coder: NSCoder) {
-        for (key, value) in values { coder.encode(value, forKey: key.rawValue) }
+        NumberFields.encode(values, with: coder)
     }
 
     /// Reads what `encode(with:)` wrote; nil when the archive lacks the required fields.
     public convenience init?(coder: NSCoder) {
-        var values: [Key: Double] = [:]
-        for key in Key.allCases where coder.containsValue(forKey: key.rawValue) {
-            values[key] = coder.decodeDouble(forKey: key.rawValue)
-        }
+        let values = NumberFields<Key>.decode(coder)
         guard values[.timestamp] != nil else { return nil }
         self.init(values)
     }
 
     /// Every field, as numbers (dates as seconds since 1970).
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Key.self)
-        for key in Key.allCases { try container.encode(values[key] ?? 0, forKey: key) }
+        try NumberFields.encode(values, to: encoder)
     }
 
     /// Reads what `encode(to:)` wrote.
     public convenience init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Key.self)
-        var values: [Key: Double] = [:]
-        for key in Key.allCases { values[key] = try container.decode(Double.self, forKey: key) }
-        self.init(values)
+        self.init(try NumberFields<Key>.decode(decoder))
     }
 }
 
@@ -82,30 +105,23 @@ extension CLVisit: NSSecureCoding, Codable {
 
     /// Writes every field to a keyed archive.
     public func encode(with coder: NSCoder) {
-        for (key, value) in values { coder.encode(value, forKey: key.rawValue) }
+        NumberFields.encode(values, with: coder)
     }
 
     /// Reads what `encode(with:)` wrote; nil when the archive lacks the required fields.
     public convenience init?(coder: NSCoder) {
-        var values: [Key: Double] = [:]
-        for key in Key.allCases where coder.containsValue(forKey: key.rawValue) {
-            values[key] = coder.decodeDouble(forKey: key.rawValue)
-        }
+        let values = NumberFields<Key>.decode(coder)
         guard values[.arrivalDate] != nil, values[.latitude] != nil, values[.longitude] != nil else { return nil }
         self.init(values)
     }
 
     /// Every field, as numbers (dates as seconds since 1970).
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Key.self)
-        for key in Key.allCases { try container.encode(values[key] ?? 0, forKey: key) }
+        try NumberFields.encode(values, to: encoder)
     }
 
     /// Reads what `encode(to:)` wrote.
     public convenience init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Key.self)
-        var values: [Key: Double] = [:]
-        for key in Key.allCases { values[key] = try container.decode(Double.self, forKey: key) }
-        self.init(values)
+        self.init(try NumberFields<Key>.decode(decoder))
     }
 }
