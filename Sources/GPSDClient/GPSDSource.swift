@@ -66,6 +66,8 @@ public final class GPSDSource: Sendable {
     private struct Control {
         /// The running reader, if any.
         var reader: GPSDReader?
+        /// The last reader stopped, until its thread is known to have ended (`waitUntilStopped`).
+        var stopped: GPSDReader?
         /// Called once when the source stops (ends an `events()` stream).
         var onStop: (@Sendable () -> Void)?
     }
@@ -128,6 +130,7 @@ public final class GPSDSource: Sendable {
     public func stop() {
         let (reader, onStop) = control.withLock { control in
             defer {
+                control.stopped = control.reader ?? control.stopped
                 control.reader = nil
                 control.onStop = nil
             }
@@ -138,6 +141,17 @@ public final class GPSDSource: Sendable {
             reader.waitUnlessOnItsThread()
         }
         onStop?()
+    }
+
+    /// Waits until the thread of the last stopped reader has ended — after a `stop()` from inside
+    /// the handler, which cannot wait for its own thread. Then no event can follow, whatever was
+    /// still buffered: a test proves "nothing after stop" by this, not by a pause.
+    package func waitUntilStopped() {
+        let stopped = control.withLock { control in
+            defer { control.stopped = nil }
+            return control.stopped
+        }
+        stopped?.waitUnlessOnItsThread()
     }
 
     /// The reader ended by itself (a failure without a reconnection policy).

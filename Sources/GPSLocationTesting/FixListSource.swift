@@ -14,6 +14,7 @@ public final class FixListSource: LocationSource {
     private let interval: Double
     private let reportsEnd: Bool
     private let running = Locked(false)
+    private let handedOver = Locked(0)
 
     /// - Parameters:
     ///   - fixes: the fixes, sent in order.
@@ -33,6 +34,7 @@ public final class FixListSource: LocationSource {
             for fix in fixes {
                 guard running.withLock({ $0 }) else { return }
                 handler(.fix(fix))
+                handedOver.withLock { $0 += 1 }
                 if interval > 0 { Thread.sleep(forTimeInterval: interval) }
             }
             guard reportsEnd, running.withLock({ $0 }) else { return }
@@ -50,6 +52,11 @@ public final class FixListSource: LocationSource {
     }
 
     public var isLive: Bool { false }
+    /// How many fixes the handler has returned from (the engine has taken them in). A test that
+    /// waits for the whole list, then for the delegate queue, knows what the app will ever get.
+    public var sent: Int { handedOver.withLock { $0 } }
+    /// How many fixes the list holds.
+    public var count: Int { fixes.count }
     /// Between `start` and `stop`.
     public var isRunning: Bool { running.withLock { $0 } }
 }

@@ -4,7 +4,9 @@ import Testing
 @testable import GPSLocation
 
 /// The timers behind the engine's `arm`/`cancel` actions, on their one shared thread. Times are
-/// checked loosely (the suite runs in parallel); the order and the counts are exact.
+/// checked loosely (the suite runs in parallel); the order and the counts are exact. "Nothing
+/// else fired" is proved by a sentinel, not a sleep: the thread fires in deadline order, so once
+/// a timer armed for later has fired, every earlier deadline has had its fire.
 @Suite("engine timers: one thread, fires once per arming", .timeLimit(.minutes(5)))
 struct EngineTimersTests {
     /// A recorder of fires: which timer, and how long after `start`.
@@ -20,6 +22,16 @@ struct EngineTimersTests {
         }
     }
 
+    /// Arms a timer of its own `seconds` from now and waits for it.
+    func sentinel(after seconds: TimeInterval) async -> Bool {
+        let fired = Locked(false)
+        let timers = EngineTimers { _ in fired.withLock { $0 = true } }
+        timers.arm(.staleness, after: seconds)
+        let ok = await waitUntilAsync(timeout: 60) { fired.withLock { $0 } }
+        withExtendedLifetime(timers) {}
+        return ok
+    }
+
     @Test("each armed timer fires once, in deadline order")
     func order() async throws {
         let fires = Fires()
@@ -27,8 +39,7 @@ struct EngineTimersTests {
         timers.arm(.monitoringGap, after: 0.15)
         timers.arm(.staleness, after: 0.05)
         timers.arm(.requestLocation, after: 0.10)
-        #expect(await waitUntilAsync(timeout: 5) { fires.timers.count == 3 })
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await sentinel(after: 0.3))
         #expect(fires.timers == [.staleness, .requestLocation, .monitoringGap])
         #expect(fires.at(.staleness).first! >= 0.05)
     }
@@ -63,8 +74,7 @@ struct EngineTimersTests {
         timers.arm(.staleness, after: 0.3)
         timers.arm(.requestLocation, after: 30)  // the thread sleeps for this one…
         timers.arm(.requestLocation, after: 0.1)  // …and must wake for the earlier deadline
-        #expect(await waitUntilAsync(timeout: 5) { fires.timers.count == 2 })
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await sentinel(after: 0.5))
         #expect(fires.at(.staleness).count == 1)
         #expect(fires.at(.staleness).first! >= 0.3, "not at the replaced deadline")
         #expect(fires.at(.requestLocation).count == 1)
@@ -84,13 +94,12 @@ struct EngineTimersTests {
         var third: EngineTimers? = EngineTimers { other.record($0) }
         third!.arm(.monitoringGap, after: 0.05)
         third = nil
-        #expect(await waitUntilAsync(timeout: 5) { fires.timers.count == 1 && other.timers.count == 1 })
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await sentinel(after: 0.1))
         #expect(fires.timers == [.requestLocation])
         #expect(other.timers == [.staleness], "the second owner's staleness fired; the ended owner's did not")
         timers.arm(.staleness, after: 0.05)
         timers.cancelAll()
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await sentinel(after: 0.1))
         #expect(fires.timers == [.requestLocation])
     }
 
@@ -108,8 +117,35 @@ struct EngineTimersTests {
         box.withLock { $0 = timers }
         timers.arm(.staleness, after: 0.01)
         #expect(await waitUntilAsync(timeout: 5) { count.withLock { $0 } == 5 })
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await sentinel(after: 0.05), "a sixth arming would have been for 0.01 s")
         #expect(count.withLock { $0 } == 5)
+        box.withLock { $0 = nil }
+    }
+
+    @Test("the injected clock: fires only when moved, in deadline order, re-armings inside a step included")
+    func manualClock() {
+        let clock = ManualEngineClock(start: Date(timeIntervalSince1970: 1_000))
+        let fires = Locked<[(LocationEngine.Timer, Date)]>([])
+        let box = Locked<EngineTimers?>(nil)
+        let timers = EngineTimers(clock: clock) { timer in
+            fires.withLock { $0.append((timer, clock.now)) }
+            if timer == .requestLocation { box.withLock { $0 }?.arm(.monitoringGap, after: 0.5) }
+        }
+        box.withLock { $0 = timers }
+        timers.arm(.staleness, after: 3)
+        timers.arm(.requestLocation, after: 1)
+        #expect(fires.withLock { $0.isEmpty } && clock.armed == 2)
+        clock.advance(by: 0.99)
+        #expect(fires.withLock { $0.isEmpty })
+        clock.advance(by: 0.6)
+        #expect(fires.withLock { $0.map(\.0) } == [.requestLocation, .monitoringGap])
+        let at = fires.withLock { $0.map(\.1.timeIntervalSince1970) }
+        #expect(
+            at.count == 2 && abs(at[0] - 1_001) < 1e-6 && abs(at[1] - 1_001.5) < 1e-6, "now is each deadline: \(at)")
+        #expect(abs(clock.now.timeIntervalSince1970 - 1_001.59) < 1e-6)
+        timers.cancel(.staleness)
+        clock.advance(by: 3600)
+        #expect(fires.withLock { $0.count } == 2 && clock.armed == 0)
         box.withLock { $0 = nil }
     }
 }

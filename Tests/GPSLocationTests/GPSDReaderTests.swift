@@ -220,7 +220,8 @@ struct GPSDReaderTests {
             if fixes.withLock({ $0 }) == 3 { source.stop() }
         }
         #expect(await waitUntilAsync(timeout: 5) { fixes.withLock { $0 } == 3 })
-        try await Task.sleep(for: .milliseconds(100))
+        // Once the reader's thread has ended nothing can follow, buffered reports included.
+        _ = try await offConcurrencyThreads { source.waitUntilStopped() }
         #expect(after.withLock { $0 } == 0, "no report after stop() inside the handler")
         withExtendedLifetime(server) {}
     }

@@ -577,6 +577,8 @@ struct RegionAPITests {
         let monitor = await CLMonitor(
             "reduced", source: NMEAReplaySource(path: Self.loop),
             authorizer: granted(.authorizedAlways, accuracy: .reducedAccuracy, appID: "monitortest"), store: nil)
+        let said = Locked<[String]>([])
+        monitor.diagnosticsHandler = { diagnostic in said.withLock { $0.append(diagnostic.code) } }
         await monitor.add(
             CLMonitor.CircularGeographicCondition(
                 center: CLLocationCoordinate2D(latitude: 51.453880, longitude: -2.591704), radius: 60),
@@ -585,7 +587,8 @@ struct RegionAPITests {
         let first = try await iterator.next()
         #expect(first?.state == .unknown)
         #expect(first?.accuracyLimited == true)
-        try await Task.sleep(for: .seconds(1))
+        // The whole loop replayed (its end comes after every event it made): still unknown.
+        #expect(await waitUntilAsync(timeout: 120) { said.withLock { $0.contains("sourceEnded") } })
         #expect(await monitor.record(for: "east")?.lastEvent.state == .unknown)
     }
 }

@@ -77,11 +77,6 @@ extension RealGPSD.LaneB {
                             && $0.text.contains("`gpsloc auth grant ported-daemon --always`")
                     }
                 })
-            try await Task.sleep(for: .milliseconds(1500))
-            #expect(
-                !(await reader.waitFor(timeout: 0) { $0.contains { $0.text.hasPrefix("location") } }),
-                "nothing before the grant")
-
             let grant = try await GPSLocBinary.run(["auth", "grant", "ported-daemon", "--always"], configHome: folder)
             #expect(grant.status == 0, "\(grant.stderr)")
             var seen: [String] = []
@@ -95,6 +90,12 @@ extension RealGPSD.LaneB {
                 },
                 "locations flow after the grant, without a restart: \(seen.suffix(8)); diagnostics: \((try? String(contentsOf: diagnostics, encoding: .utf8)) ?? "")"
             )
+            // The daemon's own log, in order, proves the gate: no location line before the grant's.
+            let granted = seen.firstIndex { $0 == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)" }
+            let firstLocation = seen.firstIndex { $0.hasPrefix("location") }
+            #expect(
+                granted != nil && firstLocation.map { $0 > granted! } == true,
+                "nothing before the grant: \(seen.prefix(8))")
             process.terminate()
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "SIGTERM stops it cleanly")

@@ -103,14 +103,15 @@ struct ReceiverSelectionStageTests {
             fix.device = "/dev/ttyACM0"
             return fix
         }
-        let manager = CLLocationManager(
-            source: FixListSource(fixes, reportsEnd: false), authorizer: grantedAuthorizer())
+        let source = FixListSource(fixes, reportsEnd: false)
+        let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
         manager.receiverSelection = .path("/dev/ttyUSB9")
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(await waitUntilAsync(timeout: 5) { !delegate.errors.isEmpty })
-        try await Task.sleep(for: .seconds(0.2))
+        // Every fix taken in, then every callback they made run: what the delegate has is all.
+        #expect(await waitUntilAsync(timeout: 10) { source.sent == source.count })
+        await delegateQueueFlushed(manager)
         manager.stopUpdatingLocation()
         #expect(delegate.locationCount == 0)
         #expect(delegate.errors.count == 1, "\(delegate.errors.map(\.message))")
@@ -175,20 +176,29 @@ extension RealGPSD.LaneB {
                     delegate.errors.contains { $0.reason == .receiverDeactivated && $0.message.contains(receiver.path) }
                 })
             let lossDelay = (delegate.firstDeactivation ?? Date()).timeIntervalSince(removed)
-            try await Task.sleep(for: .milliseconds(300))
-            let whileRemoved = delegate.locationCount
-            try await Task.sleep(for: .milliseconds(700))
-            #expect(delegate.locationCount == whileRemoved, "nothing while the receiver is out")
-            #expect(
-                !delegate.errors.contains { $0.reason == .stale },
-                "the removal was reported once, not again as staleness")
+            let beforeRemoval = delegate.locationArrivals.filter {
+                $0.arrival <= (delegate.firstDeactivation ?? removed)
+            }
+            .count
 
             let added = Date()
             #expect(try server.gpsdctl("add", device: receiver.path) == 0)
             #expect(
                 await waitUntilAsync(timeout: 3) { delegate.receiverEvents.last?.activated == true },
                 "reactivation reported: \(delegate.receiverEvents)")
-            #expect(await waitUntilAsync(timeout: 3) { delegate.locationCount >= whileRemoved + 5 }, "locations resume")
+            #expect(
+                await waitUntilAsync(timeout: 3) { delegate.locationCount >= beforeRemoval + 5 }, "locations resume")
+            // The event log, not a pause, proves the gap: no location arrived between the
+            // deactivation and the reactivation, and no staleness report was added to the removal's.
+            let reactivated = try #require(delegate.receiverArrivals.last { $0.event.activated }?.arrival)
+            let whileOut = delegate.locationArrivals.filter {
+                $0.arrival > (delegate.firstDeactivation ?? removed) && $0.arrival < reactivated
+            }
+            #expect(whileOut.isEmpty, "nothing while the receiver is out: \(whileOut.count)")
+            #expect(
+                !delegate.errors.contains { $0.reason == .stale },
+                "the removal was reported once, not again as staleness")
+            let whileRemoved = beforeRemoval
             let resumeDelay = (delegate.arrival(of: whileRemoved) ?? Date()).timeIntervalSince(added)
             print(
                 String(

@@ -120,23 +120,37 @@ extension RealGPSD.LaneB {
             manager.stopUpdatingLocation()
         }
 
-        @Test("live: the timer reports a receiver that stops sending anything, with no events to drive it")
+        @Test("live: the timer reports a receiver that stops sending anything, once, with no events to drive it")
         func managerTimer() async throws {
-            let source = LiveBurstSource(count: 15, interval: 0.1)
-            let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer())
+            // Time is the test's: 15 fixes 0.1 s apart (their own times) arrive at one instant,
+            // then the receiver says nothing; the clock is moved by hand.
+            let clock = ManualEngineClock()
+            let start = clock.now
+            let times = (0..<15).map { start.addingTimeInterval(Double($0 - 14) * 0.1) }
+            let source = LiveBurstSource(times: times)
+            let manager = CLLocationManager(
+                source: source, authorizer: grantedAuthorizer(), delegateQueue: nil, clock: clock)
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync(timeout: 5) { delegate.errorContexts.count == 1 })
-            let sent = Date()
+            #expect(await delegate.waitForLocations(15))
+            await settled(manager)
+            clock.advance(by: 0.9)
+            await settled(manager)
+            #expect(delegate.errorContexts.isEmpty, "10 Hz → 1 s: not yet at 0.9 s")
+            clock.advance(by: 0.2)
+            await settled(manager)
             let report = try #require(delegate.errorContexts.first)
-            // 10 Hz → 1 s (the timer may fire a little late on a loaded machine).
             #expect(report.error.reason == .stale, "\(report.error)")
-            #expect(report.locationWasStale && report.managerHadLocation && (report.locationAge ?? 0) >= 1)
-            try await Task.sleep(for: .seconds(1.5))
+            #expect(report.locationWasStale && report.managerHadLocation)
+            #expect(
+                report.locationAge.map { abs($0 - 1.0) < 1e-6 } == true, "\(String(describing: report.locationAge))")
+            // An hour more of silence: still the one report, the location kept and aging.
+            clock.advance(by: 3600)
+            await settled(manager)
             #expect(delegate.errorContexts.count == 1, "once")
             #expect(manager.isLocationStale && manager.location != nil)
-            #expect((manager.locationAge ?? 0) >= Date().timeIntervalSince(sent))
+            #expect(manager.locationAge.map { abs($0 - 3601.1) < 1e-6 } == true)
             manager.stopUpdatingLocation()
             #expect(!manager.isLocationStale, "stopping forgets the state")
         }
@@ -191,6 +205,8 @@ extension RealGPSD.LaneB {
 /// A live source (the wall clock is "now") that sends `count` 3D fixes at `interval` and then
 /// nothing at all — a receiver unplugged while gpsd stays up.
 final class LiveBurstSource: LocationSource, @unchecked Sendable {
+    // @unchecked Sendable: `running` is read and written under `lock` only.
+    private let times: [Date]?
     private let count: Int
     private let interval: Double
     private let queue = DispatchQueue(label: "test.burst")
@@ -200,6 +216,14 @@ final class LiveBurstSource: LocationSource, @unchecked Sendable {
     init(count: Int, interval: Double) {
         self.count = count
         self.interval = interval
+        times = nil
+    }
+
+    /// Fixes with these times, sent at once (tests that move a `ManualEngineClock` themselves).
+    init(times: [Date]) {
+        self.times = times
+        count = times.count
+        interval = 0
     }
 
     func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
@@ -208,11 +232,11 @@ final class LiveBurstSource: LocationSource, @unchecked Sendable {
             for index in 0..<count {
                 guard lock.withLock({ running }) else { return }
                 let fix = Fix(
-                    mode: .threeDimensional, time: Date(), latitude: 51.45, longitude: -2.58 + Double(index) * 1e-5,
-                    altitudeMSL: 10,
+                    mode: .threeDimensional, time: times?[index] ?? Date(), latitude: 51.45,
+                    longitude: -2.58 + Double(index) * 1e-5, altitudeMSL: 10,
                     errors: FixErrors(longitude: 3, latitude: 3, vertical: 5))
                 handler(.fix(fix))
-                Thread.sleep(forTimeInterval: interval)
+                if interval > 0 { Thread.sleep(forTimeInterval: interval) }
             }
         }
     }

@@ -1,3 +1,4 @@
+import Dispatch
 import GNSSCore
 
 /// Holds the factory behind `CLLocationManager.defaultSource()`.
@@ -15,4 +16,26 @@ extension CLLocationManager {
     }
 
     public static func defaultSource() -> any LocationSource { defaultSourceFactory.withLock { $0 }() }
+
+    /// The one driver behind a manager: its configuration, the authorizer's state and kept
+    /// fuzzer, the user's last-location cache, the delegate queue.
+    static func makeRunner(
+        _ source: any LocationSource, _ authorizer: LocationAuthorizer, _ delegateQueue: DispatchQueue?,
+        _ clock: any EngineClock
+    ) -> EngineRunner {
+        var configuration = LocationEngine.Configuration()
+        configuration.regionsRequireAlways = true
+        configuration.pausesAutomatically = true
+        return EngineRunner(
+            source: source, configuration: configuration, authorization: authorizer.state,
+            fuzzer: authorizer.makeFuzzer(live: source.isLive), reducedAccuracyStore: authorizer.reducedAccuracyStore,
+            lastLocationCache: .user, queue: delegateQueue ?? DispatchQueue(label: "gpslocation.delegate"), clock: clock
+        )
+    }
+}
+
+extension CLLocationManager {
+    /// Blocks until the steps of the timers fired so far have run and the delegate has had what
+    /// they produced (see `EngineRunner.settle`). For tests that move a `ManualEngineClock`.
+    package func settle() { runner.settle() }
 }

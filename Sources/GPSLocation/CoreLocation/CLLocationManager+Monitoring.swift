@@ -75,7 +75,7 @@ extension CLLocationManager {
         guard preflight() else { return }
         state.withLock { $0.regions.regions[circle.identifier] = circle }
         runner.enqueue(.adapter(ManagerEvent.regionStarted(circle)))
-        runner.drive { engine in engine.startMonitoring(circle.geofence, now: Date()) }
+        runner.drive { engine in engine.startMonitoring(circle.geofence, now: runner.clock.now) }
         saveRegions()
     }
 
@@ -141,7 +141,7 @@ extension CLLocationManager {
     func monitor(contentsOf fences: [(fence: Geofence, assuming: RegionPresence)]) {
         guard !fences.isEmpty else { return }
         _ = preflight()
-        let now = Date()
+        let now = runner.clock.now
         runner.drive { engine in
             fences.flatMap { engine.startMonitoring($0.fence, assuming: $0.assuming, now: now) }
         }
@@ -196,7 +196,7 @@ extension CLLocationManager {
                     identifier: condition.identifier, latitude: condition.latitude, longitude: condition.longitude,
                     radius: condition.radius)
                 actions += engine.startMonitoring(
-                    fence, assuming: RegionPresence(rawValue: condition.state) ?? .unknown, now: Date())
+                    fence, assuming: RegionPresence(rawValue: condition.state) ?? .unknown, now: runner.clock.now)
             }
             return actions
         }

@@ -154,11 +154,11 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public var locationAge: TimeInterval? {
         let delivered = runner.withEngine { engine -> TimeInterval?? in
             guard let location = engine.lastDelivered else { return .none }
-            let now = engine.clock(now: Date()) ?? location.timestamp
+            let now = engine.clock(now: runner.clock.now) ?? location.timestamp
             return .some(now.timeIntervalSince(location.timestamp))
         }
         if let delivered { return delivered }
-        return location.map { Date().timeIntervalSince($0.timestamp) }
+        return location.map { runner.clock.now.timeIntervalSince($0.timestamp) }
     }
     /// Where notes that are not errors for the app go (dropped fixes, a receiver clock that
     /// stepped, a request that cannot work): by default one line on stderr. Daemons route them
@@ -244,14 +244,23 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         delegateQueue: DispatchQueue? = nil
     ) {
         self.authorizer = authorizer
-        var configuration = LocationEngine.Configuration()
-        configuration.regionsRequireAlways = true
-        configuration.pausesAutomatically = true
-        runner = EngineRunner(
-            source: source, configuration: configuration, authorization: authorizer.state,
-            fuzzer: authorizer.makeFuzzer(live: source.isLive), reducedAccuracyStore: authorizer.reducedAccuracyStore,
-            lastLocationCache: .user, queue: delegateQueue ?? DispatchQueue(label: "gpslocation.delegate"))
+        runner = Self.makeRunner(source, authorizer, delegateQueue, SystemEngineClock())
         super.init()
+        connect()
+    }
+
+    /// With an injected clock (tests: `ManualEngineClock`).
+    package init(
+        source: any LocationSource, authorizer: LocationAuthorizer, delegateQueue: DispatchQueue?,
+        clock: any EngineClock
+    ) {
+        self.authorizer = authorizer
+        runner = Self.makeRunner(source, authorizer, delegateQueue, clock)
+        super.init()
+        connect()
+    }
+
+    func connect() {
         runner.setConsumer { [weak self] output in self?.deliver(output) }
         authorizerObservation = authorizer.addObserver { [weak self] in self?.authorizationChanged() }
     }
@@ -289,7 +298,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     public func authorizationChanged() {
         runner.enqueue(.adapter(ManagerEvent.authorization))
         let current = authorizer.state
-        runner.drive { engine in engine.setAuthorization(current, now: Date()) }
+        runner.drive { engine in engine.setAuthorization(current, now: runner.clock.now) }
     }
 
     // MARK: Updates

@@ -78,6 +78,8 @@ package final class EngineRunner: Sendable {
     private let reducedAccuracyStore: ReducedAccuracyStore?
     private let state: Locked<State>
     private let timers: EngineTimers
+    /// "Now" for the engine and the timers' time: the system's, or a test's `ManualEngineClock`.
+    package let clock: any EngineClock
     /// Where fired timers' steps run (serially), off the shared timer thread.
     private let work = DispatchQueue(label: "gpslocation.engine")
     private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
@@ -90,18 +92,20 @@ package final class EngineRunner: Sendable {
     ///   - queue: the serial queue outputs are handed over on; nil: inline, on the thread that
     ///     produced them (the source's, or the work queue's for a timer), one at a time — no
     ///     thread hop a location (gpsloc: a recording's thread then writes its own output).
+    ///   - clock: "now" and the timers (tests inject a `ManualEngineClock`).
     package init(
         source: any LocationSource, configuration: LocationEngine.Configuration, authorization: AuthorizationState,
         fuzzer: LocationFuzzer? = nil, reducedAccuracyStore: ReducedAccuracyStore?,
-        lastLocationCache: LastLocationCache?, queue: DispatchQueue?
+        lastLocationCache: LastLocationCache?, queue: DispatchQueue?, clock: any EngineClock = SystemEngineClock()
     ) {
         self.source = source
+        self.clock = clock
         appID = authorization.appID
         self.reducedAccuracyStore = reducedAccuracyStore
         let owner = WeakRunner()
         let work = self.work
-        timers = EngineTimers { timer in
-            work.async { owner.runner?.drive { engine in engine.timerFired(timer, now: Date()) } }
+        timers = EngineTimers(clock: clock) { timer in
+            work.async { owner.runner?.drive { engine in engine.timerFired(timer, now: clock.now) } }
         }
         state = Locked(
             State(
@@ -270,11 +274,20 @@ package final class EngineRunner: Sendable {
         scheduleDrain()
     }
 
+    /// Blocks until the steps of timers fired so far have run and their outputs have been handed
+    /// over (with a queue: until that queue has run them). With a `ManualEngineClock` and a
+    /// source that has stopped sending, what the adapter holds afterwards is final: a test
+    /// proves "nothing more" without waiting. Never call it from the adapter's queue.
+    package func settle() {
+        work.sync {}
+        state.withLock { $0.queue }?.sync {}
+    }
+
     /// Source events arrive on the source's own thread. A recording's thread waits here while the
     /// adapter is `maximumBatch` locations behind.
     private func sourceEvent(_ event: LocationSourceEvent, generation: Int) {
-        let uptime = source.isLive ? LocationEngine.uptime() : nil
-        drive(generation: generation) { engine in engine.handle(event, now: Date(), uptime: uptime) }
+        let uptime = source.isLive ? clock.uptime : nil
+        drive(generation: generation) { engine in engine.handle(event, now: clock.now, uptime: uptime) }
         guard source.waitsForConsumer, !isOnQueue else { return }
         let behind = { [self] in
             state.withLock { $0.generation == generation && $0.pendingLocations >= $0.maximumBatch }
@@ -286,7 +299,7 @@ package final class EngineRunner: Sendable {
     /// Starts updates (or a one-shot request); false when the engine refused (denied, restricted).
     @discardableResult
     package func start(_ mode: LocationEngine.Mode) -> Bool {
-        drive { engine in engine.start(mode, now: Date()) }
+        drive { engine in engine.start(mode, now: clock.now) }
         return isRunning
     }
 

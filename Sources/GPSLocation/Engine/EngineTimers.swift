@@ -12,21 +12,134 @@ import GNSSCore
 /// for a 10 Hz receiver the staleness timer alone was a third of a live client's wake-ups.
 package final class EngineTimers: Sendable {
     private let fired: @Sendable (LocationEngine.Timer) -> Void
-    private let owner = TimerThread.Owner()
+    private let clock: any EngineClock
+    private var owner: ObjectIdentifier { ObjectIdentifier(self) }
 
-    /// `fired` runs on the shared timer thread; it feeds `engine.timerFired(timer, now:)`.
-    package init(fired: @escaping @Sendable (LocationEngine.Timer) -> Void) { self.fired = fired }
+    /// `fired` runs on the clock's thread (the shared timer thread, or the caller of
+    /// `ManualEngineClock.advance`); it feeds `engine.timerFired(timer, now:)`.
+    package init(
+        clock: any EngineClock = SystemEngineClock(), fired: @escaping @Sendable (LocationEngine.Timer) -> Void
+    ) {
+        self.clock = clock
+        self.fired = fired
+    }
 
-    deinit { TimerThread.shared.cancelAll(owner) }
+    deinit { clock.cancelAll(ObjectIdentifier(self)) }
 
     package func arm(_ timer: LocationEngine.Timer, after seconds: TimeInterval) {
         let fired = self.fired
-        TimerThread.shared.schedule(owner, timer, after: seconds) { fired(timer) }
+        clock.schedule(owner, timer, after: seconds) { fired(timer) }
     }
 
-    package func cancel(_ timer: LocationEngine.Timer) { TimerThread.shared.cancel(owner, timer) }
+    package func cancel(_ timer: LocationEngine.Timer) { clock.cancel(owner, timer) }
 
-    package func cancelAll() { TimerThread.shared.cancelAll(owner) }
+    package func cancelAll() { clock.cancelAll(owner) }
+}
+
+/// The time an `EngineRunner` lives by: "now" for the engine and the deadlines of its timers.
+/// The system clock is the wall clock, the monotonic clock and the shared timer thread; a test
+/// injects `ManualEngineClock` and moves time itself, so a timer test neither waits nor guesses.
+package protocol EngineClock: Sendable {
+    /// The wall clock the engine is given as "now".
+    var now: Date { get }
+    /// A monotonic clock in seconds (the arrival order of a live source's reports).
+    var uptime: Double { get }
+    /// Runs `action` once, `seconds` from now, replacing `timer`'s earlier arming for `owner`.
+    func schedule(
+        _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
+        _ action: @escaping @Sendable () -> Void)
+    func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer)
+    func cancelAll(_ owner: ObjectIdentifier)
+}
+
+/// The real clocks: `Date()`, the monotonic clock, and the process's one timer thread.
+package struct SystemEngineClock: EngineClock {
+    package init() {}
+    package var now: Date { Date() }
+    package var uptime: Double { LocationEngine.uptime() }
+    package func schedule(
+        _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
+        _ action: @escaping @Sendable () -> Void
+    ) { TimerThread.shared.schedule(owner, timer, after: seconds, action) }
+    package func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer) {
+        TimerThread.shared.cancel(owner, timer)
+    }
+    package func cancelAll(_ owner: ObjectIdentifier) { TimerThread.shared.cancelAll(owner) }
+}
+
+/// A clock that moves only when told (`advance(by:)`): due timers fire on the caller's thread,
+/// in deadline order, with "now" set to each one's deadline. For tests of what the engine does
+/// when time passes — a staleness report, a one-shot deadline — and of what it then does not do.
+package final class ManualEngineClock: EngineClock {
+    private struct Entry {
+        var deadline: Double
+        var sequence: Int
+        var action: @Sendable () -> Void
+    }
+    private struct State {
+        var now: Date
+        var uptime: Double = 1000
+        var sequence = 0
+        var entries: [TimerKey: Entry] = [:]
+    }
+    private let state: Locked<State>
+
+    package init(start: Date = Date()) { state = Locked(State(now: start)) }
+
+    package var now: Date { state.withLock { $0.now } }
+    package var uptime: Double { state.withLock { $0.uptime } }
+    /// Timers armed and not yet fired or cancelled.
+    package var armed: Int { state.withLock { $0.entries.count } }
+
+    package func schedule(
+        _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
+        _ action: @escaping @Sendable () -> Void
+    ) {
+        state.withLock { state in
+            state.sequence += 1
+            let delay = seconds.isFinite ? max(0, seconds) : 1e9
+            state.entries[TimerKey(owner: owner, timer: timer)] = Entry(
+                deadline: state.uptime + delay, sequence: state.sequence, action: action)
+        }
+    }
+
+    package func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer) {
+        state.withLock { $0.entries[TimerKey(owner: owner, timer: timer)] = nil }
+    }
+
+    package func cancelAll(_ owner: ObjectIdentifier) {
+        state.withLock { $0.entries = $0.entries.filter { $0.key.owner != owner } }
+    }
+
+    /// Moves both clocks `seconds` on, firing every timer that comes due on the way (one armed
+    /// by a fire included, when it falls inside the step).
+    package func advance(by seconds: TimeInterval) {
+        let target = state.withLock { $0.uptime } + seconds
+        while true {
+            let action = state.withLock { state -> (@Sendable () -> Void)? in
+                let due = state.entries.filter { $0.value.deadline <= target }
+                    .min { ($0.value.deadline, $0.value.sequence) < ($1.value.deadline, $1.value.sequence) }
+                guard let due else {
+                    state.now.addTimeInterval(target - state.uptime)
+                    state.uptime = target
+                    return nil
+                }
+                let entry = due.value
+                state.entries[due.key] = nil
+                state.now.addTimeInterval(entry.deadline - state.uptime)
+                state.uptime = max(state.uptime, entry.deadline)
+                return entry.action
+            }
+            guard let action else { return }
+            action()
+        }
+    }
+}
+
+/// One timer of one owner.
+struct TimerKey: Hashable {
+    var owner: ObjectIdentifier
+    var timer: LocationEngine.Timer
 }
 
 /// One thread for every `EngineTimers` in the process: a table of deadlines under a lock, and a
@@ -37,21 +150,13 @@ package final class EngineTimers: Sendable {
 final class TimerThread: Sendable {
     static let shared = TimerThread()
 
-    /// Identifies one `EngineTimers`.
-    final class Owner: Sendable {}
-
-    private struct Key: Hashable {
-        var owner: ObjectIdentifier
-        var timer: LocationEngine.Timer
-    }
-
     private struct Entry {
         var deadline: UInt64
         var action: @Sendable () -> Void
     }
 
     private struct State {
-        var entries: [Key: Entry] = [:]
+        var entries: [TimerKey: Entry] = [:]
         /// The deadline the thread sleeps until (uptime ns), or `.max`: none (or not sleeping yet).
         var sleepingUntil = UInt64.max
         var started = false
@@ -62,13 +167,13 @@ final class TimerThread: Sendable {
     private init() {}
 
     func schedule(
-        _ owner: Owner, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
+        _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
         _ action: @escaping @Sendable () -> Void
     ) {
         let delay = seconds.isFinite ? min(max(0, seconds), 1e9) : 1e9
         let deadline = Self.uptime() &+ UInt64(delay * 1e9)
         let (start, earlier) = state.withLock { state in
-            state.entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = Entry(deadline: deadline, action: action)
+            state.entries[TimerKey(owner: owner, timer: timer)] = Entry(deadline: deadline, action: action)
             defer { state.started = true }
             return (!state.started, deadline < state.sleepingUntil)
         }
@@ -78,13 +183,12 @@ final class TimerThread: Sendable {
 
     /// The timer does not fire for its present arming (an action already taken off the table
     /// may still be running).
-    func cancel(_ owner: Owner, _ timer: LocationEngine.Timer) {
-        state.withLock { $0.entries[Key(owner: ObjectIdentifier(owner), timer: timer)] = nil }
+    func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer) {
+        state.withLock { $0.entries[TimerKey(owner: owner, timer: timer)] = nil }
     }
 
-    func cancelAll(_ owner: Owner) {
-        let id = ObjectIdentifier(owner)
-        state.withLock { $0.entries = $0.entries.filter { $0.key.owner != id } }
+    func cancelAll(_ owner: ObjectIdentifier) {
+        state.withLock { $0.entries = $0.entries.filter { $0.key.owner != owner } }
     }
 
     private func launch() {

@@ -140,14 +140,18 @@ public final class GPSDLocationSource: LocationSource {
         return fix
     }
 
-    /// What a gpsd client event means to the engine.
-    private final class Lost: Sendable {
+    /// One connection's outage state: lost or not, and when the last `reconnecting` notice went.
+    package final class Lost: Sendable {
         let value = Locked(false)
         /// When a `reconnecting` notice was last given in this outage.
         let lastNotice = Locked<Date?>(nil)
+        package init() {}
     }
 
-    private static func events(for event: GPSDEvent, endpoint: GPSDEndpoint, lost: Lost) -> [LocationSourceEvent] {
+    /// What a gpsd client event means to the engine; `now` times the notices' rate limit.
+    package static func events(
+        for event: GPSDEvent, endpoint: GPSDEndpoint, lost: Lost, now: Date = Date()
+    ) -> [LocationSourceEvent] {
         func problem(_ error: GPSDError, _ reason: CLError.Reason, message: String? = nil, terminal: Bool = false)
             -> LocationSourceEvent
         {
@@ -187,7 +191,6 @@ public final class GPSDLocationSource: LocationSource {
             lost.value.withLock { $0 = true }
             // Said for the first three attempts, then once a minute: gpsd gone for an hour is not
             // 2,000 lines in a log or on a broker.
-            let now = Date()
             let say = lost.lastNotice.withLock { last in
                 guard attempt <= 3 || last.map({ now.timeIntervalSince($0) >= 60 }) ?? true else { return false }
                 last = now

@@ -30,6 +30,12 @@ func delegateQueueFlushed(_ manager: CLLocationManager) async {
     _ = try? await offConcurrencyThreads { queue.sync {} }
 }
 
+/// Waits, without blocking a concurrency thread, until what the timers fired so far made has
+/// reached `manager`'s delegate (with a `ManualEngineClock`: everything up to the clock's now).
+func settled(_ manager: CLLocationManager) async {
+    _ = try? await offConcurrencyThreads { manager.settle() }
+}
+
 enum FixtureFixes {
     /// gpsd's own TPVs for a fixture (recorded from gpsfake), decoded by the real libgps.
     static func load(_ name: String) throws -> [Fix] {
