@@ -9,11 +9,13 @@ public struct LocationDiagnostic: Sendable, Equatable, CustomStringConvertible {
     /// What happened, in words.
     public let message: String
 
+    /// A diagnostic with its stable `code` and its `message`.
     public init(code: String, message: String) {
         self.code = code
         self.message = message
     }
 
+    /// `message [code]`.
     public var description: String { "\(message) [\(code)]" }
 }
 
@@ -21,6 +23,7 @@ public struct LocationDiagnostic: Sendable, Equatable, CustomStringConvertible {
 /// passes its own handler (its logger); the default writes one line to stderr.
 public typealias DiagnosticsHandler = @Sendable (LocationDiagnostic) -> Void
 
+/// Ready-made diagnostics handlers.
 public enum Diagnostics {
     /// One line per diagnostic on standard error: `GPSLocation: message [code]`.
     public static let standardError: DiagnosticsHandler = { diagnostic in

@@ -17,9 +17,13 @@ import Foundation
 public enum ChunkingVerifier {
     /// One way of cutting the input that gave a different result from the whole buffer.
     public struct Mismatch: Sendable, CustomStringConvertible {
+        /// How the input was cut.
         public let cutting: String
+        /// Outputs from the whole buffer at once.
         public let expectedCount: Int
+        /// Outputs from the cut input.
         public let actualCount: Int
+        /// The cutting and both counts.
         public var description: String { "\(cutting): \(actualCount) outputs, whole buffer gave \(expectedCount)" }
     }
 

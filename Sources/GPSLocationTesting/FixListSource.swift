@@ -16,6 +16,7 @@ public final class FixListSource: LocationSource {
     private let running = Locked(false)
     private let handedOver = Locked(0)
 
+    /// A source that sends `fixes`, as a recording of them would.
     /// - Parameters:
     ///   - fixes: the fixes, sent in order.
     ///   - interval: seconds between fixes (0: as fast as possible).
@@ -28,6 +29,7 @@ public final class FixListSource: LocationSource {
         queue.setSpecific(key: onQueue, value: true)
     }
 
+    /// Sends the fixes in order on a queue of its own.
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         running.withLock { $0 = true }
         queue.async { [self] in
@@ -45,12 +47,14 @@ public final class FixListSource: LocationSource {
         }
     }
 
+    /// Stops sending; waits for a fix being handed over (unless called from the handler).
     public func stop() {
         running.withLock { $0 = false }
         // Wait for a fix being handed over right now to finish (unless this is that hand-over).
         if DispatchQueue.getSpecific(key: onQueue) == nil { queue.sync {} }
     }
 
+    /// False: a list is a recording (its fixes' own times are the clock).
     public var isLive: Bool { false }
     /// How many fixes the handler has returned from (the engine has taken them in). A test that
     /// waits for the whole list, then for the delegate queue, knows what the app will ever get.

@@ -9,6 +9,7 @@ import GPSLocation
 /// already on its way to a handler when `stop()` ran still reaches that handler afterwards. A
 /// correct consumer ignores it.
 public final class ManualLocationSource: LocationSource {
+    /// As given to `init(isLive:)`.
     public let isLive: Bool
     private let state = Locked<
         (
@@ -17,11 +18,13 @@ public final class ManualLocationSource: LocationSource {
         )
     >((nil, nil, 0, 0))
 
+    /// A source whose events the test sends (`send(_:)`); live unless told otherwise.
     public init(isLive: Bool = true) { self.isLive = isLive }
 
     /// Test data: always simulated, whichever clock it follows.
     public var isSimulated: Bool { true }
 
+    /// Keeps the handler for `send(_:)`.
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         state.withLock {
             $0.current = handler
@@ -30,6 +33,7 @@ public final class ManualLocationSource: LocationSource {
         }
     }
 
+    /// Forgets the handler (see `sendToStoppedHandler(_:)`).
     public func stop() {
         state.withLock {
             $0.current = nil
@@ -41,6 +45,7 @@ public final class ManualLocationSource: LocationSource {
     public var isRunning: Bool { state.withLock { $0.current != nil } }
     /// How often the source was started and stopped.
     public var starts: Int { state.withLock { $0.starts } }
+    /// How many times `stop()` was called.
     public var stops: Int { state.withLock { $0.stops } }
 
     /// Hands `event` to the running handler; returns false when the source is not running.

@@ -89,6 +89,7 @@ public final class PseudoTerminalReceiver: Sendable {
         timer.resume()
     }
 
+    /// Stops writing and closes the terminal.
     public func stop() {
         let timer = playing.withLock { playing -> (any DispatchSourceTimer)? in
             defer { playing.timer = nil }
@@ -128,10 +129,14 @@ public final class PseudoTerminalReceiver: Sendable {
     }
 }
 
+/// Why a pseudo-terminal receiver could not be made.
 public enum PseudoTerminalError: Error, CustomStringConvertible {
+    /// The recording holds no NMEA sentence.
     case emptyRecording
+    /// A system call failed: its name and `errno`.
     case system(String, Int32)
 
+    /// What failed.
     public var description: String {
         switch self {
         case .emptyRecording: "the recording has no NMEA sentences"

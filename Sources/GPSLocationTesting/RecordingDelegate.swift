@@ -27,6 +27,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     /// When set, every callback must run on the queue carrying this key (counted in `wrongQueue`).
     public let expectedQueue: DispatchSpecificKey<Bool>?
 
+    /// A recorder; with `expectedQueue`, calls on any other queue are counted in `wrongQueue`.
     public init(expectedQueue: DispatchSpecificKey<Bool>? = nil) { self.expectedQueue = expectedQueue }
 
     /// Each callback sleeps this long (seconds): a slow app.
@@ -34,21 +35,29 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         get { record.withLock { $0.callbackDelay } }
         set { record.withLock { $0.callbackDelay = newValue } }
     }
+    /// Each `didUpdateLocations` call's locations, in order.
     public var batches: [[CLLocation]] { record.withLock { $0.batches } }
+    /// Every location, in order.
     public var locations: [CLLocation] { batches.flatMap { $0 } }
+    /// Every `CLError`, in order.
     public var errors: [CLError] { record.withLock { $0.errorArrivals.map(\.1) } }
     /// Each error with where it came in the stream and what the manager said at that moment.
     public struct ErrorContext: Sendable {
+        /// The error.
         public let error: CLError
         /// How many locations had been delivered before it.
         public let locationsBefore: Int
         /// `manager.location != nil`, `manager.isLocationStale` and `manager.locationAge`, read in
         /// the callback.
         public let managerHadLocation: Bool
+        /// `manager.isLocationStale` then.
         public let locationWasStale: Bool
+        /// `manager.locationAge` then.
         public let locationAge: TimeInterval?
     }
+    /// Every error with its context.
     public var errorContexts: [ErrorContext] { record.withLock { $0.errorContexts } }
+    /// Every receiver event, in order.
     public var receivers: [DeviceEvent] { record.withLock { $0.receiverArrivals.map(\.1) } }
     /// Every location with the time it arrived, oldest first.
     public var locationArrivals: [(arrival: Date, location: CLLocation)] {
@@ -65,12 +74,15 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     /// Region callbacks in order: `start ID`, `state ID inside|outside|unknown`, `enter ID`,
     /// `exit ID`, `fail ID|- CODE REASON`.
     public var regionLog: [String] { record.withLock { $0.regionLog } }
+    /// How many `locationManagerDidChangeAuthorization` calls came.
     public var authorizationCalls: Int { record.withLock { $0.authorizationCalls } }
+    /// How many deprecated `didChangeAuthorization status:` calls came.
     public var deprecatedCalls: Int { record.withLock { $0.deprecatedCalls } }
     /// Callbacks that did not come on `expectedQueue`.
     public var wrongQueue: Int { record.withLock { $0.wrongQueue } }
     /// Callbacks that started while another was still running (must be 0: delegates are serial).
     public var overlap: Int { record.withLock { $0.overlap } }
+    /// How many callbacks of any kind came.
     public var callbackCount: Int {
         record.withLock {
             $0.batches.count + $0.errorArrivals.count + $0.authorizationCalls + $0.receiverArrivals.count
@@ -133,6 +145,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     }
     private func leave() { record.withLock { $0.inside = false } }
 
+    /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
         enter()
         let now = Date()
@@ -142,6 +155,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         }
         leave()
     }
+    /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
         enter()
         let now = Date()
@@ -159,34 +173,42 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         }
         leave()
     }
+    /// Records the call, with the time it arrived.
     public func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {
         enter()
         record.withLock { $0.authorizationCalls += 1 }
         leave()
     }
+    /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus) {
         record.withLock { $0.deprecatedCalls += 1 }
     }
+    /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {
         enter()
         let now = Date()
         record.withLock { $0.receiverArrivals.append((now, receiver)) }
         leave()
     }
+    /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didEnterRegion region: CLRegion) {
         log("enter \(region.identifier)")
     }
+    /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didExitRegion region: CLRegion) {
         log("exit \(region.identifier)")
     }
+    /// Records the call, with the time it arrived.
     public func locationManager(
         _ manager: CLLocationManager, didDetermineState state: CLRegionState, for region: CLRegion
     ) {
         log("state \(region.identifier) \(state)")
     }
+    /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didStartMonitoringFor region: CLRegion) {
         log("start \(region.identifier)")
     }
+    /// Records the call, with the time it arrived.
     public func locationManager(
         _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error
     ) {

@@ -122,6 +122,7 @@ public struct EpochAssembler: Sendable {
         var altitudeHAE: Double?
     }
 
+    /// An assembler before any cycle.
     public init() {}
 
     /// Adds a sentence; calls `emit` for each `Fix` it completes (the previous cycle's when this

@@ -3,13 +3,17 @@ import GNSSCore
 
 /// Bytes of NMEA in, `Fix` values out: `NMEAParser` + `EpochAssembler`.
 public struct NMEADecoder: Sendable {
+    /// The parser (its statistics and limits).
     public private(set) var parser = NMEAParser(collectsSatellites: true)
     private var assembler = EpochAssembler()
 
+    /// A decoder at the start of a stream.
     public init() {}
 
+    /// What the stream held so far: sentences decoded, ignored, malformed.
     public var statistics: NMEAStatistics { parser.statistics }
 
+    /// Decodes `bytes` (any cut of the stream), calling `handle` for each fix a completed cycle makes.
     public mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, _ handle: (Fix) -> Void) {
         feed(bytes, heading: { _ in }, handle)
     }
@@ -34,10 +38,12 @@ public struct NMEADecoder: Sendable {
         }
     }
 
+    /// As `feed(_:_:)` for the bytes of `data`.
     public mutating func feed(_ data: Data, _ handle: (Fix) -> Void) {
         data.withUnsafeBytes { raw in feed(raw.bindMemory(to: UInt8.self), handle) }
     }
 
+    /// Ends the stream: a last line without its end and the last cycle are decoded and reported.
     public mutating func finish(_ handle: (Fix) -> Void) {
         var assembler = self.assembler
         parser.finish { sentence in assembler.add(sentence, handle) }

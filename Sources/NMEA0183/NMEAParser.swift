@@ -11,6 +11,7 @@ public struct NMEAParser: Sendable {
     public static let maximumLineLength = 120
     /// A raw line (noise before the sentence included) longer than this is dropped whole.
     public static let maximumRawLineLength = 4 * maximumLineLength
+    /// What the stream held so far.
     public private(set) var statistics = NMEAStatistics()
     /// When false, GSV satellites and GSA satellite lists are not collected (faster when only
     /// fixes are wanted).
@@ -22,6 +23,7 @@ public struct NMEAParser: Sendable {
     private var carry: [UInt8] = []
     private var overflowed = false
 
+    /// A parser at the start of a stream.
     public init(collectsSatellites: Bool = true) {
         self.collectsSatellites = collectsSatellites
         carry.reserveCapacity(Self.maximumLineLength + 2)
@@ -58,6 +60,7 @@ public struct NMEAParser: Sendable {
         if lineStart < count { appendCarry(UnsafeBufferPointer(rebasing: bytes[lineStart..<count])) }
     }
 
+    /// As `feed(_:_:)` for the bytes of `data`.
     public mutating func feed(_ data: Data, _ handle: (NMEASentence) -> Void) {
         data.withUnsafeBytes { raw in feed(raw.bindMemory(to: UInt8.self), handle) }
     }

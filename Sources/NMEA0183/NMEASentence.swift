@@ -28,13 +28,17 @@ public struct NMEAStatistics: Sendable, Equatable {
     /// `#` comment lines (gpsfake headers).
     public var comments = 0
 
+    /// Nothing counted yet.
     public init() {}
 }
 
 /// A calendar date from RMC (`year` has two digits) or ZDA (four digits).
 public struct NMEADate: Sendable, Equatable, BitwiseCopyable {
+    /// 1–31.
     public var day: Int
+    /// 1–12.
     public var month: Int
+    /// Two digits from RMC, four from ZDA.
     public var year: Int
 }
 
@@ -47,6 +51,7 @@ public struct NMEASatellite: Sendable, Equatable, BitwiseCopyable {
     private var azimuthValue: Float
     private var signalToNoiseValue: Float
 
+    /// A satellite; nil for an empty field.
     public init(prn: Int, elevation: Double?, azimuth: Double?, signalToNoise: Double?) {
         id = Int32(clamping: prn)
         elevationValue = elevation.map(Float.init) ?? .nan
@@ -54,11 +59,16 @@ public struct NMEASatellite: Sendable, Equatable, BitwiseCopyable {
         signalToNoiseValue = signalToNoise.map(Float.init) ?? .nan
     }
 
+    /// The satellite's number as the sentence gives it.
     public var prn: Int { Int(id) }
+    /// Degrees above the horizon, or nil.
     public var elevation: Double? { elevationValue.isNaN ? nil : Double(elevationValue) }
+    /// Degrees clockwise from true north, or nil.
     public var azimuth: Double? { azimuthValue.isNaN ? nil : Double(azimuthValue) }
+    /// dB-Hz, or nil (not tracked).
     public var signalToNoise: Double? { signalToNoiseValue.isNaN ? nil : Double(signalToNoiseValue) }
 
+    /// The same number and fields.
     public static func == (a: Self, b: Self) -> Bool {
         a.prn == b.prn && a.elevation == b.elevation && a.azimuth == b.azimuth && a.signalToNoise == b.signalToNoise
     }
@@ -66,14 +76,17 @@ public struct NMEASatellite: Sendable, Equatable, BitwiseCopyable {
 
 /// What fills an `NMEAInlineList`'s unused places.
 public protocol NMEAInlineListElement: BitwiseCopyable, Equatable, Sendable {
+    /// The value of a place not in use.
     static var filler: Self { get }
 }
 
 extension Int16: NMEAInlineListElement {
+    /// Zero.
     public static var filler: Int16 { 0 }
 }
 
 extension NMEASatellite: NMEAInlineListElement {
+    /// Satellite 0 with every field empty.
     public static var filler: NMEASatellite { NMEASatellite(prn: 0, elevation: nil, azimuth: nil, signalToNoise: nil) }
 }
 
@@ -85,10 +98,14 @@ public struct NMEAInlineList<let capacity: Int, Element: NMEAInlineListElement>:
     private var storage: InlineArray<capacity, Element>
     private var length: UInt8 = 0
 
+    /// An empty list.
     public init() { storage = InlineArray(repeating: .filler) }
 
+    /// The first element's position (always zero).
     public var startIndex: Int { 0 }
+    /// The number of elements.
     public var endIndex: Int { Int(length) }
+    /// The element at `position` (below `endIndex`).
     public subscript(position: Int) -> Element { storage[position] }
 
     /// Adds `element`; beyond `capacity` elements are dropped.
@@ -98,10 +115,12 @@ public struct NMEAInlineList<let capacity: Int, Element: NMEAInlineListElement>:
         length += 1
     }
 
+    /// The same elements in the same order.
     public static func == (a: Self, b: Self) -> Bool { a.elementsEqual(b) }
 }
 
 extension NMEAInlineList: ExpressibleByArrayLiteral {
+    /// A list of `elements` (beyond `capacity`, dropped).
     public init(arrayLiteral elements: Element...) {
         self.init()
         for element in elements { append(element) }
@@ -109,6 +128,7 @@ extension NMEAInlineList: ExpressibleByArrayLiteral {
 }
 
 extension NMEAInlineList: CustomStringConvertible {
+    /// As an array's.
     public var description: String { Array(self).description }
 }
 

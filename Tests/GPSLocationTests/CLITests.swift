@@ -754,8 +754,9 @@ extension RealGPSD.LaneB {
             try store.set(AuthorizationDecision(status: .denied), for: "follower")
             #expect(await waitUntilAsync(timeout: 5) { delegate.errors.contains { $0.code == .denied } })
             let count = delegate.locations.count
-            // The rest of the drive is taken in and every callback it made has run: none is a location.
-            #expect(await waitUntilAsync(timeout: 30) { source.sent == source.count })
+            // The denial stops the source (its `stop()` waits for a fix being handed over), or the
+            // rest of the drive is taken in; then every callback made has run: none is a location.
+            #expect(await waitUntilAsync(timeout: 30) { !source.isRunning || source.sent == source.count })
             await delegateQueueFlushed(manager)
             #expect(delegate.locations.count == count, "nothing after the denial")
             #expect(delegate.authorizationCalls == 2)

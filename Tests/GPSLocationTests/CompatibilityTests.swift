@@ -196,3 +196,73 @@ struct CompatibilityTests {
         for (text, expected) in cases { #expect(GPSDEndpoint.parse(text) == expected, "\(text)") }
     }
 }
+
+extension RealGPSD.LaneB {
+    /// #23: `isSimulatedBySoftware` for every replay, a gpsfake the user started included.
+    @Suite("where a location came from: a gpsd that gpsfake started, and one it did not")
+    struct GPSFakeDetectionTests {
+        @Test(
+            "a gpsd gpsfake started is a replay; a gpsd reading a pseudo-terminal is not",
+            .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
+        func realProcesses() async throws {
+            let fake = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), cycle: 0.05)
+            defer { fake.stop() }
+            #expect(await fake.waitUntilDeviceAttached())
+            // As a user would write it: no `isLive: false`, nothing said about gpsfake.
+            let source = GPSDLocationSource(endpoint: fake.endpoint, sky: false)
+            #expect(source.isLive && source.isSimulated)
+            let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer(.authorizedAlways))
+            manager.maximumLocationAge = 1e9
+            let delegate = RecordingDelegate()
+            manager.delegate = delegate
+            manager.startUpdatingLocation()
+            #expect(await delegate.waitForLocations(3, timeout: 30))
+            manager.stopUpdatingLocation()
+            #expect(delegate.locations.allSatisfy { $0.sourceInformation?.isSimulatedBySoftware == true })
+
+            // gpsd started as systemd starts it, reading a receiver behind a pseudo-terminal (as a
+            // network receiver bridged with socat is): not a replay.
+            let text = try String(
+                contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), encoding: .utf8)
+            let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
+            receiver.start(loop: true)
+            defer { receiver.stop() }
+            let server = try GPSDServer(devices: [receiver.path])
+            defer { server.stop() }
+            try server.waitUntilListening()
+            let direct = GPSDLocationSource(endpoint: server.endpoint)
+            #expect(!direct.isSimulated && direct.sourceInformation.isProducedByAccessory)
+            // Another machine's gpsd is never looked up here.
+            #expect(
+                !GPSDLocationSource(endpoint: GPSDEndpoint(host: "192.0.2.1", port: fake.endpoint.port)).isSimulated)
+        }
+
+        @Test("the rule on a process table: gpsd with -S PORT whose parent is gpsfake")
+        func processTable() throws {
+            let proc = FileManager.default.temporaryDirectory.appendingPathComponent("proc-\(UUID())")
+            defer { try? FileManager.default.removeItem(at: proc) }
+            func process(_ pid: Int, parent: Int, _ arguments: [String]) throws {
+                let folder = proc.appendingPathComponent(String(pid))
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try Data(arguments.joined(separator: "\0").utf8 + [0]).write(
+                    to: folder.appendingPathComponent("cmdline"))
+                try "\(pid) (\((arguments.first! as NSString).lastPathComponent)) S \(parent) 1 1 0"
+                    .write(to: folder.appendingPathComponent("stat"), atomically: true, encoding: .utf8)
+            }
+            try process(1, parent: 0, ["/sbin/init"])
+            try process(40, parent: 1, ["/usr/sbin/gpsd", "-F", "/run/gpsd.sock", "/dev/ttyACM0"])
+            try process(500, parent: 1, ["/usr/bin/python3", "/usr/bin/gpsfake", "-P", "47123", "drive.nmea"])
+            try process(501, parent: 500, ["/usr/sbin/gpsd", "-b", "-N", "-S", "47123", "-F", "/tmp/gpsfake.sock"])
+            try process(600, parent: 1, ["/usr/sbin/gpsd", "-N", "-S", "47200", "/dev/pts/3"])
+            let path = proc.path
+            #expect(GPSFakeDetection.feeds(GPSDEndpoint(port: 47123), proc: path))
+            #expect(GPSFakeDetection.feeds(GPSDEndpoint(host: "localhost", port: 47123), proc: path))
+            #expect(!GPSFakeDetection.feeds(GPSDEndpoint(port: 47200), proc: path), "gpsd not started by gpsfake")
+            #expect(!GPSFakeDetection.feeds(GPSDEndpoint(port: 2947), proc: path), "systemd's gpsd")
+            #expect(
+                !GPSFakeDetection.feeds(GPSDEndpoint(host: "10.0.0.5", port: 47123), proc: path), "not this machine")
+            #expect(!GPSFakeDetection.feeds(GPSDEndpoint(port: 47123), proc: path + "-missing"))
+        }
+    }
+}

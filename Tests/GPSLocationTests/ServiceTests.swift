@@ -204,11 +204,15 @@ extension RealGPSD.LaneB {
                     stderrPath: logFile.path)
             }
             let logged = { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+            let began = ContinuousClock.now
             let loading = try start()
             defer { loading.terminate() }
             #expect(
                 await waitUntilAsync(timeout: 120) { logged().contains("monitoring 100000 circle(s)") },
                 "\(logged().suffix(300))")
+            print(
+                "geofenced: 100,000 circles read, checked, saved and monitored \(ContinuousClock.now - began) after its start"
+            )
             kill(loading.pid, SIGTERM)
             #expect(await loading.waitForExit(timeout: .seconds(10)))
             #expect(loading.exited.map { $0 & 0x7f == 0 && ($0 >> 8) & 0xff == 0 } == true, "exit 0")
@@ -216,6 +220,7 @@ extension RealGPSD.LaneB {
                 .conditions(monitor: "geofenced", app: "geofenced")
             #expect(kept.count == 100_000)
             // SIGTERM while it reads and loads: it ends at once (0.15 s for a clean stop, README).
+            var stops: [Duration] = []
             for delay in [300, 1500] {
                 let second = try start()
                 defer { second.terminate() }
@@ -224,8 +229,10 @@ extension RealGPSD.LaneB {
                 kill(second.pid, SIGTERM)
                 #expect(await second.waitForExit(timeout: .seconds(10)))
                 let elapsed = ContinuousClock.now - signalled
+                stops.append(elapsed)
                 #expect(elapsed < .seconds(5), "ended \(elapsed) after SIGTERM (\(delay) ms after the start)")
             }
+            print("geofenced: SIGTERM while loading ended it after \(stops) (0.3 s and 1.5 s into its start)")
         }
     }
 
@@ -309,6 +316,137 @@ extension RealGPSD.LaneB {
                     #expect(abs((object?["latitude"] as? Double ?? 0) - 51.45) < 0.05)
                 }
             }
+        }
+
+        /// docs/fleet.md's recipe: gpsloc → a broker on the box (QoS 1, persistent) bridged to the
+        /// central broker (QoS 1, `cleansession false`) → a persistent QoS 1 subscriber. The central
+        /// broker is stopped and started again mid-stream; the subscriber must get every location.
+        @Test("the bridged recipe: a central broker restart mid-stream loses no location")
+        func bridgedRestart() async throws {
+            let folder = try GPSLocBinary.makeConfigHome()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let (centralPort, boxPort) = (try freePort(), try freePort())
+            for name in ["central", "box"] {
+                try FileManager.default.createDirectory(
+                    at: folder.appendingPathComponent(name), withIntermediateDirectories: true)
+            }
+            // `user root`: run as root (CI), Mosquitto would otherwise become the `mosquitto` user,
+            // which cannot write into the test's private folder — and a central broker that
+            // cannot save its sessions loses what arrives before its subscriber is back.
+            // (Debian's service keeps its database in /var/lib/mosquitto, the user's own.)
+            let centralConfig = folder.appendingPathComponent("central.conf")
+            try """
+            user root
+            listener \(centralPort) 127.0.0.1
+            allow_anonymous true
+            persistence true
+            persistence_location \(folder.path)/central/
+
+            """.write(to: centralConfig, atomically: true, encoding: .utf8)
+            let boxConfig = folder.appendingPathComponent("box.conf")
+            try """
+            user root
+            listener \(boxPort) 127.0.0.1
+            allow_anonymous true
+            persistence true
+            persistence_location \(folder.path)/box/
+            connection central
+            address 127.0.0.1:\(centralPort)
+            topic fleet/# out 1
+            cleansession false
+            clientid fleet-box-test
+            restart_timeout 1 2
+
+            """.write(to: boxConfig, atomically: true, encoding: .utf8)
+            let environment = ProcessInfo.processInfo.environment
+            func broker(_ config: URL, log: String) throws -> ChildProcess {
+                try ChildProcess(
+                    executable: "/usr/sbin/mosquitto", arguments: ["-c", config.path], environment: environment,
+                    stderrPath: folder.appendingPathComponent(log).path)
+            }
+            var central = try broker(centralConfig, log: "central.log")
+            let box = try broker(boxConfig, log: "box.log")
+            defer {
+                central.terminate()
+                box.terminate()
+            }
+            #expect(await waitUntilAsync(timeout: 10) { canConnect(port: centralPort) && canConnect(port: boxPort) })
+
+            // The central side's consumer: a persistent session (client id, no clean start), QoS 1.
+            let receivedFile = folder.appendingPathComponent("received.txt")
+            let subscriber = try ChildProcess(
+                executable: "/usr/bin/mosquitto_sub",
+                arguments: [
+                    "-h", "127.0.0.1", "-p", "\(centralPort)", "-t", "fleet/+/location", "-q", "1", "-c", "-i",
+                    "fleet-ingest-test",
+                ], environment: environment, stdoutPath: receivedFile.path)
+            defer { subscriber.terminate() }
+            let received = { (try? String(contentsOf: receivedFile, encoding: .utf8)) ?? "" }
+            // The bridge is up and the subscriber subscribed once a probe sent on the box arrives.
+            var probed = false
+            for _ in 0..<100 where !probed {
+                _ = try? ChildProcessForTests.run(
+                    "/usr/bin/mosquitto_pub",
+                    ["-h", "127.0.0.1", "-p", "\(boxPort)", "-t", "fleet/probe/location", "-q", "1", "-m", "probe"])
+                probed = await waitUntilAsync(timeout: 0.3) { received().contains("probe") }
+            }
+            #expect(probed, "a message sent on the box reaches the central subscriber")
+
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.01)
+            defer { server.stop() }
+            #expect(await server.waitUntilDeviceAttached())
+            #expect(try await GPSLocBinary.run(["auth", "grant", "fleet", "--always"], configHome: folder).status == 0)
+            let publishedFile = folder.appendingPathComponent("published.ndjson")
+            var pipelineEnvironment = environment
+            pipelineEnvironment["XDG_CONFIG_HOME"] = folder.path
+            pipelineEnvironment["XDG_CACHE_HOME"] = folder.appendingPathComponent("cache").path
+            let pipeline = try ChildProcess(
+                executable: "/bin/sh",
+                arguments: [
+                    "-c",
+                    "'\(GPSLocBinary.path)' watch --json --app fleet --port \(server.endpoint.port) --max-age 1e9 "
+                        + "| tee '\(publishedFile.path)' "
+                        + "| mosquitto_pub -h 127.0.0.1 -p \(boxPort) -q 1 -l -t fleet/testhost/location",
+                ], environment: pipelineEnvironment)
+            defer {
+                _ = try? ChildProcessForTests.run(
+                    "/usr/bin/pkill", ["-9", "-f", "watch --json --app fleet --port \(server.endpoint.port)"])
+                _ = try? ChildProcessForTests.run(
+                    "/usr/bin/pkill", ["-9", "-f", "mosquitto_pub -h 127.0.0.1 -p \(boxPort)"])
+                pipeline.terminate()
+            }
+            let published = { (try? String(contentsOf: publishedFile, encoding: .utf8)) ?? "" }
+            // The subscriber's copy of a line and gpsloc's own are the same JSON text.
+            func locations(_ text: String) -> [String] {
+                text.split(separator: "\n").map(String.init).filter { $0.contains(#""type":"location""#) }
+            }
+
+            // Mid-stream: the central broker goes away while locations keep being published on
+            // the box, then comes back.
+            #expect(await waitUntilAsync(timeout: 60) { locations(received()).count >= 20 }, "locations flow")
+            kill(central.pid, SIGTERM)
+            #expect(await central.waitForExit(timeout: .seconds(10)), "the central broker stopped")
+            let atStop = locations(published()).count
+            #expect(
+                await waitUntilAsync(timeout: 60) { locations(published()).count >= atStop + 20 },
+                "locations are published while the central broker is down")
+            central = try broker(centralConfig, log: "central-again.log")
+            #expect(await waitUntilAsync(timeout: 10) { canConnect(port: centralPort) }, "the central broker is back")
+
+            // The recording's end: gpsd goes, and gpsloc says it reconnects — after its last location.
+            #expect(await waitUntilAsync(timeout: 120) { published().contains("reconnecting") }, "the drive ended")
+            let sent = locations(published())
+            #expect(sent.count > 100)
+            #expect(
+                await waitUntilAsync(timeout: 60) { Set(locations(received())).isSuperset(of: sent) },
+                "every published location reaches the central subscriber")
+            let got = locations(received())
+            let missing = Set(sent).subtracting(got)
+            #expect(missing.isEmpty, "\(missing.count) of \(sent.count) locations lost")
+            print(
+                "fleet recipe: \(sent.count) locations published, \(Set(got).count) received "
+                    + "(\(got.count - Set(got).count) duplicates, QoS 1 allows them) across a central broker restart")
         }
 
         private func freePort() throws -> Int {

@@ -16,13 +16,19 @@ import Foundation
 public final class DecisionStore: Sendable {
     // The file itself is guarded across processes by flock.
 
+    /// One app's stored decision, as the file holds it.
     public struct Entry: Codable, Sendable, Equatable {
+        /// `authorizedAlways`, `authorizedWhenInUse` or `denied`.
         public var status: String
+        /// `full` or `reduced`.
         public var accuracy: String
+        /// When the user decided.
         public var decidedAt: Date
     }
 
+    /// The folder of the store (default: `defaultDirectory()`).
     public let directory: URL
+    /// The decisions file, `authorizations.json` in `directory`.
     public var fileURL: URL { directory.appendingPathComponent("authorizations.json") }
     private var lockURL: URL { directory.appendingPathComponent("authorizations.lock") }
     private let storedProblem = Locked<String?>(nil)
@@ -33,11 +39,13 @@ public final class DecisionStore: Sendable {
     /// Told when the file cannot be read (it is then moved aside); default: one line on stderr.
     public let diagnosticsHandler: DiagnosticsHandler
 
+    /// A store in `directory` (default: the user's, see `defaultDirectory()`).
     public init(directory: URL? = nil, diagnosticsHandler: @escaping DiagnosticsHandler = Diagnostics.standardError) {
         self.directory = directory ?? Self.defaultDirectory()
         self.diagnosticsHandler = diagnosticsHandler
     }
 
+    /// `$XDG_CONFIG_HOME/gpslocation`, else `~/.config/gpslocation`.
     public static func defaultDirectory() -> URL {
         let environment = ProcessInfo.processInfo.environment
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
@@ -47,8 +55,11 @@ public final class DecisionStore: Sendable {
         return URL(fileURLWithPath: home).appendingPathComponent(".config/gpslocation")
     }
 
+    /// Why the store could not be read or written.
     public enum StoreError: Error, CustomStringConvertible {
+        /// The file or its folder: the message names it and what to do.
         case io(String)
+        /// The message.
         public var description: String {
             switch self {
             case .io(let message): message
@@ -71,6 +82,7 @@ public final class DecisionStore: Sendable {
         return decision
     }
 
+    /// Every app's decision, by app id.
     public func entries() throws(StoreError) -> [String: Entry] {
         try withFileLock(exclusive: false) { readEntries() }
     }

@@ -11,6 +11,7 @@ import Foundation
 /// (`O_EXCL|O_NOFOLLOW`) and renamed over the old one, at most once per `writeInterval` per
 /// manager plus once when updates stop.
 public final class LastLocationCache: Sendable {
+    /// The folder of the cache (default: `defaultDirectory()`).
     public let directory: URL
     /// Seconds between writes while locations keep coming.
     public let writeInterval: TimeInterval
@@ -38,6 +39,7 @@ public final class LastLocationCache: Sendable {
         }
     }
 
+    /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = 30) {
         self.directory = directory ?? Self.defaultDirectory()
         self.writeInterval = writeInterval
@@ -53,6 +55,7 @@ public final class LastLocationCache: Sendable {
     /// The user's cache.
     public static let user = LastLocationCache()
 
+    /// `$XDG_CACHE_HOME/gpslocation/last`, else `~/.cache/gpslocation/last`.
     public static func defaultDirectory() -> URL {
         let environment = ProcessInfo.processInfo.environment
         if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") {
@@ -143,6 +146,7 @@ extension CLLocation: Codable {
         case simulated, accessory
     }
 
+    /// Encodes every value by name (`Codable`).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(coordinate.latitude, forKey: .latitude)
@@ -169,6 +173,7 @@ extension CLLocation: Codable {
         }
     }
 
+    /// Decodes what `encode(to:)` wrote.
     public convenience init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         func number(_ key: Keys) throws -> Double {

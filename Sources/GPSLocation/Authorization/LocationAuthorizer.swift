@@ -2,10 +2,13 @@ import Foundation
 
 /// The answer to an authorization request.
 public struct AuthorizationDecision: Sendable, Equatable {
+    /// The status decided.
     public var status: CLAuthorizationStatus
+    /// The accuracy decided (reduced: approximate positions only).
     public var accuracy: CLAccuracyAuthorization
     /// "Allow once": for this process only, never written to the decision store.
     public var isTemporary: Bool
+    /// A decision; full accuracy and kept unless said otherwise.
     public init(
         status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy, isTemporary: Bool = false
     ) {
@@ -36,6 +39,7 @@ public typealias AuthorizationPrompt = @Sendable (_ appID: String, _ wantsAlways
 /// The authorizer holds the decision; gating each location is the `LocationEngine`'s job
 /// (`AuthorizationGate`), fed with `state` whenever observers hear of a change.
 public final class LocationAuthorizer: Sendable {
+    /// The app's id: the key of its decision, its policy entry and its kept state.
     public let appID: String
     /// Why the app wants the location, shown in prompts; requests without one fail loudly.
     public let usageDescription: String?
@@ -54,6 +58,8 @@ public final class LocationAuthorizer: Sendable {
     }
     private let locked: Locked<State>
 
+    /// An authorizer held in memory (tests, hosts with their own store): `initial` decision or
+    /// not determined, `prompt` for requests, `isInUse` (default: standard input is a terminal).
     public init(
         appID: String = LocationAuthorizer.defaultAppID, usageDescription: String? = nil,
         initial: AuthorizationDecision? = nil, prompt: AuthorizationPrompt? = nil, fuzzerSeed: UInt64? = nil,
@@ -167,6 +173,7 @@ public final class LocationAuthorizer: Sendable {
         return token
     }
 
+    /// Stops calling the observer `addObserver(_:)` returned `token` for.
     public func removeObserver(_ token: UUID) { _ = locked.withLock { $0.observers.removeValue(forKey: token) } }
 
     /// `GPSLOCATION_USAGE_DESCRIPTION`: the usage description of an app whose code gives none
@@ -184,9 +191,12 @@ public final class LocationAuthorizer: Sendable {
         return name.isEmpty ? "app" : name
     }
 
+    /// The app's status now.
     public var status: CLAuthorizationStatus { locked.withLock { $0.decision.status } }
+    /// Full or reduced accuracy now.
     public var accuracy: CLAccuracyAuthorization { locked.withLock { $0.decision.accuracy } }
 
+    /// What a request did.
     public enum RequestOutcome: Sendable, Equatable {
         /// The status changed (the delegate hears of it).
         case changed

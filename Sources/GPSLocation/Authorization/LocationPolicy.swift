@@ -14,12 +14,16 @@ import Foundation
 /// A missing file means no policy. An unreadable or invalid one is reported in `problem` and
 /// treated as **location services off** — an administrator's restriction never silently lapses.
 public struct LocationPolicy: Sendable, Equatable {
+    /// False: no app gets a location on this machine.
     public var locationServicesEnabled = true
+    /// Apps that may never have a location (`restricted`, whatever the user decided).
     public var restricted: Set<String> = []
+    /// Apps authorized by the administrator, without asking (daemons).
     public var granted: [String: AuthorizationDecision] = [:]
     /// Why the file could not be used, when it could not.
     public var problem: String?
 
+    /// No policy: services on, nothing restricted or granted.
     public init() {}
 
     /// The administrator's policy file.

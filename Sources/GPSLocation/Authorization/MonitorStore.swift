@@ -10,17 +10,24 @@ import Foundation
 public struct MonitorStore: Sendable {
     /// One stored condition and what was last known of it.
     public struct Condition: Codable, Sendable, Equatable {
+        /// The condition's identifier.
         public var identifier: String
+        /// The circle's centre, degrees north.
         public var latitude: Double
+        /// The circle's centre, degrees east.
         public var longitude: Double
+        /// The circle's radius, metres.
         public var radius: Double
+        /// Entering is reported (legacy regions).
         public var notifyOnEntry: Bool
+        /// Leaving is reported (legacy regions).
         public var notifyOnExit: Bool
         /// "inside", "outside" or "unknown".
         public var state: String
         /// The time of the last event (nil: none yet).
         public var date: Date?
 
+        /// A condition as stored: a circle and its last known state.
         public init(
             identifier: String, latitude: Double, longitude: Double, radius: Double, notifyOnEntry: Bool = true,
             notifyOnExit: Bool = true, state: String = "unknown", date: Date? = nil
@@ -38,6 +45,7 @@ public struct MonitorStore: Sendable {
 
     /// Why the store could not be read or written, naming the file and what to do.
     public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// What went wrong, naming the file and what to do.
         public let description: String
     }
 
@@ -50,8 +58,10 @@ public struct MonitorStore: Sendable {
     /// The folder holding every app's monitors.
     public let directory: URL
 
+    /// A store in `directory` (default: the user's, see `defaultDirectory()`).
     public init(directory: URL? = nil) { self.directory = directory ?? Self.defaultDirectory() }
 
+    /// `$XDG_STATE_HOME/gpslocation/monitors`, else `~/.local/state/gpslocation/monitors`.
     public static func defaultDirectory() -> URL {
         let environment = ProcessInfo.processInfo.environment
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {

@@ -10,8 +10,20 @@ public let kCLHeadingFilterNone: CLLocationDegrees = -1
 
 /// Apple's device orientation, for `headingOrientation`.
 public enum CLDeviceOrientation: Int32, Sendable {
+    /// Not known (the only value that matters here: a heading is the receiver's, not a screen's).
     case unknown = 0
-    case portrait, portraitUpsideDown, landscapeLeft, landscapeRight, faceUp, faceDown
+    /// Upright.
+    case portrait
+    /// Upside down.
+    case portraitUpsideDown
+    /// On its side, top to the left.
+    case landscapeLeft
+    /// On its side, top to the right.
+    case landscapeRight
+    /// Lying face up.
+    case faceUp
+    /// Lying face down.
+    case faceDown
 }
 
 /// Apple's `CLHeading`: where the receiver points (its antennas' baseline, a compass), not where
@@ -51,7 +63,9 @@ public final class CLHeading: NSObject, Sendable {
 
 /// Apple's `CLFloor`: the floor of a building. GNSS has no floor: `CLLocation.floor` is nil.
 public final class CLFloor: NSObject, Sendable {
+    /// The floor number (0: ground).
     public let level: Int
+    /// A floor (for code that makes one).
     public init(level: Int) { self.level = level }
 }
 
@@ -102,8 +116,10 @@ extension CLLocationManager {
         runner.drive { $0.startHeading() }
     }
 
+    /// Stops heading updates.
     public func stopUpdatingHeading() { runner.drive { $0.stopHeading() } }
 
+    /// Nothing to dismiss: a GNSS heading needs no compass calibration.
     public func dismissHeadingCalibrationDisplay() {}
 
     /// Apple's temporary full accuracy (iOS 14). Asked of the same prompt as authorization where
@@ -134,6 +150,7 @@ extension CLLocationManager {
         }
     }
 
+    /// Nothing is ranged (see `startRangingBeacons(satisfying:)`).
     public func stopRangingBeacons(satisfying constraint: CLBeaconIdentityConstraint) {}
 
     /// An error for the delegate, on its queue.
@@ -147,9 +164,13 @@ extension CLLocationManager {
 
 /// Apple's beacon identity constraint (UUID, major, minor).
 public final class CLBeaconIdentityConstraint: NSObject, Sendable {
+    /// The beacons' proximity UUID.
     public let uuid: UUID
+    /// The major value, or nil: any.
     public let major: UInt16?
+    /// The minor value, or nil: any.
     public let minor: UInt16?
+    /// A constraint on UUID, and optionally major and minor.
     public init(uuid: UUID, major: UInt16? = nil, minor: UInt16? = nil) {
         self.uuid = uuid
         self.major = major
@@ -159,13 +180,21 @@ public final class CLBeaconIdentityConstraint: NSObject, Sendable {
 
 /// Apple's ranged beacon. None is ever ranged here (`CLLocationManager.isRangingAvailable()`).
 public final class CLBeacon: NSObject, Sendable {
+    /// The beacon's UUID.
     public let uuid: UUID
+    /// Its major value.
     public let major: NSNumber
+    /// Its minor value.
     public let minor: NSNumber
+    /// How near it is.
     public let proximity: CLProximity
+    /// Metres (one sigma) of the distance estimate.
     public let accuracy: CLLocationAccuracy
+    /// Received signal strength, dBm.
     public let rssi: Int
+    /// When it was ranged.
     public let timestamp: Date
+    /// A beacon with every value given (for code that builds its own).
     public init(
         uuid: UUID, major: NSNumber, minor: NSNumber, proximity: CLProximity, accuracy: CLLocationAccuracy, rssi: Int,
         timestamp: Date
@@ -182,25 +211,37 @@ public final class CLBeacon: NSObject, Sendable {
 
 /// Apple's beacon proximity.
 public enum CLProximity: Int, Sendable {
-    case unknown, immediate, near, far
+    /// Not known.
+    case unknown
+    /// Within centimetres.
+    case immediate
+    /// Within a few metres.
+    case near
+    /// Further.
+    case far
 }
 
 /// Apple's beacon region: it can be created, and monitoring it fails with
 /// `regionMonitoringFailure` (no Bluetooth here).
 open class CLBeaconRegion: CLRegion, @unchecked Sendable {
     // @unchecked Sendable: see CLRegion; the constraint is immutable.
+    /// The beacons the region stands for.
     public let beaconIdentityConstraint: CLBeaconIdentityConstraint
+    /// The constraint's UUID.
     public var uuid: UUID { beaconIdentityConstraint.uuid }
 
+    /// A region of the beacons matching `beaconIdentityConstraint`.
     public init(beaconIdentityConstraint: CLBeaconIdentityConstraint, identifier: String) {
         self.beaconIdentityConstraint = beaconIdentityConstraint
         super.init(identifier: identifier)
     }
 
+    /// A region of every beacon with `uuid`.
     public convenience init(uuid: UUID, identifier: String) {
         self.init(beaconIdentityConstraint: CLBeaconIdentityConstraint(uuid: uuid), identifier: identifier)
     }
 
+    /// Unarchives what `encode(with:)` wrote; nil when a value is missing or of the wrong type.
     public required init?(coder: NSCoder) {
         guard let text = coder.decodeObject(of: NSString.self, forKey: "uuid") as String?,
             let uuid = UUID(uuidString: text)
@@ -209,6 +250,7 @@ open class CLBeaconRegion: CLRegion, @unchecked Sendable {
         super.init(coder: coder)
     }
 
+    /// Archives every value under its own key (`NSCoding`).
     open override func encode(with coder: NSCoder) {
         super.encode(with: coder)
         coder.encode(uuid.uuidString as NSString, forKey: "uuid")
@@ -218,13 +260,16 @@ open class CLBeaconRegion: CLRegion, @unchecked Sendable {
 /// Archiving a location (`NSKeyedArchiver` with secure coding), as apps cache their last one:
 /// every field, GPSLocation's details and the source included (through `Codable`).
 extension CLLocation: NSSecureCoding {
+    /// True: unarchiving checks each value's class (`NSSecureCoding`).
     public static var supportsSecureCoding: Bool { true }
 
+    /// Archives every value under its own key (`NSCoding`).
     public func encode(with coder: NSCoder) {
         guard let data = try? JSONEncoder().encode(self) else { return }
         coder.encode(data as NSData, forKey: "GPSLocation.location")
     }
 
+    /// Unarchives what `encode(with:)` wrote; nil when a value is missing or of the wrong type.
     public convenience init?(coder: NSCoder) {
         guard let data = coder.decodeObject(of: NSData.self, forKey: "GPSLocation.location") as Data?,
             let decoded = try? JSONDecoder().decode(CLLocation.self, from: data)
@@ -239,8 +284,9 @@ extension CLLocation: NSSecureCoding {
     }
 }
 
-/// Apple's beacon number types.
+/// A beacon's major value (Apple's type).
 public typealias CLBeaconMajorValue = UInt16
+/// A beacon's minor value (Apple's type).
 public typealias CLBeaconMinorValue = UInt16
 
 /// Apple's key for the alternate region in a `regionMonitoringResponseDelayed` error's user info
@@ -251,11 +297,17 @@ extension CLMonitor {
     /// Apple's beacon condition (iOS 17). No Bluetooth scanning here: a monitor given one
     /// reports it with `conditionUnsupported`, state unknown.
     public struct BeaconIdentityCondition: CLCondition, Equatable {
+        /// The beacons' proximity UUID.
         public let uuid: UUID
+        /// The major value, or nil: any.
         public let major: CLBeaconMajorValue?
+        /// The minor value, or nil: any.
         public let minor: CLBeaconMinorValue?
+        /// Beacons with this UUID (unsupported on Linux: `conditionUnsupported`).
         public init(uuid: UUID) { (self.uuid, major, minor) = (uuid, nil, nil) }
+        /// Beacons with this UUID and major value.
         public init(uuid: UUID, major: CLBeaconMajorValue) { (self.uuid, self.major, minor) = (uuid, major, nil) }
+        /// One beacon.
         public init(uuid: UUID, major: CLBeaconMajorValue, minor: CLBeaconMinorValue) {
             (self.uuid, self.major, self.minor) = (uuid, major, minor)
         }
@@ -271,6 +323,7 @@ extension CLLocationManager {
     /// `CLError.deferredFailed`, saying to use `distanceFilter` or `minimumUpdateInterval`.
     public class func deferredLocationUpdatesAvailable() -> Bool { false }
 
+    /// Answered at once with `CLError.deferredFailed` (see `deferredLocationUpdatesAvailable()`).
     public func allowDeferredLocationUpdates(untilTraveled distance: CLLocationDistance, timeout: TimeInterval) {
         let error = CLError(
             .deferredFailed,
@@ -283,6 +336,7 @@ extension CLLocationManager {
         }
     }
 
+    /// Nothing is deferred.
     public func disallowDeferredLocationUpdates() {}
 
     /// Apple's location push service extension (iOS 15) has no Linux counterpart: the completion
@@ -293,6 +347,7 @@ extension CLLocationManager {
             CLError(.denied, message: "location pushes (Apple's push service extension) do not exist on Linux"))
     }
 
+    /// Nothing is monitored.
     public func stopMonitoringLocationPushes() {}
 
     /// Widgets are Apple's: false.

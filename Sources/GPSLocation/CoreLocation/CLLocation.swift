@@ -5,12 +5,19 @@ import Foundation
 /// 3D fix), best ≤ 5, nearestTenMeters ≤ 10, hundredMeters ≤ 100, kilometer ≤ 1000,
 /// threeKilometers ≤ 3000; anything worse, or unknown, is `coarse`.
 public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
+    /// ≤ 3 m, with a 3D fix.
     case bestForNavigation = 0
+    /// ≤ 5 m.
     case best
+    /// ≤ 10 m.
     case nearestTenMeters
+    /// ≤ 100 m.
     case hundredMeters
+    /// ≤ 1 km.
     case kilometer
+    /// ≤ 3 km.
     case threeKilometers
+    /// Worse than 3 km, or unknown.
     case coarse
 
     /// Lower is better.
@@ -43,6 +50,7 @@ public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomString
         }
     }
 
+    /// The `kCLLocationAccuracy*` name without its prefix (`nearestTenMeters`), or `coarse`.
     public var description: String {
         switch self {
         case .bestForNavigation: "bestForNavigation"
@@ -60,13 +68,16 @@ public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomString
 public struct GNSSDetails: Sendable, Equatable {
     /// `.twoDimensional` or `.threeDimensional`.
     public var fixMode: FixMode
+    /// What kind of fix: autonomous, differential, RTK fixed or float, dead reckoning.
     public var quality: FixQuality
+    /// The accuracy tier `horizontalAccuracy` meets (see `AccuracyClass`).
     public var accuracyClass: AccuracyClass
     /// True when the authorization gate reduced this location's accuracy.
     public var reduced: Bool
     /// The receiver, when known.
     public var device: String?
 
+    /// Details of a GNSS location.
     public init(
         fixMode: FixMode, quality: FixQuality = .unknown, accuracyClass: AccuracyClass, reduced: Bool = false,
         device: String? = nil
@@ -87,6 +98,7 @@ public final class CLLocationSourceInformation: NSObject, Sendable {
     /// Produced by an external receiver (a GNSS receiver that gpsd reads).
     public let isProducedByAccessory: Bool
 
+    /// Apple's initializer: the two flags.
     public init(
         softwareSimulationState isSimulatedBySoftware: Bool, andExternalAccessoryState isProducedByAccessory: Bool
     ) {
@@ -94,18 +106,22 @@ public final class CLLocationSourceInformation: NSObject, Sendable {
         self.isProducedByAccessory = isProducedByAccessory
     }
 
-    /// The two kinds GPSLocation's sources produce.
+    /// Software: a replay, a list of fixes, gpsfake.
     public static let simulated = CLLocationSourceInformation(
         softwareSimulationState: true, andExternalAccessoryState: false)
+    /// x
+    /// A receiver behind gpsd.
     public static let receiver = CLLocationSourceInformation(
         softwareSimulationState: false, andExternalAccessoryState: true)
 
+    /// The same two flags.
     public override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? CLLocationSourceInformation else { return false }
         return other.isSimulatedBySoftware == isSimulatedBySoftware
             && other.isProducedByAccessory == isProducedByAccessory
     }
 
+    /// Combines the two flags.
     public override var hash: Int { (isSimulatedBySoftware ? 1 : 0) | (isProducedByAccessory ? 2 : 0) }
 }
 
@@ -115,17 +131,25 @@ public final class CLLocationSourceInformation: NSObject, Sendable {
 /// altitudes are invalid (then `ellipsoidalAltitude` is 0); negative speed, course and their
 /// accuracies mean unknown. Accuracies are about one standard deviation (68 %), Apple's meaning.
 public final class CLLocation: NSObject, Sendable {
+    /// Latitude and longitude, WGS 84.
     public let coordinate: CLLocationCoordinate2D
     /// Metres above mean sea level (orthometric).
     public let altitude: CLLocationDistance
     /// Metres above the WGS 84 ellipsoid.
     public let ellipsoidalAltitude: CLLocationDistance
+    /// Radius in metres of 68 % confidence around `coordinate`; negative: the coordinate is invalid.
     public let horizontalAccuracy: CLLocationAccuracy
+    /// Metres (68 %) for `altitude`; negative or 0: no valid altitude (a 2D fix).
     public let verticalAccuracy: CLLocationAccuracy
+    /// Metres per second over ground; negative: unknown.
     public let speed: CLLocationSpeed
+    /// Metres per second (68 %); negative: unknown.
     public let speedAccuracy: CLLocationSpeedAccuracy
+    /// Degrees clockwise from true north, the direction of travel; negative: unknown.
     public let course: CLLocationDirection
+    /// Degrees (68 %); negative: unknown.
     public let courseAccuracy: CLLocationDirectionAccuracy
+    /// When the receiver made the fix (its own clock, UTC).
     public let timestamp: Date
     /// GPSLocation's additions: fix mode, quality, accuracy tier, reduction; nil for locations
     /// made with Apple's initializers.
@@ -134,6 +158,7 @@ public final class CLLocation: NSObject, Sendable {
     /// locations made with Apple's initializers that do not say.
     public let sourceInformation: CLLocationSourceInformation?
 
+    /// A location at a coordinate, now, with no altitude, speed or course.
     public convenience init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
         self.init(
             coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: 0,
@@ -141,6 +166,7 @@ public final class CLLocation: NSObject, Sendable {
             timestamp: Date())
     }
 
+    /// Apple's initializer: a position and altitude with their accuracies; speed and course unknown.
     public convenience init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, timestamp: Date
@@ -151,6 +177,7 @@ public final class CLLocation: NSObject, Sendable {
             timestamp: timestamp)
     }
 
+    /// Apple's initializer with course and speed (their accuracies unknown).
     public convenience init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, speed: CLLocationSpeed, timestamp: Date
@@ -161,6 +188,7 @@ public final class CLLocation: NSObject, Sendable {
             timestamp: timestamp)
     }
 
+    /// Apple's initializer with every value and its accuracy.
     public convenience init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, courseAccuracy: CLLocationDirectionAccuracy,
@@ -215,6 +243,7 @@ public final class CLLocation: NSObject, Sendable {
             longitude2: location.coordinate.longitude)
     }
 
+    /// Apple's format: `<+lat,+lon> +/- accuracy m (speed … mps / course …) @ time`.
     public override var description: String {
         String(
             format: "<%+.8f,%+.8f> +/- %.2fm (speed %.2f mps / course %.2f) @ %@", coordinate.latitude,

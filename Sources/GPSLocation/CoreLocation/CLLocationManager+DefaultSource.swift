@@ -15,6 +15,7 @@ extension CLLocationManager {
         defaultSourceFactory.withLock { $0 = factory }
     }
 
+    /// A new source from the factory `setDefaultSource(_:)` set (default: gpsd, `GPSLOCATION_GPSD`).
     public static func defaultSource() -> any LocationSource { defaultSourceFactory.withLock { $0 }() }
 
     /// The one driver behind a manager: its configuration, the authorizer's state and kept

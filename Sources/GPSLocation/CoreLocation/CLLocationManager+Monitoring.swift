@@ -79,6 +79,7 @@ extension CLLocationManager {
         saveRegions()
     }
 
+    /// Stops monitoring `region` (by identifier) and forgets it, also across restarts.
     public func stopMonitoring(for region: CLRegion) {
         loadPersistedRegions()
         let removed = state.withLock { $0.regions.regions.removeValue(forKey: region.identifier) != nil }
@@ -108,6 +109,7 @@ extension CLLocationManager {
         runner.drive { engine in engine.startVisits() }
     }
 
+    /// Stops visit monitoring.
     public func stopMonitoringVisits() { runner.drive { engine in engine.stopVisits() } }
 
     /// The significant-change service: the first location at once, then one whenever the device
@@ -119,6 +121,7 @@ extension CLLocationManager {
         runner.drive { engine in engine.startSignificantChanges() }
     }
 
+    /// Stops the significant-change service.
     public func stopMonitoringSignificantLocationChanges() {
         runner.drive { engine in engine.stopSignificantChanges() }
     }

@@ -42,19 +42,23 @@ extension CLLocationManager {
     /// `locations()`'s sequence (an `AsyncThrowingStream` of `CLLocation` that tells a recording
     /// when its reader has taken a location). It keeps its manager alive while it is iterated.
     public struct Locations: AsyncSequence, Sendable {
+        /// A location.
         public typealias Element = CLLocation
         let stream: AsyncThrowingStream<CLLocation, any Error>
         let flow: StreamFlow
         let manager: CLLocationManager
 
+        /// An iterator over the manager's locations.
         public func makeAsyncIterator() -> Iterator {
             Iterator(base: stream.makeAsyncIterator(), flow: flow, manager: manager)
         }
 
+        /// Takes one location at a time; a recording waits until it is taken.
         public struct Iterator: AsyncIteratorProtocol {
             var base: AsyncThrowingStream<CLLocation, any Error>.Iterator
             let flow: StreamFlow
             let manager: CLLocationManager
+            /// The next location; nil after a replay's end; throws an error that ends updates.
             public mutating func next() async throws -> CLLocation? {
                 defer { flow.consumed() }
                 return try await base.next()

@@ -90,7 +90,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         }
     }
 
+    /// This app's authorization now (the authorizer's: policy, then the user's decision).
     public var authorizationStatus: CLAuthorizationStatus { authorizer.status }
+    /// Full or reduced (approximate) accuracy for this app.
     public var accuracyAuthorization: CLAccuracyAuthorization { authorizer.accuracy }
 
     // MARK: GPSLocation additions
@@ -168,7 +170,9 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         set { state.withLock { $0.diagnosticsHandler = newValue } }
     }
 
+    /// Where fixes come from: gpsd, a replay, or any `LocationSource` (a GPSLocation addition).
     public var source: any LocationSource { runner.source }
+    /// The gate every location passes (a GPSLocation addition; see `sharedAuthorizer`).
     public let authorizer: LocationAuthorizer
 
     /// The process-wide authorizer managers use unless given one: the real gate for this app
@@ -186,6 +190,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     /// (`LocationPolicy`, /etc/gpslocation/policy.json) turns them off or cannot be read.
     open class func locationServicesEnabled() -> Bool { LocationPolicy.effective().locationServicesEnabled }
 
+    /// The shared authorizer's status (Apple's deprecated class method).
     @available(*, deprecated, message: "Use the authorizationStatus instance property")
     open class func authorizationStatus() -> CLAuthorizationStatus { sharedAuthorizer.status }
 
@@ -238,6 +243,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
 
     private var authorizerObservation: UUID?
 
+    /// A manager reading `source` (default: gpsd, see `defaultSource()`), gated by `authorizer`,
+    /// calling its delegate on `delegateQueue` (default: a serial queue of its own).
     public init(
         source: any LocationSource = CLLocationManager.defaultSource(),
         authorizer: LocationAuthorizer = CLLocationManager.sharedAuthorizer,
@@ -276,7 +283,10 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
 
     // MARK: Authorization requests
 
+    /// Asks for When In Use (on a terminal: there; otherwise the error names the grant command).
+    /// The answer comes through `locationManagerDidChangeAuthorization(_:)`.
     public func requestWhenInUseAuthorization() { request(always: false) }
+    /// Asks for Always (daemons and region monitoring need it); as `requestWhenInUseAuthorization()`.
     public func requestAlwaysAuthorization() { request(always: true) }
 
     private func request(always: Bool) {
@@ -303,6 +313,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
 
     // MARK: Updates
 
+    /// Starts delivering locations to `locationManager(_:didUpdateLocations:)` (asking first if
+    /// not determined); problems arrive at `locationManager(_:didFailWithError:)`.
     public func startUpdatingLocation() { start(.continuous) }
 
     /// Ends location updates (monitoring services go on). No delegate call for them arrives

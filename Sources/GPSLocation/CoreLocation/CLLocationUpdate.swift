@@ -3,6 +3,7 @@ import Foundation
 /// One element of `CLLocationUpdate.liveUpdates()` (Apple, iOS 17–18): a location, or
 /// diagnostics saying why there is none right now.
 public struct CLLocationUpdate: Sendable {
+    /// The location, or nil when this update only reports a state (see the flags).
     public let location: CLLocation?
     /// The device has stayed put: speed below 0.5 m/s (or unknown) and every location for at
     /// least `StationaryDetector.minimumDuration` within twice the horizontal accuracy of where
@@ -62,8 +63,16 @@ public struct CLLocationUpdate: Sendable {
     ///   so a runner standing still produces nothing new.
     /// The activity type is set to match.
     public enum LiveConfiguration: Int, Sendable {
+        /// About one location a second.
         case `default` = 0
-        case automotiveNavigation, otherNavigation, fitness, airborne
+        /// Driving: every location, best accuracy.
+        case automotiveNavigation
+        /// Other vehicles: every location, best accuracy.
+        case otherNavigation
+        /// Walking, running, cycling: one a second, after 2 m of movement.
+        case fitness
+        /// Flying: every location, best accuracy, never paused.
+        case airborne
 
         /// Applies the configuration to a manager.
         func configure(_ manager: CLLocationManager) {
@@ -114,9 +123,11 @@ public struct CLLocationUpdate: Sendable {
     /// stops the source. When the source stops for good (a replay reaches its end, gpsd is gone
     /// and no reconnection is configured), the last update says why and the sequence ends.
     public struct Updates: AsyncSequence, Sendable {
+        /// An update.
         public typealias Element = CLLocationUpdate
         let makeManager: @Sendable () -> CLLocationManager
 
+        /// Starts the updates: one manager per iteration.
         public func makeAsyncIterator() -> Iterator {
             let manager = makeManager()
             let flow = manager.makeFlow(liveCapacity: 1)
@@ -135,6 +146,7 @@ public struct CLLocationUpdate: Sendable {
             return Iterator(base: stream.makeAsyncIterator(), bridge: bridge, manager: manager, flow: flow)
         }
 
+        /// Takes one update at a time.
         public struct Iterator: AsyncIteratorProtocol {
             var base: AsyncStream<CLLocationUpdate>.Iterator
             let bridge: Bridge

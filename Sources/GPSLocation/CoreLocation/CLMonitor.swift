@@ -17,25 +17,36 @@ public protocol CLCondition: Sendable {}
 /// reveal a finer position than the app may have). Without authorization, one `unknown` event
 /// per condition with `authorizationDenied`/`authorizationRestricted`/`insufficientlyInUse`.
 public actor CLMonitor {
+    /// Apple's name for a condition type.
     public typealias Condition = CLCondition
 
     /// Apple's circular geographic condition.
     public struct CircularGeographicCondition: CLCondition, Equatable {
+        /// The circle's centre.
         public let center: CLLocationCoordinate2D
+        /// The circle's radius in metres (more than 0, at most 100 km).
         public let radius: CLLocationDistance
+        /// A circle; checked when it is added (an invalid one is refused with a diagnostic).
         public init(center: CLLocationCoordinate2D, radius: CLLocationDistance) {
             self.center = center
             self.radius = radius
         }
     }
 
+    /// One change of a condition's state, with Apple's flags saying what limits it.
     public struct Event: Sendable {
+        /// A condition's state (Apple's raw values).
         public enum State: Int, Sendable, CustomStringConvertible {
+            /// Not known yet: no location decides it, or reduced accuracy cannot.
             case unknown = 0
+            /// Inside the circle.
             case satisfied = 1
+            /// Outside the circle.
             case unsatisfied = 2
+            /// Removed from the monitor.
             case unmonitored = 3
 
+            /// The state's name.
             public var description: String {
                 switch self {
                 case .unknown: "unknown"
@@ -46,20 +57,33 @@ public actor CLMonitor {
             }
         }
 
+        /// The condition's identifier.
         public let identifier: String
+        /// The new state.
         public let state: State
         /// The time of the location that decided it.
         public let date: Date
+        /// Always nil: no condition is refined on Linux.
         public let refinement: (any CLCondition)?
+        /// The app has reduced accuracy: states stay unknown rather than reveal a crossing.
         public let accuracyLimited: Bool
+        /// The user denied location to this app.
         public let authorizationDenied: Bool
+        /// Location services are off for the machine.
         public let authorizationDeniedGlobally: Bool
+        /// The administrator's policy restricts this app.
         public let authorizationRestricted: Bool
+        /// When In Use, and the app is not in use (no terminal): monitoring needs Always.
         public let insufficientlyInUse: Bool
+        /// The condition cannot be monitored here (beacons).
         public let conditionUnsupported: Bool
+        /// Always false: no condition limit on Linux.
         public let conditionLimitExceeded: Bool
+        /// The monitor's conditions could not be saved (they last only this run).
         public let persistenceUnavailable: Bool
+        /// Always false: no service session is required on Linux.
         public let serviceSessionRequired: Bool
+        /// Not determined yet: the app has not been asked, or the answer is pending.
         public let authorizationRequestInProgress: Bool
 
         init(
@@ -84,24 +108,32 @@ public actor CLMonitor {
         }
     }
 
+    /// A monitored condition and the last event about it.
     public struct Record: Sendable {
+        /// The condition.
         public let condition: any CLCondition
+        /// Its last event (state `.unknown` until a location decides it).
         public let lastEvent: Event
     }
 
     /// The monitor's events, oldest first. `for try await event in await monitor.events`.
     public struct Events: AsyncSequence, Sendable {
+        /// An event.
         public typealias Element = Event
         let stream: AsyncStream<Event>
 
+        /// Takes one event at a time.
         public struct AsyncIterator: AsyncIteratorProtocol {
             var base: AsyncStream<Event>.AsyncIterator
+            /// The next event; nil once the monitor is gone.
             public mutating func next() async throws -> Event? { await base.next() }
         }
 
+        /// An iterator over the events from now on.
         public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator()) }
     }
 
+    /// The monitor's name: its conditions are kept under it.
     public let name: String
     private let manager: CLLocationManager
     private let store: MonitorStore?
@@ -157,10 +189,13 @@ public actor CLMonitor {
         manager.unmonitorAll()
     }
 
+    /// Every event from now on, oldest first.
     public var events: Events { Events(stream: stream) }
 
+    /// The monitored conditions' identifiers, sorted.
     public var identifiers: [String] { records.withLock { $0.keys.sorted() } }
 
+    /// The condition monitored as `identifier` and its last event; nil when none.
     public func record(for identifier: String) -> Record? { records.withLock { $0[identifier] } }
 
     /// Monitors `condition` as `identifier` (replacing one with that identifier), starting from
@@ -232,6 +267,7 @@ public actor CLMonitor {
         save()
     }
 
+    /// Stops monitoring `identifier` and forgets it (also in the kept store).
     public func remove(_ identifier: String) {
         guard records.withLock({ $0.removeValue(forKey: identifier) }) != nil else { return }
         manager.unmonitor(identifier)

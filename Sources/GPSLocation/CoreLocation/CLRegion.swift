@@ -3,8 +3,11 @@ import GNSSCore
 
 /// Apple's `CLRegionState`: where the device is relative to a monitored region.
 public enum CLRegionState: Int, Sendable, CustomStringConvertible {
+    /// Not known yet (no location decides it, or reduced accuracy cannot).
     case unknown = 0
+    /// Inside the region.
     case inside = 1
+    /// Outside the region.
     case outside = 2
 
     init(_ presence: RegionPresence) {
@@ -23,6 +26,7 @@ public enum CLRegionState: Int, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The state's name.
     public var description: String {
         switch self {
         case .unknown: "unknown"
@@ -37,6 +41,7 @@ public enum CLRegionState: Int, Sendable, CustomStringConvertible {
 open class CLRegion: NSObject, NSSecureCoding, @unchecked Sendable {
     // @unchecked Sendable: a non-final NSObject subclass cannot be checked; the two flags are
     // behind a lock and everything else is immutable.
+    /// The name the app gave the region; unique among its regions.
     public let identifier: String
     private let flags = Locked((entry: true, exit: true))
 
@@ -57,8 +62,10 @@ open class CLRegion: NSObject, NSSecureCoding, @unchecked Sendable {
     }
 
     // Archiving (`NSKeyedArchiver`, secure coding), as Apple's regions archive.
+    /// True: unarchiving checks each value's class (`NSSecureCoding`).
     open class var supportsSecureCoding: Bool { true }
 
+    /// Unarchives what `encode(with:)` wrote; nil when a value is missing or of the wrong type.
     public required init?(coder: NSCoder) {
         guard let identifier = coder.decodeObject(of: NSString.self, forKey: "identifier") as String? else {
             return nil
@@ -69,33 +76,39 @@ open class CLRegion: NSObject, NSSecureCoding, @unchecked Sendable {
         notifyOnExit = coder.decodeBool(forKey: "notifyOnExit")
     }
 
+    /// Archives every value under its own key (`NSCoding`).
     open func encode(with coder: NSCoder) {
         coder.encode(identifier as NSString, forKey: "identifier")
         coder.encode(notifyOnEntry, forKey: "notifyOnEntry")
         coder.encode(notifyOnExit, forKey: "notifyOnExit")
     }
 
+    /// The same kind of region with the same identifier.
     open override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? CLRegion else { return false }
         return type(of: other) == type(of: self) && other.identifier == identifier
     }
 
+    /// The identifier's hash.
     open override var hash: Int { identifier.hashValue }
 }
 
 /// Apple's `CLCircularRegion`: a circle on the WGS 84 ellipsoid.
 open class CLCircularRegion: CLRegion, @unchecked Sendable {
     // @unchecked Sendable: see CLRegion; the geometry is immutable.
+    /// The circle's centre.
     public let center: CLLocationCoordinate2D
     /// Metres from `center` to the boundary.
     public let radius: CLLocationDistance
 
+    /// A circle named `identifier`; checked when it is monitored (see `problem(maximumDistance:)`).
     public init(center: CLLocationCoordinate2D, radius: CLLocationDistance, identifier: String) {
         self.center = center
         self.radius = radius
         super.init(identifier: identifier)
     }
 
+    /// Unarchives what `encode(with:)` wrote; nil when a value is missing or of the wrong type.
     public required init?(coder: NSCoder) {
         center = CLLocationCoordinate2D(
             latitude: coder.decodeDouble(forKey: "latitude"), longitude: coder.decodeDouble(forKey: "longitude"))
@@ -103,6 +116,7 @@ open class CLCircularRegion: CLRegion, @unchecked Sendable {
         super.init(coder: coder)
     }
 
+    /// Archives every value under its own key (`NSCoding`).
     open override func encode(with coder: NSCoder) {
         super.encode(with: coder)
         coder.encode(center.latitude, forKey: "latitude")
@@ -120,6 +134,7 @@ open class CLCircularRegion: CLRegion, @unchecked Sendable {
             longitude2: coordinate.longitude) <= radius
     }
 
+    /// Apple's format: identifier, centre and radius.
     open override var description: String {
         String(
             format: "CLCircularRegion (identifier:'%@', center:<%+.8f,%+.8f>, radius:%.2f)", identifier,
@@ -158,6 +173,7 @@ public final class CLVisit: NSObject, Sendable {
     /// The radius of the visited place (metres).
     public let horizontalAccuracy: CLLocationAccuracy
 
+    /// A visit (Apple's class has no public initializer; tests and ported code use this one).
     public init(
         arrivalDate: Date, departureDate: Date, coordinate: CLLocationCoordinate2D,
         horizontalAccuracy: CLLocationAccuracy
@@ -175,6 +191,7 @@ public final class CLVisit: NSObject, Sendable {
             horizontalAccuracy: record.horizontalAccuracy)
     }
 
+    /// Arrival, departure (or "ongoing"), place and radius.
     public override var description: String {
         let departure = departureDate == .distantFuture ? "ongoing" : iso8601Milliseconds(departureDate)
         return String(

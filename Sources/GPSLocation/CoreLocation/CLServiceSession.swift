@@ -9,9 +9,13 @@ import Foundation
 /// On Linux no session is *required*: the authorization gate decides what is delivered, with or
 /// without sessions (`serviceSessionRequired` is always false).
 public final class CLServiceSession: Sendable {
+    /// What the session asks for.
     public enum AuthorizationRequirement: Sendable {
+        /// Nothing (the session only observes).
         case none
+        /// When In Use.
         case whenInUse
+        /// Always.
         case always
     }
 
@@ -59,6 +63,7 @@ public final class CLServiceSession: Sendable {
         }
     }
 
+    /// What this session asks for.
     public let authorization: AuthorizationRequirement
     /// The key naming why full accuracy is needed (Apple: an Info.plist key); when given, the
     /// session reports `fullAccuracyDenied` for a reduced-accuracy app.
@@ -69,11 +74,13 @@ public final class CLServiceSession: Sendable {
     /// What the session's request said when nobody could be asked.
     private let requestMessage: String?
 
+    /// A session asking for `authorization` (asked at once when not determined).
     public convenience init(authorization: AuthorizationRequirement) {
         self.init(
             authorization: authorization, fullAccuracyPurposeKey: nil, authorizer: CLLocationManager.sharedAuthorizer)
     }
 
+    /// A session that also asks for full accuracy, for the purpose `fullAccuracyPurposeKey` names.
     public convenience init(authorization: AuthorizationRequirement, fullAccuracyPurposeKey: String) {
         self.init(
             authorization: authorization, fullAccuracyPurposeKey: fullAccuracyPurposeKey,
@@ -154,7 +161,9 @@ public final class CLServiceSession: Sendable {
 /// Apple's background activity session (iOS 17). Accepted so ported code compiles and runs: a
 /// Linux process is never suspended in the background, so it changes nothing.
 public final class CLBackgroundActivitySession: Sendable {
+    /// A session (nothing to hold: a Linux process is never suspended).
     public init() {}
+    /// Ends the session.
     public func invalidate() {}
 }
 

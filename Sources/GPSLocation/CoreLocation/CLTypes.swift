@@ -18,28 +18,41 @@ public typealias CLLocationDirectionAccuracy = Double
 /// Metres.
 public typealias CLLocationDistance = Double
 
+/// The best the receiver gives, for navigation (−2, Apple's value): every fix qualifies.
 public let kCLLocationAccuracyBestForNavigation: CLLocationAccuracy = -2
+/// The best the receiver gives (−1, Apple's value): every fix qualifies.
 public let kCLLocationAccuracyBest: CLLocationAccuracy = -1
+/// Within 10 m.
 public let kCLLocationAccuracyNearestTenMeters: CLLocationAccuracy = 10
+/// Within 100 m.
 public let kCLLocationAccuracyHundredMeters: CLLocationAccuracy = 100
+/// Within 1 km.
 public let kCLLocationAccuracyKilometer: CLLocationAccuracy = 1000
+/// Within 3 km.
 public let kCLLocationAccuracyThreeKilometers: CLLocationAccuracy = 3000
 /// Apple gives no number; reported as 3000. Compare it by value with this constant only.
 public let kCLLocationAccuracyReduced: CLLocationAccuracy = 3000
 /// Deliver every location, however little it moved.
 public let kCLDistanceFilterNone: CLLocationDistance = -1
+/// The largest distance: a region or filter that never triggers.
 public let CLLocationDistanceMax: CLLocationDistance = .greatestFiniteMagnitude
+/// The largest time interval: a deferral that never times out.
 public let CLTimeIntervalMax: TimeInterval = .greatestFiniteMagnitude
+/// The `NSError` domain of every `CLError` (`(error as NSError).domain`).
 public let kCLErrorDomain = "kCLErrorDomain"
 
 /// A latitude/longitude pair in degrees (WGS 84).
 public struct CLLocationCoordinate2D: Sendable, Equatable, Hashable {
+    /// Degrees north of the equator (negative: south), −90…90.
     public var latitude: CLLocationDegrees
+    /// Degrees east of Greenwich (negative: west), −180…180.
     public var longitude: CLLocationDegrees
+    /// (0, 0).
     public init() {
         latitude = 0
         longitude = 0
     }
+    /// A coordinate from its two angles, in degrees; not checked (see `CLLocationCoordinate2DIsValid`).
     public init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
         self.latitude = latitude
         self.longitude = longitude
@@ -56,6 +69,7 @@ public func CLLocationCoordinate2DIsValid(_ coordinate: CLLocationCoordinate2D) 
         && abs(coordinate.longitude) <= 180
 }
 
+/// Apple's C-style constructor: the same as `CLLocationCoordinate2D(latitude:longitude:)`.
 public func CLLocationCoordinate2DMake(_ latitude: CLLocationDegrees, _ longitude: CLLocationDegrees)
     -> CLLocationCoordinate2D
 {
@@ -64,10 +78,15 @@ public func CLLocationCoordinate2DMake(_ latitude: CLLocationDegrees, _ longitud
 
 /// Apple's raw values (0–4).
 public enum CLAuthorizationStatus: Int32, Sendable, CustomStringConvertible {
+    /// The app has not been asked yet; `requestWhenInUseAuthorization()` asks.
     case notDetermined = 0
+    /// The administrator's policy forbids location for this app; the user cannot change it.
     case restricted = 1
+    /// The user said no, or turned location services off.
     case denied = 2
+    /// Locations at any time, the app in use or not (daemons, monitoring).
     case authorizedAlways = 3
+    /// Locations while the app is in use (on Linux: run from a terminal, see `isInUse`).
     case authorizedWhenInUse = 4
     /// macOS spelling of `.authorizedAlways`.
     public static var authorized: CLAuthorizationStatus { .authorizedAlways }
@@ -84,43 +103,74 @@ public enum CLAuthorizationStatus: Int32, Sendable, CustomStringConvertible {
     }
 }
 
+/// How precise the locations an app gets are (Apple's raw values).
 public enum CLAccuracyAuthorization: Int, Sendable, CustomStringConvertible {
+    /// Precise positions.
     case fullAccuracy = 0
+    /// Approximate positions only: a kept offset snapped to a grid, about 3 km.
     case reducedAccuracy = 1
     /// `full` or `reduced`, as the NDJSON spells it.
     public var description: String { self == .fullAccuracy ? "full" : "reduced" }
 }
 
+/// What the device is doing: decides how long a stop lasts before live updates pause
+/// (Apple's raw values).
 public enum CLActivityType: Int, Sendable {
+    /// No particular activity (the default).
     case other = 1
+    /// Driving: pauses only after a longer stop.
     case automotiveNavigation = 2
+    /// Walking, running, cycling.
     case fitness = 3
+    /// Other vehicles: boats, trains.
     case otherNavigation = 4
+    /// Flying: never paused automatically.
     case airborne = 5
 }
 
 /// Core Location errors, with Apple's codes.
 public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Apple's error codes, with Apple's raw values (`(error as NSError).code`).
     public enum Code: Int, Sendable {
+        /// No location now (no fix, gpsd lost or silent, the source ended); `reason` says which.
         case locationUnknown = 0
+        /// Not authorized: denied, restricted, not in use, or services off; `reason` says which.
         case denied = 1
+        /// A service is missing (geocoding without the GeoNames data).
         case network = 2
+        /// No heading: the receiver reports none.
         case headingFailure = 3
+        /// Region monitoring not authorized (it needs Always).
         case regionMonitoringDenied = 4
+        /// A region cannot be monitored (invalid centre or radius).
         case regionMonitoringFailure = 5
+        /// Apple's code; not produced on Linux.
         case regionMonitoringSetupDelayed = 6
+        /// Apple's code; not produced on Linux.
         case regionMonitoringResponseDelayed = 7
+        /// Geocoding found nothing.
         case geocodeFoundNoResult = 8
+        /// Apple's code; not produced on Linux.
         case geocodeFoundPartialResult = 9
+        /// A geocoding request was cancelled (`CLGeocoder.cancelGeocode()`).
         case geocodeCanceled = 10
+        /// Deferred updates failed.
         case deferredFailed = 11
+        /// Deferred updates requested while location updates are off.
         case deferredNotUpdatingLocation = 12
+        /// Deferred updates need a best-accuracy setting.
         case deferredAccuracyTooLow = 13
+        /// Deferred updates need `kCLDistanceFilterNone`.
         case deferredDistanceFiltered = 14
+        /// Deferred updates were cancelled.
         case deferredCanceled = 15
+        /// Beacon ranging: a Linux box has no Bluetooth beacon service.
         case rangingUnavailable = 16
+        /// Beacon ranging failed.
         case rangingFailure = 17
+        /// The app cannot be asked now (no terminal; the message names the grant command).
         case promptDeclined = 18
+        /// Apple's code; not produced on Linux.
         case historicalLocationError = 19
     }
 
@@ -129,7 +179,9 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
     public struct Reason: Hashable, Sendable, CustomStringConvertible {
         /// A stable camelCase name, e.g. `gpsdUnreachable`.
         public let name: String
+        /// A reason by its name (the NDJSON `reason` field); use the static ones.
         public init(_ name: String) { self.name = name }
+        /// The name.
         public var description: String { name }
 
         /// gpsd could not be reached when the source started.
@@ -176,6 +228,7 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let persistence = Reason("persistence")
     }
 
+    /// Apple's code.
     public let code: Code
     /// What happened and what to do, in one or two sentences.
     public let message: String
@@ -189,6 +242,7 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
     /// engine's driver, the one place that decides it (a GPSLocation addition).
     public internal(set) var endsUpdates = false
 
+    /// An error with Apple's `code`, an explanation that says what to do, and its `reason`.
     public init(
         _ code: Code, message: String = "", reason: Reason? = nil, underlyingError: (any Error & Sendable)? = nil
     ) {
@@ -198,38 +252,60 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         self.underlyingError = underlyingError
     }
 
-    // Apple's static codes, so `CLError.denied` and `catch CLError.denied` read as on Apple.
+    /// `Code.locationUnknown`, so `catch CLError.locationUnknown` reads as on Apple platforms.
     public static let locationUnknown = Code.locationUnknown
+    /// `Code.denied`, so `catch CLError.denied` reads as on Apple platforms.
     public static let denied = Code.denied
+    /// `Code.network`, so `catch CLError.network` reads as on Apple platforms.
     public static let network = Code.network
+    /// `Code.headingFailure`, so `catch CLError.headingFailure` reads as on Apple platforms.
     public static let headingFailure = Code.headingFailure
+    /// `Code.regionMonitoringDenied`, so `catch CLError.regionMonitoringDenied` reads as on Apple platforms.
     public static let regionMonitoringDenied = Code.regionMonitoringDenied
+    /// `Code.regionMonitoringFailure`, so `catch CLError.regionMonitoringFailure` reads as on Apple platforms.
     public static let regionMonitoringFailure = Code.regionMonitoringFailure
+    /// `Code.regionMonitoringSetupDelayed`, so `catch CLError.regionMonitoringSetupDelayed` reads as on Apple platforms.
     public static let regionMonitoringSetupDelayed = Code.regionMonitoringSetupDelayed
+    /// `Code.regionMonitoringResponseDelayed`, so `catch CLError.regionMonitoringResponseDelayed` reads as on Apple platforms.
     public static let regionMonitoringResponseDelayed = Code.regionMonitoringResponseDelayed
+    /// `Code.geocodeFoundNoResult`, so `catch CLError.geocodeFoundNoResult` reads as on Apple platforms.
     public static let geocodeFoundNoResult = Code.geocodeFoundNoResult
+    /// `Code.geocodeFoundPartialResult`, so `catch CLError.geocodeFoundPartialResult` reads as on Apple platforms.
     public static let geocodeFoundPartialResult = Code.geocodeFoundPartialResult
+    /// `Code.geocodeCanceled`, so `catch CLError.geocodeCanceled` reads as on Apple platforms.
     public static let geocodeCanceled = Code.geocodeCanceled
+    /// `Code.deferredFailed`, so `catch CLError.deferredFailed` reads as on Apple platforms.
     public static let deferredFailed = Code.deferredFailed
+    /// `Code.deferredNotUpdatingLocation`, so `catch CLError.deferredNotUpdatingLocation` reads as on Apple platforms.
     public static let deferredNotUpdatingLocation = Code.deferredNotUpdatingLocation
+    /// `Code.deferredAccuracyTooLow`, so `catch CLError.deferredAccuracyTooLow` reads as on Apple platforms.
     public static let deferredAccuracyTooLow = Code.deferredAccuracyTooLow
+    /// `Code.deferredDistanceFiltered`, so `catch CLError.deferredDistanceFiltered` reads as on Apple platforms.
     public static let deferredDistanceFiltered = Code.deferredDistanceFiltered
+    /// `Code.deferredCanceled`, so `catch CLError.deferredCanceled` reads as on Apple platforms.
     public static let deferredCanceled = Code.deferredCanceled
+    /// `Code.rangingUnavailable`, so `catch CLError.rangingUnavailable` reads as on Apple platforms.
     public static let rangingUnavailable = Code.rangingUnavailable
+    /// `Code.rangingFailure`, so `catch CLError.rangingFailure` reads as on Apple platforms.
     public static let rangingFailure = Code.rangingFailure
+    /// `Code.promptDeclined`, so `catch CLError.promptDeclined` reads as on Apple platforms.
     public static let promptDeclined = Code.promptDeclined
+    /// `Code.historicalLocationError`, so `catch CLError.historicalLocationError` reads as on Apple platforms.
     public static let historicalLocationError = Code.historicalLocationError
 
+    /// Same code, message and reason (the underlying error is not compared).
     public static func == (lhs: CLError, rhs: CLError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.reason == rhs.reason
     }
 
+    /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(code)
         hasher.combine(message)
         hasher.combine(reason)
     }
 
+    /// The message, or the code's name when there is none.
     public var description: String { message.isEmpty ? "CLError \(code) (\(code.rawValue))" : message }
 }
 
@@ -239,8 +315,11 @@ extension CLError: Hashable {}
 /// value, `localizedDescription` our explanation, and the lower-level cause is
 /// `NSUnderlyingErrorKey`.
 extension CLError: CustomNSError {
+    /// `kCLErrorDomain`.
     public static var errorDomain: String { kCLErrorDomain }
+    /// The code's raw value, as Apple's.
     public var errorCode: Int { code.rawValue }
+    /// The explanation, the suggested command and the underlying error, under Foundation's keys.
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description]
         if let suggestion = recoverySuggestion { info[NSLocalizedRecoverySuggestionErrorKey] = suggestion }

@@ -11,6 +11,7 @@ public enum ReceiverSelection: Sendable, Hashable, CustomStringConvertible {
     /// itself send only one device, use `GPSDEndpoint.device` instead (or as well).
     case path(String)
 
+    /// In words, for messages.
     public var description: String {
         switch self {
         case .bestFix: "the receiver with the best fix"

@@ -12,15 +12,21 @@ import GNSSCore
 /// managers in one process open one socket, and each keeps its own filters and gate. The
 /// connection opens with the first started source and closes when the last one stops.
 public final class GPSDLocationSource: LocationSource {
+    /// The gpsd this source reads.
     public let endpoint: GPSDEndpoint
     /// False for a gpsd that replays a recording (gpsfake): the recording's clock is used.
     public let isLive: Bool
+    /// True for a replay (`isLive` false) and for a gpsd on this machine that gpsfake started
+    /// (found in the process table when the source is made): its locations are
+    /// `isSimulatedBySoftware`.
+    public let isSimulated: Bool
     /// Never: gpsd drops the reports of a client that stops reading (`throttled_write`), so the
     /// reader never waits for the app; a gpsfake replay's locations are kept until taken instead.
     public var waitsForConsumer: Bool { false }
     private let key: SharedGPSDConnections.Key
     private let subscription = Locked<UUID?>(nil)
 
+    /// A source reading the gpsd at `endpoint`.
     /// - Parameters:
     ///   - endpoint: the gpsd (default: `GPSLOCATION_GPSD`, else 127.0.0.1:2947).
     ///   - noDataTimeout: report gpsd's silence after this long (nil: never).
@@ -35,10 +41,12 @@ public final class GPSDLocationSource: LocationSource {
     ) {
         self.endpoint = endpoint
         self.isLive = isLive
+        isSimulated = !isLive || GPSFakeDetection.feeds(endpoint)
         key = SharedGPSDConnections.Key(
             endpoint: endpoint, noDataTimeout: noDataTimeout, reconnect: reconnect, decodesSky: sky)
     }
 
+    /// Joins the endpoint's shared connection (opening it when it is the first).
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         let endpoint = self.endpoint
         // Whether the connection was lost since it last connected (for the "again" notice).
@@ -73,6 +81,7 @@ public final class GPSDLocationSource: LocationSource {
         if let previous { SharedGPSDConnections.shared.unsubscribe(key, previous) }
     }
 
+    /// Leaves the shared connection (closing it when it is the last).
     public func stop() {
         let token = subscription.withLock { stored in
             defer { stored = nil }

@@ -3,10 +3,13 @@ import Foundation
 
 /// What a location source reports to the engine.
 public enum LocationSourceEvent: Sendable {
+    /// A fix (or a report of no fix) from the receiver.
     case fix(Fix)
+    /// The satellites in view and used.
     case sky(SkyView)
     /// A heading report (NMEA HDT/THS/HDG, gpsd ATT).
     case heading(HeadingReading)
+    /// A receiver activated or deactivated (gpsd's DEVICE reports).
     case device(DeviceEvent)
     /// News that is not a problem (connected to gpsd again, a reconnection attempt): passed on
     /// as a diagnostic.
@@ -18,7 +21,9 @@ public enum LocationSourceEvent: Sendable {
 /// Where the location engine gets fixes: gpsd (the default), a replay, or a test's list.
 /// `start` must not block; events arrive on the source's own queue, in order.
 public protocol LocationSource: AnyObject, Sendable {
+    /// Starts reporting to `handler`; returns at once.
     func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void)
+    /// Stops; once it returns no event reaches the handler (unless called from the handler).
     func stop()
     /// True (the default) when the source's clock is the wall clock; false for replays, whose
     /// clock is the recording's own and is known only from fixes that carry a time.

@@ -13,17 +13,21 @@ public enum ReplayPacing: Sendable, Equatable {
 public protocol ReplayClock: Sendable {
     /// Seconds since an arbitrary fixed point.
     func now() -> Double
+    /// Waits `seconds` (pacing a replay).
     func sleep(seconds: Double)
 }
 
 /// The machine's monotonic clock.
 public struct MonotonicReplayClock: ReplayClock {
+    /// The system's monotonic clock.
     public init() {}
+    /// `CLOCK_MONOTONIC`, in seconds.
     public func now() -> Double {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
+    /// Sleeps `seconds`, resuming after signals.
     public func sleep(seconds: Double) {
         guard seconds > 0 else { return }
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))
@@ -38,7 +42,9 @@ public struct MonotonicReplayClock: ReplayClock {
 /// behave as they did live. When the recording ends the source reports a terminal
 /// `.problem(locationUnknown)` saying so.
 public final class NMEAReplaySource: LocationSource, Sendable {
+    /// The recording ("-": standard input).
     public let path: String
+    /// How fast it is replayed.
     public let pacing: ReplayPacing
     private let clock: any ReplayClock
     private struct State {
@@ -53,6 +59,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     /// What the recording held (known once it has been read to its end).
     public var statistics: NMEAStatistics { state.withLock { $0.statistics } }
 
+    /// A replay of `path` at `pacing` (default: as fast as the consumer takes it).
     public init(path: String, pacing: ReplayPacing = .asFastAsPossible, clock: any ReplayClock = MonotonicReplayClock())
     {
         self.path = path
@@ -65,6 +72,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
         state.withLock { $0.progress = handler }
     }
 
+    /// Starts reading on a thread of its own.
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         let alreadyRunning = state.withLock { state in
             defer { state.running = true }
