@@ -39,12 +39,13 @@ enum LastCommand {
             let why: String
             if !gate.allowsDelivery {
                 why = gate.refusal?.message ?? "\(app) may not receive locations now"
-            } else if let problem = cache.folderProblem {
+            } else if let problem = cache.folderProblem, FileManager.default.fileExists(atPath: cache.directory.path) {
                 why = "the cache is not read: \(problem)"
             } else if cache.location(for: app) == nil {
+                // No folder yet is no location yet: the cache is made by the first one it keeps.
                 why =
                     "\(app) has received no location from a receiver yet — run it (or `gpsloc watch --app \(app)`) "
-                    + "with a receiver attached"
+                    + "with a receiver attached (replays, gpsfake's included, are never kept)"
             } else {
                 why = "\(app) has reduced accuracy now, and its last location was precise: it is not shown"
             }

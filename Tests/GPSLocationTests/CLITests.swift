@@ -407,13 +407,41 @@ extension RealGPSD.LaneB {
             for line in lines { NDJSONSchema.check(line) }
             #expect(lines.contains { $0["type"] as? String == "device" && $0["activated"] as? Bool == false })
 
-            // What watch delivered from the receiver is the app's last location now.
+            // A gpsd that gpsfake started replays a recording: simulated, and never the app's last
+            // location (`gpsloc last` says why there is none, with no folder to complain of).
+            #expect(locations.allSatisfy { $0["simulated"] as? Bool == true })
+            let none = try await GPSLocBinary.run(["last", "--json"], configHome: config)
+            #expect(
+                none.status == 1 && none.stdout.contains("has received no location from a receiver yet"),
+                "\(none.stdout)")
+
+            // A receiver behind gpsd (gpsd started as systemd starts it, on a pseudo-terminal): what
+            // watch delivered is the app's last location now.
+            let text = try String(
+                contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), encoding: .utf8)
+            let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.05)
+            receiver.start(loop: true)
+            defer { receiver.stop() }
+            let server = try GPSDServer(devices: [receiver.path])
+            defer { server.stop() }
+            try server.waitUntilListening()
+            let (process, reader) = try GPSLocBinary.launch(
+                ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"],
+                configHome: config)
+            #expect(
+                await reader.waitFor(timeout: 30) { lines in
+                    lines.filter { $0.text.contains(#""type":"location""#) }.count >= 5
+                })
+            process.terminate()
+            process.waitUntilExit()
+            let live = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
+                .filter { $0["type"] as? String == "location" }
             let last = try await GPSLocBinary.run(["last", "--json"], configHome: config)
             #expect(last.status == 0, "\(last.stdout) \(last.stderr)")
             let lastLines = GPSLocBinary.jsonLines(last.stdout)
             for line in lastLines { NDJSONSchema.check(line) }
             let shown = try #require(lastLines.first { $0["type"] as? String == "location" })
-            #expect(shown["timestamp"] as? String == locations.last?["timestamp"] as? String)
+            #expect(shown["timestamp"] as? String == live.last?["timestamp"] as? String)
             #expect(shown["simulated"] as? Bool == false)
             // Another app, never run: nothing, and it says why.
             let other = try await GPSLocBinary.run(["last", "--app", "never-ran"], configHome: config)
