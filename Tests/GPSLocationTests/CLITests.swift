@@ -417,14 +417,9 @@ extension RealGPSD.LaneB {
 
             // A receiver behind gpsd (gpsd started as systemd starts it, on a pseudo-terminal): what
             // watch delivered is the app's last location now.
-            let text = try String(
-                contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), encoding: .utf8)
-            let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.05)
-            receiver.start(loop: true)
+            let receiver = try GPSDOnPseudoTerminal(fixture: "clean-1hz-multi.nmea", interval: 0.05, loop: true)
             defer { receiver.stop() }
-            let server = try GPSDServer(devices: [receiver.path])
-            defer { server.stop() }
-            try server.waitUntilListening()
+            let server = receiver.server
             let (process, reader) = try GPSLocBinary.launch(
                 ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1000000000"],
                 configHome: config)
@@ -485,14 +480,9 @@ extension RealGPSD.LaneB {
         func doctorWithGPSD() async throws {
             // A gpsd that has had its receiver open for a while (as under systemd), so the device is
             // known only from gpsd's DEVICES reply, not from an activation seen live.
-            let text = try String(
-                contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), encoding: .utf8)
-            let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
-            receiver.start(loop: false)
+            let receiver = try GPSDOnPseudoTerminal(fixture: "clean-1hz-multi.nmea", interval: 0.1, loop: false)
             defer { receiver.stop() }
-            let server = try GPSDServer(devices: [receiver.path])
-            defer { server.stop() }
-            try server.waitUntilListening()
+            let server = receiver.server
             try await Task.sleep(for: .milliseconds(500))
             let result = try await GPSLocBinary.run(["doctor", "--port", String(server.endpoint.port)])
             #expect(

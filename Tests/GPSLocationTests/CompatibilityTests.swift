@@ -223,15 +223,9 @@ extension RealGPSD.LaneB {
 
             // gpsd started as systemd starts it, reading a receiver behind a pseudo-terminal (as a
             // network receiver bridged with socat is): not a replay.
-            let text = try String(
-                contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), encoding: .utf8)
-            let receiver = try PseudoTerminalReceiver(recording: text, interval: 0.1)
-            receiver.start(loop: true)
+            let receiver = try GPSDOnPseudoTerminal(fixture: "clean-1hz-multi.nmea", interval: 0.1, loop: true)
             defer { receiver.stop() }
-            let server = try GPSDServer(devices: [receiver.path])
-            defer { server.stop() }
-            try server.waitUntilListening()
-            let direct = GPSDLocationSource(endpoint: server.endpoint)
+            let direct = GPSDLocationSource(endpoint: receiver.server.endpoint)
             #expect(!direct.isSimulated && direct.sourceInformation.isProducedByAccessory)
             // Another machine's gpsd is never looked up here.
             #expect(

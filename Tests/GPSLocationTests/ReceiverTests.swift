@@ -347,6 +347,36 @@ enum ChildProcessForTests {
 
 /// Simulated receivers on pseudo-terminals (`ReceiverSelectionTests.receiver`) and a real gpsd
 /// reading them, listening; `stop()` ends both.
+/// One receiver playing a recording on a pseudo-terminal and a gpsd reading it, started as
+/// systemd starts gpsd: to GPSLocation a receiver, not a replay (unlike gpsfake's gpsd).
+final class GPSDOnPseudoTerminal {
+    let receiver: PseudoTerminalReceiver
+    let server: GPSDServer
+
+    init(recording text: String, interval: Double, loop: Bool) throws {
+        receiver = try PseudoTerminalReceiver(recording: text, interval: interval)
+        receiver.start(loop: loop)
+        do {
+            server = try GPSDServer(devices: [receiver.path])
+            try server.waitUntilListening()
+        } catch {
+            receiver.stop()
+            throw error
+        }
+    }
+
+    /// A fixture of `fixtures/`, by file name.
+    convenience init(fixture: String, interval: Double, loop: Bool) throws {
+        let text = try String(contentsOf: Paths.fixtures.appendingPathComponent(fixture), encoding: .utf8)
+        try self.init(recording: text, interval: interval, loop: loop)
+    }
+
+    func stop() {
+        server.stop()
+        receiver.stop()
+    }
+}
+
 final class GPSDWithReceivers {
     let receivers: [PseudoTerminalReceiver]
     let server: GPSDServer

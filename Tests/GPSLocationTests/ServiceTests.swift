@@ -326,38 +326,29 @@ extension RealGPSD.LaneB {
             let folder = try GPSLocBinary.makeConfigHome()
             defer { try? FileManager.default.removeItem(at: folder) }
             let (centralPort, boxPort) = (try freePort(), try freePort())
-            for name in ["central", "box"] {
-                try FileManager.default.createDirectory(
-                    at: folder.appendingPathComponent(name), withIntermediateDirectories: true)
-            }
             // `user root`: run as root (CI), Mosquitto would otherwise become the `mosquitto` user,
             // which cannot write into the test's private folder — and a central broker that
             // cannot save its sessions loses what arrives before its subscriber is back.
             // (Debian's service keeps its database in /var/lib/mosquitto, the user's own.)
-            let centralConfig = folder.appendingPathComponent("central.conf")
-            try """
-            user root
-            listener \(centralPort) 127.0.0.1
-            allow_anonymous true
-            persistence true
-            persistence_location \(folder.path)/central/
-
-            """.write(to: centralConfig, atomically: true, encoding: .utf8)
-            let boxConfig = folder.appendingPathComponent("box.conf")
-            try """
-            user root
-            listener \(boxPort) 127.0.0.1
-            allow_anonymous true
-            persistence true
-            persistence_location \(folder.path)/box/
-            connection central
-            address 127.0.0.1:\(centralPort)
-            topic fleet/# out 1
-            cleansession false
-            clientid fleet-box-test
-            restart_timeout 1 2
-
-            """.write(to: boxConfig, atomically: true, encoding: .utf8)
+            func configuration(_ name: String, port: Int, _ more: [String] = []) throws -> URL {
+                let database = folder.appendingPathComponent(name)
+                try FileManager.default.createDirectory(at: database, withIntermediateDirectories: true)
+                let lines =
+                    [
+                        "user root", "listener \(port) 127.0.0.1", "allow_anonymous true", "persistence true",
+                        "persistence_location \(database.path)/",
+                    ] + more
+                let file = folder.appendingPathComponent(name + ".conf")
+                try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+                return file
+            }
+            let centralConfig = try configuration("central", port: centralPort)
+            let boxConfig = try configuration(
+                "box", port: boxPort,
+                [
+                    "connection central", "address 127.0.0.1:\(centralPort)", "topic fleet/# out 1",
+                    "cleansession false", "clientid fleet-box-test", "restart_timeout 1 2",
+                ])
             let environment = ProcessInfo.processInfo.environment
             func broker(_ config: URL, log: String) throws -> ChildProcess {
                 try ChildProcess(

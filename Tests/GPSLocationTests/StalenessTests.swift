@@ -171,12 +171,9 @@ extension RealGPSD.LaneB {
             }
             let tunnel = try #require(cycles.indices.dropFirst(40).first { cycles[$0][0].contains(",V,") })
             let excerpt = cycles[(tunnel - 20)..<(tunnel + 60)].flatMap { $0 }.joined(separator: "\r\n")
-            let receiver = try PseudoTerminalReceiver(recording: excerpt, interval: 0.2)
-            receiver.start(loop: false)
+            let receiver = try GPSDOnPseudoTerminal(recording: excerpt, interval: 0.2, loop: false)
             defer { receiver.stop() }
-            let server = try GPSDServer(devices: [receiver.path])
-            defer { server.stop() }
-            try server.waitUntilListening()
+            let server = receiver.server
 
             let manager = CLLocationManager(
                 source: GPSDLocationSource(endpoint: server.endpoint, noDataTimeout: .seconds(30), reconnect: nil),
