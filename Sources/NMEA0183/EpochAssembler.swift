@@ -49,6 +49,12 @@ public struct EpochAssembler: Sendable {
     private var lastLatched: TimedType?
     /// True until the first cycle closes.
     private var learning = true
+    /// gpsd's `latch_mode`: the last GGA repeated the time of the GGA before it (an empty time
+    /// repeats gpsd's initial empty one), so GSAs are not trusted until a GGA's time advances.
+    private var ggaLatched = false
+    /// The last GGA's time as gpsd keeps it (nil: empty, as before any GGA) and its talker.
+    private var lastGGATime: Double?
+    private var lastGGATalker: UInt8 = 0
     /// The receiver's latest own error estimate (GST, 1σ metres), used by the cycle of its time.
     private var estimate: Estimate?
     private struct Estimate {
@@ -156,12 +162,14 @@ public struct EpochAssembler: Sendable {
                 mode = mode >= .twoDimensional || mode == .notSeen ? .noFix : mode
             }
         case .gga(
-            let time, let latitude, let longitude, let quality, let satellites, let hdop, let altitude, let separation):
+            let time, let latitude, let longitude, let quality, let satellites, let hdop, let altitude, let separation,
+            let talker):
             boundary(time, .gga, emit)
             cycle.positional = true
+            if talker != 0 { latchGGA(time: time, talker: UInt8(truncatingIfNeeded: talker)) }
             // An autonomous fix from no satellites is not credible (Hemisphere sends it while
             // acquiring); DGPS receivers such as Garmin's report 00 satellites with real fixes.
-            if quality >= 0 { cycle.status = quality }
+            if quality >= 0 { cycle.status = ggaLatched ? 0 : quality }
             picture.ggaDilution(hdop)
             if quality == 0 || (quality == 1 && satellites == 0) || latitude == nil || longitude == nil {
                 mode = .noFix
@@ -190,6 +198,13 @@ public struct EpochAssembler: Sendable {
                 cycle.longitude = longitude
                 if mode < .twoDimensional { mode = .twoDimensional }
             }
+        case .gsa(_, _, _, _, _, _, _, _) where ggaLatched:
+            // gpsd 3.22 ignores a GSA after a GGA whose time did not advance (`latch_mode`): no
+            // mode, no DOPs, no satellites used.
+            openIfNeeded()
+            cycle.positional = true
+            picture.ignoredGSA()
+            setsMode = false
         case .gsa(let gsaMode, let pdop, let hdop, let vdop, let used, _, let talker, let fieldCount):
             openIfNeeded()
             // gpsd reads fields 3 … count − 4 as numbers: after an NMEA 4.10 system id, the
@@ -237,6 +252,19 @@ public struct EpochAssembler: Sendable {
             picture.otherSentence()
             setsMode = false
             setsErrors = true
+        case .pgrmz(let feet, let pgrmzMode):
+            // gpsd 3.22 `processPGRMZ`: the altitude (MSL) in whole feet replaces the GGA's; the
+            // ellipsoidal altitude stays as the GGA made it (gpsd computes it once per cycle).
+            openIfNeeded()
+            picture.otherSentence()
+            cycle.positional = true
+            if let feet { cycle.altitudeMSL = Double(feet) * 0.3048 }
+            switch pgrmzMode {
+            case 1?: mode = .noFix
+            case 2?: if mode < .threeDimensional { mode = .twoDimensional }
+            case 3?: mode = .threeDimensional
+            default: setsMode = false
+            }
         case .heading:
             // Reported on its own (`NMEADecoder`), as gpsd reports an ATT; no part of the fix.
             picture.otherSentence()
@@ -246,6 +274,7 @@ public struct EpochAssembler: Sendable {
             setsMode = false
         }
         if setsMode { cycle.modeSet = true }
+        settleAltitude()
         if cycle.modeSet && !setsErrors {
             // The DOPs read out first: `picture.estimate(&errors)` copied the whole picture
             // (270 bytes) at every sentence, to keep it apart from the `errors` it writes.
@@ -262,8 +291,12 @@ public struct EpochAssembler: Sendable {
         // sentences after it in the same cycle only shape the next one. A cycle reported without
         // a position is reported again when a later ender of the same time brings one (a receiver
         // that sends its cycle twice, first invalid then valid: gpsd reports both).
-        if let type = Self.timedType(sentence), cycleEnders.contains(type), cycle.time != nil,
-            !cycle.reported || (!cycle.reportedPosition && mode >= .twoDimensional && cycle.latitude != nil),
+        if let type = Self.timedType(sentence), cycle.time != nil,
+            cycle.reported
+                ? gpsdEnders.contains(type)
+                    || (cycleEnders.contains(type) && !cycle.reportedPosition && mode >= .twoDimensional
+                        && cycle.latitude != nil)
+                : cycleEnders.contains(type),
             let fix = makeFix()
         {
             cycle.reported = true
@@ -272,10 +305,19 @@ public struct EpochAssembler: Sendable {
         }
     }
 
+    /// gpsd's check of a GGA's time against the previous GGA's (`processGGA`): the same time
+    /// (both empty included) latches; a different talker than the last GGA's skips the check.
+    private mutating func latchGGA(time: Double?, talker: UInt8) {
+        let previousTalker = lastGGATalker
+        lastGGATalker = talker
+        ggaLatched = previousTalker != 0 && previousTalker != talker ? false : time == lastGGATime
+        if !ggaLatched { lastGGATime = time }
+    }
+
     private static func timedType(_ sentence: NMEASentence) -> TimedType? {
         switch sentence {
         case .rmc(let time, _, _, _, _, _, _, _): time == nil ? nil : .rmc
-        case .gga(let time, _, _, _, _, _, _, _): time == nil ? nil : .gga
+        case .gga(let time, _, _, _, _, _, _, _, _): time == nil ? nil : .gga
         case .gll(let time, _, _, _): time == nil ? nil : .gll
         case .zda(let time, _, _, _): time == nil ? nil : .zda
         case .gbs(let time, _, _, _): time == nil ? nil : .gbs
@@ -341,8 +383,16 @@ public struct EpochAssembler: Sendable {
             return
         }
         if cycle.open, cycle.time == nil {
-            // Sentences without time opened this cycle (e.g. GSA first): it takes this time.
+            // Sentences without time opened this cycle (e.g. GSA first): it takes this time. gpsd
+            // clears its fix at the first sentence of a new time (`CLEAR_IS`): what those
+            // sentences put in it (a PGRMZ altitude, a VTG speed, PGRME errors) is gone; its
+            // DOPs and satellites are not in the fix and stay.
+            let positional = cycle.positional
+            cycle = Cycle()
+            cycle.open = true
+            cycle.positional = positional
             cycle.time = time
+            errors = GPSDCycleErrors()
             return
         }
         // A time a little *behind* the open cycle's (a GGA of 12:00:04 after an RMC of
@@ -391,8 +441,7 @@ public struct EpochAssembler: Sendable {
             }
         }
         let altitudeMSL = is3D ? cycle.altitudeMSL : nil
-        let altitudeHAE = altitudeMSL.flatMap { msl in cycle.geoidSeparation.map { msl + $0 } }
-        cycle.altitudeHAE = altitudeHAE
+        let altitudeHAE = is3D ? cycle.altitudeHAE : nil
         var speed = hasPosition ? cycle.speedKnots.map { $0 * 1852 / 3600 } : nil
         var climb: Double?
         // As gpsd derives them where the receiver gives none (`gpsd_error_model`): speed from the
@@ -466,8 +515,21 @@ public struct EpochAssembler: Sendable {
         return Double(Int64(scaled + (scaled < 0 ? -0.5 : 0.5))) / scale
     }
 
+    /// gpsd's error model fills the ellipsoidal altitude once a cycle has an MSL altitude and a
+    /// geoid separation (the receiver's, else gpsd's own figure for the cycle's position), and
+    /// keeps it for the rest of the cycle: a later PGRMZ changes only the MSL altitude.
+    @inline(__always)
+    private mutating func settleAltitude() {
+        guard cycle.altitudeHAE == nil, let msl = cycle.altitudeMSL else { return }
+        if cycle.geoidSeparation == nil, let latitude = cycle.latitude, let longitude = cycle.longitude {
+            cycle.geoidSeparation = GPSDGeoid.separation(latitude: latitude, longitude: longitude)
+        }
+        if let separation = cycle.geoidSeparation { cycle.altitudeHAE = msl + separation }
+    }
+
     /// The cycle as it ends, for the next one's derived speed and climb.
     private mutating func rememberCycle() {
+        if cycle.fixTime == nil, let time = cycle.time { cycle.fixTime = placeOnCalendar(time) }
         let hasPosition = mode >= .twoDimensional && cycle.latitude != nil && cycle.longitude != nil
         previous = Previous(
             time: cycle.fixTime, latitude: hasPosition ? cycle.latitude : nil,

@@ -64,6 +64,11 @@ struct GPSDSatellitePicture: Sendable {
         lastGSVTalker = 0
     }
 
+    /// A GSA gpsd ignores (after a GGA whose time did not advance): it only ends a GSV run.
+    mutating func ignoredGSA() {
+        lastGSVTalker = 0
+    }
+
     /// One GSA: its DOPs, and the satellites it says are used.
     mutating func gsa(
         talker: UInt16, fieldCount: Int, pdop: Double?, hdop: Double?, vdop: Double?,

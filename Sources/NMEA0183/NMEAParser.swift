@@ -321,9 +321,13 @@ public struct NMEAParser: Sendable {
         if tag[0] == UInt8(ascii: "P") {
             if tag.count == 5 && tag[1] == UInt8(ascii: "G") && tag[2] == UInt8(ascii: "R")
                 && tag[3] == UInt8(ascii: "M")
-                && tag[4] == UInt8(ascii: "E")
             {
-                return .pgrme(horizontal: fields.double(1), vertical: fields.double(3))
+                if tag[4] == UInt8(ascii: "E") {
+                    return .pgrme(horizontal: fields.double(1), vertical: fields.double(3))
+                }
+                if tag[4] == UInt8(ascii: "Z") && fields.count >= 4 {
+                    return Self.pgrmz(fields)
+                }
             }
             statistics.ignored += 1
             return nil
@@ -337,7 +341,7 @@ public struct NMEAParser: Sendable {
         let sentence: NMEASentence?
         switch type {
         case Self.code("RMC"): sentence = rmc(fields)
-        case Self.code("GGA"): sentence = gga(fields)
+        case Self.code("GGA"): sentence = gga(fields, talker: talker)
         case Self.code("GNS"): sentence = gns(fields)
         case Self.code("GLL"): sentence = gll(fields)
         case Self.code("GSA"): sentence = gsa(fields, talker: talker)
@@ -377,6 +381,7 @@ public struct NMEAParser: Sendable {
         code("HDG"): (Array("nnana".utf8), [5]),
     ]
     private static let pgrmeSyntax = (pattern: Array("nanana".utf8), counts: [6])
+    private static let pgrmzSyntax = (pattern: Array("nan".utf8), counts: [3])
 
     /// True when `fields` is a complete sentence of a type we decode: its field count is one the
     /// type comes in and every field has the syntax its position requires.
@@ -385,6 +390,8 @@ public struct NMEAParser: Sendable {
         let rule: (pattern: [UInt8], counts: [Int])?
         if tag.count == 5 && tag.elementsEqual("PGRME".utf8) {
             rule = pgrmeSyntax
+        } else if tag.count == 5 && tag.elementsEqual("PGRMZ".utf8) {
+            rule = pgrmzSyntax
         } else if tag.count == 5 && tag[0] != UInt8(ascii: "P") {
             rule = syntax[UInt32(tag[2]) << 16 | UInt32(tag[3]) << 8 | UInt32(tag[4])]
         } else {
@@ -419,6 +426,20 @@ public struct NMEAParser: Sendable {
         return UInt32(bytes[0]) << 16 | UInt32(bytes[1]) << 8 | UInt32(bytes[2])
     }
 
+    /// PGRMZ as gpsd 3.22 reads it (`processPGRMZ`): the altitude's whole feet (`atoi`) when the
+    /// unit is `f`, and the mode digit.
+    private static func pgrmz(_ f: Fields) -> NMEASentence {
+        let feet = f.byte(2) == UInt8(ascii: "f") ? f.double(1).flatMap { abs($0) < 1e9 ? Int($0) : nil } : nil
+        let mode: Int? =
+            switch f.bytes(3).first {
+            case UInt8(ascii: "1")?: 1
+            case UInt8(ascii: "2")?: 2
+            case UInt8(ascii: "3")?: 3
+            default: nil
+            }
+        return .pgrmz(altitudeFeet: feet, mode: mode)
+    }
+
     private func rmc(_ f: Fields) -> NMEASentence? {
         guard f.count >= 10 else { return nil }
         let status = f.byte(2)
@@ -430,13 +451,14 @@ public struct NMEAParser: Sendable {
             modeIndicator: f.count > 12 ? f.byte(12) : nil)
     }
 
-    private func gga(_ f: Fields) -> NMEASentence? {
+    private func gga(_ f: Fields, talker: UInt16) -> NMEASentence? {
         guard f.count >= 10 else { return nil }
         let position = f.position(2)
         let quality = f.integer(6) ?? 0
         return .gga(
             time: f.time(1), latitude: position?.0, longitude: position?.1, quality: quality, satellites: f.integer(7),
-            hdop: f.double(8), altitude: f.double(9), geoidSeparation: f.count > 11 ? f.double(11) : nil)
+            hdop: f.double(8), altitude: f.double(9), geoidSeparation: f.count > 11 ? f.double(11) : nil,
+            talker: talker)
     }
 
     /// GNS: like GGA, with a mode string per constellation instead of a quality number.

@@ -142,10 +142,11 @@ public enum NMEASentence: Sendable, Equatable, BitwiseCopyable {
     case rmc(
         time: Double?, valid: Bool, latitude: Double?, longitude: Double?, speedKnots: Double?, course: Double?,
         date: NMEADate?, modeIndicator: UInt8?)
-    /// GGA / GNS: quality 0 means no fix.
+    /// GGA / GNS: quality 0 means no fix. `talker`: a GGA's two talker letters (gpsd compares a
+    /// GGA's time with the previous GGA's of the same talker); 0 for a GNS, which it does not.
     case gga(
         time: Double?, latitude: Double?, longitude: Double?, quality: Int, satellites: Int?, hdop: Double?,
-        altitude: Double?, geoidSeparation: Double?)
+        altitude: Double?, geoidSeparation: Double?, talker: UInt16 = 0)
     /// GLL: `valid`: status A and mode indicator not N.
     case gll(time: Double?, latitude: Double?, longitude: Double?, valid: Bool)
     /// GSA: fix mode 1–3, DOPs, the satellites used (at most 12), the NMEA 4.10 system id, and
@@ -169,6 +170,9 @@ public enum NMEASentence: Sendable, Equatable, BitwiseCopyable {
     case zda(time: Double?, day: Int, month: Int, year: Int)
     /// Garmin PGRME: estimated horizontal and vertical position errors, metres.
     case pgrme(horizontal: Double?, vertical: Double?)
+    /// Garmin PGRMZ: the altitude in whole feet (only when the sentence gives it in feet, `f`),
+    /// and the fix mode of its third field (1 none, 2 2D, 3 3D; nil otherwise).
+    case pgrmz(altitudeFeet: Int?, mode: Int?)
     /// A heading: HDT (true), THS (true, not when its mode is V), HDG (a magnetic sensor's
     /// reading with its deviation applied, and the sentence's own variation, east positive).
     /// Degrees; the receiver's heading, not its course over ground.

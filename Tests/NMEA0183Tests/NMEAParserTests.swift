@@ -101,7 +101,7 @@ struct NMEAParserTests {
         let expected = NMEASentence.gga(
             time: 45319, latitude: latitude, longitude: longitude, quality: 1, satellites: 8, hdop: 0.9,
             altitude: 545.4,
-            geoidSeparation: 46.9)
+            geoidSeparation: 46.9, talker: 0x4750)  // "GP"
         for (bad, counter) in cases {
             let (sentences, stats) = Self.parse(Array((bad + good).utf8), chunk: 0)
             #expect(stats[keyPath: counter] >= 1, "\(bad.prefix(30))")
