@@ -55,6 +55,10 @@ public struct EpochAssembler: Sendable {
     /// The last GGA's time as gpsd keeps it (nil: empty, as before any GGA) and its talker.
     private var lastGGATime: Double?
     private var lastGGATalker: UInt8 = 0
+    /// A GST has come after a report of its own cycle: this receiver's estimate follows its fix.
+    /// Until then a cycle is reported where gpsd reports it (its first cycle-ending sentence),
+    /// without waiting for a later sentence of ours.
+    private var estimateFollows = false
     /// The receiver's latest own error estimate (GST, 1σ metres), used by the cycle of its time.
     private var estimate: Estimate?
     private struct Estimate {
@@ -155,7 +159,13 @@ public struct EpochAssembler: Sendable {
                 if let speed { cycle.speedKnots = speed }
                 if let course { cycle.course = course }
                 cycle.rmcMotion = speed != nil
-                if mode < .twoDimensional { mode = .twoDimensional }
+                // gpsd 3.22 `processRMC`: at least 2D; 3D with more than three satellites used
+                // (the last GSA's) or an altitude already in the cycle's fix.
+                if picture.usedCount > 3 || cycle.altitudeMSL != nil {
+                    mode = .threeDimensional
+                } else if mode < .twoDimensional {
+                    mode = .twoDimensional
+                }
                 cycle.status = Self.status(faaMode: modeIndicator)
             } else if !valid {
                 cycle.status = 0
@@ -171,22 +181,30 @@ public struct EpochAssembler: Sendable {
             // acquiring); DGPS receivers such as Garmin's report 00 satellites with real fixes.
             if quality >= 0 { cycle.status = ggaLatched ? 0 : quality }
             picture.ggaDilution(hdop)
-            if quality == 0 || (quality == 1 && satellites == 0) || latitude == nil || longitude == nil {
+            // gpsd 3.22 `processGGA`: a position is 2D, 3D with an altitude and at least four
+            // satellites, no fix with fewer than three (an empty count is none); then, as for
+            // every sentence, a 3D fix with an altitude is not lowered to 2D (`nmea_parse`).
+            // With fewer than three satellites gpsd still keeps the position and altitude in its
+            // fix (a later GLL or RMC of the cycle makes it a fix again, 3D by that altitude).
+            let used = satellites ?? 0
+            if quality == 0 || latitude == nil || longitude == nil {
                 mode = .noFix
                 cycle.quality = 0
             } else {
                 cycle.latitude = latitude
                 cycle.longitude = longitude
                 cycle.quality = quality
-                cycle.ggaFix = true
                 if let altitude {
                     cycle.altitudeMSL = altitude
                     // No separation from the receiver: gpsd's own geoid figures (`GPSDGeoid`).
                     cycle.geoidSeparation =
                         separation ?? GPSDGeoid.separation(latitude: latitude!, longitude: longitude!)
-                    if mode < .threeDimensional { mode = .threeDimensional }
+                }
+                if used < 3 {
+                    mode = .noFix
                 } else {
-                    mode = .twoDimensional
+                    cycle.ggaFix = true
+                    setMode(altitude != nil && used >= 4 ? .threeDimensional : .twoDimensional)
                 }
             }
         case .gll(let time, let latitude, let longitude, let valid):
@@ -196,7 +214,13 @@ public struct EpochAssembler: Sendable {
             if valid, let latitude, let longitude {
                 cycle.latitude = latitude
                 cycle.longitude = longitude
-                if mode < .twoDimensional { mode = .twoDimensional }
+                // gpsd 3.22 `processGLL`: 3D with an altitude in the fix or more than three
+                // satellites used; 2D from no fix or when the previous cycle had no altitude.
+                if cycle.altitudeMSL != nil || picture.usedCount > 3 {
+                    mode = .threeDimensional
+                } else if mode < .twoDimensional || previous.altitudeHAE == nil {
+                    setMode(.twoDimensional)
+                }
             }
         case .gsa(_, _, _, _, _, _, _, _) where ggaLatched:
             // gpsd 3.22 ignores a GSA after a GGA whose time did not advance (`latch_mode`): no
@@ -213,7 +237,7 @@ public struct EpochAssembler: Sendable {
             picture.gsa(
                 talker: talker, fieldCount: fieldCount, pdop: pdop, hdop: hdop, vdop: vdop, used: used, extra: extra)
             cycle.positional = true
-            if !cycle.ggaFix, let gsaMode, let value = FixMode(rawValue: gsaMode), value >= .noFix { mode = value }
+            if !cycle.ggaFix, let gsaMode, let value = FixMode(rawValue: gsaMode), value >= .noFix { setMode(value) }
         case .vtg(let course, let speed, let valid):
             openIfNeeded()
             picture.otherSentence()
@@ -229,6 +253,10 @@ public struct EpochAssembler: Sendable {
             // By its own time, as gpsd reports it (a GST may open its cycle, before the GGA).
             if let time {
                 estimate = Estimate(time: time, latitude: latitude, longitude: longitude, altitude: altitude)
+                // A GST after its cycle was reported: from now on this receiver's cycles are
+                // reported at their last sentence, after the GST — as the gpsd path, having seen
+                // the same, holds each fix for its GST (`EstimatePairing`).
+                if cycle.reported, let current = cycle.time, abs(current - time) < 0.01 { estimateFollows = true }
             }
         case .gbs(let time, let latitude, let longitude, let altitude):
             // gpsd latches its time (it takes part in finding the cycle's end) and uses its errors
@@ -261,7 +289,7 @@ public struct EpochAssembler: Sendable {
             if let feet { cycle.altitudeMSL = Double(feet) * 0.3048 }
             switch pgrmzMode {
             case 1?: mode = .noFix
-            case 2?: if mode < .threeDimensional { mode = .twoDimensional }
+            case 2?: setMode(.twoDimensional)
             case 3?: mode = .threeDimensional
             default: setsMode = false
             }
@@ -296,13 +324,32 @@ public struct EpochAssembler: Sendable {
                 ? gpsdEnders.contains(type)
                     || (cycleEnders.contains(type) && !cycle.reportedPosition && mode >= .twoDimensional
                         && cycle.latitude != nil)
-                : cycleEnders.contains(type),
+                : cycleEnders.contains(type) || (!estimateFollows && gpsdEnders.contains(type)),
             let fix = makeFix()
         {
             cycle.reported = true
             cycle.reportedPosition = fix.hasPosition
             emit(fix)
+        } else if gpsdEnders.isEmpty && setsMode && cycle.time != nil, let fix = makeFix() {
+            // Before gpsd has learned where cycles end it reports at every sentence that sets the
+            // position or the mode (gpsd.c: no reliable cycle end), so the last report of a
+            // first cycle is at its last such sentence: a PGRME after the GSA is not in it.
+            cycle.reported = true
+            cycle.reportedPosition = fix.hasPosition
+            emit(fix)
         }
+    }
+
+    /// A sentence's mode, as gpsd 3.22's `nmea_parse` lets it through: a 3D fix is not lowered
+    /// to 2D while the cycle or the one before it has an altitude ("don't downgrade mode if
+    /// holding previous fix"); no fix always goes through.
+    private mutating func setMode(_ new: FixMode) {
+        if mode == .threeDimensional, new != .noFix, new < .threeDimensional,
+            cycle.altitudeMSL != nil || previous.altitudeHAE != nil
+        {
+            return
+        }
+        mode = new
     }
 
     /// gpsd's check of a GGA's time against the previous GGA's (`processGGA`): the same time

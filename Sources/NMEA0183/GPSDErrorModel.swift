@@ -37,7 +37,7 @@ struct GPSDSatellitePicture: Sendable {
     private(set) var dop = Dilutions()
     private var sky: [Satellite] = []
     /// The used satellites' numbers (gpsd's `sats_used`), and the same as a set of bits.
-    private var usedCount = 0
+    private(set) var usedCount = 0
     private var usedBits = SIMD16<UInt64>()
     /// The talker of the GSA just before, if the sentence just before was a GSA (0: none).
     private var lastGSATalker: UInt8 = 0

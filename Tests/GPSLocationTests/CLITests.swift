@@ -548,13 +548,11 @@ extension RealGPSD.LaneB {
             let a = Self.lastPerTimestamp(GPSLocBinary.jsonLines(ours.stdout))
             let b = Self.lastPerTimestamp(GPSLocBinary.jsonLines(gpsd.stdout))
             #expect(a.count > 50)
-            // gpsd reports the very first epoch before it has seen the whole first cycle (it is still
-            // learning the receiver's cycle), and only the first report of an epoch is delivered, so
-            // its first location can lack what the rest of that cycle adds (altitude, 3D). Position
-            // and time agree; from the second epoch on, everything does.
-            #expect(a.first?.split(separator: "|").prefix(3) == b.first?.split(separator: "|").prefix(3))
+            // Every location, the first included: the NMEA engine reports a first cycle as gpsd
+            // does while it learns the receiver's cycle (at each fix sentence), so the first
+            // location delivered is the same report on both paths.
             #expect(
-                Array(a.dropFirst()) == Array(b.dropFirst()),
+                a == b,
                 "first difference at \(Array(zip(a, b)).firstIndex { $0.0 != $0.1 } ?? min(a.count, b.count))")
         }
 

@@ -30,6 +30,8 @@ struct SlowConsumerTests {
         manager.diagnosticsHandler = Diagnostics.discard
         manager.lastLocationCache = nil
         manager.maximumLocationAge = 1e9
+        // As gpsloc: no automatic pausing (the boundary fixture stands still for 15 minutes).
+        manager.pausesLocationUpdatesAutomatically = false
         return manager
     }
 

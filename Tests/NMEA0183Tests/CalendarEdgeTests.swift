@@ -22,7 +22,7 @@ struct CalendarEdgeTests {
     }
 
     static func times(_ text: String) -> [String] {
-        NMEADecoder.fixes(in: Data(text.utf8)).fixes.compactMap { $0.time.map(iso8601Milliseconds) }
+        lastPerEpoch(NMEADecoder.fixes(in: Data(text.utf8)).fixes).compactMap { $0.time.map(iso8601Milliseconds) }
     }
 
     @Test(

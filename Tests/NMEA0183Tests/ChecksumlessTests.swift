@@ -21,8 +21,10 @@ struct ChecksumlessTests {
     func wholeRecording() throws {
         let plain = try Data(contentsOf: Paths.fixtures.appendingPathComponent("nochecksum-1hz-multi.nmea"))
         let checked = try Data(contentsOf: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"))
-        let (fixes, statistics) = NMEADecoder.fixes(in: plain)
-        let (reference, referenceStatistics) = NMEADecoder.fixes(in: checked)
+        let (allFixes, statistics) = NMEADecoder.fixes(in: plain)
+        let (allReference, referenceStatistics) = NMEADecoder.fixes(in: checked)
+        let fixes = lastPerEpoch(allFixes)
+        let reference = lastPerEpoch(allReference)
         #expect(fixes.count == 120)
         // The same fixes but for the errors: without GSV there is no satellite geometry, so gpsd's
         // model has no X/Y DOPs (epx/epy) and falls back to HDOP and VDOP, as gpsd does.

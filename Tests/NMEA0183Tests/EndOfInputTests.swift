@@ -74,7 +74,20 @@ struct EndOfInputTests {
                 text += NMEAParserTests.sentence("GPGLL,5504.4344,N,01025.5384,E,\(time),A,D")
             }
         }
-        let times = NMEADecoder.fixes(in: Data(text.utf8)).fixes.compactMap(\.time).map(iso8601Milliseconds)
+        let times = lastPerEpoch(NMEADecoder.fixes(in: Data(text.utf8)).fixes).compactMap(\.time).map(
+            iso8601Milliseconds)
         #expect(times == ["2026-08-26T20:00:10.000Z", "2026-08-26T20:00:11.000Z"])
     }
+}
+
+/// The last fix of each epoch, in order. Like gpsd, the engine may report an epoch more than
+/// once while its cycle fills (the first cycle, before the receiver's cycle is learned; a
+/// cycle with two ending sentences); the last report is the complete one.
+func lastPerEpoch(_ fixes: [Fix]) -> [Fix] {
+    var result: [Fix] = []
+    for fix in fixes {
+        if let last = result.last, last.time == fix.time { result.removeLast() }
+        result.append(fix)
+    }
+    return result
 }

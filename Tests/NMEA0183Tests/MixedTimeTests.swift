@@ -31,7 +31,7 @@ struct MixedTimeTests {
 
     @Test("each epoch once, with the GGA's position — what gpsd 3.22 reports last for each epoch")
     func gpsdFinalValues() {
-        let (fixes, _) = NMEADecoder.fixes(in: Self.recording())
+        let fixes = lastPerEpoch(NMEADecoder.fixes(in: Self.recording()).fixes)
         let seconds = fixes.compactMap { $0.time.map { Int($0.timeIntervalSince1970) % 60 } }
         #expect(seconds == Array(0..<8))
         // gpsfake + gpspipe -w on this recording: the last TPV of 12:00:04 … 07 has latitudes

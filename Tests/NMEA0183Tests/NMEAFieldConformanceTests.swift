@@ -21,6 +21,8 @@ struct FieldAgreement: CustomStringConvertible {
     var same: [String: Int] = [:]
     /// A few differing examples per field, for the log.
     var examples: [String: [String]] = [:]
+    /// Values gpsd derived over the day it added when the hour went back (not compared).
+    var falseDay = 0
 
     var knownTotal: Int { known.values.reduce(0, +) }
     var sameTotal: Int { same.values.reduce(0, +) }
@@ -33,6 +35,7 @@ struct FieldAgreement: CustomStringConvertible {
         }
         return String(format: "%-34@ %5d ", name as NSString, epochs) + cells.joined(separator: " ")
             + String(format: "  %6.1f%% of %d", percent, knownTotal)
+            + (falseDay > 0 ? " (+\(falseDay) over gpsd's false day, not compared)" : "")
     }
 
     /// gpsd's CoreLocation horizontal accuracy by our README rule.
@@ -64,24 +67,41 @@ struct FieldAgreement: CustomStringConvertible {
 
     /// The receiver's own 1σ estimates (GST: latitude, longitude, altitude error) by time of
     /// day in milliseconds, read from the recording's text with a plain split (not our parser).
-    static func receiverEstimates(_ log: String) -> [Int: (latitude: Double, longitude: Double, altitude: Double?)] {
+    /// `firstFollowing`: the time of the recording's first GST when it comes after its cycle's
+    /// RMC/GGA/GLL. Both paths learn from that GST that this receiver's estimate follows its fix
+    /// (the gpsd path holds later fixes for their GST; the NMEA engine reports later cycles after
+    /// it), so that one epoch carries gpsd's own model.
+    static func receiverEstimates(
+        _ log: String
+    ) -> (estimates: [Int: (latitude: Double, longitude: Double, altitude: Double?)], firstFollowing: Int?) {
         var estimates: [Int: (Double, Double, Double?)] = [:]
-        for line in log.split(whereSeparator: \.isNewline) where line.dropFirst(3).hasPrefix("GST,") {
+        var firstFollowing: Int?
+        var fixTimes: Set<Int> = []
+        func key(_ field: Substring) -> Int? {
+            guard field.count >= 6, let hh = Int(field.prefix(2)), let mm = Int(field.dropFirst(2).prefix(2)),
+                let ss = Double(field.dropFirst(4))
+            else { return nil }
+            return Int(((Double(hh * 3600 + mm * 60) + ss) * 1000).rounded())
+        }
+        for line in log.split(whereSeparator: \.isNewline) {
+            let type = line.dropFirst(3).prefix(4)
             let body = line.split(separator: "*")[0]
-            let fields = body.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count >= 9, fields[1].count >= 6, let hh = Int(fields[1].prefix(2)),
-                let mm = Int(fields[1].dropFirst(2).prefix(2)), let ss = Double(fields[1].dropFirst(4)),
+            let fields = body.split(separator: ",", omittingEmptySubsequences: false)
+            if type == "RMC," || type == "GGA,", fields.count > 1, let time = key(fields[1]) { fixTimes.insert(time) }
+            if type == "GLL,", fields.count > 5, let time = key(fields[5]) { fixTimes.insert(time) }
+            guard type == "GST,", fields.count >= 9, let time = key(fields[1]),
                 let latitude = Double(fields[6]), let longitude = Double(fields[7])
             else { continue }
-            let key = Int(((Double(hh * 3600 + mm * 60) + ss) * 1000).rounded())
-            estimates[key] = (latitude, longitude, Double(fields[8]))
+            // The first GST after its cycle's fix sentences: marked by a negative altitude key.
+            if estimates.isEmpty && fixTimes.contains(time) { firstFollowing = time }
+            estimates[time] = (latitude, longitude, Double(fields[8]))
         }
-        return estimates
+        return (estimates, firstFollowing)
     }
 
     static func measure(
         name: String, ours: [Fix], gpsd: [ReferenceTPV],
-        estimates: [Int: (latitude: Double, longitude: Double, altitude: Double?)] = [:]
+        estimates: [Int: (latitude: Double, longitude: Double, altitude: Double?)] = [:], firstFollowing: Int? = nil
     ) -> FieldAgreement {
         var result = FieldAgreement(name: name)
         let (reference, mine) = Agreement.epochs(ours: ours, gpsd: gpsd)
@@ -91,7 +111,21 @@ struct FieldAgreement: CustomStringConvertible {
                 nearlyEqual(fix.longitude, tpv.longitude, tolerance: 1e-7)
             else { continue }
             result.epochs += 1
-            let n = tpv.numbers
+            var n = tpv.numbers
+            // gpsd 3.22 moves its date a day forward whenever the hour goes back (`merge_hhmmss`,
+            // meant for midnight), so a receiver clock stepped back across an hour gets tomorrow's
+            // date until the next RMC/ZDA; what it derives over that false day (speed and climb
+            // from the previous fix, and their errors) is not a receiver value. We keep the
+            // receiver's date (README, the field table); such values are counted apart.
+            if let gpsdTime = tpv.time, let ourTime = fix.time {
+                let shift = (gpsdTime.timeIntervalSince(ourTime)).truncatingRemainder(dividingBy: 1024 * 7 * 86_400)
+                if abs(shift - 86_400) < 0.5 {
+                    for field in ["speed", "climb", "eps", "epd", "epc"] where n[field] != nil {
+                        n[field] = nil
+                        result.falseDay += 1
+                    }
+                }
+            }
             let at = tpv.timeText ?? "?"
             let is3D = tpv.mode == 3
             result.compare("altMSL", gpsd: is3D ? n["altMSL"] : nil, ours: fix.altitudeMSL, at: at)
@@ -102,16 +136,25 @@ struct FieldAgreement: CustomStringConvertible {
             // The GST rule: where the receiver reported its own estimate for this epoch, both
             // paths use it (gpsd 3.22's TPV does not); else gpsd's epx/epy/eph/epv.
             let estimate = estimates[key]
-            let expectedHorizontal =
+            let model = (
+                horizontal: horizontal(epx: n["epx"], epy: n["epy"], eph: n["eph"]),
+                vertical: is3D ? n["epv"].map { $0 / 1.96 } : nil
+            )
+            var expectedHorizontal =
                 estimate.map { ($0.latitude * $0.latitude + $0.longitude * $0.longitude).squareRoot() }
-                ?? horizontal(epx: n["epx"], epy: n["epy"], eph: n["eph"])
-            let expectedVertical = is3D ? (estimate?.altitude ?? n["epv"].map { $0 / 1.96 }) : nil
-            result.compare(
-                "horizontal", gpsd: expectedHorizontal,
-                ours: horizontal(epx: fix.errors.longitude, epy: fix.errors.latitude, eph: fix.errors.horizontal),
-                relative: true, at: at)
-            result.compare(
-                "vertical", gpsd: expectedVertical, ours: fix.errors.vertical.map { $0 / 1.96 }, relative: true, at: at)
+                ?? model.horizontal
+            var expectedVertical = is3D ? (estimate?.altitude ?? model.vertical) : nil
+            let oursHorizontal = horizontal(
+                epx: fix.errors.longitude, epy: fix.errors.latitude, eph: fix.errors.horizontal)
+            let oursVertical = fix.errors.vertical.map { $0 / 1.96 }
+            if key == firstFollowing {
+                // The epoch at which both paths learn that this receiver's GST follows its fix:
+                // delivered as gpsd reports it, without that GST.
+                expectedHorizontal = model.horizontal
+                expectedVertical = model.vertical
+            }
+            result.compare("horizontal", gpsd: expectedHorizontal, ours: oursHorizontal, relative: true, at: at)
+            result.compare("vertical", gpsd: expectedVertical, ours: oursVertical, relative: true, at: at)
             // Speed, course and climb errors (CoreLocation's speedAccuracy, courseAccuracy ×1.96).
             result.compare("eps", gpsd: n["eps"], ours: fix.errors.speed, relative: true, at: at)
             result.compare("epd", gpsd: n["epd"], ours: fix.errors.course, relative: true, at: at)
@@ -147,10 +190,11 @@ struct NMEAFieldConformanceTests {
             let data = try Data(contentsOf: log)
             let (fixes, _) = NMEADecoder.fixes(in: data)
             let reference = ReferenceTPV.parse(try String(contentsOf: chk, encoding: .utf8))
+            let receiver = FieldAgreement.receiverEstimates(String(decoding: data, as: UTF8.self))
             rows.append(
                 FieldAgreement.measure(
-                    name: log.lastPathComponent, ours: fixes, gpsd: reference,
-                    estimates: FieldAgreement.receiverEstimates(String(decoding: data, as: UTF8.self))))
+                    name: log.lastPathComponent, ours: fixes, gpsd: reference, estimates: receiver.estimates,
+                    firstFollowing: receiver.firstFollowing))
         }
         print(
             "log                                epochs "
@@ -165,15 +209,22 @@ struct NMEAFieldConformanceTests {
         var total = FieldAgreement(name: "all")
         for row in rows {
             total.epochs += row.epochs
+            total.falseDay += row.falseDay
             for field in FieldAgreement.fields {
                 total.known[field, default: 0] += row.known[field, default: 0]
                 total.same[field, default: 0] += row.same[field, default: 0]
             }
         }
         print(total)
-        print(String(format: "field agreement with gpsd 3.22: %.1f%% of %d values", total.percent, total.knownTotal))
-        // The floor measured for this change; the README states the figure and what differs.
+        print(
+            String(
+                format: "field agreement with gpsd 3.22: %.2f%% (%d of %d values)", total.percent, total.sameTotal,
+                total.knownTotal))
+        // #22: at least 99 % on every log we hold, and overall.
         #expect(total.percent >= FieldAgreement.floor)
+        for row in rows {
+            #expect(row.percent >= FieldAgreement.floor, "\(row.name): \(String(format: "%.1f", row.percent)) %")
+        }
     }
 }
 

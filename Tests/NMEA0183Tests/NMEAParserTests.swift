@@ -175,12 +175,14 @@ struct EpochAssemblerTests {
         var assembler = EpochAssembler()
         var fixes: [Fix] = []
         let sentences: [NMEASentence] = [
+            // The first cycle's GST before its GGA: gpsd reports a first cycle at each of its
+            // fix sentences, before a GST that follows them (NMEAFieldConformanceTests).
             .zda(time: 100, day: 1, month: 1, year: 2026),
+            .gst(time: 100, latitudeError: 2, longitudeError: 3, altitudeError: 4),
             .gga(
                 time: 100, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10,
                 geoidSeparation: 5),
             .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
-            .gst(time: 100, latitudeError: 2, longitudeError: 3, altitudeError: 4),
             .zda(time: 101, day: 1, month: 1, year: 2026),
             .gga(
                 time: 101, latitude: 1, longitude: 2, quality: 1, satellites: 8, hdop: 1.0, altitude: 10,
@@ -194,6 +196,7 @@ struct EpochAssemblerTests {
             .zda(time: 103, day: 1, month: 1, year: 2026),
         ]
         for sentence in sentences { assembler.add(sentence) { fixes.append($0) } }
+        fixes = lastPerEpoch(fixes)
         #expect(fixes.count == 3)
         // The receiver's own 1σ estimates, at gpsd's 95 % per axis.
         #expect(
@@ -234,7 +237,7 @@ struct EpochAssemblerTests {
                 "GPRMC,200620.30,A,5313.2228,N,00634.4228,E,0.0,0.0,030126,,",
             ].map(NMEAParserTests.sentence).joined()).utf8)
         let (fixes, _) = NMEADecoder.fixes(in: data)
-        let fix = try #require(fixes.first)
+        let fix = try #require(lastPerEpoch(fixes).first)
         #expect(fix.altitudeMSL == 0 && fix.altitudeHAE == 43.0534)
     }
 
@@ -248,16 +251,16 @@ struct EpochAssemblerTests {
                 geoidSeparation: 5)
         }
         let sentences: [NMEASentence] = [
-            .zda(time: 100, day: 1, month: 1, year: 2026), gga(100),
+            .zda(time: 100, day: 1, month: 1, year: 2026),
+            .gbs(time: 100, latitudeError: 0.98, longitudeError: 1.5, altitudeError: 3.0), gga(100),
             .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
-            .gbs(time: 100, latitudeError: 0.98, longitudeError: 1.5, altitudeError: 3.0),
             .zda(time: 101, day: 1, month: 1, year: 2026), gga(101),
             .gsa(mode: 3, pdop: 1.5, hdop: 1.0, vdop: 1.2, used: [1, 2], systemID: nil, talker: 0),
             .gbs(time: 101, latitudeError: nil, longitudeError: nil, altitudeError: nil),
             .zda(time: 102, day: 1, month: 1, year: 2026),
         ]
         for sentence in sentences { assembler.add(sentence) { fixes.append($0) } }
-        let first = fixes.first { $0.time?.timeIntervalSince1970.truncatingRemainder(dividingBy: 86_400) == 100 }
+        let first = fixes.last { $0.time?.timeIntervalSince1970.truncatingRemainder(dividingBy: 86_400) == 100 }
         #expect(first?.errors.latitude == 0.98 && first?.errors.longitude == 1.5 && first?.errors.vertical == 3)
         // A GBS with empty fields: gpsd's DOP model (no epx/epy without satellite geometry).
         let second = fixes.first { $0.time?.timeIntervalSince1970.truncatingRemainder(dividingBy: 86_400) == 101 }
