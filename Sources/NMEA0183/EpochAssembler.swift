@@ -1,36 +1,43 @@
 import Foundation
 import GNSSCore
 
-/// Merges the sentences of one receiver cycle into one `Fix`, the way gpsd does where it
-/// matters to an app (mode, time, position).
+/// Merges the sentences of each receiver cycle into `Fix`es, reported where gpsd 3.22 reports
+/// them and with the values its TPV carries (docs/nmea-engine.md, the field table).
 ///
 /// Rules:
 /// - **Cycles.** A cycle is the run of sentences sharing one UTC time of day. A time-bearing
-///   sentence (RMC, GGA, GNS, GLL, ZDA) with a different time closes the cycle and emits its
-///   `Fix`; sentences without time (GSA, GSV, VTG, PGRME) and GST belong to the open cycle.
-///   A time less than 2 s *behind* the open cycle's (a GGA of :04 after an RMC of :05 — a cycle
-///   whose sentences disagree) starts its own epoch but teaches nothing about which sentence
-///   ends cycles, so later cycles are still reported complete, at their usual last sentence:
-///   each epoch once, with the values gpsd 3.22 reports last for it.
-/// - **Mode** is sticky across cycles, as gpsd's is, and each sentence moves it: GSA sets it
-///   (1–3) unless a GGA/GNS with a fix came earlier in the cycle; RMC `A` and a valid GLL raise it to at least 2D, RMC `V` drops a fix to no-fix;
-///   GGA/GNS quality 0, or quality 1 with 0 satellites used, means no fix (as gpsd reports
-///   it), otherwise at least 2D, 3D when it has an altitude and at
-///   most 2D when it has none.
+///   sentence (RMC, GGA, GNS, GLL, ZDA, GBS) with a different time closes the cycle; sentences
+///   without time (GSA, GSV, VTG, PGRME, PGRMZ) and GST belong to the open cycle. A time less
+///   than 2 s *behind* the open cycle's (a GGA of :04 after an RMC of :05 — a cycle whose
+///   sentences disagree) starts its own epoch but teaches nothing about which sentence ends
+///   cycles.
+/// - **Reports.** Like gpsd: before a cycle end is learned, at every sentence that sets the
+///   position or the mode; then at the cycle's first ending sentence and again at each later
+///   one of gpsd's ending types, so an epoch may be reported more than once and its last report
+///   is the complete one (an app gets the first that carries an error estimate). Once a GST is
+///   seen after its cycle's report, cycles are reported at their last sentence, after the GST.
+/// - **Mode** is sticky across cycles and each sentence moves it as gpsd 3.22's does: GGA/GNS by
+///   its satellites (≥ 4 with an altitude 3D, < 3 no fix, else 2D) and quality (0: no fix);
+///   RMC `A`/GLL `A` 3D with more than three satellites used or an altitude in the cycle, else
+///   at least 2D; RMC `V` no fix; GSA unless a GGA/GNS fix came first; PGRMZ's mode field; a 3D
+///   fix with an altitude is not lowered to 2D; GSAs after a GGA whose time did not advance are
+///   ignored (gpsd's `latch_mode`).
 /// - **Position** comes from this cycle's RMC/GGA/GNS/GLL (the last one wins); a cycle without
 ///   one has no position, never a stale one.
 /// - **Date** from ZDA (four-digit year) or RMC (two-digit year: 80–99 → 19xx, else 20xx); the
 ///   time of a cycle before any date is unknown (nil), as in gpsd. Dates are kept as the
-///   receiver sent them: unlike gpsd 3.22 we do not move pre-2017 dates forward by 1024 weeks.
-///   A dated sentence's date belongs to its own time of day; a later cycle whose time of day
-///   went back by more than 12 h is on the next day (midnight passed before the next date),
-///   and a new date is never added to that rollover: 23:59:59 on the 15th is followed by
-///   00:00:00 on the 16th whichever sentence of the cycle carries the date.
-/// - **Errors** (gpsd's 95 % convention, see `FixErrors`): from GST's 1σ latitude, longitude
-///   and altitude errors × 1.96 when the cycle has a GST; else from Garmin's PGRME; else
-///   DOP × UERE with UERE (1σ) = 4 m autonomous, 1 m DGPS, 0.2 m RTK float, 0.02 m RTK fixed:
-///   epx = epy = 1.96·HDOP·UERE/√2, epv = 1.96·VDOP·UERE.
-/// - **Speed and course** from RMC, else VTG; knots × 1852/3600.
+///   receiver sent them: unlike gpsd 3.22 we do not move pre-2017 dates forward by 1024 weeks,
+///   nor add a day when the hour goes back less than 12 h. A dated sentence's date belongs to
+///   its own time of day; a later cycle whose time of day went back by more than 12 h is on the
+///   next day (midnight passed before the next date), and a new date is never added to that
+///   rollover: 23:59:59 on the 15th is followed by 00:00:00 on the 16th whichever sentence of
+///   the cycle carries the date.
+/// - **Errors** (gpsd's 95 % convention, see `FixErrors`): gpsd's DOP × UERE model, Garmin's
+///   PGRME and GBS as gpsd reads them; the receiver's GST estimate for the cycle's time wins.
+/// - **Altitude** from GGA/GNS, replaced by PGRMZ's whole feet; the ellipsoidal altitude is fixed
+///   once per cycle from the MSL altitude and the geoid separation.
+/// - **Speed and course** from RMC, else VTG; knots × 1852/3600; without them speed and climb
+///   are derived from the previous cycle, as gpsd does.
 public struct EpochAssembler: Sendable {
     private var mode: FixMode = .notSeen
     /// The UTC day (days since 1970) of the last time of day placed on the calendar, and that
