@@ -109,6 +109,7 @@ public struct FixErrors: Sendable, Equatable {
     /// Climb error, metres per second (gpsd `epc`).
     public var climb: Double?
 
+    @inlinable
     public init(
         time: Double? = nil, longitude: Double? = nil, latitude: Double? = nil, horizontal: Double? = nil,
         vertical: Double? = nil, speed: Double? = nil, course: Double? = nil, climb: Double? = nil
@@ -154,6 +155,7 @@ public struct Fix: Sendable, Equatable {
     /// The device that produced the fix, when the source knows it.
     public var device: String?
 
+    @inlinable
     public init(
         mode: FixMode, quality: FixQuality = .unknown, time: Date? = nil, latitude: Double? = nil,
         longitude: Double? = nil, altitudeHAE: Double? = nil, altitudeMSL: Double? = nil,

@@ -5,8 +5,45 @@ import Foundation
 /// (after the first run of two spaces past the indent, as in `  --opt X   what it does`).
 enum HelpText {
     static func wrapped(_ text: String, width: Int = 80) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false).map { wrap(String($0), width: width) }
-            .joined(separator: "\n")
+        reflowed(text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            .map { wrap($0, width: width) }.joined(separator: "\n")
+    }
+
+    /// The source's own line breaks are for the source: a prose line (no indent) continued by
+    /// the next prose line, and an option's description continued on a line indented to its
+    /// description column, are joined, so `wrap` breaks each paragraph once, at the width.
+    static func reflowed(_ lines: [String]) -> [String] {
+        var result: [String] = []
+        for line in lines {
+            let indent = line.prefix { $0 == " " }.count
+            if let previous = result.last, !previous.isEmpty, !line.isEmpty, !previous.hasSuffix(":") {
+                let previousIndent = previous.prefix { $0 == " " }.count
+                let prose = indent == 0 && previousIndent == 0 && !previous.hasPrefix("usage:")
+                let continuation = indent > previousIndent && indent == descriptionColumn(previous)
+                if prose || continuation {
+                    result[result.count - 1] = previous + " " + line.dropFirst(indent)
+                    continue
+                }
+            }
+            result.append(line)
+        }
+        return result
+    }
+
+    /// Where an option line's description starts (after its first run of two spaces past the
+    /// indent, within 44 columns), or nil.
+    static func descriptionColumn(_ line: String) -> Int? {
+        let characters = Array(line)
+        var index = characters.prefix { $0 == " " }.count
+        while index + 1 < min(characters.count, 44) {
+            if characters[index] == " " && characters[index + 1] == " " {
+                var end = index
+                while end < characters.count && characters[end] == " " { end += 1 }
+                return end
+            }
+            index += 1
+        }
+        return nil
     }
 
     static func wrap(_ line: String, width: Int) -> String {

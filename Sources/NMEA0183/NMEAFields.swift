@@ -25,6 +25,7 @@ struct Fields {
 
     var tag: UnsafeBufferPointer<UInt8> { bytes(0) }
 
+    @inline(__always)
     func bytes(_ index: Int) -> UnsafeBufferPointer<UInt8> {
         guard index < count else { return UnsafeBufferPointer(start: nil, count: 0) }
         return UnsafeBufferPointer(rebasing: body[range(index)])
@@ -35,22 +36,23 @@ struct Fields {
         return field.isEmpty ? nil : field[0]
     }
 
+    @inline(__always)
     func integer(_ index: Int) -> Int? {
         let field = bytes(index)
-        guard !field.isEmpty else { return nil }
+        let count = field.count
+        guard count > 0 else { return nil }
         var value = 0
-        var negative = false
-        for (offset, byte) in field.enumerated() {
-            if offset == 0 && byte == UInt8(ascii: "-") {
-                negative = true
-                continue
-            }
-            guard byte >= 0x30 && byte <= 0x39 else {
-                if byte == UInt8(ascii: ".") { break }
+        let negative = field[0] == UInt8(ascii: "-")
+        var position = negative ? 1 : 0
+        while position < count {
+            let digit = field[position] &- 0x30
+            guard digit <= 9 else {
+                if field[position] == UInt8(ascii: ".") { break }
                 return nil
             }
-            value = value &* 10 &+ Int(byte - 0x30)
+            value = value &* 10 &+ Int(digit)
             if value > 1_000_000_000 { return nil }
+            position += 1
         }
         return negative ? -value : value
     }
@@ -71,6 +73,7 @@ struct Fields {
     }
 
     /// A decimal number: optional sign, digits, optional fraction. Nil when empty or not a number.
+    @inline(__always)
     func double(_ index: Int) -> Double? {
         let field = bytes(index)
         guard !field.isEmpty else { return nil }
