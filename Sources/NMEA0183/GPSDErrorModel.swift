@@ -46,6 +46,9 @@ struct GPSDSatellitePicture: Sendable {
     /// GSVs of a constellation other than GPS have been seen (never forgotten, as in gpsd).
     private var seenOtherGSV = false
     private var awaitedParts = 0
+    /// Scratch for `geometryDiagonal`, and its last results by the directions they came from.
+    private var directions: [UInt32] = []
+    private var geometries: [(directions: [UInt32], diagonal: SIMD4<Double>?)] = []
 
     /// gpsd's limit of satellites in one picture (`MAXCHANNELS`).
     private static let maximumChannels = 140
@@ -156,26 +159,35 @@ struct GPSDSatellitePicture: Sendable {
     }
 
     /// The diagonal of the inverse of the used satellites' line-of-sight product matrix (rows:
-    /// east, north, up, 1), or nil with fewer than four of them or a singular geometry.
-    private func geometryDiagonal() -> SIMD4<Double>? {
-        var product = (SIMD4<Double>(), SIMD4<Double>(), SIMD4<Double>(), SIMD4<Double>())
-        var count = 0
-        let table = Self.trigonometry
+    /// east, north, up, 1), or nil with fewer than four of them or a singular geometry. A pure
+    /// function of the used satellites' whole-degree directions in order: the last few results
+    /// are kept by those directions (a 10 Hz receiver's sky is the same cycle after cycle).
+    private mutating func geometryDiagonal() -> SIMD4<Double>? {
+        directions.removeAll(keepingCapacity: true)
         for satellite in sky where satellite.used && satellite.prn >= 1 {
             guard (0...359).contains(satellite.azimuth), abs(satellite.elevation) <= 90 else { continue }
-            // Whole degrees (gpsd reads them with atoi): sines and cosines from a table.
-            let azimuth = table[Int(satellite.azimuth) + 90]
-            let elevation = table[Int(satellite.elevation) + 90]
+            // Whole degrees (gpsd reads them with atoi).
+            directions.append(UInt32(Int(satellite.azimuth) + 90) << 16 | UInt32(Int(satellite.elevation) + 90))
+        }
+        guard directions.count >= 4 else { return nil }
+        if let hit = geometries.firstIndex(where: { $0.directions == directions }) { return geometries[hit].diagonal }
+        var product = (SIMD4<Double>(), SIMD4<Double>(), SIMD4<Double>(), SIMD4<Double>())
+        let table = Self.trigonometry
+        for direction in directions {
+            // Sines and cosines from a table.
+            let azimuth = table[Int(direction >> 16)]
+            let elevation = table[Int(direction & 0xFFFF)]
             let line = SIMD4(azimuth.sine * elevation.cosine, azimuth.cosine * elevation.cosine, elevation.sine, 1)
             product.0 += line * line[0]
             product.1 += line * line[1]
             product.2 += line * line[2]
             product.3 += line * line[3]
-            count += 1
         }
-        guard count >= 4, let d = Self.inverseDiagonal(product), d[0] >= 0, d[1] >= 0, d[2] >= 0, d[3] >= 0
-        else { return nil }
-        return d
+        var diagonal: SIMD4<Double>?
+        if let d = Self.inverseDiagonal(product), d[0] >= 0, d[1] >= 0, d[2] >= 0, d[3] >= 0 { diagonal = d }
+        if geometries.count == 4 { geometries.removeFirst() }
+        geometries.append((directions, diagonal))
+        return diagonal
     }
 
     /// Sine and cosine of every whole degree from −90 to 359 (index: degrees + 90).
