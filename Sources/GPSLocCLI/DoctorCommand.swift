@@ -7,12 +7,12 @@ import GPSLocation
 /// permissions, and the app's authorization.
 enum DoctorCommand {
     static let help = """
-        usage: gpsloc doctor [--host H] [--port P] [--app ID]
+        usage: gpsloc doctor [HOST[:PORT]] [--app ID]
 
         Checks, in order: gpsd installed; gpsd reachable; devices gpsd knows and a recent fix;
         receivers on this machine (/dev/gps*, /dev/ttyACM*, /dev/ttyUSB*, /dev/gnss*); their
         permissions; our udev rule and gpsd's USBAUTO; the app's location authorization. Each line is ok, warn or fail, with a fix.
-        Exit status 0 when nothing failed, 1 otherwise.
+        Exit status 0 when nothing failed, 1 otherwise. gpsd: HOST[:PORT] as gpsd's clients take it (`cgps 10.0.0.7:2947`), else --host/--port, else $GPSLOCATION_GPSD, else 127.0.0.1:2947.
         """
 
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {

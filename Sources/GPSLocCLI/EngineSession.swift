@@ -145,7 +145,8 @@ struct PipelineOptions {
                                      file after every point, even if the process is killed); FILE must
                                      not exist yet (or --force replaces a regular file — never a link,
                                      never the recording being replayed), and is created mode 0600
-          --region ID=LAT,LON,RADIUS monitor a circle (repeatable): a "region" line when its state is first
+          --region ID=LAT,LON,RADIUS
+                                     monitor a circle (repeatable): a "region" line when its state is first
                                      known ("determined") and on every "enter" and "exit"; a crossing needs
                                      the location's whole accuracy circle across the boundary for 4 s (3 locations)
           --monitor NAME             also monitor the circles kept for --app's CLMonitor NAME (`gpsloc monitor`)

@@ -10,7 +10,7 @@ enum HelpText {
     }
 
     /// The source's own line breaks are for the source: a prose line (no indent) continued by
-    /// the next prose line, and an option's description continued on a line indented to its
+    /// the next prose line, and an option's description continued on lines indented to its
     /// description column, are joined, so `wrap` breaks each paragraph once, at the width.
     static func reflowed(_ lines: [String]) -> [String] {
         var result: [String] = []
@@ -19,7 +19,10 @@ enum HelpText {
             if let previous = result.last, !previous.isEmpty, !line.isEmpty, !previous.hasSuffix(":") {
                 let previousIndent = previous.prefix { $0 == " " }.count
                 let prose = indent == 0 && previousIndent == 0 && !previous.hasPrefix("usage:")
-                let continuation = indent > previousIndent && indent == descriptionColumn(previous)
+                // An option's description continued, or a description block of its own (a long
+                // option name on a line alone, its text below at the description column).
+                let column = descriptionColumn(previous) ?? (previousIndent >= 20 ? previousIndent : nil)
+                let continuation = indent > 0 && indent == column
                 if prose || continuation {
                     result[result.count - 1] = previous + " " + line.dropFirst(indent)
                     continue

@@ -5,10 +5,11 @@ import GPSLocation
 /// `gpsloc sky`: the satellites gpsd sees right now.
 enum SkyCommand {
     static let help = """
-        usage: gpsloc sky [--host H] [--port P] [--device PATH] [--timeout S] [--json]
+        usage: gpsloc sky [HOST[:PORT[:DEVICE]]] [--timeout S] [--json]
 
         Waits for gpsd's next satellite report (at most --timeout seconds, default 5) and prints
         each satellite: PRN, constellation, elevation, azimuth, signal-to-noise, used in the fix.
+        gpsd: HOST[:PORT[:DEVICE]] as gpsd's clients take it (`cgps 10.0.0.7:2947`), else --host/--port/--device, else $GPSLOCATION_GPSD, else 127.0.0.1:2947.
         """
 
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {

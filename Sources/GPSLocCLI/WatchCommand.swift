@@ -3,11 +3,11 @@ import GPSLocation
 
 enum WatchCommand {
     static let help = """
-        usage: gpsloc watch [--host H] [--port P] [--device PATH] [--timeout S] [--once] [--gpx FILE] [options]
+        usage: gpsloc watch [HOST[:PORT[:DEVICE]]] [--timeout S] [--once] [--gpx FILE] [options]
 
-        Live locations from gpsd, as an app receives them: a readable line per location on a
-        terminal, NDJSON with --json or when stdout is not a terminal. Never substitutes recorded
-        data for a missing receiver: when gpsd or a fix is missing it says so and what to do.
+        Live locations from gpsd, as an app receives them: a live table on a terminal, NDJSON with
+        --json or when stdout is not a terminal. Never substitutes recorded data for a missing
+        receiver: when gpsd or a fix is missing it says so and what to do. gpsd: HOST[:PORT[:DEVICE]] as gpsd's clients take it (`cgps 10.0.0.7:2947`), else --host/--port/--device, else $GPSLOCATION_GPSD, else 127.0.0.1:2947.
 
           --host H                   gpsd host (default 127.0.0.1)
           --port P                   gpsd port (default 2947)

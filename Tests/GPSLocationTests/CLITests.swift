@@ -590,6 +590,18 @@ extension RealGPSD.LaneB {
                 #expect(result.status == 0 && result.stdout.hasPrefix("usage: gpsloc \(command)"), "\(command)")
                 let wide = result.stdout.split(separator: "\n").filter { $0.count > 80 }.map(String.init)
                 #expect(wide.isEmpty, "\(command) --help is wider than 80 columns: \(wide.first ?? "")")
+                // Filled, not ragged: no line breaks before a word that would have fitted on it
+                // (the source's own line breaks are not the output's).
+                let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                for (line, next) in zip(lines, lines.dropFirst()) where !line.isEmpty && !next.isEmpty {
+                    let indent = next.prefix { $0 == " " }.count
+                    let word = next.drop { $0 == " " }.prefix { $0 != " " }
+                    let continues = indent > 0 && indent == (line.prefix { $0 == " " }.count) && indent >= 20
+                    let prose = indent == 0 && !line.hasPrefix("usage:") && !line.hasPrefix(" ") && !line.hasSuffix(":")
+                    #expect(
+                        !((continues || prose) && line.count + 1 + word.count <= 80),
+                        "\(command) --help breaks a line early: \(line) / \(next)")
+                }
                 #expect(try await GPSLocBinary.run([command, "-h"]).status == 0, "\(command) -h")
             }
             for shell in ["bash", "zsh", "fish"] {
