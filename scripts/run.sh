@@ -10,7 +10,7 @@ gpsloc=.build/release/gpsloc
 
 # The gpsd to use: GPSLOCATION_GPSD (HOST[:PORT[:DEVICE]], as gpsd's clients take it) or the local one.
 gpsd="${GPSLOCATION_GPSD:-127.0.0.1:2947}"
-if timeout 4 gpspipe -w -n 12 "$gpsd" 2>/dev/null | grep -q '"class":"TPV"'; then
+if scripts/gpsd-reporting.sh "$gpsd"; then
   echo "run: gpsd at $gpsd is reporting — watching the live receiver (Ctrl-C to stop)" >&2
   exec "$gpsloc" watch "$gpsd" "$@"
 fi

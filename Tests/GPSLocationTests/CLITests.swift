@@ -205,6 +205,34 @@ extension RealGPSD.LaneB {
             #expect(try await GPSLocBinary.run(["watch", "--help"]).status == 0)
         }
 
+        /// `scripts/run.sh` watches the live receiver when gpsd reports one (this probe) and
+        /// replays the bundled recording otherwise. Found by the newcomer walk-through: piped into
+        /// `grep -q` under `pipefail`, a reporting gpsd looked silent and run.sh always replayed.
+        @Test(
+            "run.sh's probe: a reporting gpsd is found, a missing one is not",
+            .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason)
+        )
+        func runProbe() async throws {
+            let probe = Paths.packageRoot.appendingPathComponent("scripts/gpsd-reporting.sh").path
+            func status(_ gpsd: String) async throws -> Int32 {
+                try await offConcurrencyThreads {
+                    let process = Process()
+                    process.executableURL = URL(fileURLWithPath: probe)
+                    process.arguments = [gpsd]
+                    process.standardOutput = FileHandle.nullDevice
+                    process.standardError = FileHandle.nullDevice
+                    try process.run()
+                    process.waitUntilExit()
+                    return process.terminationStatus
+                }
+            }
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"))
+            defer { server.stop() }
+            #expect(try await status("127.0.0.1:\(server.endpoint.port)") == 0)
+            #expect(try await status("127.0.0.1:1") == 1)
+        }
+
         @Test(
             "replay --via gpsd prints schema-valid NDJSON for a fixture",
             .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason)
