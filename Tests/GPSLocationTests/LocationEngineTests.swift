@@ -42,6 +42,27 @@ struct LocationEngineTests {
         actions.contains { if case .stopSource = $0 { true } else { false } }
     }
 
+    /// Found by the newcomer walk-through: gpsfake playing a June recording in December gave
+    /// "no usable position fix yet — the receiver is still searching for satellites" while gpsd
+    /// reported a 3D fix every second. The report names why the fixes that do arrive are refused.
+    @Test("staleness while fixes arrive and are refused: the report names the refusal, not the sky")
+    func stalenessNamesTheRefusal() {
+        var engine = Self.engine()
+        let now = Self.start.addingTimeInterval(170 * 86_400)
+        var actions = engine.start(.continuous, now: now)
+        for second in 0..<5 {
+            let handled = engine.handle(.fix(Self.fix(at: Double(second))), now: now + Double(second))
+            #expect(Self.delivered(handled).isEmpty)
+            actions += handled
+            if second == 3 { actions += engine.timerFired(.staleness, now: now + 3) }
+        }
+        let report = Self.errors(actions)
+        #expect(report.count == 1)
+        let message = report.first?.localizedDescription ?? ""
+        #expect(message.contains("fixes arrive but are not used") && message.contains("170 days ago"), "\(message)")
+        #expect(!message.contains("searching for satellites"), "\(message)")
+    }
+
     @Test("staleness: the timer is armed once, re-armed only when it fires early, and reports once")
     func stalenessTimer() {
         var engine = Self.engine()

@@ -72,6 +72,8 @@ extension RealGPSD.LaneB {
             #expect(
                 FixStalenessMonitor.message(silence: 3, lastLocationTime: nil).contains(
                     "no usable position fix yet after 3.0 s"))
+            let refused = FixStalenessMonitor.message(silence: 3, lastLocationTime: nil, rejection: "why")
+            #expect(refused.contains("fixes arrive but are not used — why") && !refused.contains("satellites"))
             let lost = FixStalenessMonitor.message(silence: 4.2, lastLocationTime: t0)
             #expect(
                 lost.contains("for 4.2 s") && lost.contains("2026-06-15T08:00:00.000Z")

@@ -175,6 +175,9 @@ package struct LocationEngine: Sendable {
     private var stalenessDeadline: Date?
     /// The code of the last rejection reported since the last delivery.
     private var lastRejection: String?
+    /// Why the last fix since the last delivery was not used (the staleness report names it:
+    /// fixes that arrive and are refused are not a receiver "still searching").
+    private var lastRejectionReason: String?
     /// The time of the last location delivered in these updates (the interval's start).
     var lastDeliveryTime: Date?
     /// Receivers gpsd said are deactivated and has not reactivated since.
@@ -275,6 +278,7 @@ package struct LocationEngine: Sendable {
         stationary.reset()
         filter.reset()
         lastRejection = nil
+        lastRejectionReason = nil
         stalenessDeadline = nil
         lastDeliveryTime = nil
         if !isMonitoring { resetShared() }
@@ -541,6 +545,7 @@ package struct LocationEngine: Sendable {
                 lastDeliveryTime = location.timestamp
                 lastDelivered = location
                 lastRejection = nil
+                lastRejectionReason = nil
                 actions.append(.deliver(location))
             }
         }
@@ -553,6 +558,11 @@ package struct LocationEngine: Sendable {
         if case .duplicate = rejection { return [] }
         var actions: [Action] = []
         let code = rejection.code
+        if case .noFix = rejection {
+            lastRejectionReason = nil
+        } else {
+            lastRejectionReason = rejection.description
+        }
         if code != lastRejection {
             lastRejection = code
             if let clock, let last = lastDiagnosed[code], clock.timeIntervalSince(last) < 60, clock >= last {
@@ -572,7 +582,8 @@ package struct LocationEngine: Sendable {
         guard mode == .continuous, gate.state.allowsDelivery, let silence = staleness.check(clock: clock) else {
             return []
         }
-        let message = FixStalenessMonitor.message(silence: silence, lastLocationTime: lastDelivered?.timestamp)
+        let message = FixStalenessMonitor.message(
+            silence: silence, lastLocationTime: lastDelivered?.timestamp, rejection: lastRejectionReason)
         return [.fail(CLError(.locationUnknown, message: message, reason: .stale))]
     }
 

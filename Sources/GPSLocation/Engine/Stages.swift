@@ -48,6 +48,11 @@ package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         // Never the coordinates: one of them may be precise, and the app may have reduced accuracy.
         case .outOfRange: "the position is out of range (latitude beyond ±90° or longitude beyond ±180°)"
         case .missingTime: "the fix carries no time, so its age is unknown"
+        case .stale(let age) where age >= 86_400:
+            String(
+                format:
+                    "the fix is dated %.0f days ago — the receiver's date is wrong (a week-rollover bug), or gpsd is playing an old recording (for recordings use `gpsloc replay FILE`, which follows their own clock)",
+                age / 86_400)
         case .stale(let age):
             String(format: "the fix is %.1f s old: the receiver stopped reporting fresh positions", age)
         case .future(let ahead):

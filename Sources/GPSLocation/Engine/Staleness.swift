@@ -110,8 +110,13 @@ package struct FixStalenessMonitor: Sendable {
     /// Forget everything (updates stopped).
     package mutating func reset() { self = FixStalenessMonitor(timeout: timeout) }
 
-    /// The message an app sees, in words.
-    package static func message(silence: TimeInterval, lastLocationTime: Date?) -> String {
+    /// The message an app sees, in words. `rejection`: why the fixes that did arrive were not
+    /// used (then that is the cause, not the sky).
+    package static func message(silence: TimeInterval, lastLocationTime: Date?, rejection: String? = nil) -> String {
+        if let rejection {
+            return String(format: "no usable position fix for %.1f s: fixes arrive but are not used — ", silence)
+                + rejection
+        }
         guard let lastLocationTime else {
             return String(format: "no usable position fix yet after %.1f s", silence)
                 + " — the receiver is still searching for satellites (a cold start can take a minute or more under open sky;"
