@@ -165,7 +165,18 @@ struct Fields {
         let seconds = Int(d4) * 10 + Int(d5)
         guard hours < 24, minutes < 60, seconds < 61 else { return nil }
         var fraction = 0.0
-        if field.count > 6 {
+        if field.count > 7 && field.count <= 10 && field[6] == UInt8(ascii: ".") {
+            // hhmmss.s to hhmmss.sss (nearly every receiver): the digits as parseDecimal reads
+            // them, digits / 10ⁿ, without its general path.
+            var digits = 0
+            for index in 7..<field.count {
+                let digit = field[index] &- 0x30
+                guard digit <= 9 else { return nil }
+                digits = digits &* 10 &+ Int(digit)
+            }
+            let scale: Double = field.count == 8 ? 10 : field.count == 9 ? 100 : 1000
+            fraction = Double(digits) / scale
+        } else if field.count > 6 {
             guard field[6] == UInt8(ascii: "."),
                 let parsed = Self.parseDecimal(UnsafeBufferPointer(rebasing: field[6...]))
             else {

@@ -124,6 +124,21 @@ struct NMEAParserTests {
         return "$" + body + "*" + String(format: "%02X", checksum) + "\r\n"
     }
 
+    @Test("times of day with no to four fraction digits, read as the general decimal path reads them")
+    func timeFractions() {
+        let cases: [(String, Double?)] = [
+            ("123519", 45_319), ("123519.5", 45_319.5), ("123519.25", 45_319.25), ("123519.125", 45_319.125),
+            ("123519.0625", 45_319.0625), ("123519.", nil), ("123519.x5", nil), ("123519.5x", nil),
+        ]
+        for (text, expected) in cases {
+            let (sentences, _) = Self.parse(
+                Array(Self.sentence("GPGLL,4807.038,N,01131.000,E,\(text),A,A").utf8), chunk: 0)
+            var time: Double?
+            if case .gll(let parsed, _, _, _)? = sentences.first { time = parsed }
+            #expect(time == expected, "\(text): \(time.map { "\($0)" } ?? "nil")")
+        }
+    }
+
     @Test("talkers and sentence types")
     func talkers() {
         let text = """
