@@ -150,7 +150,7 @@ package struct LocationEngine: Sendable {
     private let sourceInformation: CLLocationSourceInformation?
     private var receivers = ReceiverSelectionStage()
     private var timeOrder = TimeOrderStage()
-    private var staleness = FixStalenessMonitor()
+    var staleness = FixStalenessMonitor()
     // Internal, not private, where LocationEngine+Monitoring.swift uses them.
     var gate: AuthorizationGate
     private var filter = DistanceFilterStage()
@@ -172,17 +172,17 @@ package struct LocationEngine: Sendable {
     /// stale. A single fix older than what was delivered is still dropped, by `TimeOrderStage`.
     private var recordingNow: Date?
     /// When the armed staleness timer fires (wall clock), or nil when none is armed.
-    private var stalenessDeadline: Date?
+    var stalenessDeadline: Date?
     /// The code of the last rejection reported since the last delivery.
-    private var lastRejection: String?
+    var lastRejection: String?
     /// Why the last fix since the last delivery was not used (the staleness report names it:
     /// fixes that arrive and are refused are not a receiver "still searching").
-    private var lastRejectionReason: String?
+    var lastRejectionReason: String?
     /// The time of the last location delivered in these updates (the interval's start).
     var lastDeliveryTime: Date?
     /// Receivers gpsd said are deactivated and has not reactivated since.
     private var deactivated: Set<String> = []
-    private var lastDiagnosed: [String: Date] = [:]
+    var lastDiagnosed: [String: Date] = [:]
     private var dilutionFallback = DilutionFallbackStage()
     /// A fix with no error estimate at all, held until the next report: gpsd reports a cycle's
     /// RMC (no `eph`) before its GGA and GSA, with the same time, and the first report of an
@@ -550,50 +550,6 @@ package struct LocationEngine: Sendable {
             }
         }
         return actions
-    }
-
-    /// A fix not used: a diagnostic (once per change of reason since the last delivery, each
-    /// reason at most once a minute), and, unless it is a repeat, a staleness check.
-    private mutating func rejected(_ rejection: FixRejection, clock: Date?) -> [Action] {
-        if case .duplicate = rejection { return [] }
-        var actions: [Action] = []
-        let code = rejection.code
-        if case .noFix = rejection {
-            lastRejectionReason = nil
-        } else {
-            lastRejectionReason = rejection.description
-        }
-        if code != lastRejection {
-            lastRejection = code
-            if let clock, let last = lastDiagnosed[code], clock.timeIntervalSince(last) < 60, clock >= last {
-                // Said less than a minute ago.
-            } else {
-                if let clock { lastDiagnosed[code] = clock }
-                actions.append(.diagnose(code: code, message: rejection.description))
-            }
-        }
-        if let clock { actions.append(contentsOf: checkStaleness(clock: clock)) }
-        return actions
-    }
-
-    /// Staleness is news only to an app that may receive locations: one that may not has been
-    /// told why it gets none.
-    private mutating func checkStaleness(clock: Date) -> [Action] {
-        guard mode == .continuous, gate.state.allowsDelivery, let silence = staleness.check(clock: clock) else {
-            return []
-        }
-        let message = FixStalenessMonitor.message(
-            silence: silence, lastLocationTime: lastDelivered?.timestamp, rejection: lastRejectionReason)
-        return [.fail(CLError(.locationUnknown, message: message, reason: .stale))]
-    }
-
-    /// Arms the staleness timer for `timeout` after `clock`, when none is armed or the deadline
-    /// moved earlier (a later deadline is picked up when the armed timer fires).
-    private mutating func armStaleness(from clock: Date, now: Date) -> [Action] {
-        let due = clock.addingTimeInterval(staleness.effectiveTimeout)
-        if let armed = stalenessDeadline, armed <= due { return [] }
-        stalenessDeadline = due
-        return [.arm(.staleness, after: max(0, due.timeIntervalSince(now)))]
     }
 
     /// Ends a `requestLocation()`: the best location seen, or `failure`.

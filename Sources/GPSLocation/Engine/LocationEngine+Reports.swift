@@ -1,0 +1,50 @@
+import Foundation
+
+// The engine's reports of fixes it does not use and of silence (staleness): part of
+// `LocationEngine`, in a file of their own.
+
+extension LocationEngine {
+    /// A fix not used: a diagnostic (once per change of reason since the last delivery, each
+    /// reason at most once a minute), and, unless it is a repeat, a staleness check.
+    mutating func rejected(_ rejection: FixRejection, clock: Date?) -> [Action] {
+        if case .duplicate = rejection { return [] }
+        var actions: [Action] = []
+        let code = rejection.code
+        if case .noFix = rejection {
+            lastRejectionReason = nil
+        } else {
+            lastRejectionReason = rejection.description
+        }
+        if code != lastRejection {
+            lastRejection = code
+            if let clock, let last = lastDiagnosed[code], clock.timeIntervalSince(last) < 60, clock >= last {
+                // Said less than a minute ago.
+            } else {
+                if let clock { lastDiagnosed[code] = clock }
+                actions.append(.diagnose(code: code, message: rejection.description))
+            }
+        }
+        if let clock { actions.append(contentsOf: checkStaleness(clock: clock)) }
+        return actions
+    }
+
+    /// Staleness is news only to an app that may receive locations: one that may not has been
+    /// told why it gets none.
+    mutating func checkStaleness(clock: Date) -> [Action] {
+        guard mode == .continuous, gate.state.allowsDelivery, let silence = staleness.check(clock: clock) else {
+            return []
+        }
+        let message = FixStalenessMonitor.message(
+            silence: silence, lastLocationTime: lastDelivered?.timestamp, rejection: lastRejectionReason)
+        return [.fail(CLError(.locationUnknown, message: message, reason: .stale))]
+    }
+
+    /// Arms the staleness timer for `timeout` after `clock`, when none is armed or the deadline
+    /// moved earlier (a later deadline is picked up when the armed timer fires).
+    mutating func armStaleness(from clock: Date, now: Date) -> [Action] {
+        let due = clock.addingTimeInterval(staleness.effectiveTimeout)
+        if let armed = stalenessDeadline, armed <= due { return [] }
+        stalenessDeadline = due
+        return [.arm(.staleness, after: max(0, due.timeIntervalSince(now)))]
+    }
+}
