@@ -10,7 +10,7 @@ enum OnceCommand {
     ) -> Int32 {
         let manager = CLLocationManager(
             source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout))), sky: false),
-            authorizer: authorizer)
+            authorizer: authorizer, delegateQueue: DispatchQueue(label: "gpsloc.once"))
         manager.desiredAccuracy = options.desiredAccuracy
         manager.maximumLocationAge = options.maximumAge
         manager.requestLocationTimeout = timeout

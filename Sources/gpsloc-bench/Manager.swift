@@ -39,7 +39,9 @@ func benchManager(count: Int) {
         for _ in 0..<3 {
             let authorizer = LocationAuthorizer(
                 appID: "bench", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true)
-            let manager = CLLocationManager(source: FixListSource(fixes), authorizer: authorizer)
+            // Its own queue: this thread waits for the delegate below.
+            let manager = CLLocationManager(
+                source: FixListSource(fixes), authorizer: authorizer, delegateQueue: DispatchQueue(label: "bench"))
             manager.distanceFilter = filter
             manager.maximumLocationAge = 1e12
             manager.maximumBatch = count  // keep every location: the count is the measure

@@ -144,22 +144,14 @@ extension CLLocationManager {
     public func startRangingBeacons(satisfying constraint: CLBeaconIdentityConstraint) {
         let error = CLError(
             .rangingUnavailable, message: "beacon ranging is not available: GPSLocation reads GNSS receivers only")
-        delegateQueue.async { [weak self] in
-            guard let self, let delegate = self.delegate else { return }
-            delegate.locationManager(self, didFailRangingFor: constraint, error: error)
-        }
+        callDelegate { manager, delegate in delegate.locationManager(manager, didFailRangingFor: constraint, error: error) }
     }
 
     /// Nothing is ranged (see `startRangingBeacons(satisfying:)`).
     public func stopRangingBeacons(satisfying constraint: CLBeaconIdentityConstraint) {}
 
-    /// An error for the delegate, on its queue.
-    private func fail(_ error: CLError) {
-        delegateQueue.async { [weak self] in
-            guard let self, let delegate = self.delegate else { return }
-            delegate.locationManager(self, didFailWithError: error)
-        }
-    }
+    /// An error for the delegate, where its callbacks come.
+    private func fail(_ error: CLError) { runner.enqueue(.failure(error)) }
 }
 
 /// Apple's beacon identity constraint (UUID, major, minor).
@@ -329,11 +321,7 @@ extension CLLocationManager {
             .deferredFailed,
             message: "deferred location updates are not available: set distanceFilter or minimumUpdateInterval "
                 + "(a Linux process is not suspended, so nothing is saved by deferring)")
-        delegateQueue.async { [weak self] in
-            guard let self else { return }
-            let delegate = state.withLock { $0.delegate.value }
-            delegate?.locationManager(self, didFinishDeferredUpdatesWithError: error)
-        }
+        callDelegate { manager, delegate in delegate.locationManager(manager, didFinishDeferredUpdatesWithError: error) }
     }
 
     /// Nothing is deferred.

@@ -19,20 +19,35 @@ extension CLLocationManager {
     public static func defaultSource() -> any LocationSource { defaultSourceFactory.withLock { $0 }() }
 
     /// The one driver behind a manager: its configuration, the authorizer's state and kept
-    /// fuzzer, the user's last-location cache, the delegate queue.
+    /// fuzzer, the user's last-location cache, and where its delegate is called: `delegateQueue`
+    /// when given, else the creating thread's run loop (`EngineRunner.Delivery.creatingThread`).
+    /// `usesFallback`: no run loop could serve, the private queue does.
     static func makeRunner(
         _ source: any LocationSource, _ authorizer: LocationAuthorizer, _ delegateQueue: DispatchQueue?,
         _ clock: any EngineClock
-    ) -> EngineRunner {
+    ) -> (EngineRunner, usesFallback: Bool) {
+        let (delivery, usesFallback) =
+            delegateQueue.map { (EngineRunner.Delivery.queue($0), false) }
+            ?? EngineRunner.Delivery.creatingThread(fallback: DispatchQueue(label: "gpslocation.delegate"))
         var configuration = LocationEngine.Configuration()
         configuration.regionsRequireAlways = true
         configuration.pausesAutomatically = true
-        return EngineRunner(
+        let runner = EngineRunner(
             source: source, configuration: configuration, authorization: authorizer.state,
             fuzzer: authorizer.makeFuzzer(live: source.isLive), reducedAccuracyStore: authorizer.reducedAccuracyStore,
-            lastLocationCache: .user, queue: delegateQueue ?? DispatchQueue(label: "gpslocation.delegate"), clock: clock
+            lastLocationCache: .user, queue: nil, clock: clock
         )
+        runner.delivery = delivery
+        return (runner, usesFallback)
     }
+
+    /// Said once a process: a manager made where no run loop runs calls its delegate on a
+    /// private queue (Apple's would never call it).
+    static let fallbackExplained = Locked(false)
+    static let fallbackMessage =
+        "CLLocationManager: made on a thread that runs no run loop (a dispatch queue or a Swift concurrency "
+        + "thread), so its delegate is called on a private serial queue; make it on the main thread (with "
+        + "dispatchMain() or RunLoop.main.run()) to be called there, or pass delegateQueue: to choose"
 }
 
 extension CLLocationManager {

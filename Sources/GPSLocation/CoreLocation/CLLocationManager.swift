@@ -97,11 +97,17 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
 
     // MARK: GPSLocation additions
 
-    /// The queue delegate methods are called on (see the type's documentation).
+    /// The queue delegate methods are called on (see the type's documentation): the main queue
+    /// for a manager made on the main thread, the one given to `init(source:authorizer:delegateQueue:)`,
+    /// or the manager's private serial queue. A manager made inside another thread's running run
+    /// loop is called on that run loop; this is then the private queue, used once it is set.
+    /// Setting it moves every later callback to `newValue`.
     public var delegateQueue: DispatchQueue {
-        get { runner.queue! }  // a manager always has one (its init gives one)
+        get { runner.queue ?? privateQueue }
         set { runner.queue = newValue }
     }
+    /// The private queue a manager falls back to (see `delegateQueue`).
+    private let privateQueue = DispatchQueue(label: "gpslocation.delegate")
     /// How long `requestLocation()` waits for `desiredAccuracy` before settling for the best
     /// location seen, or failing with `locationUnknown` (default 10 s).
     public var requestLocationTimeout: TimeInterval {
@@ -226,6 +232,13 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         case regionFailed(CLRegion?, CLError)
         case regionStarted(CLRegion)
         case regionState(CLRegion, CLRegionState)
+        /// A call of the manager's own (an answer to a request), in order with the rest.
+        case call(@Sendable (CLLocationManager, any CLLocationManagerDelegate) -> Void)
+    }
+
+    /// Calls the delegate where its callbacks come, in order with the engine's outputs.
+    func callDelegate(_ body: @escaping @Sendable (CLLocationManager, any CLLocationManagerDelegate) -> Void) {
+        runner.enqueue(.adapter(ManagerEvent.call(body)))
     }
 
     let state = Locked(State())
@@ -242,6 +255,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     }
 
     private var authorizerObservation: UUID?
+    /// No run loop could serve the creating thread: the delegate is called on a private queue.
+    private let usesFallbackQueue: Bool
 
     /// A manager reading `source` (default: gpsd, see `defaultSource()`), gated by `authorizer`,
     /// calling its delegate on `delegateQueue` (default: a serial queue of its own).
@@ -251,7 +266,7 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         delegateQueue: DispatchQueue? = nil
     ) {
         self.authorizer = authorizer
-        runner = Self.makeRunner(source, authorizer, delegateQueue, SystemEngineClock())
+        (runner, usesFallbackQueue) = Self.makeRunner(source, authorizer, delegateQueue, SystemEngineClock())
         super.init()
         connect()
     }
@@ -262,19 +277,35 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         clock: any EngineClock
     ) {
         self.authorizer = authorizer
-        runner = Self.makeRunner(source, authorizer, delegateQueue, clock)
+        (runner, usesFallbackQueue) = Self.makeRunner(source, authorizer, delegateQueue, clock)
+        super.init()
+        connect()
+    }
+
+    /// Apple's initializer, designated as Apple's is (a subclass may `override init()`): the
+    /// source is `CLLocationManager.defaultSource()` (gpsd on 127.0.0.1:2947 unless
+    /// `setDefaultSource` says otherwise), the authorizer is shared, the delegate is called on
+    /// the creating thread's run loop (see the type's documentation).
+    public override init() {
+        authorizer = CLLocationManager.sharedAuthorizer
+        (runner, usesFallbackQueue) = Self.makeRunner(
+            CLLocationManager.defaultSource(), authorizer, nil, SystemEngineClock())
         super.init()
         connect()
     }
 
     func connect() {
         runner.setConsumer { [weak self] output in self?.deliver(output) }
+        runner.stallHandler = { [weak self] diagnostic in self?.diagnosticsHandler(diagnostic) }
         authorizerObservation = authorizer.addObserver { [weak self] in self?.authorizationChanged() }
+        let explain = usesFallbackQueue && Self.fallbackExplained.withLock { explained in
+            defer { explained = true }
+            return !explained
+        }
+        if explain {
+            runner.enqueue(.diagnostic(LocationDiagnostic(code: "privateDelegateQueue", message: Self.fallbackMessage)))
+        }
     }
-
-    /// Apple's initializer: the source is `CLLocationManager.defaultSource()` (gpsd on
-    /// 127.0.0.1:2947 unless `setDefaultSource` says otherwise), the authorizer is shared.
-    public override convenience init() { self.init(source: CLLocationManager.defaultSource()) }
 
     deinit {
         if regionWriter.takePending() { saveRegions() }
@@ -393,6 +424,8 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
                 delegate?.locationManager(self, didStartMonitoringFor: region)
             case .regionState(let region, let regionState)?:
                 delegate?.locationManager(self, didDetermineState: regionState, for: region)
+            case .call(let body)?:
+                if let delegate { body(self, delegate) }
             case nil: break
             }
         }

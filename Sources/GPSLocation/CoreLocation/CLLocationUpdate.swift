@@ -98,7 +98,10 @@ public struct CLLocationUpdate: Sendable {
     public static func liveUpdates(_ configuration: LiveConfiguration = .default) -> Updates {
         Updates(
             makeManager: {
-                let manager = CLLocationManager()
+                // Its own queue: the sequence's consumer is an async task, not a run loop.
+                let manager = CLLocationManager(
+                    source: CLLocationManager.defaultSource(), authorizer: CLLocationManager.sharedAuthorizer,
+                    delegateQueue: DispatchQueue(label: "gpslocation.liveUpdates"))
                 configuration.configure(manager)
                 return manager
             })
@@ -110,7 +113,8 @@ public struct CLLocationUpdate: Sendable {
     ) -> Updates {
         Updates(
             makeManager: {
-                let manager = CLLocationManager(source: source, authorizer: authorizer)
+                let manager = CLLocationManager(
+                    source: source, authorizer: authorizer, delegateQueue: DispatchQueue(label: "gpslocation.liveUpdates"))
                 configuration.configure(manager)
                 return manager
             })

@@ -158,7 +158,8 @@ public actor CLMonitor {
         self.name = name
         self.store = store
         (stream, continuation) = AsyncStream.makeStream(of: Event.self)
-        manager = CLLocationManager(source: source, authorizer: authorizer)
+        manager = CLLocationManager(
+            source: source, authorizer: authorizer, delegateQueue: DispatchQueue(label: "gpslocation.monitor"))
         manager.lastLocationCache = nil
         let forward = MonitorReference()
         manager.adoptForMonitor { event in forward.monitor?.handle(event) }

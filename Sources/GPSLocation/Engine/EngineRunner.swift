@@ -43,8 +43,8 @@ package final class EngineRunner: Sendable {
 
     private struct State {
         var engine: LocationEngine
-        /// nil: outputs are handed over inline, on the producing thread.
-        var queue: DispatchQueue?
+        /// Where outputs are handed over.
+        var delivery: Delivery
         var consumer: (@Sendable (Output) -> Void)?
         var sourceRunning = false
         /// Bumped by `stop()`: events, timers and outputs of an older generation are dropped.
@@ -61,6 +61,14 @@ package final class EngineRunner: Sendable {
         var endingReasons: Set<CLError.Reason> = []
         /// Reduced accuracy's state could not be kept, and the app has been told.
         var reducedStateFailureReported = false
+        /// Bumped by `stop(keepingMonitoring: true)`: locations taken for delivery before it are
+        /// not handed over after it.
+        var locationGeneration = 0
+        /// Drains started so far (the stall watchdog compares it with the count it armed at).
+        var drainsStarted = 0
+        var stallCheckArmed = false
+        var stallReported = false
+        var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
     }
 
     /// What the engine's actions leave to do once the lock is released.
@@ -114,13 +122,14 @@ package final class EngineRunner: Sendable {
                     sourceInformation: source.sourceInformation,
                     fuzzer: fuzzer
                         ?? Self.keptFuzzer(reducedAccuracyStore, appID: authorization.appID, live: source.isLive)),
-                queue: queue, lastLocationCache: lastLocationCache))
+                delivery: queue.map(Delivery.queue) ?? .inline, lastLocationCache: lastLocationCache))
         owner.runner = self
         queue?.setSpecific(key: queueKey, value: ObjectIdentifier(self))
     }
 
     deinit {
         timers.cancelAll()
+        clock.cancelAll(ObjectIdentifier(self))
         if state.withLock({ $0.sourceRunning }) { source.stop() }
     }
 
@@ -143,13 +152,34 @@ package final class EngineRunner: Sendable {
         state.withLock { $0.consumer = consumer }
     }
 
+    /// The queue outputs are handed over on, or nil (inline, or a run loop: see `delivery`).
+    /// Setting it delivers on that queue (nil: inline).
     package var queue: DispatchQueue? {
-        get { state.withLock { $0.queue } }
+        get {
+            guard case .queue(let queue) = state.withLock({ $0.delivery }) else { return nil }
+            return queue
+        }
+        set { delivery = newValue.map(Delivery.queue) ?? .inline }
+    }
+
+    /// Where outputs are handed over: inline, on a serial queue, or on a thread's run loop.
+    package var delivery: Delivery {
+        get { state.withLock { $0.delivery } }
         set {
-            newValue?.setSpecific(key: queueKey, value: ObjectIdentifier(self))
-            state.withLock { $0.queue = newValue }
+            if case .queue(let queue) = newValue { queue.setSpecific(key: queueKey, value: ObjectIdentifier(self)) }
+            state.withLock { $0.delivery = newValue }
         }
     }
+
+    /// Told (on the clock's timer thread, not the delivery target) when outputs have waited
+    /// `stallWarning` seconds for a main queue or run loop that does not run: the program's
+    /// thread is blocked, and nothing reaches the app until it runs its loop. Once per runner.
+    package var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
+        get { state.withLock { $0.stallHandler } }
+        set { state.withLock { $0.stallHandler = newValue } }
+    }
+    /// Seconds outputs may wait for a main queue or run loop before `stallHandler` hears of it.
+    package static let stallWarning: TimeInterval = 5
 
     /// At most this many locations wait for the adapter (see the type's documentation).
     package var maximumBatch: Int {
@@ -173,8 +203,18 @@ package final class EngineRunner: Sendable {
     /// Changes with every `stop()`.
     package var generation: Int { state.withLock { $0.generation } }
 
-    /// True when called on `queue` by this runner's delivery.
-    package var isOnQueue: Bool { DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self) }
+    /// True when called on the delivery target's thread: inside this runner's queue, on the main
+    /// thread for the main queue, on the run loop's thread for a run loop. Waiting for delivery
+    /// from there would wait for itself.
+    package var isOnQueue: Bool {
+        switch delivery {
+        case .inline: false
+        case .queue(let queue):
+            DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
+                || (queue === DispatchQueue.main && Thread.isMainThread)
+        case .runLoop(let target): target.isCurrent
+        }
+    }
 
     // MARK: Driving
 
@@ -280,7 +320,14 @@ package final class EngineRunner: Sendable {
     /// proves "nothing more" without waiting. Never call it from the adapter's queue.
     package func settle() {
         work.sync {}
-        state.withLock { $0.queue }?.sync {}
+        switch delivery {
+        case .inline: flush()
+        case .queue(let queue): queue.sync {}
+        case .runLoop(let target):
+            let done = DispatchSemaphore(value: 0)
+            target.perform { done.signal() }
+            done.wait()
+        }
     }
 
     /// Source events arrive on the source's own thread. A recording's thread waits here while the
@@ -314,6 +361,7 @@ package final class EngineRunner: Sendable {
                 // Only the location updates' pending callbacks are dropped.
                 state.pending.removeAll { if case .locations = $0 { true } else { false } }
                 state.pendingLocations = 0
+                state.locationGeneration += 1
                 return (false, state.engine.lastDelivered)
             }
             state.generation += 1
@@ -344,14 +392,14 @@ package final class EngineRunner: Sendable {
         scheduleDrain()
     }
 
-    /// Waits until everything queued so far has been handed over (not from the queue itself).
+    /// Waits until an output being handed over now has been (a callback in progress on another
+    /// thread returns first). Outputs still waiting are handed over later only if `stop()` did
+    /// not drop them: `drain` checks each under the delivery lock, so after `stop()` and this
+    /// call, nothing that `stop()` ended reaches the adapter. It never waits for the delivery
+    /// target to run: a main thread blocked elsewhere cannot hold a stopping thread up.
     package func flush() {
-        if let queue = state.withLock({ $0.queue }) {
-            if !isOnQueue { queue.sync {} }
-        } else {
-            delivering.lock()
-            delivering.unlock()
-        }
+        delivering.lock()
+        delivering.unlock()
     }
 
     private static func append(_ output: Output, to state: inout State) {
@@ -384,18 +432,37 @@ package final class EngineRunner: Sendable {
     }
 
     private func scheduleDrain() {
-        let (scheduled, queue) = state.withLock { state -> (Bool, DispatchQueue?) in
-            guard !state.drainScheduled, !state.pending.isEmpty else { return (false, nil) }
+        let (scheduled, delivery, watch) = state.withLock { state -> (Bool, Delivery, Int?) in
+            guard !state.drainScheduled, !state.pending.isEmpty else { return (false, .inline, nil) }
             state.drainScheduled = true
-            return (true, state.queue)
+            var watch: Int?
+            if state.delivery.mayStall && !state.stallCheckArmed && !state.stallReported {
+                state.stallCheckArmed = true
+                watch = state.drainsStarted
+            }
+            return (true, state.delivery, watch)
         }
         guard scheduled else { return }
-        if let queue {
-            queue.async { [weak self] in self?.drain() }
-        } else {
-            delivering.lock()
-            defer { delivering.unlock() }
-            drain()
+        if let watch { armStallCheck(drainsStarted: watch) }
+        switch delivery {
+        case .queue(let queue): queue.async { [weak self] in self?.drain() }
+        case .runLoop(let target): target.perform { [weak self] in self?.drain() }
+        case .inline: drain()
+        }
+    }
+
+    /// The stall watchdog: when no drain has started `stallWarning` seconds after one was
+    /// scheduled on a main queue or run loop, that thread is not running its loop.
+    private func armStallCheck(drainsStarted armedAt: Int) {
+        clock.schedule(ObjectIdentifier(self), .deliveryStall, after: Self.stallWarning) { [weak self] in
+            guard let self else { return }
+            let (report, handler, delivery) = state.withLock { state -> (Bool, (@Sendable (LocationDiagnostic) -> Void)?, Delivery) in
+                state.stallCheckArmed = false
+                let stalled = state.drainScheduled && state.drainsStarted == armedAt
+                if stalled { state.stallReported = true }
+                return (stalled, state.stallHandler, state.delivery)
+            }
+            if report, let handler { handler(delivery.stallDiagnostic(waited: Self.stallWarning)) }
         }
     }
 
@@ -403,11 +470,15 @@ package final class EngineRunner: Sendable {
     /// lock, so what is taken here belongs to the current generation; a stop that happens while
     /// a batch is handed over ends it.
     private func drain() {
+        delivering.lock()
+        defer { delivering.unlock() }
+        state.withLock { $0.drainsStarted += 1 }
         while true {
-            let (outputs, taken, consumer) = state.withLock { state -> ([Output], Int, (@Sendable (Output) -> Void)?) in
+            let (outputs, taken, takenLocations, consumer) = state.withLock {
+                state -> ([Output], Int, Int, (@Sendable (Output) -> Void)?) in
                 guard !state.pending.isEmpty else {
                     state.drainScheduled = false
-                    return ([], state.generation, nil)
+                    return ([], state.generation, state.locationGeneration, nil)
                 }
                 var outputs = state.pending
                 if state.dropped > 0 {
@@ -423,12 +494,18 @@ package final class EngineRunner: Sendable {
                 }
                 state.pending.removeAll()
                 state.pendingLocations = 0
-                return (outputs, state.generation, state.consumer)
+                return (outputs, state.generation, state.locationGeneration, state.consumer)
             }
             if outputs.isEmpty { return }
             FlowControl.changed()
             for output in outputs {
-                if state.withLock({ taken != $0.generation }) { break }
+                // Checked under `delivering`, which `stop()`'s flush takes: what a stop ended
+                // is not handed over after it returns.
+                let (current, locationsCurrent) = state.withLock {
+                    (taken == $0.generation, takenLocations == $0.locationGeneration)
+                }
+                if !current { break }
+                if case .locations = output, !locationsCurrent { continue }
                 consumer?(output)
             }
         }

@@ -76,6 +76,9 @@ package struct LocationEngine: Sendable {
         case requestLocation
         /// Regions are monitored: has no location come for `RegionMonitorStage.gapTimeout`? (live)
         case monitoringGap
+        /// The driver's own: have outputs waited too long for a delivery thread that does not
+        /// run (`EngineRunner.stallWarning`)? Never armed by the engine.
+        case deliveryStall
     }
 
     /// What the driver must do, in order.
@@ -392,6 +395,8 @@ package struct LocationEngine: Sendable {
     /// A timer the engine armed has fired.
     package mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
         switch timer {
+        case .deliveryStall:
+            return []
         case .staleness:
             stalenessDeadline = nil
             guard mode == .continuous, isLive else { return [] }
