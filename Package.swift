@@ -49,6 +49,8 @@ let package = Package(
             name: "ported-daemon", dependencies: ["GPSLocation"], path: "Examples/PortedDaemon",
             swiftSettings: strictSettings),
         .executableTarget(
+            name: "app-shapes", dependencies: ["GPSLocation"], path: "Examples/AppShapes", swiftSettings: strictSettings),
+        .executableTarget(
             name: "geofenced", dependencies: ["GPSLocation"], path: "Examples/GeofenceDaemon",
             exclude: ["geofenced.service", "geofenced.conf"], swiftSettings: strictSettings),
         .executableTarget(

@@ -81,6 +81,8 @@ manager.distanceFilter = distanceFilter
 manager.diagnosticsHandler = { log("note (\($0.code)): \($0.message)") }
 
 let positionsLogged = logsPositions
+// The sequence, not the manager, goes into the task: a manager is not Sendable (as Apple's is not).
+let locations = manager.locations()
 let work = Task {
     let monitor = await CLMonitor("geofenced")
     monitor.diagnosticsHandler = { log("note (\($0.code)): \($0.message)") }
@@ -98,7 +100,7 @@ let work = Task {
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
             var ready = false
-            for try await location in manager.locations() {
+            for try await location in locations {
                 if Task.isCancelled { break }
                 if positionsLogged {
                     let accuracy =

@@ -71,10 +71,10 @@ struct SlowConsumerTests {
         let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
         let cli = RealGPSD.LaneB.OneEngineTests.fromNDJSON(
             try await GPSLocBinary.run(["replay", path, "--json", "--max-age", "1000000000"]).stdout)
-        let manager = Self.manager(path)
+        let manager = ManagerReference(value: Self.manager(path))
         let updates = CLLocationUpdate.Updates(makeManager: {
-            manager.minimumUpdateInterval = 0
-            return manager
+            manager.value.minimumUpdateInterval = 0
+            return manager.value
         })
         var received: [String] = []
         for try await update in updates {

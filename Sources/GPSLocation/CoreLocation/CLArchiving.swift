@@ -79,11 +79,11 @@ extension CLHeading: NSSecureCoding, Codable {
     }
 }
 
-extension CLVisit: NSSecureCoding, Codable {
+extension CLVisit {
     /// True: archives with `requiringSecureCoding: true` take it.
     public static var supportsSecureCoding: Bool { true }
 
-    private enum Key: String, CodingKey, CaseIterable {
+    enum Key: String, CodingKey, CaseIterable {
         case arrivalDate, departureDate, latitude, longitude, horizontalAccuracy
     }
 
@@ -94,7 +94,7 @@ extension CLVisit: NSSecureCoding, Codable {
         ]
     }
 
-    private convenience init(_ values: [Key: Double]) {
+    convenience init(_ values: [Key: Double]) {
         self.init(
             arrivalDate: Date(timeIntervalSince1970: values[.arrivalDate] ?? 0),
             departureDate: Date(
@@ -103,25 +103,24 @@ extension CLVisit: NSSecureCoding, Codable {
             horizontalAccuracy: values[.horizontalAccuracy] ?? -1)
     }
 
+    /// The fields of a keyed archive; nil when it lacks the required ones.
+    static func decodedValues(_ coder: NSCoder) -> [Key: Double]? {
+        let values = NumberFields<Key>.decode(coder)
+        guard values[.arrivalDate] != nil, values[.latitude] != nil, values[.longitude] != nil else { return nil }
+        return values
+    }
+
+    static func decodedValues(_ decoder: any Decoder) throws -> [Key: Double] {
+        try NumberFields<Key>.decode(decoder)
+    }
+
     /// Writes every field to a keyed archive.
     public func encode(with coder: NSCoder) {
         NumberFields.encode(values, with: coder)
     }
 
-    /// Reads what `encode(with:)` wrote; nil when the archive lacks the required fields.
-    public convenience init?(coder: NSCoder) {
-        let values = NumberFields<Key>.decode(coder)
-        guard values[.arrivalDate] != nil, values[.latitude] != nil, values[.longitude] != nil else { return nil }
-        self.init(values)
-    }
-
     /// Every field, as numbers (dates as seconds since 1970).
     public func encode(to encoder: any Encoder) throws {
         try NumberFields.encode(values, to: encoder)
-    }
-
-    /// Reads what `encode(to:)` wrote.
-    public convenience init(from decoder: any Decoder) throws {
-        self.init(try NumberFields<Key>.decode(decoder))
     }
 }

@@ -234,7 +234,8 @@ extension CLLocationManager {
         if event.limitation == nil {
             state.withLock { $0.regions.dates[event.identifier] = event.timestamp }
             // At most once a second: thousands of regions make a large file.
-            regionWriter.write { [weak self] in self?.saveRegions() }
+            let this = WeakReference(self)
+            regionWriter.write { this.value?.saveRegions() }
         }
         guard let delegate, let region = state.withLock({ $0.regions.regions[event.identifier] }) else { return }
         if let limitation = event.limitation {

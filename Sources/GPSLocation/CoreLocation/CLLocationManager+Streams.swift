@@ -20,14 +20,14 @@ extension CLLocationManager {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
             of: CLLocation.self, throwing: (any Error).self,
             bufferingPolicy: flow.lossless ? .unbounded : .bufferingNewest(flow.capacity))
+        let manager = WeakReference(self)
         let adapter = StreamDelegate(
             continuation: continuation, flow: flow,
-            diagnostics: { [weak self] in self?.diagnosticsHandler ?? Diagnostics.standardError })
+            diagnostics: { manager.value?.diagnosticsHandler ?? Diagnostics.standardError })
         delegate = adapter
         onSourceEnded = {
             continuation.finish(throwing: CLError(.locationUnknown, message: "the source ended", reason: .sourceEnded))
         }
-        let manager = WeakReference(self)
         continuation.onTermination = { _ in
             flow.end()
             withExtendedLifetime(adapter) {}
@@ -36,7 +36,7 @@ extension CLLocationManager {
         }
         if authorizationStatus == .notDetermined { requestAlwaysAuthorization() }
         startUpdatingLocation()
-        return Locations(stream: stream, flow: flow, manager: self)
+        return Locations(stream: stream, flow: flow, manager: ManagerReference(value: self))
     }
 
     /// `locations()`'s sequence (an `AsyncThrowingStream` of `CLLocation` that tells a recording
@@ -46,7 +46,7 @@ extension CLLocationManager {
         public typealias Element = CLLocation
         let stream: AsyncThrowingStream<CLLocation, any Error>
         let flow: StreamFlow
-        let manager: CLLocationManager
+        let manager: ManagerReference
 
         /// An iterator over the manager's locations.
         public func makeAsyncIterator() -> Iterator {
@@ -57,7 +57,7 @@ extension CLLocationManager {
         public struct Iterator: AsyncIteratorProtocol {
             var base: AsyncThrowingStream<CLLocation, any Error>.Iterator
             let flow: StreamFlow
-            let manager: CLLocationManager
+            let manager: ManagerReference
             /// The next location; nil after a replay's end; throws an error that ends updates.
             public mutating func next() async throws -> CLLocation? {
                 defer { flow.consumed() }
@@ -78,10 +78,18 @@ extension CLLocationManager {
     }
 }
 
-/// A manager, weakly, for a `@Sendable` closure.
-private final class WeakReference: Sendable {
-    weak let value: CLLocationManager?
+/// A manager, weakly, for a `@Sendable` closure. @unchecked Sendable: the manager is not
+/// Sendable (as Apple's is not, so apps' subclasses need not say they are), but every state it
+/// has is behind its locks and the runner's; only the thread-safe surface is called through this.
+final class WeakReference: @unchecked Sendable {
+    weak var value: CLLocationManager?
     init(_ value: CLLocationManager) { self.value = value }
+}
+
+/// A manager, strongly, for a `@Sendable` closure or a Sendable value (as `WeakReference`).
+package struct ManagerReference: @unchecked Sendable {
+    package let value: CLLocationManager
+    package init(value: CLLocationManager) { self.value = value }
 }
 
 /// From the manager's delegate queue into an async stream. For a recording (`lossless`) the

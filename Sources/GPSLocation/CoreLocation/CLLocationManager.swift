@@ -22,7 +22,7 @@ import GNSSCore
 /// and no authorization was ever requested reports `CLError.promptDeclined` (code 18) to the
 /// delegate and a diagnostic; starting without a delegate is a diagnostic too. Diagnostics go to
 /// `diagnosticsHandler` (default: one line on stderr).
-open class CLLocationManager: NSObject, @unchecked Sendable {
+open class CLLocationManager: NSObject {
     // @unchecked Sendable: a non-final NSObject subclass cannot be checked. All mutable state is
     // in `state` and the runner (each behind one lock); delegate calls happen on `delegateQueue`.
 
@@ -114,7 +114,12 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         get { runner.withEngine { $0.configuration.requestLocationTimeout } }
         set { runner.withEngine { $0.configuration.requestLocationTimeout = newValue } }
     }
-    /// Fixes older than this (seconds, by the source's clock) are stale and not delivered.
+    /// Fixes older than this (seconds, default 10) are stale and not delivered (a GPSLocation
+    /// addition). Live, age is measured on the receiver's own clock, advanced by the monotonic
+    /// clock since its last fresh fix — a receiver repeating an old fix, or gpsd handing on
+    /// reports it held back — never against the system clock, which may be wrong by years; a
+    /// system clock that disagrees with the receiver's is one `systemClockOffset` diagnostic. In
+    /// a replay, age is measured on the recording's clock. `.infinity` turns the check off.
     public var maximumLocationAge: TimeInterval {
         get { runner.withEngine { $0.configuration.maximumLocationAge } }
         set { runner.withEngine { $0.configuration.maximumLocationAge = newValue } }
@@ -157,12 +162,13 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
         guard runner.withEngine({ $0.lastDelivered == nil }), let age = locationAge else { return false }
         return age > maximumLocationAge
     }
-    /// The age of `location` in seconds by the source's clock (the wall clock live, the
-    /// recording's in a replay; the wall clock for a cached location), or nil without one.
+    /// The age of `location` in seconds by the source's clock (live, the receiver's clock, so a
+    /// wrong system clock does not age it; the recording's in a replay; the wall clock for a
+    /// cached location), or nil without one.
     public var locationAge: TimeInterval? {
         let delivered = runner.withEngine { engine -> TimeInterval?? in
             guard let location = engine.lastDelivered else { return .none }
-            let now = engine.clock(now: runner.clock.now) ?? location.timestamp
+            let now = engine.clock(now: runner.clock.now, uptime: runner.clock.uptime) ?? location.timestamp
             return .some(now.timeIntervalSince(location.timestamp))
         }
         if let delivered { return delivered }
@@ -272,12 +278,18 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     }
 
     /// With an injected clock (tests: `ManualEngineClock`).
-    package init(
+    package convenience init(
         source: any LocationSource, authorizer: LocationAuthorizer, delegateQueue: DispatchQueue?,
         clock: any EngineClock
     ) {
+        self.init(authorizer: authorizer, made: Self.makeRunner(source, authorizer, delegateQueue, clock))
+    }
+
+    /// Private, so no subclass inherits or must override it (a subclass's `override init()`
+    /// is all Apple's API asks of it).
+    private init(authorizer: LocationAuthorizer, made: (EngineRunner, usesFallback: Bool)) {
         self.authorizer = authorizer
-        (runner, usesFallbackQueue) = Self.makeRunner(source, authorizer, delegateQueue, clock)
+        (runner, usesFallbackQueue) = made
         super.init()
         connect()
     }
@@ -295,9 +307,10 @@ open class CLLocationManager: NSObject, @unchecked Sendable {
     }
 
     func connect() {
-        runner.setConsumer { [weak self] output in self?.deliver(output) }
-        runner.stallHandler = { [weak self] diagnostic in self?.diagnosticsHandler(diagnostic) }
-        authorizerObservation = authorizer.addObserver { [weak self] in self?.authorizationChanged() }
+        let this = WeakReference(self)
+        runner.setConsumer { output in this.value?.deliver(output) }
+        runner.stallHandler = { diagnostic in this.value?.diagnosticsHandler(diagnostic) }
+        authorizerObservation = authorizer.addObserver { this.value?.authorizationChanged() }
         let explain = usesFallbackQueue && Self.fallbackExplained.withLock { explained in
             defer { explained = true }
             return !explained

@@ -142,9 +142,10 @@ public struct CLLocationUpdate: Sendable {
             manager.onSourceEnded = { continuation.finish() }
             // Stop off the terminating thread: it may hold the stream's lock while a delegate
             // callback waits to yield, and stopUpdatingLocation() waits for that callback.
+            let reference = ManagerReference(value: manager)
             continuation.onTermination = { _ in
                 flow.end()
-                DispatchQueue.global().async { manager.stopUpdatingLocation() }
+                DispatchQueue.global().async { reference.value.stopUpdatingLocation() }
             }
             manager.startUpdatingLocation()
             return Iterator(base: stream.makeAsyncIterator(), bridge: bridge, manager: manager, flow: flow)

@@ -135,7 +135,9 @@ public actor CLMonitor {
 
     /// The monitor's name: its conditions are kept under it.
     public let name: String
-    private let manager: CLLocationManager
+    /// The monitor's own manager (Sendable through its reference: its state is behind locks).
+    private let managerReference: ManagerReference
+    private nonisolated var manager: CLLocationManager { managerReference.value }
     private let store: MonitorStore?
     /// Behind a lock, not the actor: region events arrive from the engine's driver, in order.
     private let records = Locked<[String: Record]>([:])
@@ -158,8 +160,9 @@ public actor CLMonitor {
         self.name = name
         self.store = store
         (stream, continuation) = AsyncStream.makeStream(of: Event.self)
-        manager = CLLocationManager(
-            source: source, authorizer: authorizer, delegateQueue: DispatchQueue(label: "gpslocation.monitor"))
+        managerReference = ManagerReference(
+            value: CLLocationManager(
+                source: source, authorizer: authorizer, delegateQueue: DispatchQueue(label: "gpslocation.monitor")))
         manager.lastLocationCache = nil
         let forward = MonitorReference()
         manager.adoptForMonitor { event in forward.monitor?.handle(event) }

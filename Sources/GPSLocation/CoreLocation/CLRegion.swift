@@ -162,26 +162,53 @@ open class CLCircularRegion: CLRegion, @unchecked Sendable {
     }
 }
 
-/// Apple's `CLVisit`: a stop (see `startMonitoringVisits()` for the rule).
-public final class CLVisit: NSObject, Sendable {
-    /// When the device arrived.
-    public let arrivalDate: Date
+/// Apple's `CLVisit`: a stop (see `startMonitoringVisits()` for the rule). Open, with read-only
+/// properties a subclass may override, as Apple's: apps subclass it for test doubles. Not
+/// `Sendable`, as Apple's is not (a visit is made for one delegate call and only read).
+open class CLVisit: NSObject, NSSecureCoding, Codable {
+    /// When the device arrived (`Date.distantPast` when unknown).
+    open var arrivalDate: Date { storedArrivalDate }
     /// When it left; `Date.distantFuture` while the visit goes on.
-    public let departureDate: Date
+    open var departureDate: Date { storedDepartureDate }
     /// The centre of the places the device was seen during the stop.
-    public let coordinate: CLLocationCoordinate2D
-    /// The radius of the visited place (metres).
-    public let horizontalAccuracy: CLLocationAccuracy
+    open var coordinate: CLLocationCoordinate2D { storedCoordinate }
+    /// The radius of the visited place (metres); negative when unknown.
+    open var horizontalAccuracy: CLLocationAccuracy { storedHorizontalAccuracy }
 
-    /// A visit (Apple's class has no public initializer; tests and ported code use this one).
+    private let storedArrivalDate: Date
+    private let storedDepartureDate: Date
+    private let storedCoordinate: CLLocationCoordinate2D
+    private let storedHorizontalAccuracy: CLLocationAccuracy
+
+    /// A visit (Apple's class has no public initializer of this form; tests and ported code use it).
     public init(
         arrivalDate: Date, departureDate: Date, coordinate: CLLocationCoordinate2D,
         horizontalAccuracy: CLLocationAccuracy
     ) {
-        self.arrivalDate = arrivalDate
-        self.departureDate = departureDate
-        self.coordinate = coordinate
-        self.horizontalAccuracy = horizontalAccuracy
+        storedArrivalDate = arrivalDate
+        storedDepartureDate = departureDate
+        storedCoordinate = coordinate
+        storedHorizontalAccuracy = horizontalAccuracy
+    }
+
+    /// Apple's `init()` (NSObject's): an unknown visit — arrival `distantPast`, departure
+    /// `distantFuture`, `kCLLocationCoordinate2DInvalid`, accuracy −1. Test doubles start here
+    /// and override the properties.
+    public override convenience init() {
+        self.init(
+            arrivalDate: .distantPast, departureDate: .distantFuture, coordinate: kCLLocationCoordinate2DInvalid,
+            horizontalAccuracy: -1)
+    }
+
+    /// Reads what `encode(with:)` wrote; nil when the archive lacks the required fields.
+    public required convenience init?(coder: NSCoder) {
+        guard let values = Self.decodedValues(coder) else { return nil }
+        self.init(values)
+    }
+
+    /// Reads what `encode(to:)` wrote.
+    public required convenience init(from decoder: any Decoder) throws {
+        self.init(try Self.decodedValues(decoder))
     }
 
     convenience init(_ record: VisitRecord) {

@@ -153,6 +153,10 @@ package struct LocationEngine: Sendable {
     private let sourceInformation: CLLocationSourceInformation?
     private var receivers = ReceiverSelectionStage()
     private var timeOrder = TimeOrderStage()
+    /// Live freshness: the receiver's clock, advanced by the monotonic clock.
+    private var receiverClock = ReceiverClock()
+    /// The system clock's disagreement with the receiver's has been reported.
+    private var clockOffsetReported = false
     var staleness = FixStalenessMonitor()
     // Internal, not private, where LocationEngine+Monitoring.swift uses them.
     var gate: AuthorizationGate
@@ -230,8 +234,29 @@ package struct LocationEngine: Sendable {
     /// The monotonic clock (seconds) drivers pass as `uptime` for live sources.
     package static func uptime() -> Double { TimeOrderStage.monotonicNow() }
 
-    /// The source's clock at `now`: the wall clock live, the recording's latest time in a replay.
-    package func clock(now: Date) -> Date? { isLive ? now : recordingNow }
+    /// The source's clock at `now`: live, the receiver's clock (`ReceiverClock`) when `uptime`
+    /// is given and a fix has come, else the wall clock; the recording's latest time in a replay.
+    package func clock(now: Date, uptime: Double? = nil) -> Date? {
+        guard isLive else { return recordingNow }
+        return uptime.flatMap(receiverClock.now(arrival:)) ?? now
+    }
+
+    /// Live: one diagnostic when the system clock disagrees with the receiver's (once until they
+    /// agree again); locations flow either way.
+    private mutating func systemClockCheck(_ time: Date, now: Date) -> [Action] {
+        guard let offset = ReceiverClock.offset(of: time, now: now) else {
+            clockOffsetReported = false
+            return []
+        }
+        guard !clockOffsetReported else { return [] }
+        clockOffsetReported = true
+        let simulated = sourceInformation?.isSimulatedBySoftware == true
+        return [
+            .diagnose(
+                code: "systemClockOffset",
+                message: ReceiverClock.offsetMessage(offset, fixTime: time, now: now, simulated: simulated))
+        ]
+    }
 
     // MARK: Lifecycle
 
@@ -304,6 +329,7 @@ package struct LocationEngine: Sendable {
     /// What the stages shared by updates and monitoring learned about the source.
     mutating func resetShared() {
         timeOrder.reset()
+        receiverClock = ReceiverClock()
         staleness.reset()
         receivers.reset()
         recordingNow = nil
@@ -487,7 +513,18 @@ package struct LocationEngine: Sendable {
         let clock = isLive ? now : recordingNow
         if let clock { staleness.heard(clock: clock) }
         let checkClock = clock ?? Date(timeIntervalSince1970: 0)
-        let rejection = validity.check(fix, now: checkClock)
+        var rejection: FixRejection?
+        if isLive, let uptime, let time = fix.time {
+            // Live, the receiver's clock is the truth (`ReceiverClock`): the fix is checked as
+            // of its own time, and its age is how far it lags the receiver's clock.
+            rejection = validity.check(fix, now: time)
+            if rejection == nil {
+                let age = receiverClock.age(of: time, arrival: uptime, maximumAge: configuration.maximumLocationAge)
+                if age > configuration.maximumLocationAge { rejection = .stale(age: age) }
+            }
+        } else {
+            rejection = validity.check(fix, now: checkClock)
+        }
         let candidate = rejection == nil ? accuracy.location(from: fix, source: sourceInformation) : nil
         receivers.lossTimeout = staleness.effectiveTimeout
         guard
@@ -512,6 +549,7 @@ package struct LocationEngine: Sendable {
             return rejected(rejection, clock: clock)
         }
         var actions: [Action] = []
+        if isLive, uptime != nil { actions += systemClockCheck(candidate.timestamp, now: now) }
         if let step = timeOrder.resynchronized {
             actions.append(
                 .diagnose(

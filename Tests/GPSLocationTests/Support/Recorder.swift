@@ -35,7 +35,8 @@ func delegateQueueFlushed(_ manager: CLLocationManager) async {
 /// Waits, without blocking a concurrency thread, until what the timers fired so far made has
 /// reached `manager`'s delegate (with a `ManualEngineClock`: everything up to the clock's now).
 func settled(_ manager: CLLocationManager) async {
-    _ = try? await offConcurrencyThreads { manager.settle() }
+    let reference = ManagerReference(value: manager)
+    _ = try? await offConcurrencyThreads { reference.value.settle() }
 }
 
 enum FixtureFixes {

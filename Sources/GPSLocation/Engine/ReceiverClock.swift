@@ -1,0 +1,94 @@
+import Foundation
+
+/// Live freshness by the receiver's clock, not the system's.
+///
+/// A live fix is judged by two clocks that cannot be wrong for it: the monotonic time since
+/// reports arrived and the receiver's own (GNSS) time. The receiver's clock now is the time of
+/// the last fresh fix plus the monotonic time since it arrived; a fix dated more than
+/// `maximumAge` behind that is stale — a receiver repeating an old fix, or gpsd handing on
+/// reports it held back (a suspended gpsd resuming). The system clock is not consulted, so a
+/// box whose clock is wrong by seconds or years (an offline board with no real-time clock, the
+/// box gpsd and chrony are there to set) and a gpsd replaying an old recording deliver like any
+/// other; `offset(of:now:)` measures the disagreement for a diagnostic instead.
+///
+/// The first fix is the reference. A receiver whose clock really stepped (set from the
+/// satellites after a cold start) is followed once `confirmations` fixes in a row agree with
+/// each other on the new time (their dates advance with the monotonic clock); reports that are
+/// only late catch up and never agree so.
+package struct ReceiverClock: Sendable {
+    /// Fixes in a row on a new timeline before it is followed (default 3).
+    package var confirmations = 3
+    /// Seconds two fixes' (time − arrival) may differ and still be on one timeline.
+    package static let agreement: TimeInterval = 1
+    /// How far the system clock may be from the receiver's before it is worth a diagnostic
+    /// (seconds; a report arrives well under a second after its epoch).
+    package static let offsetTolerance: TimeInterval = 5
+
+    private var anchor: (time: Date, arrival: Double)?
+    private var candidate: (offset: Double, count: Int)?
+
+    package init() {}
+
+    /// The receiver's time when the monotonic clock reads `arrival`, or nil before any fix.
+    package func now(arrival: Double) -> Date? {
+        anchor.map { $0.time.addingTimeInterval(arrival - $0.arrival) }
+    }
+
+    /// How far (seconds) the fix dated `time`, arriving at `arrival`, lags the receiver's clock;
+    /// 0 for the first fix and for a fix that confirms a new timeline. A fix not older than
+    /// `maximumAge` moves the clock on.
+    package mutating func age(of time: Date, arrival: Double, maximumAge: TimeInterval) -> TimeInterval {
+        guard let expected = now(arrival: arrival) else {
+            anchor = (time, arrival)
+            return 0
+        }
+        let age = expected.timeIntervalSince(time)
+        if age <= maximumAge {
+            candidate = nil
+            if time > anchor!.time { anchor = (time, arrival) }
+            return age
+        }
+        let offset = time.timeIntervalSinceReferenceDate - arrival
+        if let previous = candidate, abs(previous.offset - offset) <= Self.agreement {
+            candidate = (offset, previous.count + 1)
+        } else {
+            candidate = (offset, 1)
+        }
+        guard candidate!.count >= confirmations else { return age }
+        candidate = nil
+        anchor = (time, arrival)
+        return 0
+    }
+
+    /// Seconds the system clock (`now`) is ahead of a fresh fix's time (negative: behind), when
+    /// that is more than `offsetTolerance`; nil when they agree.
+    package static func offset(of time: Date, now: Date) -> TimeInterval? {
+        let offset = now.timeIntervalSince(time)
+        return abs(offset) > offsetTolerance ? offset : nil
+    }
+
+    /// What the app is told of an offset: by how much, which way, and what to do — for a
+    /// receiver, set the clock from GNSS; for gpsd playing a recording, nothing is wrong.
+    package static func offsetMessage(_ offset: TimeInterval, fixTime: Date, now: Date, simulated: Bool) -> String {
+        let amount = duration(abs(offset))
+        if simulated {
+            return "gpsd is playing a recording dated \(iso8601Milliseconds(fixTime)), \(amount) "
+                + (offset > 0 ? "behind" : "ahead of") + " the system clock: its locations are delivered with the "
+                + "recording's time (freshness follows the recording's clock, not the system's)"
+        }
+        return "the system clock is \(amount) " + (offset > 0 ? "ahead of" : "behind")
+            + " the receiver's GNSS time (system \(iso8601Milliseconds(now)), receiver \(iso8601Milliseconds(fixTime))): "
+            + "locations still flow, dated by the receiver — set the clock from GNSS with chrony and gpsd as its time "
+            + "source (`refclock SHM 0` in /etc/chrony/chrony.conf), or enable NTP (`timedatectl set-ntp true`) when online"
+    }
+
+    /// "2 h 0 min", "15.0 s", "170 days".
+    static func duration(_ seconds: TimeInterval) -> String {
+        if seconds >= 2 * 86_400 { return String(format: "%.0f days", seconds / 86_400) }
+        if seconds >= 3_600 {
+            return String(format: "%.0f h %.0f min", (seconds / 3_600).rounded(.down), (seconds.truncatingRemainder(dividingBy: 3_600) / 60).rounded(.down))
+        }
+        if seconds >= 60 { return String(format: "%.0f min %.0f s", (seconds / 60).rounded(.down), seconds.truncatingRemainder(dividingBy: 60).rounded(.down)) }
+        return String(format: "%.1f s", seconds)
+    }
+}
