@@ -12,6 +12,7 @@ packages=(
   libxml2-utils        # xmllint (GPX checks)
   gpsbabel             # reads GPX tracks back in the tests
   tmux                 # terminal tests
+  faketime             # a wrong system clock for gpsloc (libfaketime), in the receiver-clock tests
   python3-gps          # gpsfake's own Python module (a dependency of gpsd-clients; named for clarity)
   python3-venv         # scripts/bench.sh installs pynmea2 into a private venv
   systemd              # systemd-analyze verify: the daemon example's unit file

@@ -15,6 +15,13 @@ import GPSLocation
 
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
+/// True on the main queue — the main actor's executor. (Under `dispatchMain()` Linux serves the
+/// main queue from another thread once the main thread has exited, so `Thread.isMainThread`
+/// would say false there while the main actor is right.)
+let mainQueueKey = DispatchSpecificKey<Bool>()
+DispatchQueue.main.setSpecific(key: mainQueueKey, value: true)
+func onMainQueue() -> Bool { DispatchQueue.getSpecific(key: mainQueueKey) == true }
+
 /// The usual Swift 6 app model: main-actor isolated, a delegate by a `@preconcurrency`
 /// conformance (Xcode's fix-it for CoreLocation's nonisolated protocol).
 @MainActor final class Model: NSObject, @preconcurrency CLLocationManagerDelegate {
@@ -29,17 +36,19 @@ func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").ut
     }
 
     func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {
-        say("authorization \(manager.authorizationStatus.rawValue) main=\(Thread.isMainThread)")
+        say("authorization \(manager.authorizationStatus.rawValue) main=\(onMainQueue())")
     }
 
     func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
-        received += locations.count
-        say("location main=\(Thread.isMainThread)")
-        if received >= 3 { exit(0) }
+        for _ in locations {
+            received += 1
+            say("location main=\(onMainQueue())")
+            if received == 3 { exit(0) }
+        }
     }
 
     func locationManager(_ manager: CLLocationManager, didFailWithError error: Error) {
-        say("error main=\(Thread.isMainThread) \(error.localizedDescription)")
+        say("error main=\(onMainQueue()) \(error.localizedDescription)")
     }
 }
 
@@ -69,7 +78,7 @@ func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").ut
 
     func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {
         authorizationLog.append(manager.authorizationStatus)
-        say("authorization \(manager.authorizationStatus.rawValue) main=\(Thread.isMainThread)")
+        say("authorization \(manager.authorizationStatus.rawValue) main=\(onMainQueue())")
     }
 
     func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
@@ -79,7 +88,7 @@ func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").ut
     }
 
     func locationManager(_ manager: CLLocationManager, didFailWithError error: Error) {
-        say("error main=\(Thread.isMainThread) \(error.localizedDescription)")
+        say("error main=\(onMainQueue()) \(error.localizedDescription)")
     }
 }
 
@@ -89,9 +98,11 @@ final class ThreadDelegate: NSObject, CLLocationManagerDelegate, @unchecked Send
     var thread: Thread?
     var received = 0
     func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
-        received += locations.count
-        say("location worker=\(Thread.current == thread)")
-        if received >= 3 { exit(0) }
+        for _ in locations {
+            received += 1
+            say("location worker=\(Thread.current == thread)")
+            if received == 3 { exit(0) }
+        }
     }
     func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {
         say("authorization \(manager.authorizationStatus.rawValue) worker=\(Thread.current == thread)")
@@ -128,7 +139,7 @@ case "async-wrapper":
     let provider = AsyncLocationProvider()
     for _ in 0..<3 {
         let location = try await provider.location()
-        say(String(format: "location main=%@ %.6f", "\(Thread.isMainThread)", location.coordinate.latitude))
+        say(String(format: "location main=%@ %.6f", "\(onMainQueue())", location.coordinate.latitude))
     }
     exit(0)
 case "thread-runloop":
@@ -155,7 +166,9 @@ case "blocked":
 case "subclass":
     let manager = AppLocationManager()
     let visit = VisitDouble()
-    say("subclass \(manager.label) \(manager.desiredAccuracy) visit \(visit.coordinate.latitude) \(visit.horizontalAccuracy)")
+    say(
+        "subclass \(manager.label) \(manager.desiredAccuracy) visit \(visit.coordinate.latitude) \(visit.horizontalAccuracy)"
+    )
     exit(0)
 default:
     say("unknown mode \(mode)")

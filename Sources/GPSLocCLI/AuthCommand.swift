@@ -42,9 +42,9 @@ enum AuthCommand {
                         LocationAuthorizer.resolve(app: name, store: store, policyPath: LocationPolicy.defaultPath)
                         ?? AuthorizationDecision(status: .notDetermined)
                     let fromPolicy = policy.decision(for: name) != nil
-                    var line = "\(name): \(effective.status)"
+                    var line = "\(name): \(effective.status.name)"
                     if effective.status == .authorizedAlways || effective.status == .authorizedWhenInUse {
-                        line += ", \(effective.accuracy) accuracy"
+                        line += ", \(effective.accuracy.name) accuracy"
                     }
                     if fromPolicy {
                         line += " (the administrator's policy"
@@ -67,7 +67,7 @@ enum AuthCommand {
                 let status: CLAuthorizationStatus = arguments.has("always") ? .authorizedAlways : .authorizedWhenInUse
                 let accuracy: CLAccuracyAuthorization = arguments.has("reduced") ? .reducedAccuracy : .fullAccuracy
                 try store.set(AuthorizationDecision(status: status, accuracy: accuracy), for: app)
-                print("\(app): \(status), \(accuracy) accuracy")
+                print("\(app): \(status.name), \(accuracy.name) accuracy")
             case "revoke":
                 guard let app else { throw UsageError("revoke needs an app identifier") }
                 try store.set(AuthorizationDecision(status: .denied), for: app)

@@ -133,13 +133,15 @@ enum DoctorCommand {
         }
         if let decision = policy.decision(for: app) {
             let level = decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse ? "ok" : "warn"
-            var text = "\(app) is \(decision.status)"
-            if level == "ok" { text += " with \(decision.accuracy) accuracy" }
+            var text = "\(app) is \(decision.status.name)"
+            if level == "ok" { text += " with \(decision.accuracy.name) accuracy" }
             text += " by the administrator's policy (\(LocationPolicy.defaultPath)); the user cannot change it"
             report(level, text)
         } else if let decision = store.decision(for: app) {
             let level = decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse ? "ok" : "warn"
-            report(level, "\(app) is \(decision.status) with \(decision.accuracy) accuracy (\(store.fileURL.path))")
+            report(
+                level,
+                "\(app) is \(decision.status.name) with \(decision.accuracy.name) accuracy (\(store.fileURL.path))")
         } else {
             report("warn", "\(app) has no location authorization yet — `gpsloc auth grant \(app) --when-in-use`")
         }

@@ -48,7 +48,7 @@ enum OnceCommand {
             // gpsd's own troubles are reported while the request keeps waiting; the request's
             // own end, or a denial, ends it (`endsUpdates`), and so does a request for
             // authorization that cannot be asked here.
-            if error.endsUpdates || error.reason == .authorizationRequest {
+            if error.endsUpdates || error.reason == .authorizationRequest || error.reason == .notDetermined {
                 finished = true
                 status.value = 1
                 done.signal()

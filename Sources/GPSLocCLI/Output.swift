@@ -215,7 +215,7 @@ final class TextSink: UpdateSink, Sendable {
                 + "\n")
     }
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
-        stream.write("authorization: \(status), \(accuracy) accuracy\(reason.map { " — \($0)" } ?? "")\n")
+        stream.write("authorization: \(status.name), \(accuracy.name) accuracy\(reason.map { " — \($0)" } ?? "")\n")
     }
     func sky(_ sky: SkyView) {}
     func heading(_ heading: CLHeading) {

@@ -74,7 +74,7 @@ final class TableSink: UpdateSink, Sendable {
         }
     }
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {
-        update { $0.authorization = "\(status), \(accuracy) accuracy" + (reason.map { " (\($0))" } ?? "") }
+        update { $0.authorization = "\(status.name), \(accuracy.name) accuracy" + (reason.map { " (\($0))" } ?? "") }
     }
     /// gpsd reports the sky one constellation set at a time: keep the fullest report of the
     /// last receiver cycle.

@@ -75,7 +75,8 @@ func consume(_ arguments: [String]) throws {
     let sleep = Double(flag("--sleep", in: arguments) ?? "0.5") ?? 0.5
     let manager = CLLocationManager(
         source: GPSDLocationSource(endpoint: GPSDEndpoint(host: "127.0.0.1", port: port)),
-        authorizer: LocationAuthorizer(appID: "gpsloc-bench", initial: AuthorizationDecision(status: .authorizedAlways)),
+        authorizer: LocationAuthorizer(
+            appID: "gpsloc-bench", initial: AuthorizationDecision(status: .authorizedAlways)),
         delegateQueue: DispatchQueue(label: "consume")  // the main thread waits for signals
     )
     manager.maximumLocationAge = 1e9  // simulated recordings carry their own (past) dates

@@ -116,9 +116,9 @@ public struct NDJSONWriter: Sendable {
         status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String? = nil
     ) {
         append(#"{"type":"authorization","status":"#)
-        appendString(status.description)
+        appendString(status.name)
         append(#","accuracy":"#)
-        appendString(accuracy.description)
+        appendString(accuracy.name)
         if let reason {
             append(#","reason":"#)
             appendString(reason)

@@ -92,7 +92,7 @@ public final class DecisionStore: Sendable {
         try withFileLock(exclusive: true) {
             var entries = readEntries()
             entries[app] = Entry(
-                status: decision.status.description, accuracy: decision.accuracy.description, decidedAt: date)
+                status: decision.status.name, accuracy: decision.accuracy.name, decidedAt: date)
             try write(entries)
         }
     }

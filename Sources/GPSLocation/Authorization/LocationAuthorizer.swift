@@ -55,6 +55,8 @@ public final class LocationAuthorizer: Sendable {
         var reducedAccuracy: ReducedAccuracyStore?
         /// Set when the decision files can no longer be followed: the app is denied from then on.
         var failedClosed = false
+        /// Authorization was requested of this authorizer (by any manager or service session).
+        var requested = false
     }
     private let locked: Locked<State>
 
@@ -208,6 +210,10 @@ public final class LocationAuthorizer: Sendable {
         case missingUsageDescription(String)
     }
 
+    /// True once authorization was requested of this authorizer — by any manager, `CLMonitor`,
+    /// `liveUpdates` or `CLServiceSession` sharing it — so none of them says it never was.
+    package var wasRequested: Bool { locked.withLock { $0.requested } }
+
     /// Apple's request rules. `always`: `requestAlwaysAuthorization()`.
     public func request(always: Bool) -> RequestOutcome {
         enum Step {
@@ -215,6 +221,7 @@ public final class LocationAuthorizer: Sendable {
             case ask(AuthorizationPrompt)
         }
         let step = locked.withLock { state -> Step in
+            state.requested = true
             let canUpgrade = always && state.decision.status == .authorizedWhenInUse && !state.upgradeUsed
             guard state.decision.status == .notDetermined || canUpgrade else { return .unchanged }
             guard let prompt = state.prompt else { return .noPrompt }

@@ -83,6 +83,16 @@ extension CLLocationManager {
 
     static let headingSeen = Locked(false)
 
+    /// Apple's instance property from iOS 2 (deprecated there since iOS 4): the class method's
+    /// answer, for code that still reads it.
+    @available(*, deprecated, message: "Use the class method locationServicesEnabled()")
+    public var locationServicesEnabled: Bool { CLLocationManager.locationServicesEnabled() }
+
+    /// Apple's instance property from iOS 3 (deprecated there since iOS 4): the class method's
+    /// answer (see `headingAvailable()`).
+    @available(*, deprecated, message: "Use the class method headingAvailable()")
+    public var headingAvailable: Bool { CLLocationManager.headingAvailable() }
+
     /// False: no beacon ranging (no Bluetooth scanning here).
     public class func isRangingAvailable() -> Bool { false }
 
@@ -126,7 +136,7 @@ extension CLLocationManager {
     /// one exists; without one the completion gets `CLError.denied` with the command that grants
     /// full accuracy. Already full: the completion gets nil at once.
     public func requestTemporaryFullAccuracyAuthorization(
-        withPurposeKey purposeKey: String, completion: (@Sendable ((any Error)?) -> Void)? = nil
+        withPurposeKey purposeKey: String, completion: (((any Error)?) -> Void)? = nil
     ) {
         guard accuracyAuthorization != .fullAccuracy else {
             completion?(nil)
@@ -144,7 +154,9 @@ extension CLLocationManager {
     public func startRangingBeacons(satisfying constraint: CLBeaconIdentityConstraint) {
         let error = CLError(
             .rangingUnavailable, message: "beacon ranging is not available: GPSLocation reads GNSS receivers only")
-        callDelegate { manager, delegate in delegate.locationManager(manager, didFailRangingFor: constraint, error: error) }
+        callDelegate { manager, delegate in
+            delegate.locationManager(manager, didFailRangingFor: constraint, error: error)
+        }
     }
 
     /// Nothing is ranged (see `startRangingBeacons(satisfying:)`).
@@ -321,7 +333,8 @@ extension CLLocationManager {
             .deferredFailed,
             message: "deferred location updates are not available: set distanceFilter or minimumUpdateInterval "
                 + "(a Linux process is not suspended, so nothing is saved by deferring)")
-        callDelegate { manager, delegate in delegate.locationManager(manager, didFinishDeferredUpdatesWithError: error) }
+        callDelegate { manager, delegate in delegate.locationManager(manager, didFinishDeferredUpdatesWithError: error)
+        }
     }
 
     /// Nothing is deferred.

@@ -45,6 +45,9 @@ open class CLLocationManager: NSObject {
         }
     }
     /// Default `kCLLocationAccuracyBest`. Used by `requestLocation()` and the tier check.
+    /// `kCLLocationAccuracyReduced` asks for approximate locations even with full accuracy
+    /// authorization, as Apple documents it ("as if the app didn't have that authorization"):
+    /// the reduced-accuracy fuzzer then serves this manager.
     public var desiredAccuracy: CLLocationAccuracy {
         get { runner.withEngine { $0.configuration.desiredAccuracy } }
         set { runner.withEngine { $0.configuration.desiredAccuracy = newValue } }
@@ -311,10 +314,12 @@ open class CLLocationManager: NSObject {
         runner.setConsumer { output in this.value?.deliver(output) }
         runner.stallHandler = { diagnostic in this.value?.diagnosticsHandler(diagnostic) }
         authorizerObservation = authorizer.addObserver { this.value?.authorizationChanged() }
-        let explain = usesFallbackQueue && Self.fallbackExplained.withLock { explained in
-            defer { explained = true }
-            return !explained
-        }
+        let explain =
+            usesFallbackQueue
+            && Self.fallbackExplained.withLock { explained in
+                defer { explained = true }
+                return !explained
+            }
         if explain {
             runner.enqueue(.diagnostic(LocationDiagnostic(code: "privateDelegateQueue", message: Self.fallbackMessage)))
         }
@@ -341,9 +346,9 @@ open class CLLocationManager: NSObject {
         case .unchanged:
             break
         case .noPrompt(let message), .missingUsageDescription(let message):
-            runner.withEngine { $0.authorizationExplained() }
+            // A diagnostic now; the delegate hears of it only when locations are asked for (the
+            // gate's refusal, naming the same command), as Apple reports errors only then.
             logOnce(message, code: "authorizationRequest")
-            runner.enqueue(.failure(CLError(.promptDeclined, message: message, reason: .authorizationRequest)))
         }
     }
 
@@ -380,7 +385,7 @@ open class CLLocationManager: NSObject {
         let (hasDelegate, wasRequested, warn) = state.withLock { state in
             let hasDelegate = state.delegate.value != nil
             defer { if !hasDelegate { state.warnedNoDelegate = true } }
-            return (hasDelegate, state.requested, !hasDelegate && !state.warnedNoDelegate)
+            return (hasDelegate, state.requested || authorizer.wasRequested, !hasDelegate && !state.warnedNoDelegate)
         }
         if !hasDelegate && warn {
             logOnce(

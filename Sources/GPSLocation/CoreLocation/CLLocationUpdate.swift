@@ -114,7 +114,8 @@ public struct CLLocationUpdate: Sendable {
         Updates(
             makeManager: {
                 let manager = CLLocationManager(
-                    source: source, authorizer: authorizer, delegateQueue: DispatchQueue(label: "gpslocation.liveUpdates"))
+                    source: source, authorizer: authorizer,
+                    delegateQueue: DispatchQueue(label: "gpslocation.liveUpdates"))
                 configuration.configure(manager)
                 return manager
             })

@@ -31,6 +31,11 @@ public actor CLMonitor {
             self.center = center
             self.radius = radius
         }
+
+        /// The same centre and radius.
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.center.isSame(as: rhs.center) && lhs.radius == rhs.radius
+        }
     }
 
     /// One change of a condition's state, with Apple's flags saying what limits it.

@@ -30,8 +30,11 @@ public let kCLLocationAccuracyHundredMeters: CLLocationAccuracy = 100
 public let kCLLocationAccuracyKilometer: CLLocationAccuracy = 1000
 /// Within 3 km.
 public let kCLLocationAccuracyThreeKilometers: CLLocationAccuracy = 3000
-/// Apple gives no number; reported as 3000. Compare it by value with this constant only.
-public let kCLLocationAccuracyReduced: CLLocationAccuracy = 3000
+/// Approximate locations: as `desiredAccuracy`, a manager with full accuracy authorization is
+/// served as if it had reduced accuracy (Apple's documented use). Apple documents no number;
+/// its value there is 6,380,000 (about the Earth's radius), distinct from every tier, and so
+/// here. Compare it by value with this constant only.
+public let kCLLocationAccuracyReduced: CLLocationAccuracy = 6_380_000
 /// Deliver every location, however little it moved.
 public let kCLDistanceFilterNone: CLLocationDistance = -1
 /// The largest distance: a region or filter that never triggers.
@@ -41,8 +44,10 @@ public let CLTimeIntervalMax: TimeInterval = .greatestFiniteMagnitude
 /// The `NSError` domain of every `CLError` (`(error as NSError).domain`).
 public let kCLErrorDomain = "kCLErrorDomain"
 
-/// A latitude/longitude pair in degrees (WGS 84).
-public struct CLLocationCoordinate2D: Sendable, Equatable, Hashable {
+/// A latitude/longitude pair in degrees (WGS 84). Neither `Equatable` nor `Hashable`, as Apple's
+/// is not (apps declare those themselves, and a second declaration would not compile); compare
+/// with `isSame(as:)`.
+public struct CLLocationCoordinate2D: Sendable {
     /// Degrees north of the equator (negative: south), −90…90.
     public var latitude: CLLocationDegrees
     /// Degrees east of Greenwich (negative: west), −180…180.
@@ -56,6 +61,14 @@ public struct CLLocationCoordinate2D: Sendable, Equatable, Hashable {
     public init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
         self.latitude = latitude
         self.longitude = longitude
+    }
+}
+
+extension CLLocationCoordinate2D {
+    /// True when both angles are equal (a GPSLocation addition, in place of the `==` Apple
+    /// does not declare).
+    public func isSame(as other: CLLocationCoordinate2D) -> Bool {
+        latitude == other.latitude && longitude == other.longitude
     }
 }
 
@@ -77,7 +90,7 @@ public func CLLocationCoordinate2DMake(_ latitude: CLLocationDegrees, _ longitud
 }
 
 /// Apple's raw values (0–4).
-public enum CLAuthorizationStatus: Int32, Sendable, CustomStringConvertible {
+public enum CLAuthorizationStatus: Int32, Sendable {
     /// The app has not been asked yet; `requestWhenInUseAuthorization()` asks.
     case notDetermined = 0
     /// The administrator's policy forbids location for this app; the user cannot change it.
@@ -91,8 +104,10 @@ public enum CLAuthorizationStatus: Int32, Sendable, CustomStringConvertible {
     /// macOS spelling of `.authorizedAlways`.
     public static var authorized: CLAuthorizationStatus { .authorizedAlways }
 
-    /// The NDJSON spelling: `notDetermined`, `restricted`, `denied`, `authorizedWhenInUse`, `authorizedAlways`.
-    public var description: String {
+    /// The NDJSON spelling: `notDetermined`, `restricted`, `denied`, `authorizedWhenInUse`,
+    /// `authorizedAlways` (a named property, not `CustomStringConvertible`, which Apple does not
+    /// declare: apps that declare it themselves would find `.description` ambiguous).
+    public var name: String {
         switch self {
         case .notDetermined: "notDetermined"
         case .restricted: "restricted"
@@ -104,13 +119,13 @@ public enum CLAuthorizationStatus: Int32, Sendable, CustomStringConvertible {
 }
 
 /// How precise the locations an app gets are (Apple's raw values).
-public enum CLAccuracyAuthorization: Int, Sendable, CustomStringConvertible {
+public enum CLAccuracyAuthorization: Int, Sendable {
     /// Precise positions.
     case fullAccuracy = 0
     /// Approximate positions only: a kept offset snapped to a grid, about 3 km.
     case reducedAccuracy = 1
-    /// `full` or `reduced`, as the NDJSON spells it.
-    public var description: String { self == .fullAccuracy ? "full" : "reduced" }
+    /// `full` or `reduced`, as the NDJSON spells it (a named property: see `CLAuthorizationStatus.name`).
+    public var name: String { self == .fullAccuracy ? "full" : "reduced" }
 }
 
 /// What the device is doing: decides how long a stop lasts before live updates pause

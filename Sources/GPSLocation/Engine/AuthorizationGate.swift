@@ -77,6 +77,10 @@ struct AuthorizationGate: Sendable {
     var fuzzer: LocationFuzzer
     /// The current refusal has been told to the app.
     var explained = false
+    /// The app asked for approximate locations (`desiredAccuracy = kCLLocationAccuracyReduced`)
+    /// though it may have precise ones: Apple then delivers "as if the app didn't have that
+    /// authorization", and so does the gate.
+    var reducedRequested = false
 
     init(state: AuthorizationState, fuzzer: LocationFuzzer) {
         self.state = state
@@ -93,7 +97,7 @@ struct AuthorizationGate: Sendable {
 
     mutating func decide(_ location: CLLocation, now: Date) -> Decision {
         if let refusal = state.refusal { return .refuse(explain(refusal)) }
-        if state.accuracy == .fullAccuracy { return .deliver(location) }
+        if state.accuracy == .fullAccuracy && !reducedRequested { return .deliver(location) }
         guard let reduced = fuzzer.reduce(location, now: now) else { return .hold }
         return .deliver(reduced)
     }

@@ -7,7 +7,9 @@ extension EngineRunner {
         /// On the thread that produced them (the source's, or the work queue's for a timer),
         /// one at a time: gpsloc writes its output so.
         case inline
-        /// On a serial queue (the main queue for a manager made on the main thread).
+        /// On the main queue (the main actor's executor): a manager made on the main thread.
+        case main
+        /// On a serial queue of the adapter's (never the main queue: that is `main`).
         case queue(DispatchQueue)
         /// On a thread's run loop (a manager made on a thread that runs one, as Apple does).
         case runLoop(RunLoopTarget)
@@ -19,8 +21,9 @@ extension EngineRunner {
         /// queue, a Swift concurrency thread, a thread that never runs its loop — Apple's
         /// callbacks would never come; here `fallback`, a private serial queue, serves instead
         /// (`usesFallback` is then true).
-        package static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (Delivery, usesFallback: Bool) {
-            if Thread.isMainThread { return (.queue(.main), false) }
+        package static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (Delivery, usesFallback: Bool)
+        {
+            if Thread.isMainThread { return (.main, false) }
             if RunLoop.current.currentMode != nil { return (.runLoop(RunLoopTarget()), false) }
             return (.queue(fallback()), true)
         }
@@ -29,10 +32,16 @@ extension EngineRunner {
         /// and a run loop (a private queue always runs).
         var mayStall: Bool {
             switch self {
-            case .inline: false
-            case .queue(let queue): queue === DispatchQueue.main
-            case .runLoop: true
+            case .inline, .queue: false
+            case .main, .runLoop: true
             }
+        }
+
+        /// `queue` as a delivery: the main queue is recognised by its label (each
+        /// `DispatchQueue.main` is a new Swift object on Linux, so identity cannot tell).
+        static func on(_ queue: DispatchQueue?) -> Delivery {
+            guard let queue else { return .inline }
+            return queue.label == DispatchQueue.main.label ? .main : .queue(queue)
         }
 
         /// What the stall watchdog says: which thread is not running, and the fixes.
@@ -48,7 +57,8 @@ extension EngineRunner {
                 message: String(format: "delegate callbacks have waited %.0f s: ", seconds) + thread
                     + " (blocked in readLine(), a semaphore or a sleep?) — end the program's set-up with "
                     + "dispatchMain() or RunLoop.main.run(), or give the manager a queue of its own "
-                    + "(CLLocationManager(delegateQueue: DispatchQueue(label: \"location\")) or manager.delegateQueue = …)")
+                    + "(CLLocationManager(delegateQueue: DispatchQueue(label: \"location\")) or manager.delegateQueue = …)"
+            )
         }
     }
 
@@ -58,12 +68,20 @@ extension EngineRunner {
     package struct RunLoopTarget: @unchecked Sendable {
         let runLoop: RunLoop
         let thread: pthread_t
+        /// Keeps the run loop running while the manager lives (Apple's manager keeps a source of
+        /// its own on it): without one, `RunLoop.run()` returns once its last timer has fired.
+        let keepAlive: Timer
 
         /// The calling thread's run loop.
         init() {
             runLoop = RunLoop.current
             thread = pthread_self()
+            keepAlive = Timer(timeInterval: 1e9, repeats: true) { _ in }
+            runLoop.add(keepAlive, forMode: .common)
         }
+
+        /// The manager is gone: the run loop may end when nothing else keeps it.
+        func release() { keepAlive.invalidate() }
 
         var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
 

@@ -91,6 +91,12 @@ package final class EngineRunner: Sendable {
     /// Where fired timers' steps run (serially), off the shared timer thread.
     private let work = DispatchQueue(label: "gpslocation.engine")
     private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    /// Marks the main queue (set once a process, when a runner first delivers there).
+    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
     /// Serializes inline delivery (no queue); recursive, so an adapter's callback may stop.
     private let delivering = NSRecursiveLock()
 
@@ -122,14 +128,15 @@ package final class EngineRunner: Sendable {
                     sourceInformation: source.sourceInformation,
                     fuzzer: fuzzer
                         ?? Self.keptFuzzer(reducedAccuracyStore, appID: authorization.appID, live: source.isLive)),
-                delivery: queue.map(Delivery.queue) ?? .inline, lastLocationCache: lastLocationCache))
+                delivery: .on(queue), lastLocationCache: lastLocationCache))
         owner.runner = self
-        queue?.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+        delivery = .on(queue)
     }
 
     deinit {
         timers.cancelAll()
         clock.cancelAll(ObjectIdentifier(self))
+        if case .runLoop(let target) = state.withLock({ $0.delivery }) { target.release() }
         if state.withLock({ $0.sourceRunning }) { source.stop() }
     }
 
@@ -156,17 +163,24 @@ package final class EngineRunner: Sendable {
     /// Setting it delivers on that queue (nil: inline).
     package var queue: DispatchQueue? {
         get {
-            guard case .queue(let queue) = state.withLock({ $0.delivery }) else { return nil }
-            return queue
+            switch state.withLock({ $0.delivery }) {
+            case .main: DispatchQueue.main
+            case .queue(let queue): queue
+            case .inline, .runLoop: nil
+            }
         }
-        set { delivery = newValue.map(Delivery.queue) ?? .inline }
+        set { delivery = .on(newValue) }
     }
 
     /// Where outputs are handed over: inline, on a serial queue, or on a thread's run loop.
     package var delivery: Delivery {
         get { state.withLock { $0.delivery } }
         set {
-            if case .queue(let queue) = newValue { queue.setSpecific(key: queueKey, value: ObjectIdentifier(self)) }
+            switch newValue {
+            case .queue(let queue): queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+            case .main: _ = Self.mainQueueKey
+            case .inline, .runLoop: break
+            }
             state.withLock { $0.delivery = newValue }
         }
     }
@@ -209,9 +223,10 @@ package final class EngineRunner: Sendable {
     package var isOnQueue: Bool {
         switch delivery {
         case .inline: false
-        case .queue(let queue):
-            DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
-                || (queue === DispatchQueue.main && Thread.isMainThread)
+        // The main queue runs on the main thread (`RunLoop.main`) or, after `dispatchMain()`, on
+        // a worker that serves it; its queue-specific value answers for both.
+        case .main: DispatchQueue.getSpecific(key: Self.mainQueueKey) == true || Thread.isMainThread
+        case .queue: DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
         case .runLoop(let target): target.isCurrent
         }
     }
@@ -322,6 +337,7 @@ package final class EngineRunner: Sendable {
         work.sync {}
         switch delivery {
         case .inline: flush()
+        case .main: DispatchQueue.main.sync {}
         case .queue(let queue): queue.sync {}
         case .runLoop(let target):
             let done = DispatchSemaphore(value: 0)
@@ -445,6 +461,7 @@ package final class EngineRunner: Sendable {
         guard scheduled else { return }
         if let watch { armStallCheck(drainsStarted: watch) }
         switch delivery {
+        case .main: DispatchQueue.main.async { [weak self] in self?.drain() }
         case .queue(let queue): queue.async { [weak self] in self?.drain() }
         case .runLoop(let target): target.perform { [weak self] in self?.drain() }
         case .inline: drain()
@@ -456,7 +473,8 @@ package final class EngineRunner: Sendable {
     private func armStallCheck(drainsStarted armedAt: Int) {
         clock.schedule(ObjectIdentifier(self), .deliveryStall, after: Self.stallWarning) { [weak self] in
             guard let self else { return }
-            let (report, handler, delivery) = state.withLock { state -> (Bool, (@Sendable (LocationDiagnostic) -> Void)?, Delivery) in
+            let (report, handler, delivery) = state.withLock {
+                state -> (Bool, (@Sendable (LocationDiagnostic) -> Void)?, Delivery) in
                 state.stallCheckArmed = false
                 let stalled = state.drainScheduled && state.drainsStarted == armedAt
                 if stalled { state.stallReported = true }

@@ -30,6 +30,8 @@ package struct LocationEngine: Sendable {
     /// What the app asked for.
     package struct Configuration: Sendable, Equatable {
         /// `kCLLocationAccuracy*` or metres; `requestLocation()` waits for it.
+        /// `kCLLocationAccuracyReduced`: approximate locations even with full accuracy
+        /// authorization, as Apple documents it (the gate's `reducedRequested`).
         package var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
         /// See `DistanceFilterStage`.
         package var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
@@ -225,6 +227,7 @@ package struct LocationEngine: Sendable {
 
     private mutating func applyConfiguration() {
         validity.maximumAge = configuration.maximumLocationAge
+        gate.reducedRequested = configuration.desiredAccuracy == kCLLocationAccuracyReduced
         filter.distanceFilter = configuration.distanceFilter
         staleness.timeout = configuration.staleFixTimeout
         receivers.selection = configuration.receiverSelection

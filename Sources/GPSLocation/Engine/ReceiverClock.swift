@@ -19,13 +19,13 @@ package struct ReceiverClock: Sendable {
     /// Fixes in a row on a new timeline before it is followed (default 3).
     package var confirmations = 3
     /// Seconds two fixes' (time − arrival) may differ and still be on one timeline.
-    package static let agreement: TimeInterval = 1
+    package static let agreement: TimeInterval = 0.5
     /// How far the system clock may be from the receiver's before it is worth a diagnostic
     /// (seconds; a report arrives well under a second after its epoch).
     package static let offsetTolerance: TimeInterval = 5
 
     private var anchor: (time: Date, arrival: Double)?
-    private var candidate: (offset: Double, count: Int)?
+    private var candidate: (time: Date, offset: Double, count: Int)?
 
     package init() {}
 
@@ -48,11 +48,14 @@ package struct ReceiverClock: Sendable {
             if time > anchor!.time { anchor = (time, arrival) }
             return age
         }
+        // On one new timeline: each fix later than the one before, and (time − arrival) the same
+        // within `agreement` — the receiver's time advancing with the monotonic clock. A repeated
+        // fix does not advance; reports handed on at once advance faster than the clock.
         let offset = time.timeIntervalSinceReferenceDate - arrival
-        if let previous = candidate, abs(previous.offset - offset) <= Self.agreement {
-            candidate = (offset, previous.count + 1)
+        if let previous = candidate, time > previous.time, abs(previous.offset - offset) <= Self.agreement {
+            candidate = (time, offset, previous.count + 1)
         } else {
-            candidate = (offset, 1)
+            candidate = (time, offset, 1)
         }
         guard candidate!.count >= confirmations else { return age }
         candidate = nil
@@ -72,9 +75,9 @@ package struct ReceiverClock: Sendable {
     package static func offsetMessage(_ offset: TimeInterval, fixTime: Date, now: Date, simulated: Bool) -> String {
         let amount = duration(abs(offset))
         if simulated {
-            return "gpsd is playing a recording dated \(iso8601Milliseconds(fixTime)), \(amount) "
-                + (offset > 0 ? "behind" : "ahead of") + " the system clock: its locations are delivered with the "
-                + "recording's time (freshness follows the recording's clock, not the system's)"
+            let day = String(iso8601Milliseconds(fixTime).prefix(10))
+            return "gpsd is playing a recording of \(day), \(amount) " + (offset > 0 ? "behind" : "ahead of")
+                + " the system clock; locations carry its time"
         }
         return "the system clock is \(amount) " + (offset > 0 ? "ahead of" : "behind")
             + " the receiver's GNSS time (system \(iso8601Milliseconds(now)), receiver \(iso8601Milliseconds(fixTime))): "
@@ -86,9 +89,15 @@ package struct ReceiverClock: Sendable {
     static func duration(_ seconds: TimeInterval) -> String {
         if seconds >= 2 * 86_400 { return String(format: "%.0f days", seconds / 86_400) }
         if seconds >= 3_600 {
-            return String(format: "%.0f h %.0f min", (seconds / 3_600).rounded(.down), (seconds.truncatingRemainder(dividingBy: 3_600) / 60).rounded(.down))
+            return String(
+                format: "%.0f h %.0f min", (seconds / 3_600).rounded(.down),
+                (seconds.truncatingRemainder(dividingBy: 3_600) / 60).rounded(.down))
         }
-        if seconds >= 60 { return String(format: "%.0f min %.0f s", (seconds / 60).rounded(.down), seconds.truncatingRemainder(dividingBy: 60).rounded(.down)) }
+        if seconds >= 60 {
+            return String(
+                format: "%.0f min %.0f s", (seconds / 60).rounded(.down),
+                seconds.truncatingRemainder(dividingBy: 60).rounded(.down))
+        }
         return String(format: "%.1f s", seconds)
     }
 }
