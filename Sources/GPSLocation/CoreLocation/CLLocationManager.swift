@@ -8,11 +8,14 @@ import GNSSCore
 /// by `EngineRunner`, the same driver `gpsloc` uses; the manager only translates the runner's
 /// outputs into delegate calls.
 ///
-/// **Where callbacks arrive.** Apple calls delegates on the run loop of the thread that made the
-/// manager. A Linux CLI or daemon usually runs no run loop, so here every delegate method is
-/// called serially on `delegateQueue`: by default a private serial queue of the manager's own,
-/// which needs nothing running; set it to `.main` in a program that runs `dispatchMain()` or a
-/// main run loop. Locations arrive oldest first; locations that wait for a slow delegate come
+/// **Where callbacks arrive.** As Apple does, on the run loop of the thread that made the
+/// manager: made on the main thread, on the main queue (served by `dispatchMain()`,
+/// `RunLoop.main.run()` or an `async` main), so a `@MainActor` delegate works; made inside
+/// another thread's running run loop, on that run loop. Made where no run loop runs (a dispatch
+/// queue, a Swift concurrency thread), on a private serial queue, and a `privateDelegateQueue`
+/// diagnostic says so once a process; `delegateQueue` chooses. When callbacks wait 5 s for a main
+/// thread that never runs its loop, a `delegateThreadBlocked` diagnostic names the fix. Every
+/// delegate method is called serially. Locations arrive oldest first; locations that wait for a slow delegate come
 /// batched into one call. A recording (a source that is not live) is never dropped: its source
 /// waits for the delegate. From a live source at most `maximumBatch` wait; the oldest beyond
 /// that are dropped and the diagnostics handler hears how many. No callback of any kind arrives

@@ -1,0 +1,104 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// #31: Apple's remaining semantics, each as public code uses it (the app-shaped programs are in
+/// `AppShapesTests`; the conformances apps declare, in `Support/AppDeclaredConformances.swift`).
+@Suite("Apple's semantics, as apps use them", .timeLimit(.minutes(2)))
+struct AppleSemanticsTests {
+    static func manager(_ authorizer: LocationAuthorizer, fixture: String = "drive-1hz-gp") throws -> CLLocationManager
+    {
+        CLLocationManager(
+            source: FixListSource(try FixtureFixes.load(fixture)), authorizer: authorizer,
+            delegateQueue: DispatchQueue(label: "apple-semantics"))
+    }
+
+    @Test("desiredAccuracy = kCLLocationAccuracyReduced: approximate locations with full authorization")
+    func reducedOnRequest() async throws {
+        #expect(
+            kCLLocationAccuracyReduced == 6_380_000 && kCLLocationAccuracyReduced != kCLLocationAccuracyThreeKilometers)
+        let authorizer = grantedAuthorizer(.authorizedAlways, accuracy: .fullAccuracy)
+        let manager = try Self.manager(authorizer)
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.desiredAccuracy = kCLLocationAccuracyReduced
+        manager.startUpdatingLocation()
+        #expect(await waitUntilAsync { delegate.errors.contains { $0.reason == .sourceEnded } })
+        manager.stopUpdatingLocation()
+        #expect(!delegate.locations.isEmpty)
+        #expect(delegate.locations.allSatisfy { $0.gnss?.reduced == true && $0.horizontalAccuracy >= 1000 })
+        #expect(manager.accuracyAuthorization == .fullAccuracy, "the authorization itself is unchanged")
+    }
+
+    @Test("a request nobody can answer: no error until locations are asked for, then one naming the command")
+    func requestErrorsOnlyWhenLocationsAreAsked() async throws {
+        let authorizer = LocationAuthorizer(appID: "no-terminal-app", initial: nil, prompt: nil, isInUse: false)
+        let manager = try Self.manager(authorizer)
+        let delegate = RecordingDelegate()
+        let notes = Locked<[LocationDiagnostic]>([])
+        manager.diagnosticsHandler = { note in notes.withLock { $0.append(note) } }
+        manager.delegate = delegate
+        manager.requestWhenInUseAuthorization()
+        await delegateQueueFlushed(manager)
+        #expect(delegate.errors.isEmpty, "Apple reports nothing at the request: \(delegate.errors)")
+        #expect(notes.withLock { $0.contains { $0.code == "authorizationRequest" } }, "a diagnostic says it at once")
+        manager.startUpdatingLocation()
+        await delegateQueueFlushed(manager)
+        manager.stopUpdatingLocation()
+        let errors = delegate.errors.filter { $0.code == .promptDeclined }
+        #expect(errors.count == 1, "\(delegate.errors)")
+        #expect(errors.first?.message.contains("gpsloc auth grant no-terminal-app --always") == true)
+        #expect(!delegate.errors.contains { $0.message.contains("never requested") })
+    }
+
+    @Test("a request through a CLServiceSession counts for the managers of the same authorizer")
+    func sessionRequestCounts() async throws {
+        let authorizer = LocationAuthorizer(appID: "session-app", initial: nil, prompt: nil, isInUse: false)
+        let session = CLServiceSession(authorization: .always, authorizer: authorizer)
+        defer { session.invalidate() }
+        let manager = try Self.manager(authorizer)
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        await delegateQueueFlushed(manager)
+        manager.stopUpdatingLocation()
+        #expect(!delegate.errors.contains { $0.message.contains("never requested") }, "\(delegate.errors)")
+        #expect(delegate.errors.contains { $0.code == .promptDeclined }, "it still says what to run")
+    }
+
+    @Test("the deprecated instance properties answer as the class methods")
+    @available(*, deprecated)
+    func deprecatedInstanceProperties() throws {
+        let manager = try Self.manager(grantedAuthorizer())
+        #expect(manager.locationServicesEnabled == CLLocationManager.locationServicesEnabled())
+        #expect(manager.headingAvailable == CLLocationManager.headingAvailable())
+    }
+
+    /// A completion that captures non-Sendable state, as Apple's (not `@Sendable`) allows.
+    final class ViewModel {
+        var message = "waiting"
+    }
+
+    @Test("requestTemporaryFullAccuracyAuthorization takes a non-Sendable completion")
+    func nonSendableCompletion() throws {
+        let manager = try Self.manager(grantedAuthorizer(.authorizedAlways, accuracy: .reducedAccuracy))
+        let model = ViewModel()
+        manager.requestTemporaryFullAccuracyAuthorization(withPurposeKey: "Navigation") { error in
+            model.message = error == nil ? "full" : "denied"
+        }
+        #expect(model.message == "denied")
+    }
+
+    @Test("conformances are the app's own: == and .description come from the declarations apps write")
+    func appConformances() {
+        let a = CLLocationCoordinate2D(latitude: 1, longitude: 2)
+        #expect(a == CLLocationCoordinate2D(latitude: 1, longitude: 2) && a.isSame(as: a))
+        #expect(Set([a, a]).count == 1)
+        #expect(CLAuthorizationStatus.authorizedAlways.description == "always", "the app's, not the library's")
+        #expect(CLAuthorizationStatus.authorizedAlways.name == "authorizedAlways", "the NDJSON name")
+        #expect(CLAccuracyAuthorization.reducedAccuracy.description == "approximate")
+    }
+}
