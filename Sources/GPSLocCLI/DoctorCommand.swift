@@ -61,6 +61,17 @@ enum DoctorCommand {
                         ? "a \(fix.mode) fix was reported just now"
                         : "the receiver reports no fix yet — give it a clear view of the sky; a cold start can take minutes"
                 )
+                // The rule watch and every app follow (`ReceiverClock`): the system clock never
+                // refuses a fix, and a disagreement is said in the same words.
+                let now = Date()
+                if fix.mode >= .twoDimensional, let time = fix.time,
+                    let offset = ReceiverClock.offset(of: time, now: now)
+                {
+                    let simulated = GPSFakeDetection.feeds(endpoint)
+                    report(
+                        simulated ? "ok" : "warn",
+                        ReceiverClock.offsetMessage(offset, fixTime: time, now: now, simulated: simulated))
+                }
             } else if !devices.isEmpty {
                 report("warn", "no position report within 2 s — the receiver may be starting; check `gpspipe -w -n 10`")
             }

@@ -102,3 +102,41 @@ struct AppleSemanticsTests {
         #expect(CLAccuracyAuthorization.reducedAccuracy.description == "approximate")
     }
 }
+
+extension AppleSemanticsTests {
+    @Test("liveUpdates from a live receiver dated months ago: delivered, with no option")
+    func liveUpdatesOnReceiverClock() async throws {
+        // A live receiver whose fixes are dated June 2026 (a box whose clock is elsewhere): each
+        // delivered, no option needed (`liveUpdates` cannot set one).
+        let source = ManualLocationSource(isLive: true)
+        let fixes = Array(try FixtureFixes.load("clean-1hz-multi").filter { $0.hasPosition }.prefix(3))
+        let feeder = Task {
+            #expect(await waitUntilAsync { source.isRunning })
+            for fix in fixes { _ = source.send(.fix(fix)) }
+        }
+        // Live updates keep only the newest waiting one (Apple's latest-wins): one is the proof.
+        var located: CLLocation?
+        for try await update in CLLocationUpdate.liveUpdates(source: source, authorizer: grantedAuthorizer())
+        where update.location != nil {
+            located = update.location
+            break
+        }
+        await feeder.value
+        #expect(located.map { fixes.map(\.time).contains($0.timestamp) } == true)
+    }
+
+    @Test("liveUpdates with no fix at all: an update saying the location is unavailable, not silence")
+    func liveUpdatesSaySilence() async throws {
+        let source = ManualLocationSource(isLive: true)
+        let started = ContinuousClock.now
+        var first: CLLocationUpdate?
+        for try await update in CLLocationUpdate.liveUpdates(source: source, authorizer: grantedAuthorizer()) {
+            first = update
+            break
+        }
+        #expect(first?.locationUnavailable == true && first?.reason == .stale, "\(String(describing: first))")
+        // Documented: three receiver cycles, 1 s assumed before any fix — 3 s (bounded generously
+        // for a loaded machine; the point is that it comes).
+        #expect(ContinuousClock.now - started < .seconds(30))
+    }
+}

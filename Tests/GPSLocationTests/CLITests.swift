@@ -530,6 +530,13 @@ extension RealGPSD.LaneB {
                 result.stdout.contains("ok    gpsd answers at 127.0.0.1:\(server.endpoint.port)"), "\(result.stdout)")
             #expect(result.stdout.contains("ok    gpsd reads /dev/pts/"), "\(result.stdout)")
             #expect(result.stdout.contains("fix was reported just now"), "\(result.stdout)")
+            // #31: the recording is from June 2026, on a receiver (not gpsfake): doctor says what
+            // watch says, in the same words — the clocks disagree, and nothing is refused.
+            #expect(
+                result.stdout.contains("warn  the system clock is")
+                    && result.stdout.contains("ahead of the receiver's"),
+                "\(result.stdout)")
+            #expect(!result.stdout.contains("stale"), "\(result.stdout)")
         }
     }
 }
