@@ -47,4 +47,21 @@ extension LocationEngine {
         stalenessDeadline = due
         return [.arm(.staleness, after: max(0, due.timeIntervalSince(now)))]
     }
+
+    /// Live: one diagnostic when the system clock disagrees with the receiver's (once until they
+    /// agree again); locations flow either way.
+    mutating func systemClockCheck(_ time: Date, now: Date) -> [Action] {
+        guard let offset = ReceiverClock.offset(of: time, now: now) else {
+            clockOffsetReported = false
+            return []
+        }
+        guard !clockOffsetReported else { return [] }
+        clockOffsetReported = true
+        let simulated = sourceInformation?.isSimulatedBySoftware == true
+        return [
+            .diagnose(
+                code: "systemClockOffset",
+                message: ReceiverClock.offsetMessage(offset, fixTime: time, now: now, simulated: simulated))
+        ]
+    }
 }

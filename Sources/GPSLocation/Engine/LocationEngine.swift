@@ -152,13 +152,13 @@ package struct LocationEngine: Sendable {
     private var validity = ValidityStage()
     private let accuracy = AccuracyStage()
     /// What every location says of its source (simulated or a receiver).
-    private let sourceInformation: CLLocationSourceInformation?
+    let sourceInformation: CLLocationSourceInformation?
     private var receivers = ReceiverSelectionStage()
     private var timeOrder = TimeOrderStage()
     /// Live freshness: the receiver's clock, advanced by the monotonic clock.
-    private var receiverClock = ReceiverClock()
+    var receiverClock = ReceiverClock()
     /// The system clock's disagreement with the receiver's has been reported.
-    private var clockOffsetReported = false
+    var clockOffsetReported = false
     var staleness = FixStalenessMonitor()
     // Internal, not private, where LocationEngine+Monitoring.swift uses them.
     var gate: AuthorizationGate
@@ -242,23 +242,6 @@ package struct LocationEngine: Sendable {
     package func clock(now: Date, uptime: Double? = nil) -> Date? {
         guard isLive else { return recordingNow }
         return uptime.flatMap(receiverClock.now(arrival:)) ?? now
-    }
-
-    /// Live: one diagnostic when the system clock disagrees with the receiver's (once until they
-    /// agree again); locations flow either way.
-    private mutating func systemClockCheck(_ time: Date, now: Date) -> [Action] {
-        guard let offset = ReceiverClock.offset(of: time, now: now) else {
-            clockOffsetReported = false
-            return []
-        }
-        guard !clockOffsetReported else { return [] }
-        clockOffsetReported = true
-        let simulated = sourceInformation?.isSimulatedBySoftware == true
-        return [
-            .diagnose(
-                code: "systemClockOffset",
-                message: ReceiverClock.offsetMessage(offset, fixTime: time, now: now, simulated: simulated))
-        ]
     }
 
     // MARK: Lifecycle
