@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Proves the NMEA engine needs no libgps: copies GNSSCore, NMEA0183 and their tests into a
-# scratch package whose manifest has no CGPS (nor any C target) and builds and tests it there.
+# scratch package whose manifest has no CGPS (nor any C target) and builds it there.
 # Run by scripts/test.sh; works the same on a machine without libgps-dev.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,4 +30,7 @@ if grep -rlE '^(internal |public |package )?import (CGPS|GPSDClient|GPSLocation)
   echo "check-nmea-standalone: the files above import a libgps layer" >&2
   exit 1
 fi
-(cd "$scratch" && swift build --build-tests -q && swift test --skip-build -q 2>&1 | tail -n 3)
+# Built with its tests (they compile without libgps too); the tests themselves run once, in the
+# main suite, not again here.
+(cd "$scratch" && swift build --build-tests -q)
+echo "check-nmea-standalone: GNSSCore, NMEA0183 and their tests build in a package with no CGPS"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: unit tests, the real-gpsd integration tests (gpsfake), the
-# GeodSolve comparison, the CLI tests, the NMEA engine built without libgps, the installer, and the manager,
-# engine, staleness and receiver suites under Thread Sanitizer. Warnings are errors (Package.swift).
+# GeodSolve comparison, the CLI tests, the NMEA engine built without libgps, the fuzz target's
+# build, the DocC check, the installer, and the manager, engine, staleness and receiver suites
+# under Thread Sanitizer. Warnings are errors (Package.swift). One line per step on the page,
+# with its time; each step's output in .build/ci-logs/.
 #
 # scripts/test.sh --stress N   runs the parallel suite N times while busy loops keep every core
 #                              busy (as on a shared CI machine), and prints how often each test failed.
@@ -29,23 +31,56 @@ if [ "${1:-}" = "--stress" ]; then
   [ "$failed_runs" -eq 0 ]
   exit
 fi
-# In parallel; the real-gpsd suites run one at a time in each of two lanes (RealGPSD), and every suite has a
-# Swift Testing time limit, so a stuck test fails by itself instead of hanging the run.
-swift test --skip-build --parallel
-# The NMEA engine in a package with no CGPS at all: it builds and passes without libgps.
-scripts/check-nmea-standalone.sh
-# The libFuzzer target over the NMEA engine still builds (scripts/fuzz.sh SECONDS runs it).
-scripts/fuzz.sh --build-only
-# The installer into an empty prefix: a gpsloc with the Swift runtime linked in (no Swift library
-# loaded), its man page and completion, the udev rule, idempotence and uninstall (a release build).
-scripts/check-install.sh
-# The API documentation (DocC): builds with no warning, and every public declaration has a doc
-# comment.
-scripts/docs.sh
-# The threading of the manager, the engine's drivers and timers, and the gpsd reader thread, under
-# Thread Sanitizer (a separate build).
-# The receiver rules run here through their stage and a manager fed fixes (ReceiverSelectionStageTests);
-# the real-gpsd receiver suite is left out: under TSan's slowdown which receiver reports first is a
-# race of its set-up (seen: it picked the other receiver), not of the code.
-swift test --sanitize=thread \
-  --filter "ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests|DriverRaceTests|SlowConsumerTests"
+# One debug build above; then the checks. The parallel suite runs in the foreground while the
+# checks that need builds of their own (each in its own build folder, so none waits on the
+# suite's lock or replaces a binary it runs) go one after another beside it: the suite mostly
+# waits on gpsd's pacing, so they use the cores it leaves idle. Each step's output goes to
+# .build/ci-logs/STEP.log; the page gets one line per step with its time, and a failing step's
+# log tail.
+logs=.build/ci-logs
+rm -rf "$logs"; mkdir -p "$logs"
+step() { # step NAME COMMAND... : runs COMMAND, logs it, says how long it took
+  local name=$1; shift
+  local start=$SECONDS
+  if "$@" >"$logs/$name.log" 2>&1; then
+    echo "step $name: passed in $((SECONDS - start)) s"
+  else
+    echo "step $name: FAILED after $((SECONDS - start)) s (log: $logs/$name.log); its end:"
+    tail -n 40 "$logs/$name.log"
+    return 1
+  fi
+}
+# The threading of the manager, the engine's drivers and timers, and the gpsd reader thread,
+# under Thread Sanitizer: built beside the suite, run after it (its timings want the cores).
+# The receiver rules run here through their stage and a manager fed fixes
+# (ReceiverSelectionStageTests); the real-gpsd receiver suite is left out: under TSan's
+# slowdown which receiver reports first is a race of its set-up, not of the code.
+tsan_filter="ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests|DriverRaceTests|SlowConsumerTests"
+side_checks() {
+  local failed=0
+  step tsan-build swift build --build-tests --sanitize=thread --scratch-path .build/tsan || failed=1
+  # The NMEA engine in a package with no CGPS at all: it builds without libgps.
+  step nmea-alone scripts/check-nmea-standalone.sh || failed=1
+  # The libFuzzer target over the NMEA engine still builds (scripts/fuzz.sh SECONDS runs it).
+  step fuzz-build scripts/fuzz.sh --build-only || failed=1
+  # The API documentation (DocC): no warning, every public declaration documented.
+  step docs scripts/docs.sh || failed=1
+  # The installer into an empty prefix: a static gpsloc (release build), man page, completion,
+  # udev rule, idempotence and uninstall.
+  step install scripts/check-install.sh || failed=1
+  return "$failed"
+}
+side_checks > "$logs/side-checks.txt" 2>&1 &
+side=$!
+# The suite in parallel; the real-gpsd suites run one at a time in each of four lanes (RealGPSD),
+# and every suite has a Swift Testing time limit, so a stuck test fails by itself.
+status=0
+step tests swift test --skip-build --parallel || status=1
+grep -E "^. Test run with" "$logs/tests.log" || true
+wait "$side" || status=1
+cat "$logs/side-checks.txt"
+if [ -f "$logs/tsan-build.log" ] && grep -q "tsan-build: passed" "$logs/side-checks.txt"; then
+  step tsan-tests swift test --skip-build --sanitize=thread --scratch-path .build/tsan --filter "$tsan_filter" || status=1
+fi
+[ "$status" = 0 ] && echo "test.sh: every step passed in $SECONDS s" || echo "test.sh: FAILED (see the steps above)"
+exit "$status"

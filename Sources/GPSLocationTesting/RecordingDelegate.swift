@@ -24,6 +24,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         var callbackDelay: Double = 0
     }
     private let record = Locked(Record())
+    private let changes = ChangeWaiters()
     /// When set, every callback must run on the queue carrying this key (counted in `wrongQueue`).
     public let expectedQueue: DispatchSpecificKey<Bool>?
 
@@ -107,22 +108,24 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     /// (a 2-core machine has two).
     @discardableResult
     public func waitForLocations(_ count: Int, timeout: Double = 10) async -> Bool {
-        await pollSuspending(timeout: timeout) { self.locations.count >= count }
+        await wait(timeout: timeout) { $0.locations.count >= count }
     }
 
     /// Waits, suspended, until an error with `reason` has arrived.
     @discardableResult
     public func waitForError(_ reason: CLError.Reason, timeout: Double = 10) async -> Bool {
-        await pollSuspending(timeout: timeout) { self.errors.contains { $0.reason == reason } }
+        await wait(timeout: timeout) { $0.errors.contains { $0.reason == reason } }
     }
 
-    private func pollSuspending(timeout: Double, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
+    /// Waits, suspended, until `condition` holds of what has been recorded: it is checked again
+    /// after every callback, so the wait ends with the callback that makes it true — no polling,
+    /// no sleeping. False if it still does not hold after `timeout` seconds (a bound on a hang,
+    /// not a pace: a condition that comes true never waits for it).
+    @discardableResult
+    public func wait(timeout: Double = 60, until condition: @escaping @Sendable (RecordingDelegate) -> Bool) async
+        -> Bool
+    {
+        await changes.wait(hangLimit: timeout) { [self] in condition(self) }
     }
 
     private func poll(timeout: Double, _ condition: () -> Bool) -> Bool {
@@ -143,7 +146,10 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         }
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
     }
-    private func leave() { record.withLock { $0.inside = false } }
+    private func leave() {
+        record.withLock { $0.inside = false }
+        changes.changed()
+    }
 
     /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import GPSLocation
 
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneD {
     /// #31: `Examples/AppShapes`, app-shaped code as Swift 6 apps are written for Apple platforms,
     /// run as its own process against a real gpsd reading a receiver: a `@MainActor` model on the
     /// main run loop and under `dispatchMain()`, an async wrapper that sets its delegate before
@@ -59,29 +59,23 @@ extension RealGPSD.LaneB {
             let err = Pipe()
             process.standardOutput = out
             process.standardError = err
-            try process.run()
+            let child = RunningProgram(process)
+            try child.start()
             let output = LineReader(out.fileHandleForReading)
             let errors = LineReader(err.fileHandleForReading)
-            let child = ChildReference(process: process)
             // SIGKILL: a child spawned from a dispatch worker inherits its blocked signals, so
             // SIGTERM may never arrive.
-            let watchdog = DispatchWorkItem { kill(child.process.processIdentifier, SIGKILL) }
+            let watchdog = DispatchWorkItem { child.kill(SIGKILL) }
             DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
             if let stderrSays {
                 _ = await errors.waitFor(timeout: 60) { $0.contains { $0.text.contains(stderrSays) } }
-                kill(process.processIdentifier, SIGKILL)
+                child.kill(SIGKILL)
             }
-            let stdout = try await offConcurrencyThreads { output.finish().map(\.text) }
-            try await offConcurrencyThreads { child.process.waitUntilExit() }
+            let stdout = await output.finish().map(\.text)
+            await child.exited()
             watchdog.cancel()
-            let stderr = try await offConcurrencyThreads { errors.finish().map(\.text).joined(separator: "\n") }
+            let stderr = await errors.finish().map(\.text).joined(separator: "\n")
             return (process.terminationStatus, process.terminationReason == .uncaughtSignal, stdout, stderr)
-        }
-
-        /// The child, for the closures that wait for it. @unchecked Sendable: only
-        /// `waitUntilExit()` and `terminate()` are called through it.
-        struct ChildReference: @unchecked Sendable {
-            let process: Process
         }
 
         /// `count` runs of `mode`, four at a time (each waits on its own process).

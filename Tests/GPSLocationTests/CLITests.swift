@@ -69,81 +69,33 @@ struct ArgumentTests {
 enum GPSLocBinary {
     static let path = Paths.packageRoot.appendingPathComponent(".build/debug/gpsloc").path
 
-    /// Runs gpsloc to its end on a thread of its own, so the wait never holds one of the few Swift
-    /// concurrency threads the other tests need.
-    static func run(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) async throws -> (
-        status: Int32, stdout: String, stderr: String, seconds: Double
-    ) {
-        try await offConcurrencyThreads { try runBlocking(arguments, configHome: configHome, stdin: stdin) }
+    /// The environment gpsloc runs with: the user's files in `configHome` (never the user's own).
+    static func environment(configHome: URL? = nil) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        let home = configHome ?? emptyConfigHome
+        environment["XDG_CONFIG_HOME"] = home.path
+        environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
+        environment["XDG_STATE_HOME"] = home.appendingPathComponent("state").path
+        return environment
     }
 
-    /// The body of `run`, blocking the calling thread.
-    private static func runBlocking(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) throws -> (
-        status: Int32, stdout: String, stderr: String, seconds: Double
-    ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CONFIG_HOME"] = (configHome ?? emptyConfigHome).path
-        environment["XDG_CACHE_HOME"] = (configHome ?? emptyConfigHome).appendingPathComponent("cache").path
-        environment["XDG_STATE_HOME"] = (configHome ?? emptyConfigHome).appendingPathComponent("state").path
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = try stdin.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.nullDevice
-        let start = ContinuousClock.now
-        try process.run()
-        // stderr is read on a thread of its own: read one after the other, a full stderr pipe
-        // would stop gpsloc before it closes stdout, and both sides would wait for ever.
-        let errorText = Locked(Data())
-        let errorRead = DispatchSemaphore(value: 0)
-        let errorHandle = err.fileHandleForReading
-        Thread.detachNewThread {
-            let data = errorHandle.readDataToEndOfFile()
-            errorText.withLock { $0 = data }
-            errorRead.signal()
-        }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        errorRead.wait()
-        let errData = errorText.withLock { $0 }
-        process.waitUntilExit()
-        let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self),
-            String(decoding: errData, as: UTF8.self), seconds
-        )
+    /// Runs gpsloc to its end, awaiting its exit (no thread is held while it runs).
+    static func run(_ arguments: [String], configHome: URL? = nil, stdin: URL? = nil) async throws -> ProgramResult {
+        try await runProgram(path, arguments, environment: environment(configHome: configHome), stdinFile: stdin)
     }
 
     /// Runs a bash command line in which `$GPSLOC` is the binary (for redirections a test needs:
     /// closed descriptors, pipes to a reader that leaves); returns its exit status.
     static func shell(_ command: String) async throws -> Int32 {
-        try await offConcurrencyThreads {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = ["-c", command]
-            var environment = ProcessInfo.processInfo.environment
-            environment["GPSLOC"] = path
-            environment["XDG_CONFIG_HOME"] = emptyConfigHome.path
-            environment["XDG_CACHE_HOME"] = emptyConfigHome.appendingPathComponent("cache").path
-            environment["XDG_STATE_HOME"] = emptyConfigHome.appendingPathComponent("state").path
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        var environment = environment()
+        environment["GPSLOC"] = path
+        return try await runProgram("/bin/bash", ["-c", command], environment: environment).status
     }
 
     /// Starts gpsloc in the background with its own decision store; its stdout lines are
     /// collected with their arrival times. `extraEnvironment`: set for gpsloc (libfaketime's).
     static func launch(_ arguments: [String], configHome: URL, extraEnvironment: [String: String] = [:]) throws -> (
-        process: Process, reader: LineReader
+        process: RunningProgram, reader: LineReader
     ) {
         let process = Process()
         if extraEnvironment["LD_PRELOAD"] == nil {
@@ -155,16 +107,13 @@ enum GPSLocBinary {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", #"exec "$0" "$@""#, path] + arguments
         }
-        var environment = ProcessInfo.processInfo.environment.merging(extraEnvironment) { $1 }
-        environment["XDG_CONFIG_HOME"] = configHome.path
-        environment["XDG_CACHE_HOME"] = configHome.appendingPathComponent("cache").path
-        environment["XDG_STATE_HOME"] = configHome.appendingPathComponent("state").path
-        process.environment = environment
+        process.environment = environment(configHome: configHome).merging(extraEnvironment) { $1 }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        return (process, LineReader(output.fileHandleForReading))
+        let program = RunningProgram(process)
+        try program.start()
+        return (program, LineReader(output.fileHandleForReading))
     }
 
     /// A fresh folder for the decision store, so tests never touch the user's.
@@ -224,16 +173,7 @@ extension RealGPSD.LaneB {
         func runProbe() async throws {
             let probe = Paths.packageRoot.appendingPathComponent("scripts/gpsd-reporting.sh").path
             func status(_ gpsd: String) async throws -> Int32 {
-                try await offConcurrencyThreads {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: probe)
-                    process.arguments = [gpsd]
-                    process.standardOutput = FileHandle.nullDevice
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    process.waitUntilExit()
-                    return process.terminationStatus
-                }
+                try await runProgram(probe, [gpsd]).status
             }
             let server = try await GPSFakeServer.started(
                 log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"))
@@ -272,8 +212,8 @@ func runWatch(against fixture: String, _ arguments: [String], configHome: URL) a
     await server.waitForExit(timeout: .seconds(120))
     _ = await reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"reconnecting\"") } }
     process.terminate()
-    process.waitUntilExit()
-    return GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
+    await process.exited()
+    return GPSLocBinary.jsonLines(await reader.finish().map(\.text).joined(separator: "\n"))
 }
 
 enum FreePortForTests {
@@ -386,24 +326,20 @@ extension RealGPSD.LaneB {
         }
 
         @Test("8 processes granting at once lose no decision")
-        func concurrentGrants() throws {
+        func concurrentGrants() async throws {
             let config = try GPSLocBinary.makeConfigHome()
-            let processes = (0..<8).map { index -> Process in
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
-                process.arguments = [
-                    "auth", "grant", "app\(index)", index.isMultiple(of: 2) ? "--always" : "--when-in-use",
-                ]
-                var environment = ProcessInfo.processInfo.environment
-                environment["XDG_CONFIG_HOME"] = config.path
-                environment["XDG_CACHE_HOME"] = config.appendingPathComponent("cache").path
-                process.environment = environment
-                process.standardOutput = FileHandle.nullDevice
-                return process
+            let statuses = try await withThrowingTaskGroup(of: Int32.self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        try await GPSLocBinary.run(
+                            ["auth", "grant", "app\(index)", index.isMultiple(of: 2) ? "--always" : "--when-in-use"],
+                            configHome: config
+                        ).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            for process in processes { try process.run() }
-            for process in processes { process.waitUntilExit() }
-            #expect(processes.allSatisfy { $0.terminationStatus == 0 })
+            #expect(statuses == [Int32](repeating: 0, count: 8))
             let store = DecisionStore(directory: config.appendingPathComponent("gpslocation"))
             let entries = try store.entries()
             #expect(entries.count == 8)
@@ -464,8 +400,8 @@ extension RealGPSD.LaneB {
                     lines.filter { $0.text.contains(#""type":"location""#) }.count >= 5
                 })
             process.terminate()
-            process.waitUntilExit()
-            let live = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
+            await process.exited()
+            let live = GPSLocBinary.jsonLines(await reader.finish().map(\.text).joined(separator: "\n"))
                 .filter { $0["type"] as? String == "location" }
             let last = try await GPSLocBinary.run(["last", "--json"], configHome: config)
             #expect(last.status == 0, "\(last.stdout) \(last.stderr)")
@@ -541,7 +477,7 @@ extension RealGPSD.LaneB {
     }
 }
 
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneD {
     @Suite(
         "gpsloc replay", .serialized,
         .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"))
@@ -795,13 +731,10 @@ extension RealGPSD.LaneB {
             #expect(await reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 10 })
             let revokedAt = Date()
             #expect(try await GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config).status == 0)
-            // Off the concurrency threads (Foundation's wait spins), and bounded: a gpsloc that
-            // failed to end is killed and the test says so instead of hanging the run.
-            let ended = await waitUntilAsync(timeout: 30) { !process.isRunning }
-            if !ended { process.terminate() }
-            #expect(ended, "gpsloc watch did not end after the revocation")
-            _ = try await offConcurrencyThreads { process.waitUntilExit() }
-            let lines = reader.finish()
+            // Bounded: a gpsloc that failed to end is stopped and the test says so instead of
+            // hanging the run.
+            #expect(await process.exited(hangLimit: 30), "gpsloc watch did not end after the revocation")
+            let lines = await reader.finish()
             #expect(process.terminationStatus == 1)
             let lastLocation = lines.last { $0.text.contains("\"location\"") }
             let delay = lastLocation.map { $0.time.timeIntervalSince(revokedAt) } ?? 0
@@ -869,8 +802,11 @@ final class LineReader: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [(time: Date, text: String)] = []
     private var partial = ""
-    private let done = DispatchSemaphore(value: 0)
+    private let done = ExitLatch()
+    private let changes = ChangeWaiters()
 
+    /// Reads `handle` to its end on a thread of its own (not a concurrency thread); every new
+    /// line wakes the waits whose condition it makes true.
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
             while true {
@@ -884,20 +820,26 @@ final class LineReader: @unchecked Sendable {
                         partial = String(partial[partial.index(after: newline)...])
                     }
                 }
+                changes.changed()
             }
-            done.signal()
+            done.finish(0)
+            changes.end()
         }
     }
 
-    func waitFor(timeout: Double, _ condition: ([(time: Date, text: String)]) -> Bool) async -> Bool {
-        await waitUntilAsync(timeout: timeout) { lock.withLock { condition(lines) } }
+    /// Suspends until `condition` holds of the lines so far (true), or the output ends or
+    /// `timeout` seconds pass without it (false; the bound only ends a hang).
+    func waitFor(timeout: Double, _ condition: @escaping @Sendable ([(time: Date, text: String)]) -> Bool) async -> Bool
+    {
+        await changes.wait(hangLimit: timeout) { [self] in lock.withLock { condition(lines) } }
     }
 
     /// The lines so far.
     var snapshot: [(time: Date, text: String)] { lock.withLock { lines } }
 
-    func finish() -> [(time: Date, text: String)] {
-        done.wait()
+    /// Every line, once the output has ended.
+    func finish() async -> [(time: Date, text: String)] {
+        await done.wait()
         return lock.withLock { lines }
     }
 }
@@ -955,14 +897,14 @@ extension RealGPSD.LaneB {
                     configHome: config
                 )
                 _ = await reader.waitFor(timeout: 30) { $0.filter { $0.text.contains("\"location\"") }.count >= 15 }
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                return reader.finish().map(\.text).joined(separator: "\n")
+                process.kill(SIGKILL)
+                await process.exited()
+                return await reader.finish().map(\.text).joined(separator: "\n")
             }
             let delivered = GPSLocBinary.jsonLines(output).filter { $0["type"] as? String == "location" }
             #expect(delivered.count >= 15)
             // xmllint: well-formed.
-            #expect(try Self.run("/usr/bin/xmllint", ["--noout", track.path]).status == 0)
+            #expect(try await Self.run("/usr/bin/xmllint", ["--noout", track.path]).status == 0)
             // Private, and never overwritten: a second run refuses the existing file before it
             // starts (exit 1, the file untouched), and a link is not followed.
             #expect((try FileManager.default.attributesOfItem(atPath: track.path)[.posixPermissions] as? Int) == 0o600)
@@ -981,7 +923,7 @@ extension RealGPSD.LaneB {
             let gpx = try String(contentsOf: segmented, encoding: .utf8)
             #expect(gpx.components(separatedBy: "<trkseg>").count - 1 == 2, "two segments around the tunnel")
             #expect(!gpx.contains("<trkseg>\n  </trkseg>"), "no empty segment")
-            #expect(try Self.run("/usr/bin/xmllint", ["--noout", segmented.path]).status == 0)
+            #expect(try await Self.run("/usr/bin/xmllint", ["--noout", segmented.path]).status == 0)
             let onItself = try await GPSLocBinary.run(["replay", recording.path, "--gpx", recording.path])
             #expect(onItself.status == 1, "the recording being replayed is never truncated")
             let link = config.appendingPathComponent("link.gpx")
@@ -1013,7 +955,7 @@ extension RealGPSD.LaneB {
             #expect(
                 (try FileManager.default.attributesOfItem(atPath: scratch.path)[.posixPermissions] as? Int) == 0o600)
             // gpsbabel reads the track back: the same points, in order.
-            let csv = try Self.run(
+            let csv = try await Self.run(
                 "/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", track.path, "-o", "unicsv", "-F", "-"])
             let rows = csv.output.split(whereSeparator: \.isNewline).dropFirst().map { $0.split(separator: ",") }
             #expect(
@@ -1027,17 +969,9 @@ extension RealGPSD.LaneB {
             }
         }
 
-        static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: tool)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            try process.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        static func run(_ tool: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+            let result = try await runProgram(tool, arguments, mergeErrors: true)
+            return (result.status, result.stdout)
         }
     }
 }

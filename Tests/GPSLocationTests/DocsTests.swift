@@ -32,18 +32,9 @@ struct DocsTests {
         return blocks
     }
 
-    static func run(_ tool: String, _ arguments: [String], in folder: URL? = nil) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        if let folder { process.currentDirectoryURL = folder }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+    static func run(_ tool: String, _ arguments: [String], in folder: URL? = nil) async throws -> (Int32, String) {
+        let result = try await runProgram(tool, arguments, in: folder, mergeErrors: true)
+        return (result.status, result.stdout)
     }
 
     @Test("the README is at most 200 lines, and names the two commands first")
@@ -88,11 +79,9 @@ struct DocsTests {
                     try "".write(
                         to: package.appendingPathComponent("Sources/Tracker/main.swift"), atomically: true,
                         encoding: .utf8)
-                    let (status, output) = try await offConcurrencyThreads {
-                        try Self.run(
-                            swiftc.replacingOccurrences(of: "swiftc", with: "swift"),
-                            ["package", "--package-path", package.path, "describe", "--type", "json"])
-                    }
+                    let (status, output) = try await Self.run(
+                        swiftc.replacingOccurrences(of: "swiftc", with: "swift"),
+                        ["package", "--package-path", package.path, "describe", "--type", "json"])
                     #expect(status == 0 && output.contains("GPSLocation"), "\(name): \(output.suffix(600))")
                 } else {
                     let file = folder.appendingPathComponent("main.swift")
@@ -106,7 +95,7 @@ struct DocsTests {
                         "-Xcc", "-I", "-Xcc", Self.root.appendingPathComponent("Sources/CPseudoTerminal/include").path,
                         file.path,
                     ]
-                    let (status, output) = try await offConcurrencyThreads { try Self.run(swiftc, arguments) }
+                    let (status, output) = try await Self.run(swiftc, arguments)
                     #expect(status == 0, "\(name) does not build:\n\(output.prefix(1500))")
                 }
                 checked += 1

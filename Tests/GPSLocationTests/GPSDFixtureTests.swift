@@ -6,7 +6,7 @@ import Testing
 
 /// The project's own recordings through the real gpsd: what gpsd's own watcher saw is what our
 /// source decodes, TPV for TPV; devices are reported; SKY reports carry satellites.
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneD {
     @Suite(
         "gpsd integration: project fixtures", .serialized,
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))

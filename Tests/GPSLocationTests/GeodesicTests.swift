@@ -92,7 +92,7 @@ struct GeodesicTests {
             if: FileManager.default.isExecutableFile(atPath: "/usr/bin/GeodSolve") || Conditions.underCI,
             "GeodSolve not installed: sudo apt-get install geographiclib-tools")
     )
-    func matchesGeodSolve() throws {
+    func matchesGeodSolve() async throws {
         var random = TestRandom(seed: 2026)
         var lines: [(Double, Double, Double, Double)] = []
         for _ in 0..<1000 {
@@ -108,7 +108,7 @@ struct GeodesicTests {
         }
         let input = lines.map { String(format: "%.12f %.12f %.12f %.12f", $0.0, $0.1, $0.2, $0.3) }.joined(
             separator: "\n")
-        let output = try geodSolveInverse(input + "\n", precision: 9)
+        let output = try await geodSolveInverse(input + "\n", precision: 9)
         let reference = output.split(separator: "\n").map { Double($0.split(separator: " ")[2])! }
         try #require(reference.count == lines.count)
         var worst = 0.0

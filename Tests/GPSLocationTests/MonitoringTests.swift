@@ -318,7 +318,7 @@ struct MonitoringRecordingTests {
     }
 
     /// Distances from every location to every centre, by GeographicLib's own GeodSolve.
-    static func geodSolveDistances(_ locations: [CLLocation], _ fences: [Geofence]) throws -> [[String: Double]] {
+    static func geodSolveDistances(_ locations: [CLLocation], _ fences: [Geofence]) async throws -> [[String: Double]] {
         var input = ""
         for location in locations {
             for fence in fences {
@@ -327,7 +327,7 @@ struct MonitoringRecordingTests {
                     location.coordinate.longitude)
             }
         }
-        let output = try geodSolveInverse(input, precision: 6)
+        let output = try await geodSolveInverse(input, precision: 6)
         let distances = output.split(separator: "\n").map { Double($0.split(separator: " ")[2])! }
         try #require(distances.count == locations.count * fences.count)
         return locations.indices.map { index in
@@ -344,7 +344,7 @@ struct MonitoringRecordingTests {
     func loop() async throws {
         let lines = try await Self.replay("loop-1hz-gp.nmea", Self.loopCircles.flatMap { ["--region", $0] })
         let fences = try Self.fences(Self.loopCircles)
-        let distances = try Self.geodSolveDistances(lines.locations, fences)
+        let distances = try await Self.geodSolveDistances(lines.locations, fences)
         var reference = NaiveRegions(fences: fences)
         var expected: [RegionEvent] = []
         for (location, distance) in zip(lines.locations, distances) {

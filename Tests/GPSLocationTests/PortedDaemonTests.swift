@@ -28,7 +28,7 @@ extension RealGPSD.LaneB {
             let start = ISO8601DateFormatter().string(from: Date().addingTimeInterval(10))
             let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
             #expect(
-                try ChildProcessForTests.run(
+                try await ChildProcessForTests.run(
                     simulator,
                     [
                         "--rate", "1", "--duration", "600", "--scenario", "clean", "--start", start, "--output",
@@ -62,12 +62,10 @@ extension RealGPSD.LaneB {
             process.standardError = try FileHandle(forWritingTo: diagnostics)
             let output = Pipe()
             process.standardOutput = output
-            try process.run()
+            let daemon = RunningProgram(process)
+            try daemon.start()
             let reader = LineReader(output.fileHandleForReading)
-            defer {
-                process.terminate()
-                process.waitUntilExit()
-            }
+            defer { daemon.terminate() }
 
             // Not determined, no terminal: nothing is asked, the explanation names the command.
             #expect(
@@ -79,26 +77,24 @@ extension RealGPSD.LaneB {
                 })
             let grant = try await GPSLocBinary.run(["auth", "grant", "ported-daemon", "--always"], configHome: folder)
             #expect(grant.status == 0, "\(grant.stderr)")
-            var seen: [String] = []
             #expect(
                 await reader.waitFor(timeout: 15) { lines in
-                    seen = lines.map(\.text)
-                    return lines.contains {
+                    lines.contains {
                         $0.text == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)"
                     }
                         && lines.contains { $0.text.hasPrefix("location 51.") }
                 },
-                "locations flow after the grant, without a restart: \(seen.suffix(8)); diagnostics: \((try? String(contentsOf: diagnostics, encoding: .utf8)) ?? "")"
+                "locations flow after the grant, without a restart: \(reader.snapshot.map(\.text).suffix(8)); diagnostics: \((try? String(contentsOf: diagnostics, encoding: .utf8)) ?? "")"
             )
             // The daemon's own log, in order, proves the gate: no location line before the grant's.
+            let seen = reader.snapshot.map(\.text)
             let granted = seen.firstIndex { $0 == "authorization \(CLAuthorizationStatus.authorizedAlways.rawValue)" }
             let firstLocation = seen.firstIndex { $0.hasPrefix("location") }
             #expect(
                 granted != nil && firstLocation.map { $0 > granted! } == true,
                 "nothing before the grant: \(seen.prefix(8))")
-            process.terminate()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "SIGTERM stops it cleanly")
+            daemon.terminate()
+            #expect(await daemon.exited() == 0, "SIGTERM stops it cleanly")
         }
     }
 }

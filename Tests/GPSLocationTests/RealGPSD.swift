@@ -1,16 +1,19 @@
 import Testing
 
 /// Every suite that runs a real gpsd (gpsfake, `GPSDServer`, a gpsd-backed `gpsloc`) is nested
-/// in one of two lanes. Inside a lane they run one at a time; the two lanes and everything
-/// else run in parallel. gpsfake starts feeding 1.4 s after it listens, and a client starved
-/// of CPU can miss the start of a recording: the other suites finish within seconds, and two
-/// gpsd lanes use a fraction of a core each (they wait on gpsd's pacing), so that does not
-/// happen. The lanes are balanced by measured time (about two minutes each). Each suite
-/// carries its own time limit.
-@Suite("real gpsd (two lanes, one at a time in each)", .timeLimit(.minutes(10)))
+/// in one of four lanes. Inside a lane they run one at a time; the lanes and everything else run
+/// in parallel, each gpsd on its own free port. gpsfake starts feeding 1.4 s after it listens,
+/// and a client starved of CPU can miss the start of a recording; the lanes mostly wait on
+/// gpsd's pacing, so four of them keep a 2-core machine busy without starving each other. The
+/// lanes are balanced by measured time (docs/testing.md). Each suite carries its own time limit.
+@Suite("real gpsd (four lanes, one at a time in each)", .timeLimit(.minutes(10)))
 enum RealGPSD {
-    /// The real-receiver corpus and the kill-and-restart resilience runs.
+    /// The real-receiver corpus and monitoring through gpsd.
     @Suite("real gpsd, lane A", .serialized) enum LaneA {}
-    /// The project's fixtures, gpsloc against gpsd, receivers, staleness, one engine.
+    /// gpsloc against gpsd, staleness, one engine, heading, accuracy, the receiver clock.
     @Suite("real gpsd, lane B", .serialized) enum LaneB {}
+    /// Kill-and-restart resilience, shared connections, receivers, ported programs.
+    @Suite("real gpsd, lane C", .serialized) enum LaneC {}
+    /// The project's fixtures through gpsd, gpsloc replay --via gpsd, app-shaped programs.
+    @Suite("real gpsd, lane D", .serialized) enum LaneD {}
 }

@@ -137,17 +137,14 @@ extension RealGPSD.LaneB {
                     "LD_PRELOAD": libfaketime, "FAKETIME": clock.hasPrefix("+") ? clock : "@" + clock,
                     "FAKETIME_DONT_FAKE_MONOTONIC": "1",
                 ])
-            defer {
-                process.terminate()
-                process.waitUntilExit()
-            }
+            defer { process.terminate() }
             #expect(
                 await reader.waitFor(timeout: 30) { lines in
                     lines.filter { $0.text.contains(#""type":"location""#) }.count >= 5
                 }, "\(reader.snapshot.map(\.text).prefix(12))")
             process.terminate()
-            process.waitUntilExit()
-            let lines = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
+            await process.exited()
+            let lines = GPSLocBinary.jsonLines(await reader.finish().map(\.text).joined(separator: "\n"))
             #expect(!lines.contains { $0["code"] as? String == "stale" || $0["code"] as? String == "future" })
             let notes = lines.filter { $0["code"] as? String == "systemClockOffset" }
             #expect(notes.count == 1, "\(notes)")

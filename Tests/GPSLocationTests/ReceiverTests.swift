@@ -121,7 +121,7 @@ struct ReceiverSelectionStageTests {
     }
 }
 
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneC {
     @Suite("receivers: selection among several behind a real gpsd, removal and return")
     struct ReceiverSelectionTests {
 
@@ -138,7 +138,7 @@ extension RealGPSD.LaneB {
                     "receiver-clean-\(UUID().uuidString).nmea")
                 defer { try? FileManager.default.removeItem(at: url) }
                 let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
-                let process = try ChildProcessForTests.run(
+                let process = try ChildProcessForTests.runBlocking(
                     simulator,
                     [
                         "--rate", "1", "--duration", "600", "--talkers", "multi", "--scenario", "clean", "--seed", "3",
@@ -258,7 +258,7 @@ extension RealGPSD.LaneB {
                 try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
             let (process, reader) = try GPSLocBinary.launch(
                 ["watch", "--json", "--port", String(server.endpoint.port), "--max-age", "1e9"], configHome: config)
-            let locations = { (lines: [(time: Date, text: String)]) in
+            let locations: @Sendable ([(time: Date, text: String)]) -> Int = { lines in
                 lines.count { $0.text.contains("\"type\":\"location\"") }
             }
             #expect(await reader.waitFor(timeout: 10) { locations($0) >= 5 })
@@ -266,16 +266,12 @@ extension RealGPSD.LaneB {
             #expect(await reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"activated\":false") } })
             try await Task.sleep(for: .seconds(1.5))  // long enough for a staleness report, which must not come
             #expect(try server.gpsdctl("add", device: receiver.path) == 0)
-            var before = 0
-            _ = await reader.waitFor(timeout: 0) {
-                before = locations($0)
-                return true
-            }
+            let before = locations(reader.snapshot)
             #expect(
                 await reader.waitFor(timeout: 5) { locations($0) >= before + 5 }, "locations again after gpsdctl add")
             process.terminate()
-            process.waitUntilExit()
-            let lines = GPSLocBinary.jsonLines(reader.finish().map(\.text).joined(separator: "\n"))
+            await process.exited()
+            let lines = GPSLocBinary.jsonLines(await reader.finish().map(\.text).joined(separator: "\n"))
             let errors = lines.filter { $0["type"] as? String == "error" }.compactMap { $0["message"] as? String }
             #expect(
                 errors.count == 1 && errors.first?.contains("gpsd deactivated the receiver \(receiver.path)") == true,
@@ -319,29 +315,28 @@ extension RealGPSD.LaneB {
 }
 
 enum ChildProcessForTests {
-    /// Runs a program to its end; returns its exit status.
-    static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+    /// Runs a program to its end, awaiting its exit; returns its exit status.
+    static func run(_ executable: String, _ arguments: [String]) async throws -> Int32 {
+        try await runProgram(executable, arguments).status
+    }
+
+    /// Runs a program to its end; returns its exit status and its stdout and stderr together.
+    static func runCapturing(_ executable: String, _ arguments: [String]) async throws -> (
+        status: Int32, output: String
+    ) {
+        let result = try await runProgram(executable, arguments, mergeErrors: true)
+        return (result.status, result.stdout)
+    }
+
+    /// The same as `run`, blocking the calling thread: only for a short clean-up in a `defer`
+    /// (which cannot await), such as `pkill`.
+    static func runBlocking(_ executable: String, _ arguments: [String]) throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         try process.run()
         process.waitUntilExit()
         return process.terminationStatus
-    }
-
-    /// Runs a program to its end; returns its exit status and its stdout and stderr together.
-    static func runCapturing(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
 
@@ -382,7 +377,7 @@ final class GPSDWithReceivers {
     let server: GPSDServer
 
     init(_ recordings: [String]) throws {
-        receivers = try recordings.map(RealGPSD.LaneB.ReceiverSelectionTests.receiver)
+        receivers = try recordings.map(RealGPSD.LaneC.ReceiverSelectionTests.receiver)
         server = try GPSDServer(devices: receivers.map(\.path))
         try server.waitUntilListening()
     }

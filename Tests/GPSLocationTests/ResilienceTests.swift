@@ -29,7 +29,7 @@ func openSockets(toPort port: Int) -> Int {
     }.count
 }
 
-extension RealGPSD.LaneA {
+extension RealGPSD.LaneC {
     @Suite("resilience", .serialized)
     struct ResilienceTests {
         @Test("backoff delays are capped, jittered, and grow")
@@ -172,7 +172,7 @@ extension RealGPSD.LaneA {
     }
 }
 
-extension RealGPSD.LaneA.ResilienceTests {
+extension RealGPSD.LaneC.ResilienceTests {
     /// gpsfake on a given port. The port was just released by the previous gpsd; under load a new
     /// gpsd can fail to bind it for a moment (gpsfake then exits at once): try again, as systemd would.
     static func startGPSFake(_ log: URL, port: Int, label: String) async throws -> GPSFakeServer {
@@ -195,7 +195,7 @@ extension RealGPSD.LaneA.ResilienceTests {
     }
 }
 
-extension RealGPSD.LaneA {
+extension RealGPSD.LaneC {
     @Suite("shared gpsd connection", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason))
     struct SharedConnectionTests {
         @Test("several managers share one gpsd connection, each with its own filter and gate")

@@ -63,7 +63,7 @@ extension RealGPSD.LaneB {
             .enabled(
                 if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") || Conditions.underCI,
                 "systemd-analyze not installed: sudo apt-get install systemd"))
-        func unitVerifies() throws {
+        func unitVerifies() async throws {
             let folder = try GPSLocBinary.makeConfigHome()
             defer { try? FileManager.default.removeItem(at: folder) }
             // The unit as installed, its ExecStart pointing at the binary just built.
@@ -78,7 +78,7 @@ extension RealGPSD.LaneB {
             }
             let copy = folder.appendingPathComponent("geofenced.service")
             try text.write(to: copy, atomically: true, encoding: .utf8)
-            let result = try ChildProcessForTests.runCapturing(
+            let result = try await ChildProcessForTests.runCapturing(
                 "/usr/bin/systemd-analyze", ["verify", "--man=no", copy.path])
             #expect(result.status == 0, "\(result.output)")
             #expect(!result.output.contains("geofenced.service:"), "\(result.output)")
@@ -92,7 +92,7 @@ extension RealGPSD.LaneB {
             let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
             let start = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
             #expect(
-                try ChildProcessForTests.run(
+                try await ChildProcessForTests.run(
                     simulator,
                     [
                         "--rate", "1", "--duration", "600", "--scenario", "loop", "--talkers", "gp", "--start", start,
@@ -148,7 +148,7 @@ extension RealGPSD.LaneB {
             #expect(stopped, "it stops on SIGTERM")
             #expect(process.terminationStatus == 0)
             #expect(notify.messages.contains { $0.text == "STOPPING=1" })
-            let lines = log.finish().map(\.text)
+            let lines = await log.finish().map(\.text)
             #expect(lines.contains { $0.hasPrefix("geofenced: stopping") })
             // Events, not positions: the journal is not a location history (#24).
             #expect(
@@ -160,19 +160,19 @@ extension RealGPSD.LaneB {
         }
 
         @Test("a bad config line is a clear error and exit 78 (EX_CONFIG: systemd does not restart it)")
-        func badConfig() throws {
+        func badConfig() async throws {
             let folder = try GPSLocBinary.makeConfigHome()
             defer { try? FileManager.default.removeItem(at: folder) }
             let config = folder.appendingPathComponent("bad.conf")
             try "depot=51.45,-2.6\n".write(to: config, atomically: true, encoding: .utf8)
-            let result = try ChildProcessForTests.runCapturing(Self.daemon, ["--config", config.path])
+            let result = try await ChildProcessForTests.runCapturing(Self.daemon, ["--config", config.path])
             #expect(result.status == 78)
             #expect(result.output.contains("line 1: expected ID=LAT,LON,RADIUS"))
             // Radii CLMonitor cannot monitor are refused at load, not reported while running (#24).
             for radius in ["inf", "1e300", "nan", "-5", "100001"] {
                 try "ok=51.45,-2.6,50\ndepot=51.45,-2.6,\(radius)\n".write(
                     to: config, atomically: true, encoding: .utf8)
-                let refused = try ChildProcessForTests.runCapturing(Self.daemon, ["--config", config.path])
+                let refused = try await ChildProcessForTests.runCapturing(Self.daemon, ["--config", config.path])
                 #expect(refused.status == 78 && refused.output.contains("line 2:"), "\(radius): \(refused.output)")
             }
         }
@@ -296,9 +296,9 @@ extension RealGPSD.LaneB {
             pipeline.standardError = FileHandle.nullDevice
             try pipeline.run()
             defer {
-                _ = try? ChildProcessForTests.run(
+                _ = try? ChildProcessForTests.runBlocking(
                     "/usr/bin/pkill", ["-9", "-f", "watch --json --app fleet --port \(server.endpoint.port)"])
-                _ = try? ChildProcessForTests.run(
+                _ = try? ChildProcessForTests.runBlocking(
                     "/usr/bin/pkill", ["-9", "-f", "mosquitto_pub -h 127.0.0.1 -p \(port)"])
                 kill(pipeline.processIdentifier, SIGKILL)
                 pipeline.waitUntilExit()
@@ -376,7 +376,7 @@ extension RealGPSD.LaneB {
             // The bridge is up and the subscriber subscribed once a probe sent on the box arrives.
             var probed = false
             for _ in 0..<100 where !probed {
-                _ = try? ChildProcessForTests.run(
+                _ = try? await ChildProcessForTests.run(
                     "/usr/bin/mosquitto_pub",
                     ["-h", "127.0.0.1", "-p", "\(boxPort)", "-t", "fleet/probe/location", "-q", "1", "-m", "probe"])
                 probed = await waitUntilAsync(timeout: 0.3) { received().contains("probe") }
@@ -401,9 +401,9 @@ extension RealGPSD.LaneB {
                         + "| mosquitto_pub -h 127.0.0.1 -p \(boxPort) -q 1 -l -t fleet/testhost/location",
                 ], environment: pipelineEnvironment)
             defer {
-                _ = try? ChildProcessForTests.run(
+                _ = try? ChildProcessForTests.runBlocking(
                     "/usr/bin/pkill", ["-9", "-f", "watch --json --app fleet --port \(server.endpoint.port)"])
-                _ = try? ChildProcessForTests.run(
+                _ = try? ChildProcessForTests.runBlocking(
                     "/usr/bin/pkill", ["-9", "-f", "mosquitto_pub -h 127.0.0.1 -p \(boxPort)"])
                 pipeline.terminate()
             }
