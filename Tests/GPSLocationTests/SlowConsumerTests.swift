@@ -6,10 +6,10 @@ import Testing
 
 @testable import GPSLocation
 
-/// A recording reaches the app whole, whatever the app's speed: a delegate and a liveUpdates
-/// reader that take 2 ms a call (a replay without pacing is faster), and a locations() reader —
-/// receive exactly what `gpsloc replay` prints, on every fixture (the source waits for them;
-/// nothing is dropped).
+/// A recording reaches the app whole, whatever the app's speed: a delegate and stream readers
+/// that take each location only while the source is held back waiting for them (`SourcePace`:
+/// as far behind as the runner lets them be, by construction, with no clock) receive exactly
+/// what `gpsloc replay` prints, on every fixture (the source waits for them; nothing is dropped).
 @Suite("a slow app gets every location of a recording", .timeLimit(.minutes(5)))
 struct SlowConsumerTests {
     typealias Received = RealGPSD.LaneB.OneEngineTests.Received
@@ -37,6 +37,21 @@ struct SlowConsumerTests {
         return manager
     }
 
+    /// A delegate that takes each batch only while the source is held back for it (or ended).
+    final class GatedDelegate: CLLocationManagerDelegate, Sendable {
+        let recorder = RecordingDelegate()
+        let pace: SourcePace
+        init(_ pace: SourcePace) { self.pace = pace }
+
+        func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+            pace.untilAheadBlocking()
+            recorder.locationManager(manager, didUpdateLocations: locations)
+        }
+        func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
+            recorder.locationManager(manager, didFailWithError: error)
+        }
+    }
+
     @Test("delegate, locations() stream and gpsloc replay agree exactly", arguments: fixtures)
     func agree(fixture: String) async throws {
         let path = Paths.fixtures.appendingPathComponent(fixture).path
@@ -44,26 +59,26 @@ struct SlowConsumerTests {
             try await GPSLocBinary.run(["replay", path, "--json", "--max-age", "1000000000"]).stdout)
         #expect(cli.locations.count > 50, "\(fixture)")
 
-        // The delegate: 2 ms per call, slower than the replay, which has no pacing. (A gate opened
-        // by the runner when the source is held back deadlocked on some fixtures: the source's
-        // thread can also wait inside the delivery, where no such event comes. Open.)
+        // The delegate: each batch is taken only while the source is held back for it.
         let manager = Self.manager(path)
         manager.maximumBatch = 8
-        let delegate = RecordingDelegate()
-        delegate.callbackDelay = 0.002
+        let pace = SourcePace(manager)
+        let delegate = GatedDelegate(pace)
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(await delegate.wait { $0.errors.contains { $0.reason == .sourceEnded } })
+        #expect(await delegate.recorder.wait { $0.errors.contains { $0.reason == .sourceEnded } })
         manager.stopUpdatingLocation()
-        #expect(delegate.locations.map(Self.key) == cli.locations, "\(fixture): delegate")
-        #expect(delegate.errors.filter { $0.reason == .sourceEnded }.allSatisfy { $0.endsUpdates })
+        #expect(delegate.recorder.locations.map(Self.key) == cli.locations, "\(fixture): delegate")
+        #expect(pace.timesHeldBack > 0, "\(fixture): the source never had to wait for the delegate")
+        #expect(delegate.recorder.errors.filter { $0.reason == .sourceEnded }.allSatisfy { $0.endsUpdates })
 
-        // The stream, read as fast as the reader goes (the slow stream reader is liveUpdates'
-        // below).
+        // The stream: each location is read only while the source is held back for the reader.
         var streamed: [String] = []
         let streaming = Self.manager(path)
+        let streamPace = SourcePace(streaming)
         do {
             for try await location in streaming.locations() {
+                #expect(await streamPace.untilAhead())
                 streamed.append(Self.key(location))
             }
         } catch let error as CLError {
@@ -78,14 +93,15 @@ struct SlowConsumerTests {
         let cli = RealGPSD.LaneB.OneEngineTests.fromNDJSON(
             try await GPSLocBinary.run(["replay", path, "--json", "--max-age", "1000000000"]).stdout)
         let manager = ManagerReference(value: Self.manager(path))
+        let pace = SourcePace(manager.value)
         let updates = CLLocationUpdate.Updates(makeManager: {
             manager.value.minimumUpdateInterval = 0
             return manager.value
         })
         var received: [String] = []
         for try await update in updates {
+            #expect(await pace.untilAhead())
             if let location = update.location { received.append(Self.key(location)) }
-            try await Task.sleep(for: .milliseconds(2))
         }
         #expect(received == cli.locations)
     }

@@ -68,6 +68,7 @@ package final class EngineRunner: Sendable {
         var drainsStarted = 0
         var stallCheckArmed = false
         var stallReported = false
+        var flowObserver: (@Sendable (SourceFlow) -> Void)?
         var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
     }
 
@@ -191,6 +192,23 @@ package final class EngineRunner: Sendable {
     package var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
         get { state.withLock { $0.stallHandler } }
         set { state.withLock { $0.stallHandler = newValue } }
+    }
+    /// Where a recording's source stands against the adapter, for `flowObserver`.
+    package enum SourceFlow: Sendable {
+        /// `maximumBatch` locations wait for the adapter: the source's thread waits too.
+        case heldBack
+        /// The adapter caught up; the source reads on.
+        case released
+        /// The source has ended (told before its last event is handled).
+        case ended
+    }
+
+    /// A seam for tests of slow adapters, told on the source's thread. An adapter that takes a
+    /// location only while the source is held back (or has ended) is as far behind as the runner
+    /// lets it be, by construction and with no clock.
+    package var flowObserver: (@Sendable (SourceFlow) -> Void)? {
+        get { state.withLock { $0.flowObserver } }
+        set { state.withLock { $0.flowObserver = newValue } }
     }
     /// Seconds outputs may wait for a main queue or run loop before `stallHandler` hears of it.
     package static let stallWarning: TimeInterval = 5
@@ -350,13 +368,19 @@ package final class EngineRunner: Sendable {
     /// adapter is `maximumBatch` locations behind.
     private func sourceEvent(_ event: LocationSourceEvent, generation: Int) {
         let uptime = source.isLive ? clock.uptime : nil
+        let observer = state.withLock { $0.flowObserver }
+        if let observer, case .problem(_, terminal: true) = event { observer(.ended) }
         drive(generation: generation) { engine in engine.handle(event, now: clock.now, uptime: uptime) }
         guard source.waitsForConsumer, !isOnQueue else { return }
         let behind = { [self] in
             state.withLock { $0.generation == generation && $0.pendingLocations >= $0.maximumBatch }
         }
         // Nearly always the adapter keeps up: no wait, and no process-wide condition to take.
-        if behind() { FlowControl.wait { !behind() } }
+        if behind() {
+            observer?(.heldBack)
+            FlowControl.wait { !behind() }
+            observer?(.released)
+        }
     }
 
     /// Starts updates (or a one-shot request); false when the engine refused (denied, restricted).
