@@ -460,7 +460,7 @@ extension RealGPSD.LaneB {
             let receiver = try GPSDOnPseudoTerminal(fixture: "clean-1hz-multi.nmea", interval: 0.1, loop: false)
             defer { receiver.stop() }
             let server = receiver.server
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await gpsdReportsFix(server.endpoint), "gpsd reports the receiver's fixes")
             let result = try await GPSLocBinary.run(["doctor", "--port", String(server.endpoint.port)])
             #expect(
                 result.stdout.contains("ok    gpsd answers at 127.0.0.1:\(server.endpoint.port)"), "\(result.stdout)")

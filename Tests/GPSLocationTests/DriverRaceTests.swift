@@ -14,17 +14,22 @@ struct DriverRaceTests {
     @Test("NMEAReplaySource.statistics can be read while the recording is read")
     func statisticsWhileReading() async throws {
         let source = NMEAReplaySource(path: Self.loop)
-        let ended = Locked(false)
+        let ended = ExitLatch()
+        // Another thread reads the statistics, without pause, from before the replay starts
+        // until it has ended.
+        let reads = Locked(0)
+        let reader = ExitLatch()
+        Thread.detachNewThread {
+            repeat { reads.withLock { $0 += source.statistics.sentences >= 0 ? 1 : 0 } } while ended.status == nil
+            reader.finish(0)
+        }
         source.start { event in
-            if case .problem(_, terminal: true) = event { ended.withLock { $0 = true } }
+            if case .problem(_, terminal: true) = event { ended.finish(0) }
         }
-        var reads = 0
-        while !ended.withLock({ $0 }) {
-            reads += source.statistics.sentences >= 0 ? 1 : 0
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        await ended.wait()
+        await reader.wait()
         source.stop()
-        #expect(reads > 0)
+        #expect(reads.withLock { $0 } > 0)
         #expect(source.statistics.sentences > 1000)
     }
 

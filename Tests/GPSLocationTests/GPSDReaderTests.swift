@@ -4,8 +4,8 @@ import TestSupport
 import Testing
 
 /// A one-client TCP server on a free loopback port that sends `lines` in chunks of the sizes
-/// `chunk` gives (a pause between chunks), then closes: how gpsd's lines reach `GPSDSource` when
-/// the network splits them anywhere or delivers many at once.
+/// `chunk` gives (each its own segment: TCP_NODELAY), then closes: how gpsd's lines reach
+/// `GPSDSource` when the network splits them anywhere or delivers many at once.
 private final class LineServer: @unchecked Sendable {
     let port: Int
     private let listener: Int32
@@ -52,8 +52,10 @@ private final class LineServer: @unchecked Sendable {
         return server
     }
 
-    init(payload: [UInt8], chunk: @escaping @Sendable (Int) -> Int, pause: useconds_t = 200) throws {
+    init(payload: [UInt8], chunk: @escaping @Sendable (Int) -> Int) throws {
         (listener, port) = try Self.servingOne { client in
+            var noDelay: Int32 = 1
+            setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
             var offset = 0
             var index = 0
             while offset < payload.count {
@@ -64,7 +66,6 @@ private final class LineServer: @unchecked Sendable {
                 if sent <= 0 { break }
                 offset += sent
                 index += 1
-                if pause > 0 { usleep(pause) }
             }
             Self.finish(client)
         }
@@ -73,17 +74,24 @@ private final class LineServer: @unchecked Sendable {
     deinit { close(listener) }
 }
 
-/// Sends each step's text, then waits its pause; then keeps the connection open (silent) until
-/// the client closes it.
+/// Plays a script to one client: texts to send, and gates to wait at (opened by the test when
+/// its client has seen what it must); then keeps the connection open (silent) until the client
+/// closes it.
 private final class ScriptServer: @unchecked Sendable {
+    enum Step {
+        case send(String)
+        case wait(DispatchSemaphore)
+    }
     let port: Int
     private let listener: Int32
 
-    init(_ steps: [(text: String, pause: Double)]) throws {
+    init(_ steps: [Step]) throws {
         (listener, port) = try LineServer.servingOne { client in
             for step in steps {
-                _ = step.text.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-                usleep(useconds_t(step.pause * 1e6))
+                switch step {
+                case .send(let text): _ = text.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                case .wait(let gate): gate.wait()
+                }
             }
             LineServer.awaitClose(client)
         }
@@ -151,7 +159,7 @@ struct GPSDReaderTests {
                 case -2: 364
                 default: size
                 }
-            }, pause: size == 1 ? 0 : 200)
+            })
         let reports = await Self.reports(port: server.port, sky: true)
         let expected = Self.expected(lines, sky: true)
         #expect(reports.count == expected.count, "\(shape.name)")
@@ -183,23 +191,22 @@ struct GPSDReaderTests {
     @Test("stop() from another thread while reports flow: nothing arrives after it returns", arguments: 0..<10)
     func stopWhileFlowing(_ round: Int) async throws {
         let lines = try Self.stream()
-        let payload = Array(Array(repeating: lines.map { $0 + "\n" }.joined(), count: 20).joined().utf8)
-        let server = try LineServer(payload: payload, chunk: { _ in 512 }, pause: 50)
+        let payload = Array(Array(repeating: lines.map { $0 + "\n" }.joined(), count: 50).joined().utf8)
+        let server = try LineServer(payload: payload, chunk: { _ in 512 })
         let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
         let stopped = Locked(false)
         let late = Locked(0)
-        let seen = Locked(0)
+        let seen = EventCounter()
         source.start { _ in
             if stopped.withLock({ $0 }) { late.withLock { $0 += 1 } }
-            seen.withLock { $0 += 1 }
-            usleep(20)
+            seen.increment()
         }
-        try await Task.sleep(for: .milliseconds(20 + round * 7))
+        // The stop lands at a chosen point of the stream: after 1 + 7 × round events.
+        #expect(await seen.wait { $0 > round * 7 })
         // stop() waits for the reader thread: no event can be delivered once it has returned.
         source.stop()
         stopped.withLock { $0 = true }
         #expect(late.withLock { $0 } == 0)
-        #expect(seen.withLock { $0 } > 0)
         withExtendedLifetime(server) {}
     }
 
@@ -210,6 +217,7 @@ struct GPSDReaderTests {
         let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
         let fixes = Locked(0)
         let after = Locked(0)
+        let third = ExitLatch()
         source.start { event in
             guard case .report(.fix) = event else { return }
             if fixes.withLock({ $0 }) >= 3 {
@@ -217,9 +225,12 @@ struct GPSDReaderTests {
                 return
             }
             fixes.withLock { $0 += 1 }
-            if fixes.withLock({ $0 }) == 3 { source.stop() }
+            if fixes.withLock({ $0 }) == 3 {
+                source.stop()
+                third.finish(0)
+            }
         }
-        #expect(await waitUntilAsync(timeout: 5) { fixes.withLock { $0 } == 3 })
+        await third.wait()
         // Once the reader's thread has ended nothing can follow, buffered reports included.
         _ = try await offConcurrencyThreads { source.waitUntilStopped() }
         #expect(after.withLock { $0 } == 0, "no report after stop() inside the handler")
@@ -232,15 +243,17 @@ struct GPSDReaderTests {
             #"{"class":"TPV","device":"/dev/ttyACM0","mode":3,"time":"2026-06-15T08:00:00.000Z","lat":51.45,"lon":-2.59}"#
             + "\n"
         let greeting = Self.version + "\n"
-        // Fixes every 0.1 s for 0.6 s, silence 1.2 s, fixes again for 0.6 s, then silence.
-        var steps: [(text: String, pause: Double)] = [(greeting, 0.05)]
-        steps += Array(repeating: (tpv, 0.1), count: 6)
-        steps[steps.count - 1].pause = 1.2
-        steps += Array(repeating: (tpv, 0.1), count: 6)
+        // Six fixes, silence until the client has reported it, six fixes again, then silence.
+        let silenceReported = DispatchSemaphore(value: 0)
+        var steps: [ScriptServer.Step] = [.send(greeting)]
+        steps += Array(repeating: .send(tpv), count: 6)
+        steps.append(.wait(silenceReported))
+        steps += Array(repeating: .send(tpv), count: 6)
         let server = try ScriptServer(steps)
         let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: .milliseconds(400))
         let start = Date()
         let events = Locked<[(String, Double)]>([])
+        let changes = EventCounter()
         source.start { event in
             let name: String? =
                 switch event {
@@ -248,9 +261,19 @@ struct GPSDReaderTests {
                 case .report(.fix): "fix"
                 default: nil
                 }
-            if let name { events.withLock { $0.append((name, Date().timeIntervalSince(start))) } }
+            guard let name else { return }
+            let silences = events.withLock {
+                $0.append((name, Date().timeIntervalSince(start)))
+                return $0.count { $0.0 == "noData" }
+            }
+            if name == "noData" && silences == 1 { silenceReported.signal() }
+            changes.increment()
         }
-        try await Task.sleep(for: .seconds(3.2))
+        #expect(
+            await changes.wait { _ in
+                let seen = events.withLock { $0 }
+                return seen.count { $0.0 == "noData" } == 2 && seen.count { $0.0 == "fix" } == 12
+            })
         source.stop()
         let seen = events.withLock { $0 }
         let silences = seen.filter { $0.0 == "noData" }.map(\.1)
@@ -269,12 +292,11 @@ struct GPSDReaderTests {
     @Test("stop() ends a read blocked on a connection that sends nothing, at once")
     func stopWhileBlocked() async throws {
         let greeting = Self.version + "\n"
-        let server = try ScriptServer([(greeting, 0)])
+        let server = try ScriptServer([.send(greeting)])
         let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
-        let heard = Locked(0)
-        source.start { _ in heard.withLock { $0 += 1 } }
-        #expect(await waitUntilAsync(timeout: 5) { heard.withLock { $0 } >= 2 }, "connected and greeted")
-        try await Task.sleep(for: .milliseconds(200))
+        let heard = EventCounter()
+        source.start { _ in heard.increment() }
+        #expect(await heard.wait { $0 >= 2 }, "connected and greeted")
         let began = Date()
         source.stop()
         #expect(Date().timeIntervalSince(began) < 1, "stop() did not wait for data that never comes")

@@ -19,6 +19,16 @@ struct ManagerRaceTests {
 
     static func fix(_ second: Int) -> Fix { LocationEngineTests.fix(at: Double(second)) }
 
+    /// Calls `body` for 0..<count on a thread of its own; the latch opens when it is done.
+    static func send(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> ExitLatch {
+        let done = ExitLatch()
+        Thread.detachNewThread {
+            for index in 0..<count { body(index) }
+            done.finish(0)
+        }
+        return done
+    }
+
     @Test("an event already on its way when stopUpdatingLocation() returns is never delivered")
     func stopGeneration() async {
         let source = ManualLocationSource(isLive: false)
@@ -43,15 +53,12 @@ struct ManagerRaceTests {
         let delegate = RecordingDelegate()
         let manager = Self.manager(source, delegate: delegate)
         manager.startUpdatingLocation()
-        let sender = Thread {
-            for second in 0..<2000 { source.sendToStoppedHandler(.fix(Self.fix(second))) }
-        }
-        sender.start()
-        // A short spin, so the stop lands at a chosen point of the stream (it lasts milliseconds).
-        while delegate.locations.count < round * 5 { try await Task.sleep(for: .microseconds(500)) }
+        let sent = Self.send(2000) { source.sendToStoppedHandler(.fix(Self.fix($0))) }
+        // The stop lands at a chosen point of the stream: after the delegate has had round × 5.
+        #expect(await delegate.wait { $0.locations.count >= round * 5 })
         manager.stopUpdatingLocation()
         let after = delegate.callbackCount
-        while !sender.isFinished { try await Task.sleep(for: .seconds(0.001)) }
+        await sent.wait()
         await delegateQueueFlushed(manager)
         #expect(delegate.callbackCount == after, "a callback arrived after stopUpdatingLocation() returned")
     }
@@ -63,10 +70,7 @@ struct ManagerRaceTests {
         delegate.callbackDelay = 0.0001
         let manager = Self.manager(source, delegate: delegate)
         manager.startUpdatingLocation()
-        let sender = Thread {
-            for second in 0..<500 { source.send(.fix(Self.fix(second))) }
-        }
-        sender.start()
+        let sent = Self.send(500) { _ = source.send(.fix(Self.fix($0))) }
         for round in 0..<500 {
             manager.maximumBatch = 1 + round % 7
             manager.requestLocationTimeout = Double(5 + round % 3)
@@ -76,7 +80,7 @@ struct ManagerRaceTests {
             _ = manager.location
             _ = manager.locationAge
         }
-        while !sender.isFinished { try await Task.sleep(for: .seconds(0.001)) }
+        await sent.wait()
         manager.stopUpdatingLocation()
         #expect(!delegate.locations.isEmpty)
         #expect(delegate.overlap == 0)

@@ -180,13 +180,16 @@ struct FileFollowingTests {
         let folder = root.appendingPathComponent("store")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let file = folder.appendingPathComponent("authorizations.json")
-        let changes = Locked(0)
-        let watcher = FileChangeWatcher(paths: [file.path]) { changes.withLock { $0 += 1 } }
+        let changes = EventCounter()
+        let watcher = FileChangeWatcher(paths: [file.path]) { changes.increment() }
         // Twenty rounds, so the watcher is caught at every point of the move and the recreation
-        // (a folder created between looking for it and watching its parent was once missed).
+        // (a folder created between looking for it and watching its parent was once missed):
+        // on even rounds the folder is recreated at once, on odd rounds only after the watcher
+        // has reported the move.
         for round in 0..<20 {
+            let beforeMove = changes.value
             try FileManager.default.moveItem(at: folder, to: root.appendingPathComponent("store.\(round)"))
-            if round % 2 == 1 { try await Task.sleep(for: .microseconds(round * 200)) }
+            if round % 2 == 1 { #expect(await changes.wait { $0 > beforeMove }, "the move is reported") }
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             // The move and the recreation are reported in their own time; writes in the new
             // folder must be reported once the watcher has followed it. Writes repeat (for at
@@ -194,9 +197,9 @@ struct FileFollowingTests {
             // answer one of them, never two; a watcher still on the old folder answers none.
             var inARow = 0
             for _ in 0..<50 where inARow < 2 {
-                let before = changes.withLock { $0 }
+                let before = changes.value
                 try Data("{}".utf8).write(to: file)
-                inARow = await waitUntilAsync(timeout: 0.1) { changes.withLock { $0 } > before } ? inARow + 1 : 0
+                inARow = await changes.wait(hangLimit: 0.1) { $0 > before } ? inARow + 1 : 0
             }
             #expect(inARow == 2, "round \(round): writes in the new folder are reported")
         }

@@ -206,37 +206,24 @@ extension RealGPSD.LaneB {
 /// nothing at all — a receiver unplugged while gpsd stays up.
 final class LiveBurstSource: LocationSource, @unchecked Sendable {
     // @unchecked Sendable: `running` is read and written under `lock` only.
-    private let times: [Date]?
-    private let count: Int
-    private let interval: Double
+    private let times: [Date]
     private let queue = DispatchQueue(label: "test.burst")
     private let lock = NSLock()
     private var running = false
 
-    init(count: Int, interval: Double) {
-        self.count = count
-        self.interval = interval
-        times = nil
-    }
-
     /// Fixes with these times, sent at once (tests that move a `ManualEngineClock` themselves).
-    init(times: [Date]) {
-        self.times = times
-        count = times.count
-        interval = 0
-    }
+    init(times: [Date]) { self.times = times }
 
     func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         lock.withLock { running = true }
         queue.async { [self] in
-            for index in 0..<count {
+            for (index, time) in times.enumerated() {
                 guard lock.withLock({ running }) else { return }
                 let fix = Fix(
-                    mode: .threeDimensional, time: times?[index] ?? Date(), latitude: 51.45,
+                    mode: .threeDimensional, time: time, latitude: 51.45,
                     longitude: -2.58 + Double(index) * 1e-5, altitudeMSL: 10,
                     errors: FixErrors(longitude: 3, latitude: 3, vertical: 5))
                 handler(.fix(fix))
-                if interval > 0 { Thread.sleep(forTimeInterval: interval) }
             }
         }
     }

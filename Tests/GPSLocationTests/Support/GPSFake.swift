@@ -31,12 +31,13 @@ private func replayOnce(_ log: URL, cycle: Double?) async throws -> (events: [GP
     defer { fake.stop() }
     let source = GPSDSource(endpoint: fake.endpoint, noDataTimeout: nil)
     // A replay that never ends (gpsfake stuck under load) must not hang the suite: stop both.
-    let watchdog = Task {
-        try await Task.sleep(for: .seconds(60))
+    // (A bound on a hang: a replay that ends never waits for it.)
+    let watchdog = DispatchWorkItem {
         print("gpsfake replay of \(log.lastPathComponent) did not end within 60 s; stopping it")
         fake.stop()
         source.stop()
     }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
     var events: [GPSDEvent] = []
     for await event in source.events() {
         events.append(event)
@@ -45,4 +46,17 @@ private func replayOnce(_ log: URL, cycle: Double?) async throws -> (events: [GP
     // gpsfake writes its watcher's output when it exits: wait for that before reading it.
     await fake.waitForExit(timeout: .seconds(30))
     return (events, fake.watcherOutput)
+}
+
+/// Waits until gpsd at `endpoint` reports a fix with a position to a client (then leaves): the
+/// event a test needs before asking something that has a fix. False if the stream ended first
+/// (gpsd gone, or 30 s without a fix).
+func gpsdReportsFix(_ endpoint: GPSDEndpoint) async -> Bool {
+    let source = GPSDSource(endpoint: endpoint, noDataTimeout: .seconds(30))
+    defer { source.stop() }
+    for await event in source.events() {
+        if case .report(.fix(let fix)) = event, fix.latitude != nil { return true }
+        if case .noData = event { return false }
+    }
+    return false
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GNSSCore
+import GPSLocationTesting
 
 /// What a program printed and how it ended.
 struct ProgramResult: Sendable {
@@ -128,4 +129,23 @@ func runProgram(
         stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self),
         stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self),
         seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+}
+
+/// A count that tests wait on without polling: each `increment()` wakes the waits whose
+/// condition it makes true.
+final class EventCounter: Sendable {
+    private let count = Locked(0)
+    private let changes = ChangeWaiters()
+
+    var value: Int { count.withLock { $0 } }
+
+    func increment() {
+        count.withLock { $0 += 1 }
+        changes.changed()
+    }
+
+    /// Suspends until `condition` holds of the count (true), or `hangLimit` seconds pass (false).
+    func wait(hangLimit: Double = 60, until condition: @escaping @Sendable (Int) -> Bool) async -> Bool {
+        await changes.wait(hangLimit: hangLimit) { [self] in condition(value) }
+    }
 }
