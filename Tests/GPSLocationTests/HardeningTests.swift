@@ -154,33 +154,40 @@ struct HardeningTests {
 /// SIGINT and SIGTERM end gpsloc promptly whatever its output or replay clock is doing.
 @Suite("signals end gpsloc at once, whatever stdout and the replay clock do", .timeLimit(.minutes(5)))
 struct SignalTests {
-    /// Starts gpsloc with `arguments`, signals it after 1.5 s, returns (exit status, ms to exit).
+    /// Starts gpsloc with `arguments`, signals it once its first line is out (it is running;
+    /// with `stalledStdout` nothing more is read, so a fast replay fills the pipe and blocks),
+    /// returns (exit status, ms to exit).
     static func signalled(
         _ arguments: [String], signal number: Int32, stalledStdout: Bool
     ) async throws -> (status: Int32, milliseconds: Double) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        let home = try GPSLocBinary.makeConfigHome()
-        environment["XDG_CONFIG_HOME"] = home.path
-        environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
-        environment["XDG_STATE_HOME"] = home.appendingPathComponent("state").path
-        process.environment = environment
-        let pipe = Pipe()  // never read when stalled: writes block once its buffer is full
-        process.standardOutput = stalledStdout ? pipe : FileHandle.nullDevice
+        process.environment = GPSLocBinary.environment(configHome: try GPSLocBinary.makeConfigHome())
+        let pipe = Pipe()
+        process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        try await Task.sleep(for: .milliseconds(1500))
+        let program = RunningProgram(process)
+        try program.start()
+        // The first line, read on a thread of its own; after it the pipe is read no more when
+        // stalled, else to its end.
+        let firstLine = ExitLatch()
+        let output = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            var byte: UInt8 = 0
+            while read(output.fileDescriptor, &byte, 1) == 1 && byte != 10 {}
+            firstLine.finish(0)
+            if !stalledStdout { _ = output.readDataToEndOfFile() }
+        }
+        await firstLine.wait()
         let start = ContinuousClock.now
-        kill(process.processIdentifier, number)
-        let ended = await waitUntilAsync(timeout: 60) { !process.isRunning }
+        program.kill(number)
+        let ended = await program.exited(hangLimit: 60)
         let elapsed = ContinuousClock.now - start
-        if !ended { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        if !ended { program.kill(SIGKILL) }
         _ = pipe
         return (
-            process.terminationStatus,
+            program.terminationStatus,
             Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         )
     }
@@ -394,7 +401,7 @@ final class MisbehavingServer: @unchecked Sendable {
     enum Behaviour { case closeAtOnce, silent, overlongLine }
     let port: Int
     private let listener: Int32
-    let accepted = Locked(0)
+    let accepted = EventCounter()
     /// When each connection was accepted (monotonic seconds).
     let acceptTimes = Locked<[Double]>([])
     private let clients = Locked<[Int32]>([])
@@ -420,8 +427,8 @@ final class MisbehavingServer: @unchecked Sendable {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 { return }
-                accepted.withLock { $0 += 1 }
                 acceptTimes.withLock { $0.append(ProcessInfo.processInfo.systemUptime) }
+                accepted.increment()
                 switch behaviour {
                 case .closeAtOnce:
                     close(client)
@@ -450,17 +457,22 @@ final class MisbehavingServer: @unchecked Sendable {
 
 @Suite("reconnecting to servers that misbehave", .timeLimit(.minutes(5)))
 struct MisbehavingServerTests {
-    /// Runs a reconnecting source against `server` for `seconds`; returns the errors it reported.
-    static func run(_ server: MisbehavingServer, seconds: Double, noData: Duration = .seconds(5)) async throws
-        -> [GPSDError]
-    {
+    /// Runs a reconnecting source against `server` until `done` holds of the server and the
+    /// errors so far (each accept and each reconnection re-checks it); returns the errors.
+    static func run(
+        _ server: MisbehavingServer, noData: Duration = .seconds(5),
+        until done: @escaping @Sendable (MisbehavingServer, [GPSDError]) -> Bool
+    ) async -> [GPSDError] {
         let source = GPSDSource(
             endpoint: GPSDEndpoint(port: server.port), noDataTimeout: noData, reconnect: ReconnectPolicy())
         let errors = Locked<[GPSDError]>([])
         source.start { event in
-            if case .reconnecting(let error, _, _) = event { errors.withLock { $0.append(error) } }
+            if case .reconnecting(let error, _, _) = event {
+                errors.withLock { $0.append(error) }
+                server.accepted.changed()
+            }
         }
-        try await Task.sleep(for: .seconds(seconds))
+        #expect(await server.accepted.wait { _ in done(server, errors.withLock { $0 }) })
         source.stop()
         server.stop()
         return errors.withLock { $0 }
@@ -469,8 +481,11 @@ struct MisbehavingServerTests {
     @Test("a server that accepts and closes at once: the backoff still grows (a handful of tries in 3 s, not 30)")
     func acceptAndClose() async throws {
         let server = try MisbehavingServer(.closeAtOnce)
-        _ = try await Self.run(server, seconds: 3)
-        // Counted over the first 3 s after the first connection (the run may last longer under load).
+        // Until a connection comes 3 s or more after the first: the tries before it are counted.
+        _ = await Self.run(server) { server, _ in
+            let times = server.acceptTimes.withLock { $0 }
+            return (times.last ?? 0) - (times.first ?? 0) >= 3
+        }
         let times = server.acceptTimes.withLock { $0 }
         let tries = times.filter { $0 - (times.first ?? 0) < 3 }.count
         #expect(tries >= 3 && tries <= 8, "\(tries) connections in 3 s")
@@ -479,8 +494,10 @@ struct MisbehavingServerTests {
     @Test("a half-open server that never speaks is dropped after the no-data timeout and tried again")
     func halfOpen() async throws {
         let server = try MisbehavingServer(.silent)
-        let errors = try await Self.run(server, seconds: 2.5, noData: .milliseconds(500))
-        #expect(server.accepted.withLock { $0 } >= 2)
+        let errors = await Self.run(server, noData: .milliseconds(500)) { server, errors in
+            server.accepted.value >= 2 && !errors.isEmpty
+        }
+        #expect(server.accepted.value >= 2)
         #expect(errors.first?.code == .unresponsive)
         #expect(errors.first?.description.contains("sent nothing at all") == true)
     }
@@ -488,7 +505,7 @@ struct MisbehavingServerTests {
     @Test("an over-long line is reported as what it is, not as a closed connection")
     func overlongLine() async throws {
         let server = try MisbehavingServer(.overlongLine)
-        let errors = try await Self.run(server, seconds: 1)
+        let errors = await Self.run(server) { _, errors in !errors.isEmpty }
         #expect(errors.first?.code == .protocolError, "\(errors.map(\.code))")
     }
 }

@@ -30,6 +30,40 @@ struct ReceiverSelectionStageTests {
             "fixes naming no device always pass")
     }
 
+    @Test("a receiver gpsd deactivates is said once, and never reported stale while it is gone")
+    func deactivatedIsNotStale() async throws {
+        // The engine's time is the test's: an hour without the receiver passes when the clock moves.
+        let clock = ManualEngineClock()
+        let source = ManualLocationSource(isLive: true)
+        let manager = CLLocationManager(
+            source: source, authorizer: grantedAuthorizer(.authorizedAlways), delegateQueue: nil, clock: clock)
+        manager.maximumLocationAge = .infinity
+        manager.timeJumpTolerance = .infinity
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        for second in 0..<5 {
+            let fix = Fix(
+                mode: .threeDimensional, time: clock.now.addingTimeInterval(Double(second - 4)), latitude: 51.45,
+                longitude: -2.58, altitudeMSL: 40, errors: FixErrors(horizontal: 4, vertical: 6),
+                device: "/dev/ttyACM0")
+            #expect(source.send(.fix(fix)))
+        }
+        #expect(await delegate.waitForLocations(5))
+        #expect(source.send(.device(DeviceEvent(path: "/dev/ttyACM0", driver: nil, activated: false))))
+        #expect(await delegate.wait { $0.receivers.contains { !$0.activated } })
+        for _ in 0..<36 {
+            clock.advance(by: 100)
+            await settled(manager)
+        }
+        #expect(
+            !delegate.errors.contains { $0.reason == .stale }, "\(delegate.errors.map(\.message))")
+        #expect(
+            delegate.errors.count { $0.message.contains("deactivated the receiver /dev/ttyACM0") } == 1,
+            "\(delegate.errors.map(\.message))")
+        manager.stopUpdatingLocation()
+    }
+
     @Test("3D beats 2D at once; twice as accurate takes over after five fixes in a row")
     func takeOver() {
         let stage = SelectionBox(ReceiverSelectionStage())
@@ -263,8 +297,9 @@ extension RealGPSD.LaneC {
             }
             #expect(await reader.waitFor(timeout: 10) { locations($0) >= 5 })
             #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
-            #expect(await reader.waitFor(timeout: 3) { $0.contains { $0.text.contains("\"activated\":false") } })
-            try await Task.sleep(for: .seconds(1.5))  // long enough for a staleness report, which must not come
+            #expect(await reader.waitFor(timeout: 30) { $0.contains { $0.text.contains("\"activated\":false") } })
+            // (That no staleness report follows a deactivation, however long the receiver stays
+            // away, is shown on the engine's clock in `deactivatedIsNotStale`.)
             #expect(try server.gpsdctl("add", device: receiver.path) == 0)
             let before = locations(reader.snapshot)
             #expect(
@@ -287,23 +322,30 @@ extension RealGPSD.LaneC {
             let setup = try GPSDWithReceivers([])
             defer { setup.stop() }
             let server = setup.server
-            let (manager, delegate) = Self.manager(server.endpoint)
+            // The engine's time is the test's: its "no fix yet" deadline passes when the clock is moved.
+            let clock = ManualEngineClock()
+            let (manager, delegate) = Self.manager(server.endpoint, clock: clock)
             defer { manager.stopUpdatingLocation() }
-            #expect(await waitUntilAsync(timeout: 3) { !delegate.errors.isEmpty })
+            #expect(await delegate.wait(timeout: 30) { !$0.errors.isEmpty })
             let first = try #require(delegate.errors.first)
             #expect(
                 first.code == .locationUnknown && (first.underlyingError as? GPSDError)?.code == .noDevice, "\(first)")
             #expect(first.message.contains("gpsdctl add"))
-            try await Task.sleep(for: .milliseconds(3500))  // past the 3 s "no fix yet" deadline
+            clock.advance(by: 3.5)  // past the 3 s "no fix yet" deadline
+            await settled(manager)
             #expect(
                 !delegate.errors.contains { $0.message.contains("still searching") },
                 "\(delegate.errors.map(\.message))")
         }
 
-        static func manager(_ endpoint: GPSDEndpoint) -> (CLLocationManager, RecordingDelegate) {
-            let manager = CLLocationManager(
-                source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30)),
-                authorizer: grantedAuthorizer(.authorizedAlways))
+        static func manager(_ endpoint: GPSDEndpoint, clock: (any EngineClock)? = nil) -> (
+            CLLocationManager, RecordingDelegate
+        ) {
+            let source = GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(30))
+            let authorizer = grantedAuthorizer(.authorizedAlways)
+            let manager =
+                clock.map { CLLocationManager(source: source, authorizer: authorizer, delegateQueue: nil, clock: $0) }
+                ?? CLLocationManager(source: source, authorizer: authorizer)
             manager.maximumLocationAge = 1e9  // the recordings are from 2026-06
             manager.maximumBatch = .max
             let delegate = RecordingDelegate()

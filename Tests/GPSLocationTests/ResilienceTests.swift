@@ -188,8 +188,8 @@ extension RealGPSD.LaneC.ResilienceTests {
             } catch {
                 server.stop()
                 if attempt >= 5 { throw error }
+                // stop() has ended its gpsd (SIGKILL if need be), so the port is free again.
                 print("\(label): \(error); starting gpsfake again")
-                try await Task.sleep(for: .milliseconds(300))
             }
         }
     }

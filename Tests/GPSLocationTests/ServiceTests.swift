@@ -268,14 +268,19 @@ extension RealGPSD.LaneB {
             #expect(await waitUntilAsync(timeout: 5) { canConnect(port: port) }, "the broker listens")
 
             let subscriber = Process()
-            subscriber.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-            subscriber.arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", "fleet/+/location", "-v", "-C", "20"]
+            // -d: it says when the broker has acknowledged the subscription (SUBACK), the event
+            // the publishing waits for; line-buffered (stdbuf), so it says so at once into a pipe.
+            subscriber.executableURL = URL(fileURLWithPath: "/usr/bin/stdbuf")
+            subscriber.arguments = [
+                "-oL", "/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-t", "fleet/+/location", "-v",
+                "-C", "20", "-d",
+            ]
             let received = Pipe()
             subscriber.standardOutput = received
             try subscriber.run()
             let messages = LineReader(received.fileHandleForReading)
             defer { if subscriber.isRunning { kill(subscriber.processIdentifier, SIGKILL) } }
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(await messages.waitFor(timeout: 30) { $0.contains { $0.text.contains("received SUBACK") } })
 
             let server = try await GPSFakeServer.started(
                 log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), cycle: 0.02)
@@ -307,7 +312,11 @@ extension RealGPSD.LaneB {
                 await messages.waitFor(timeout: 20) { lines in
                     lines.filter { $0.text.contains(#""type":"location""#) }.count >= 3
                 }, "locations reach the subscriber")
-            for line in messages.snapshot {
+            // Every line but mosquitto_sub's own debug lines is a message.
+            let published = messages.snapshot.filter {
+                !$0.text.hasPrefix("Client ") && !$0.text.hasPrefix("Subscribed ")
+            }
+            for line in published {
                 #expect(line.text.hasPrefix("fleet/testhost/location {"), "\(line.text)")
                 let json = String(line.text.dropFirst("fleet/testhost/location ".count))
                 let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]

@@ -144,6 +144,9 @@ final class EventCounter: Sendable {
         changes.changed()
     }
 
+    /// Re-checks the waits: for conditions that also read other state, when that changes.
+    func changed() { changes.changed() }
+
     /// Suspends until `condition` holds of the count (true), or `hangLimit` seconds pass (false).
     func wait(hangLimit: Double = 60, until condition: @escaping @Sendable (Int) -> Bool) async -> Bool {
         await changes.wait(hangLimit: hangLimit) { [self] in condition(value) }
