@@ -188,6 +188,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus) {
         record.withLock { $0.deprecatedCalls += 1 }
+        changes.changed()
     }
     /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {

@@ -904,7 +904,7 @@ extension RealGPSD.LaneB {
             let delivered = GPSLocBinary.jsonLines(output).filter { $0["type"] as? String == "location" }
             #expect(delivered.count >= 15)
             // xmllint: well-formed.
-            #expect(try await Self.run("/usr/bin/xmllint", ["--noout", track.path]).status == 0)
+            #expect(try await runProgram("/usr/bin/xmllint", ["--noout", track.path]).status == 0)
             // Private, and never overwritten: a second run refuses the existing file before it
             // starts (exit 1, the file untouched), and a link is not followed.
             #expect((try FileManager.default.attributesOfItem(atPath: track.path)[.posixPermissions] as? Int) == 0o600)
@@ -923,7 +923,7 @@ extension RealGPSD.LaneB {
             let gpx = try String(contentsOf: segmented, encoding: .utf8)
             #expect(gpx.components(separatedBy: "<trkseg>").count - 1 == 2, "two segments around the tunnel")
             #expect(!gpx.contains("<trkseg>\n  </trkseg>"), "no empty segment")
-            #expect(try await Self.run("/usr/bin/xmllint", ["--noout", segmented.path]).status == 0)
+            #expect(try await runProgram("/usr/bin/xmllint", ["--noout", segmented.path]).status == 0)
             let onItself = try await GPSLocBinary.run(["replay", recording.path, "--gpx", recording.path])
             #expect(onItself.status == 1, "the recording being replayed is never truncated")
             let link = config.appendingPathComponent("link.gpx")
@@ -955,9 +955,9 @@ extension RealGPSD.LaneB {
             #expect(
                 (try FileManager.default.attributesOfItem(atPath: scratch.path)[.posixPermissions] as? Int) == 0o600)
             // gpsbabel reads the track back: the same points, in order.
-            let csv = try await Self.run(
+            let csv = try await runProgram(
                 "/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", track.path, "-o", "unicsv", "-F", "-"])
-            let rows = csv.output.split(whereSeparator: \.isNewline).dropFirst().map { $0.split(separator: ",") }
+            let rows = csv.stdout.split(whereSeparator: \.isNewline).dropFirst().map { $0.split(separator: ",") }
             #expect(
                 rows.count >= delivered.count - 1 && rows.count <= delivered.count,
                 "\(rows.count) points for \(delivered.count) locations")
@@ -967,11 +967,6 @@ extension RealGPSD.LaneB {
                 #expect(abs(latitude - (location["latitude"] as? Double ?? 0)) < 1e-6)
                 #expect(abs(longitude - (location["longitude"] as? Double ?? 0)) < 1e-6)
             }
-        }
-
-        static func run(_ tool: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-            let result = try await runProgram(tool, arguments, mergeErrors: true)
-            return (result.status, result.stdout)
         }
     }
 }

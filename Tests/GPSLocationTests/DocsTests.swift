@@ -32,11 +32,6 @@ struct DocsTests {
         return blocks
     }
 
-    static func run(_ tool: String, _ arguments: [String], in folder: URL? = nil) async throws -> (Int32, String) {
-        let result = try await runProgram(tool, arguments, in: folder, mergeErrors: true)
-        return (result.status, result.stdout)
-    }
-
     @Test("the README is at most 200 lines, and names the two commands first")
     func frontDoor() throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
@@ -79,9 +74,10 @@ struct DocsTests {
                     try "".write(
                         to: package.appendingPathComponent("Sources/Tracker/main.swift"), atomically: true,
                         encoding: .utf8)
-                    let (status, output) = try await Self.run(
+                    let result = try await runProgram(
                         swiftc.replacingOccurrences(of: "swiftc", with: "swift"),
-                        ["package", "--package-path", package.path, "describe", "--type", "json"])
+                        ["package", "--package-path", package.path, "describe", "--type", "json"], mergeErrors: true)
+                    let (status, output) = (result.status, result.stdout)
                     #expect(status == 0 && output.contains("GPSLocation"), "\(name): \(output.suffix(600))")
                 } else {
                     let file = folder.appendingPathComponent("main.swift")
@@ -95,7 +91,8 @@ struct DocsTests {
                         "-Xcc", "-I", "-Xcc", Self.root.appendingPathComponent("Sources/CPseudoTerminal/include").path,
                         file.path,
                     ]
-                    let (status, output) = try await Self.run(swiftc, arguments)
+                    let result = try await runProgram(swiftc, arguments, mergeErrors: true)
+                    let (status, output) = (result.status, result.stdout)
                     #expect(status == 0, "\(name) does not build:\n\(output.prefix(1500))")
                 }
                 checked += 1

@@ -28,13 +28,13 @@ extension RealGPSD.LaneB {
             let start = ISO8601DateFormatter().string(from: Date().addingTimeInterval(10))
             let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
             #expect(
-                try await ChildProcessForTests.run(
+                try await runProgram(
                     simulator,
                     [
                         "--rate", "1", "--duration", "600", "--scenario", "clean", "--start", start, "--output",
                         recording.path,
-                    ])
-                    == 0)
+                    ]
+                ).status == 0)
             // At the recording's own pace (gpsfake waits `cycle` seconds after each sentence; a
             // 1 Hz epoch here is nine sentences), so its clock keeps with the wall clock however
             // long the machine takes: faster, it runs ahead (fixes from the future, refused);

@@ -357,21 +357,8 @@ extension RealGPSD.LaneC {
 }
 
 enum ChildProcessForTests {
-    /// Runs a program to its end, awaiting its exit; returns its exit status.
-    static func run(_ executable: String, _ arguments: [String]) async throws -> Int32 {
-        try await runProgram(executable, arguments).status
-    }
-
-    /// Runs a program to its end; returns its exit status and its stdout and stderr together.
-    static func runCapturing(_ executable: String, _ arguments: [String]) async throws -> (
-        status: Int32, output: String
-    ) {
-        let result = try await runProgram(executable, arguments, mergeErrors: true)
-        return (result.status, result.stdout)
-    }
-
-    /// The same as `run`, blocking the calling thread: only for a short clean-up in a `defer`
-    /// (which cannot await), such as `pkill`.
+    /// Runs a program to its end, blocking the calling thread: only for a short clean-up in a
+    /// `defer` (which cannot await), such as `pkill`; elsewhere `runProgram` awaits its exit.
     static func runBlocking(_ executable: String, _ arguments: [String]) throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)

@@ -78,10 +78,10 @@ extension RealGPSD.LaneB {
             }
             let copy = folder.appendingPathComponent("geofenced.service")
             try text.write(to: copy, atomically: true, encoding: .utf8)
-            let result = try await ChildProcessForTests.runCapturing(
-                "/usr/bin/systemd-analyze", ["verify", "--man=no", copy.path])
-            #expect(result.status == 0, "\(result.output)")
-            #expect(!result.output.contains("geofenced.service:"), "\(result.output)")
+            let result = try await runProgram(
+                "/usr/bin/systemd-analyze", ["verify", "--man=no", copy.path], mergeErrors: true)
+            #expect(result.status == 0, "\(result.stdout)")
+            #expect(!result.stdout.contains("geofenced.service:"), "\(result.stdout)")
         }
 
         @Test("READY=1 only after the first location, WATCHDOG=1 keeps coming, STOPPING=1 and exit 0 on SIGTERM")
@@ -92,12 +92,13 @@ extension RealGPSD.LaneB {
             let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
             let start = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
             #expect(
-                try await ChildProcessForTests.run(
+                try await runProgram(
                     simulator,
                     [
                         "--rate", "1", "--duration", "600", "--scenario", "loop", "--talkers", "gp", "--start", start,
                         "--output", recording.path,
-                    ]) == 0)
+                    ]
+                ).status == 0)
             let config = folder.appendingPathComponent("geofenced.conf")
             try "# test circles\nyard=51.450280,-2.597470,60\neast=51.453880,-2.591704,60\n".write(
                 to: config, atomically: true, encoding: .utf8)
@@ -165,15 +166,15 @@ extension RealGPSD.LaneB {
             defer { try? FileManager.default.removeItem(at: folder) }
             let config = folder.appendingPathComponent("bad.conf")
             try "depot=51.45,-2.6\n".write(to: config, atomically: true, encoding: .utf8)
-            let result = try await ChildProcessForTests.runCapturing(Self.daemon, ["--config", config.path])
+            let result = try await runProgram(Self.daemon, ["--config", config.path], mergeErrors: true)
             #expect(result.status == 78)
-            #expect(result.output.contains("line 1: expected ID=LAT,LON,RADIUS"))
+            #expect(result.stdout.contains("line 1: expected ID=LAT,LON,RADIUS"))
             // Radii CLMonitor cannot monitor are refused at load, not reported while running (#24).
             for radius in ["inf", "1e300", "nan", "-5", "100001"] {
                 try "ok=51.45,-2.6,50\ndepot=51.45,-2.6,\(radius)\n".write(
                     to: config, atomically: true, encoding: .utf8)
-                let refused = try await ChildProcessForTests.runCapturing(Self.daemon, ["--config", config.path])
-                #expect(refused.status == 78 && refused.output.contains("line 2:"), "\(radius): \(refused.output)")
+                let refused = try await runProgram(Self.daemon, ["--config", config.path], mergeErrors: true)
+                #expect(refused.status == 78 && refused.stdout.contains("line 2:"), "\(radius): \(refused.stdout)")
             }
         }
 
@@ -385,7 +386,7 @@ extension RealGPSD.LaneB {
             // The bridge is up and the subscriber subscribed once a probe sent on the box arrives.
             var probed = false
             for _ in 0..<100 where !probed {
-                _ = try? await ChildProcessForTests.run(
+                _ = try? await runProgram(
                     "/usr/bin/mosquitto_pub",
                     ["-h", "127.0.0.1", "-p", "\(boxPort)", "-t", "fleet/probe/location", "-q", "1", "-m", "probe"])
                 probed = await waitUntilAsync(timeout: 0.3) { received().contains("probe") }
