@@ -39,13 +39,25 @@ package final class ChangeWaiters: Sendable {
     /// with it false (false).
     package func wait(hangLimit: Double, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
         await withCheckedContinuation { continuation in
-            let key = state.withLock { state -> Int? in
-                if condition() || state.ended { return nil }
+            // The condition is read once, under the lock: read again after it, a condition that
+            // held for a moment (a source held back, then released) could already be false.
+            enum Now {
+                case holds, endedFalse
+                case waiting(Int)
+            }
+            let now = state.withLock { state -> Now in
+                if condition() { return .holds }
+                if state.ended { return .endedFalse }
                 state.next += 1
                 state.waiters[state.next] = Waiter(check: condition, continuation: continuation)
-                return state.next
+                return .waiting(state.next)
             }
-            guard let key else { return continuation.resume(returning: condition()) }
+            let key: Int
+            switch now {
+            case .holds: return continuation.resume(returning: true)
+            case .endedFalse: return continuation.resume(returning: false)
+            case .waiting(let registered): key = registered
+            }
             DispatchQueue.global().asyncAfter(deadline: .now() + hangLimit) { [self] in
                 guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: key) }) else { return }
                 waiter.continuation.resume(returning: waiter.check())
