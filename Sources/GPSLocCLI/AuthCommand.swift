@@ -43,7 +43,7 @@ enum AuthCommand {
                         ?? AuthorizationDecision(status: .notDetermined)
                     let fromPolicy = policy.decision(for: name) != nil
                     var line = "\(name): \(effective.status.name)"
-                    if effective.status == .authorizedAlways || effective.status == .authorizedWhenInUse {
+                    if effective.status.isAuthorized {
                         line += ", \(effective.accuracy.name) accuracy"
                     }
                     if fromPolicy {

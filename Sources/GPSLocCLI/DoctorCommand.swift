@@ -143,13 +143,13 @@ enum DoctorCommand {
             report("fail", "location services are off for everyone in the policy (\(LocationPolicy.defaultPath))")
         }
         if let decision = policy.decision(for: app) {
-            let level = decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse ? "ok" : "warn"
+            let level = decision.status.isAuthorized ? "ok" : "warn"
             var text = "\(app) is \(decision.status.name)"
             if level == "ok" { text += " with \(decision.accuracy.name) accuracy" }
             text += " by the administrator's policy (\(LocationPolicy.defaultPath)); the user cannot change it"
             report(level, text)
         } else if let decision = store.decision(for: app) {
-            let level = decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse ? "ok" : "warn"
+            let level = decision.status.isAuthorized ? "ok" : "warn"
             report(
                 level,
                 "\(app) is \(decision.status.name) with \(decision.accuracy.name) accuracy (\(store.fileURL.path))")

@@ -67,14 +67,16 @@ struct DriverRaceTests {
 
     @Test("not determined is a request in progress everywhere, never denied")
     func notDeterminedFlags() async throws {
-        let flags = AuthorizationFlags(status: .notDetermined, isInUse: true, servicesEnabled: true)
+        let flags = AuthorizationFlags(AuthorizationState(appID: "a", status: .notDetermined), servicesEnabled: true)
         #expect(flags.requestInProgress && !flags.denied)
         #expect(AuthorizationFlags(reason: .notDetermined, servicesEnabled: true) == flags)
         #expect(AuthorizationFlags(reason: .authorizationRequest, servicesEnabled: true) == flags)
         #expect(AuthorizationFlags(reason: .notAuthorized, servicesEnabled: false).deniedGlobally)
         #expect(AuthorizationFlags(reason: .notAuthorized, servicesEnabled: true).denied)
         #expect(
-            AuthorizationFlags(status: .authorizedWhenInUse, isInUse: false, servicesEnabled: true).insufficientlyInUse)
+            AuthorizationFlags(
+                AuthorizationState(appID: "a", status: .authorizedWhenInUse, isInUse: false), servicesEnabled: true
+            ).insufficientlyInUse)
         #expect(!AuthorizationFlags(reason: .stale, servicesEnabled: true).any)
 
         // CLMonitor: a condition while not determined says a request is in progress.

@@ -12,8 +12,12 @@ struct AuthorizationFlags: Equatable {
 
     init() {}
 
-    /// From the app's authorization now.
-    init(status: CLAuthorizationStatus, isInUse: Bool, servicesEnabled: Bool) {
+    /// From the app's authorization now: the `AuthorizationState` the engine's gate reads.
+    init(_ state: AuthorizationState, servicesEnabled: Bool) {
+        self.init(status: state.status, isInUse: state.isInUse, servicesEnabled: servicesEnabled)
+    }
+
+    private init(status: CLAuthorizationStatus, isInUse: Bool, servicesEnabled: Bool) {
         guard servicesEnabled else {
             deniedGlobally = true
             return

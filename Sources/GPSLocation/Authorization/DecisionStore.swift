@@ -47,12 +47,7 @@ public final class DecisionStore: Sendable {
 
     /// `$XDG_CONFIG_HOME/gpslocation`, else `~/.config/gpslocation`.
     public static func defaultDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
-            return URL(fileURLWithPath: config).appendingPathComponent("gpslocation")
-        }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home).appendingPathComponent(".config/gpslocation")
+        PrivateFile.userDirectory(.config)
     }
 
     /// Why the store could not be read or written.

@@ -57,12 +57,7 @@ public final class LastLocationCache: Sendable {
 
     /// `$XDG_CACHE_HOME/gpslocation/last`, else `~/.cache/gpslocation/last`.
     public static func defaultDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") {
-            return URL(fileURLWithPath: cache).appendingPathComponent("gpslocation/last")
-        }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home).appendingPathComponent(".cache/gpslocation/last")
+        PrivateFile.userDirectory(.cache, "last")
     }
 
     private struct Entry: Codable {
@@ -109,10 +104,8 @@ public final class LastLocationCache: Sendable {
     /// What `app` may see of its cached location under `decision` now: nothing unless it is
     /// authorized; with reduced accuracy, only a location that was reduced when it was cached.
     public func location(for app: String, allowedBy decision: AuthorizationDecision) -> CLLocation? {
-        guard decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse,
-            let location = location(for: app)
+        guard decision.status.isAuthorized, let location = location(for: app), decision.permits(cached: location)
         else { return nil }
-        if decision.accuracy == .reducedAccuracy && location.gnss?.reduced != true { return nil }
         return location
     }
 

@@ -63,12 +63,7 @@ public struct MonitorStore: Sendable {
 
     /// `$XDG_STATE_HOME/gpslocation/monitors`, else `~/.local/state/gpslocation/monitors`.
     public static func defaultDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-            return URL(fileURLWithPath: state).appendingPathComponent("gpslocation/monitors")
-        }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home).appendingPathComponent(".local/state/gpslocation/monitors")
+        PrivateFile.userDirectory(.state, "monitors")
     }
 
     /// The name of the legacy region list (`CLLocationManager.monitoredRegions`).

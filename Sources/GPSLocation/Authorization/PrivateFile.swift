@@ -8,6 +8,37 @@ import Foundation
 /// regular file of the user's of bounded size, never a link or a FIFO. `folderProblem` is the one
 /// folder check of every private store: decisions, monitors, reduced accuracy, last locations.
 package enum PrivateFile {
+    /// The user's base folder of one XDG kind, with `gpslocation/` and `subpath` below it: the
+    /// variable (`XDG_CONFIG_HOME`, `XDG_CACHE_HOME`, `XDG_STATE_HOME`) when it names an
+    /// absolute path, else its default below `$HOME` (`.config`, `.cache`, `.local/state`), as
+    /// the XDG Base Directory Specification says (a relative value is invalid and ignored).
+    /// The one place every store finds its folder.
+    package enum BaseDirectory: String, Sendable {
+        case config = "XDG_CONFIG_HOME"
+        case cache = "XDG_CACHE_HOME"
+        case state = "XDG_STATE_HOME"
+
+        var fallback: String {
+            switch self {
+            case .config: ".config"
+            case .cache: ".cache"
+            case .state: ".local/state"
+            }
+        }
+    }
+
+    package static func userDirectory(_ base: BaseDirectory, _ subpath: String = "") -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let root: URL
+        if let value = environment[base.rawValue], value.hasPrefix("/") {
+            root = URL(fileURLWithPath: value)
+        } else {
+            root = URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()).appendingPathComponent(base.fallback)
+        }
+        let folder = root.appendingPathComponent("gpslocation")
+        return subpath.isEmpty ? folder : folder.appendingPathComponent(subpath)
+    }
+
     /// What is wrong with `directory` as a private folder, with the command that fixes it; nil:
     /// a folder of the user's that no one else can write to (the package creates them 0700).
     package static func folderProblem(_ directory: URL) -> String? {

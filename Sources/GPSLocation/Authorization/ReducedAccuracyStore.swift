@@ -34,17 +34,7 @@ package struct ReducedAccuracyStore: Sendable {
     package let directory: URL
 
     package init(directory: URL? = nil) {
-        if let directory {
-            self.directory = directory
-        } else {
-            let environment = ProcessInfo.processInfo.environment
-            if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
-                self.directory = URL(fileURLWithPath: state).appendingPathComponent("gpslocation/reduced")
-            } else {
-                let home = environment["HOME"] ?? NSHomeDirectory()
-                self.directory = URL(fileURLWithPath: home).appendingPathComponent(".local/state/gpslocation/reduced")
-            }
-        }
+        self.directory = directory ?? PrivateFile.userDirectory(.state, "reduced")
     }
 
     package static let user = ReducedAccuracyStore()

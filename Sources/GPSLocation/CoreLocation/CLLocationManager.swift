@@ -74,7 +74,7 @@ open class CLLocationManager: NSObject {
         if let delivered = runner.withEngine({ $0.lastDelivered }) { return delivered }
         guard let cache = runner.lastLocationCache else { return nil }
         let decision = AuthorizationDecision(status: authorizer.status, accuracy: authorizer.accuracy)
-        guard decision.status == .authorizedAlways || decision.status == .authorizedWhenInUse else { return nil }
+        guard decision.status.isAuthorized else { return nil }
         let entry: CLLocation?
         if let cached = state.withLock({ $0.cachedLocation }) {
             entry = cached
@@ -82,7 +82,7 @@ open class CLLocationManager: NSObject {
             entry = cache.location(for: authorizer.appID)
             state.withLock { $0.cachedLocation = .some(entry) }
         }
-        guard let entry, decision.accuracy == .fullAccuracy || entry.gnss?.reduced == true else { return nil }
+        guard let entry, decision.permits(cached: entry) else { return nil }
         return entry
     }
 

@@ -314,8 +314,7 @@ public actor CLMonitor {
         let now = ContinuousClock.now
         if let cached = flagsCache.withLock({ $0 }), now - cached.at < .seconds(1) { return cached.flags }
         let flags = AuthorizationFlags(
-            status: manager.authorizationStatus, isInUse: manager.authorizer.isInUse,
-            servicesEnabled: CLLocationManager.locationServicesEnabled())
+            manager.authorizer.state, servicesEnabled: CLLocationManager.locationServicesEnabled())
         flagsCache.withLock { $0 = (now, flags) }
         return flags
     }

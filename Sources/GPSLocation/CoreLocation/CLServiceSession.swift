@@ -46,16 +46,17 @@ public final class CLServiceSession: Sendable {
             authorizer: LocationAuthorizer, requirement: AuthorizationRequirement, wantsFullAccuracy: Bool,
             requestMessage: String?
         ) {
-            let status = authorizer.status
-            let enabled = CLLocationManager.locationServicesEnabled()
-            let flags = AuthorizationFlags(status: status, isInUse: authorizer.isInUse, servicesEnabled: enabled)
+            // The state the engine's gate reads, through the same predicates.
+            let state = authorizer.state
+            let status = state.status
+            let flags = AuthorizationFlags(state, servicesEnabled: CLLocationManager.locationServicesEnabled())
             authorizationDeniedGlobally = flags.deniedGlobally
             authorizationDenied = flags.denied
             authorizationRestricted = flags.restricted
             insufficientlyInUse = flags.insufficientlyInUse
             serviceSessionRequired = false
             fullAccuracyDenied =
-                wantsFullAccuracy && status.isAuthorized && authorizer.accuracy == .reducedAccuracy
+                wantsFullAccuracy && status.isAuthorized && state.accuracy == .reducedAccuracy
             alwaysAuthorizationDenied =
                 requirement == .always && status != .authorizedAlways && status != .notDetermined
             authorizationRequestInProgress = flags.requestInProgress
@@ -165,9 +166,4 @@ public final class CLBackgroundActivitySession: Sendable {
     public init() {}
     /// Ends the session.
     public func invalidate() {}
-}
-
-extension CLAuthorizationStatus {
-    /// Authorized Always or When In Use.
-    var isAuthorized: Bool { self == .authorizedAlways || self == .authorizedWhenInUse }
 }

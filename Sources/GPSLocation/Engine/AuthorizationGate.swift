@@ -22,7 +22,7 @@ package struct AuthorizationState: Sendable, Equatable {
 
     /// True when locations may flow (authorized, and in use for When-In-Use).
     package var allowsDelivery: Bool {
-        status == .authorizedAlways || (status == .authorizedWhenInUse && isInUse)
+        status.isAuthorized && (status != .authorizedWhenInUse || isInUse)
     }
 
     /// Why nothing may be delivered, as the app is told; nil when locations may flow.
@@ -64,6 +64,22 @@ package struct AuthorizationState: Sendable, Equatable {
                     + "(\(LocationPolicy.defaultPath)) — no location is delivered; ask the administrator",
                 reason: .restricted)
         }
+    }
+}
+
+extension CLAuthorizationStatus {
+    /// Whether this status authorizes an app at all (Always, or When In Use): the one place this
+    /// is decided — the gate, the manager's cached `location`, `CLServiceSession`, `gpsloc auth`
+    /// and `gpsloc doctor` all ask here (`OneRuleOnePlaceTests` keeps it so).
+    package var isAuthorized: Bool { self == .authorizedAlways || self == .authorizedWhenInUse }
+}
+
+extension AuthorizationDecision {
+    /// Whether this decision lets the app see `location` from the last-location cache: nothing
+    /// unless it is authorized, and with reduced accuracy only a location that was reduced when
+    /// it was cached (a precise one never reaches a reduced app, however old).
+    package func permits(cached location: CLLocation) -> Bool {
+        status.isAuthorized && (accuracy == .fullAccuracy || location.gnss?.reduced == true)
     }
 }
 

@@ -17,10 +17,7 @@ extension LocationEngine {
         }
         if code != lastRejection {
             lastRejection = code
-            if let clock, let last = lastDiagnosed[code], clock.timeIntervalSince(last) < 60, clock >= last {
-                // Said less than a minute ago.
-            } else {
-                if let clock { lastDiagnosed[code] = clock }
+            if clock.map({ repeats.allows(code, at: $0) }) ?? true {
                 actions.append(.diagnose(code: code, message: rejection.description))
             }
         }

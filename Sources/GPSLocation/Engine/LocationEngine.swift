@@ -191,7 +191,8 @@ package struct LocationEngine: Sendable {
     var lastDeliveryTime: Date?
     /// Receivers gpsd said are deactivated and has not reactivated since.
     private var deactivated: Set<String> = []
-    var lastDiagnosed: [String: Date] = [:]
+    /// Diagnostics that would repeat are said at most once a minute.
+    var repeats = RepeatLimiter()
     private var dilutionFallback = DilutionFallbackStage()
     /// A fix with no error estimate at all, held until the next report: gpsd reports a cycle's
     /// RMC (no `eph`) before its GGA and GSA, with the same time, and the first report of an
@@ -452,10 +453,7 @@ package struct LocationEngine: Sendable {
             if let removed {
                 fix = checked
                 let clock = isLive ? now : (fix.time ?? recordingNow ?? now)
-                if let last = lastDiagnosed["outOfRange"], clock.timeIntervalSince(last) < 60, clock >= last {
-                    // Said less than a minute ago.
-                } else {
-                    lastDiagnosed["outOfRange"] = clock
+                if repeats.allows("outOfRange", at: clock) {
                     notes.append(.diagnose(code: "outOfRange", message: removed))
                 }
             }

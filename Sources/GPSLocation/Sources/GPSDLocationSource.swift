@@ -152,8 +152,8 @@ public final class GPSDLocationSource: LocationSource {
     /// One connection's outage state: lost or not, and when the last `reconnecting` notice went.
     package final class Lost: Sendable {
         let value = Locked(false)
-        /// When a `reconnecting` notice was last given in this outage.
-        let lastNotice = Locked<Date?>(nil)
+        /// The `reconnecting` notices of this outage (once a minute after the first three).
+        let notices = Locked(RepeatLimiter())
         package init() {}
     }
 
@@ -174,7 +174,7 @@ public final class GPSDLocationSource: LocationSource {
         }
         switch event {
         case .connected:
-            lost.lastNotice.withLock { $0 = nil }
+            lost.notices.withLock { $0.reset("reconnecting") }
             let again = lost.value.withLock { wasLost in
                 defer { wasLost = false }
                 return wasLost
@@ -200,11 +200,7 @@ public final class GPSDLocationSource: LocationSource {
             lost.value.withLock { $0 = true }
             // Said for the first three attempts, then once a minute: gpsd gone for an hour is not
             // 2,000 lines in a log or on a broker.
-            let say = lost.lastNotice.withLock { last in
-                guard attempt <= 3 || last.map({ now.timeIntervalSince($0) >= 60 }) ?? true else { return false }
-                last = now
-                return true
-            }
+            let say = lost.notices.withLock { $0.allows("reconnecting", at: now, always: attempt <= 3) }
             let notice = LocationSourceEvent.notice(
                 code: "reconnecting",
                 message: String(
