@@ -53,8 +53,7 @@ struct AuthorizationModelTests {
                 let precise = AccuracyStage().location(from: fix)
                 let allowed = status == .authorizedAlways || (status == .authorizedWhenInUse && inUse)
                 let locations = engine.handle(.fix(fix), now: time).compactMap { action -> CLLocation? in
-                    if case .deliver(let location) = action { return location }
-                    return nil
+                    action.delivered
                 }
                 #expect(locations.count <= 1)
                 guard let location = locations.first else {
@@ -137,7 +136,7 @@ struct AuthorizationModelTests {
         _ = engine.start(.continuous, now: Date())
         var delivered: [CLLocation] = []
         for fix in fixes {
-            for case .deliver(let location) in engine.handle(.fix(fix), now: Date()) { delivered.append(location) }
+            delivered += engine.handle(.fix(fix), now: Date()).compactMap(\.delivered)
         }
         #expect(!delivered.isEmpty)
         for (previous, next) in zip(delivered, delivered.dropFirst()) {

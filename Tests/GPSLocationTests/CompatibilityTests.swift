@@ -104,7 +104,7 @@ struct CompatibilityTests {
             _ = engine.start(.continuous, now: Date())
             var delivered: [CLLocation] = []
             for fix in fixes {
-                for case .deliver(let location) in engine.handle(.fix(fix), now: Date()) { delivered.append(location) }
+                delivered += engine.handle(.fix(fix), now: Date()).compactMap(\.delivered)
             }
             return delivered
         }

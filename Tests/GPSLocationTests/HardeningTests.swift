@@ -234,7 +234,7 @@ struct PhysicalRangeTests {
                 .problem(CLError(.locationUnknown, message: "end"), terminal: true), now: LocationEngineTests.start)
         }
         let notes = actions.compactMap {
-            if case .diagnose(let code, let message) = $0 { (code, message) } else { nil }
+            $0.diagnostic.map { ($0.code, $0.message) }
         }
         return (engine, LocationEngineTests.delivered(actions).first, notes)
     }
@@ -253,7 +253,7 @@ struct PhysicalRangeTests {
         var again = LocationEngineTests.fix(at: 1)
         again.speed = -3
         let second = engine.handle(.fix(again), now: t0 + 1, uptime: 1)
-        #expect(!second.contains { if case .diagnose = $0 { true } else { false } }, "once a minute")
+        #expect(!second.contains { $0.diagnostic != nil }, "once a minute")
     }
 
     @Test("an altitude of 10,000 km and negative error estimates become unknown, said once")

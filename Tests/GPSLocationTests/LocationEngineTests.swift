@@ -30,10 +30,10 @@ struct LocationEngineTests {
     }
 
     static func delivered(_ actions: [LocationEngine.Action]) -> [CLLocation] {
-        actions.compactMap { if case .deliver(let location) = $0 { location } else { nil } }
+        actions.compactMap(\.delivered)
     }
     static func errors(_ actions: [LocationEngine.Action]) -> [CLError] {
-        actions.compactMap { if case .fail(let error) = $0 { error } else { nil } }
+        actions.compactMap(\.failure)
     }
     static func armed(_ actions: [LocationEngine.Action]) -> [(LocationEngine.Timer, TimeInterval)] {
         actions.compactMap { if case .arm(let timer, let seconds) = $0 { (timer, seconds) } else { nil } }
@@ -171,7 +171,7 @@ struct LocationEngineTests {
         noFix.mode = .noFix
         var codes: [String] = []
         for event in [noFix, noFix, noFix, Self.fix(at: 1), noFix] {
-            for case .diagnose(let code, _) in engine.handle(.fix(event), now: Self.start) { codes.append(code) }
+            codes += engine.handle(.fix(event), now: Self.start).compactMap(\.diagnostic?.code)
         }
         #expect(codes == ["noFix"], "the same reason within a minute is said once")
     }

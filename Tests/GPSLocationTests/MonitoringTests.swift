@@ -672,7 +672,7 @@ struct EngineMonitoringTests {
     let fence = Geofence(identifier: "yard", latitude: 51.45, longitude: -2.58, radius: 200)
 
     static func regions(_ actions: [LocationEngine.Action]) -> [RegionEvent] {
-        actions.compactMap { if case .region(let event) = $0 { event } else { nil } }
+        actions.compactMap { if case .emit(.region(let event)) = $0 { event } else { nil } }
     }
 
     @Test("live: regions alone run the source; 60 s without a location makes the state unknown via the timer")

@@ -36,8 +36,8 @@ struct PauseTests {
             let second = fix.time!.timeIntervalSince(start)
             for action in engine.handle(.fix(fix), now: start) {
                 switch action {
-                case .deliver: delivered.append(second)
-                case .paused(let paused): pauses.append((second, paused))
+                case .emit(.locations): delivered.append(second)
+                case .emit(.paused(let paused)): pauses.append((second, paused))
                 default: break
                 }
             }
@@ -129,13 +129,14 @@ struct PauseTests {
         _ = engine.start(.continuous, now: Self.start)
         var paused = false
         for second in 0...300 {
-            for case .paused(let state) in engine.handle(.fix(Self.parked(at: Double(second))), now: Self.start) {
+            for case .emit(.paused(let state)) in engine.handle(.fix(Self.parked(at: Double(second))), now: Self.start)
+            {
                 paused = state
             }
         }
         #expect(paused)
         let restarted = engine.start(.continuous, now: Self.start)
-        #expect(restarted.contains { if case .paused(false) = $0 { true } else { false } })
+        #expect(restarted.contains { if case .emit(.paused(false)) = $0 { true } else { false } })
         #expect(LocationEngineTests.delivered(engine.handle(.fix(Self.parked(at: 301)), now: Self.start)).count == 1)
     }
 }

@@ -61,7 +61,7 @@ struct ReceiverClockTests {
 
     static func clockNotes(_ actions: [LocationEngine.Action]) -> [String] {
         actions.compactMap {
-            if case .diagnose(let code, let message) = $0, code == "systemClockOffset" { message } else { nil }
+            $0.diagnostic.flatMap { $0.code == "systemClockOffset" ? $0.message : nil }
         }
     }
 

@@ -133,11 +133,19 @@ struct SlowConsumerTests {
         #expect(source.isRunning)
         for fix in fixes { source.send(.fix(fix)) }
         gate.signal()
-        #expect(await delegate.wait { $0.locations.count == 5 })
+        let newest = fixes.last!.latitude!
+        #expect(await delegate.wait { $0.locations.last?.coordinate.latitude == newest })
         manager.stopUpdatingLocation()
+        // Nearly always one drain after the gate: 35 dropped, the newest five delivered. On a busy
+        // machine a drain may already have taken a batch before the sends end (it then waits for
+        // the delegate queue with it): the oldest still go, and every one is counted.
         let dropped = diagnostics.withLock { $0 }.filter { $0.code == "droppedLocations" }
-        #expect(dropped.count == 1)
-        #expect(dropped.first?.message.hasPrefix("35 live location(s) dropped") == true)
-        #expect(delegate.locations.map(\.coordinate.latitude) == fixes.suffix(5).map { $0.latitude! })
+        let counts = dropped.compactMap { Int($0.message.prefix { $0.isNumber }) }
+        #expect(!dropped.isEmpty && counts.count == dropped.count)
+        #expect(dropped.allSatisfy { $0.message.contains("live location(s) dropped") })
+        let latitudes = delegate.locations.map(\.coordinate.latitude)
+        #expect(counts.reduce(0, +) + latitudes.count == fixes.count, "every location delivered or counted")
+        #expect(latitudes.suffix(5) == fixes.suffix(5).map { $0.latitude! })
+        #expect(latitudes == latitudes.sorted(), "in order")
     }
 }

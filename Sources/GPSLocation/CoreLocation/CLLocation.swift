@@ -76,6 +76,9 @@ public struct GNSSDetails: Sendable, Equatable {
     public var reduced: Bool
     /// The receiver, when known.
     public var device: String?
+    /// The engine judged the device stationary at this location (`StationaryDetector`: it has
+    /// stayed within twice its accuracy for 10 s): what `CLLocationUpdate.isStationary` says.
+    package var isStationary = false
 
     /// Details of a GNSS location.
     public init(
@@ -233,6 +236,16 @@ public final class CLLocation: NSObject, Sendable {
         self.timestamp = timestamp
         self.gnss = gnss
         self.sourceInformation = sourceInformation
+    }
+
+    /// This location with other GNSS details (the engine's marks).
+    func with(gnss: GNSSDetails?) -> CLLocation {
+        CLLocation(
+            coordinate: coordinate, altitude: altitude, ellipsoidalAltitude: ellipsoidalAltitude,
+            horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, course: course,
+            courseAccuracy: courseAccuracy, speed: speed, speedAccuracy: speedAccuracy, timestamp: timestamp,
+            gnss: gnss,
+            sourceInformation: sourceInformation)
     }
 
     /// The geodesic distance on the WGS 84 ellipsoid (Karney's method), in metres, ignoring

@@ -167,12 +167,11 @@ public struct CLLocationUpdate: Sendable {
         }
     }
 
-    /// Forwards delegate callbacks into the stream. Delegate calls are serial (the manager's
-    /// queue), so the detector needs no lock of its own beyond `Locked`'s.
+    /// Forwards delegate callbacks into the stream; whether the device is stationary is the
+    /// engine's (`GNSSDetails.isStationary`).
     final class Bridge: CLLocationManagerDelegate, Sendable {
         let continuation: AsyncStream<CLLocationUpdate>.Continuation
         let flow: StreamFlow
-        let stationary = Locked(StationaryDetector())
         let last = Locked<CLLocation?>(nil)
         init(continuation: AsyncStream<CLLocationUpdate>.Continuation, flow: StreamFlow) {
             self.continuation = continuation
@@ -189,10 +188,10 @@ public struct CLLocationUpdate: Sendable {
         func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
             if let newest = locations.last { last.withLock { $0 = newest } }
             for location in locations {
-                let still = stationary.withLock { $0.add(location) }
                 continuation.yield(
                     CLLocationUpdate(
-                        location: location, accuracyLimited: location.gnss?.reduced == true, isStationary: still))
+                        location: location, accuracyLimited: location.gnss?.reduced == true,
+                        isStationary: location.gnss?.isStationary == true))
                 flow.produced()
             }
         }
@@ -217,11 +216,6 @@ package struct StationaryDetector: Sendable {
     private var anchor: CLLocation?
 
     package init() {}
-
-    /// Adds a location; returns whether the device is stationary at it.
-    package mutating func add(_ location: CLLocation) -> Bool {
-        (still(location) ?? 0) >= Self.minimumDuration
-    }
 
     /// Adds a location; returns how long (by the locations' own time) the device has stayed
     /// at its anchor, or nil when this location moved the anchor.

@@ -21,25 +21,8 @@ import GNSSCore
 /// **Timers** only enqueue: a fired timer's engine step runs on the runner's own serial work
 /// queue, so no user code and no file I/O runs on the process-wide timer thread.
 package final class EngineRunner: Sendable {
-    /// What the adapter receives.
-    package enum Output: Sendable {
-        /// Locations in order, the newest last; consecutive ones waiting together come as one batch.
-        case locations([CLLocation])
-        /// A problem; `error.endsUpdates` says whether updates ended with it.
-        case failure(CLError)
-        /// The source stopped for good (a recording's end, gpsd gone without reconnection).
-        case sourceEnded
-        case receiver(DeviceEvent)
-        case sky(SkyView)
-        case region(RegionEvent)
-        case visit(VisitRecord)
-        /// Updates paused (true) or resumed (false): `LocationEngine.Action.paused`.
-        case paused(Bool)
-        case heading(CLHeading)
-        case diagnostic(LocationDiagnostic)
-        /// An event the adapter queued itself with `enqueue`, delivered in order with the rest.
-        case adapter(any Sendable)
-    }
+    /// What the adapter receives: the engine's outputs, batched.
+    package typealias Output = LocationEngine.Output
 
     private struct State {
         var engine: LocationEngine
@@ -263,20 +246,10 @@ package final class EngineRunner: Sendable {
             var reducedState: ReducedAccuracyState?
             for action in actions {
                 switch action {
-                case .deliver(let location):
-                    outputs.append(.locations([location]))
-                    effects.delivered = location
-                case .fail(let error): outputs.append(.failure(error))
-                case .receiver(let device): outputs.append(.receiver(device))
-                case .sourceEnded: outputs.append(.sourceEnded)
-                case .region(let event): outputs.append(.region(event))
-                case .visit(let record): outputs.append(.visit(record))
-                case .paused(let paused): outputs.append(.paused(paused))
-                case .heading(let heading): outputs.append(.heading(heading))
-                case .sky(let sky): outputs.append(.sky(sky))
+                case .emit(let output):
+                    outputs.append(output)
+                    if case .locations(let batch) = output, let location = batch.last { effects.delivered = location }
                 case .reducedAccuracyState(let kept): reducedState = kept
-                case .diagnose(let code, let message):
-                    outputs.append(.diagnostic(LocationDiagnostic(code: code, message: message)))
                 case .arm(let timer, let seconds): effects.arm.append((timer, seconds))
                 case .cancel(let timer): effects.cancel.append(timer)
                 case .stopSource:

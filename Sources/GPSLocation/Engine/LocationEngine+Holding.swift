@@ -17,8 +17,12 @@ extension LocationEngine {
     }
 
     /// Automatic pausing: true when `location` is not delivered because updates are paused
-    /// (or pause at it); a location that moved resumes them first.
+    /// (or pause at it); a location that moved resumes them first. The one stationary detector:
+    /// `stillFor` (how long the device has stayed put) also marks delivered locations
+    /// stationary (`GNSSDetails.isStationary`, which `CLLocationUpdate` reports).
     mutating func pauses(at location: CLLocation, actions: inout [Action]) -> Bool {
+        let still = stationary.still(location)
+        stillFor = still
         guard let delay = configuration.pauseAfter else {
             if paused {
                 paused = false
@@ -26,7 +30,6 @@ extension LocationEngine {
             }
             return false
         }
-        let still = stationary.still(location)
         if paused {
             guard still == nil else { return true }
             paused = false
@@ -37,6 +40,15 @@ extension LocationEngine {
         paused = true
         actions.append(.paused(true))
         return true
+    }
+
+    /// `location` as delivered: marked stationary when the device has stayed put long enough.
+    func markedStationary(_ location: CLLocation) -> CLLocation {
+        guard (stillFor ?? 0) >= StationaryDetector.minimumDuration, var details = location.gnss else {
+            return location
+        }
+        details.isStationary = true
+        return location.with(gnss: details)
     }
 
     /// `minimumUpdateInterval`: the location is at least that long after the last delivered one

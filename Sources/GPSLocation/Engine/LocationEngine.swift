@@ -83,15 +83,18 @@ package struct LocationEngine: Sendable {
         case deliveryStall
     }
 
-    /// What the driver must do, in order.
-    package enum Action: Sendable {
-        /// Hand this location to the app.
-        case deliver(CLLocation)
-        /// Tell the app (`didFailWithError`, an NDJSON error line).
-        case fail(CLError)
-        /// A note that is not an error for the app (a dropped fix, a reconnection): the
-        /// injected diagnostics handler, or an NDJSON diagnostic line.
-        case diagnose(code: String, message: String)
+    /// What reaches the app, in order, through the runner and an adapter (`CLLocationManager`,
+    /// `CLMonitor`, gpsloc): one type from the engine to every face, so none can translate it
+    /// differently.
+    package enum Output: Sendable {
+        /// Locations in order, the newest last; consecutive ones waiting together come as one
+        /// batch (the engine gives one at a time; the runner joins those that wait together).
+        case locations([CLLocation])
+        /// A problem (`didFailWithError`, an NDJSON error line); `error.endsUpdates` says
+        /// whether updates ended with it.
+        case failure(CLError)
+        /// The source stopped for good (a recording's end, gpsd gone without reconnection).
+        case sourceEnded
         /// gpsd activated or deactivated a receiver.
         case receiver(DeviceEvent)
         /// The satellites in view (for displays; carries no position).
@@ -103,8 +106,20 @@ package struct LocationEngine: Sendable {
         /// Updates paused (true: the device stayed put for `pauseAfter`) or resumed (false: it
         /// moved, or the app started updates again).
         case paused(Bool)
-        /// Hand this heading to the app (heading updates are on and the app is authorized).
+        /// A heading for the app (heading updates are on and the app is authorized).
         case heading(CLHeading)
+        /// A note that is not an error for the app (a dropped fix, a reconnection): the
+        /// diagnostics handler, or an NDJSON diagnostic line.
+        case diagnostic(LocationDiagnostic)
+        /// An event the adapter queued itself (`EngineRunner.enqueue`), delivered in order with
+        /// the rest; never made by the engine.
+        case adapter(any Sendable)
+    }
+
+    /// What the driver must do, in order: outputs for the app, and the driver's own work.
+    package enum Action: Sendable {
+        /// Hand this to the app.
+        case emit(Output)
         /// Reduced accuracy gave a location: keep this for the app's next run
         /// (`ReducedAccuracyStore`), so restarting it undoes neither the offset nor the rate limit.
         case reducedAccuracyState(ReducedAccuracyState)
@@ -113,8 +128,36 @@ package struct LocationEngine: Sendable {
         case cancel(Timer)
         /// Updates are over: stop the source (a request settled, access denied, the source ended).
         case stopSource
-        /// The source stopped for good; nothing more will come (liveUpdates ends).
-        case sourceEnded
+
+        static func deliver(_ location: CLLocation) -> Action { .emit(.locations([location])) }
+        static func fail(_ error: CLError) -> Action { .emit(.failure(error)) }
+        static func diagnose(code: String, message: String) -> Action {
+            .emit(.diagnostic(LocationDiagnostic(code: code, message: message)))
+        }
+        static func receiver(_ device: DeviceEvent) -> Action { .emit(.receiver(device)) }
+        static func sky(_ sky: SkyView) -> Action { .emit(.sky(sky)) }
+        static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
+        static func visit(_ record: VisitRecord) -> Action { .emit(.visit(record)) }
+        static func paused(_ paused: Bool) -> Action { .emit(.paused(paused)) }
+        static func heading(_ heading: CLHeading) -> Action { .emit(.heading(heading)) }
+        static var sourceEnded: Action { .emit(.sourceEnded) }
+
+        /// The location this action hands the app, if it is one.
+        package var delivered: CLLocation? {
+            if case .emit(.locations(let batch)) = self { batch.last } else { nil }
+        }
+        /// The error this action hands the app, if it is one.
+        package var failure: CLError? {
+            if case .emit(.failure(let error)) = self { error } else { nil }
+        }
+        /// The diagnostic this action hands the app, if it is one.
+        package var diagnostic: LocationDiagnostic? {
+            if case .emit(.diagnostic(let diagnostic)) = self { diagnostic } else { nil }
+        }
+        /// What this action hands the app, if anything.
+        package var output: Output? {
+            if case .emit(let output) = self { output } else { nil }
+        }
     }
 
     package enum Mode: Sendable, Equatable {
@@ -204,6 +247,8 @@ package struct LocationEngine: Sendable {
     private var unestimatedInARow = 0
     /// Automatic pausing: where the device settled, and whether updates are paused.
     var stationary = StationaryDetector()
+    /// How long the device had stayed put at the last location (nil: it moved).
+    var stillFor: TimeInterval?
     /// Heading updates; the latest fix with a position (for the magnetic variation).
     package var headingStage = HeadingStage()
     var lastPositionFix: Fix?
@@ -262,6 +307,7 @@ package struct LocationEngine: Sendable {
             // Apple: after a pause the app starts updates again.
             paused = false
             stationary.reset()
+            stillFor = nil
             actions.append(.paused(false))
         }
         if mode == newMode || (mode == .continuous && newMode == .oneShot) { return actions }
@@ -291,6 +337,7 @@ package struct LocationEngine: Sendable {
         held = nil
         paused = false
         stationary.reset()
+        stillFor = nil
         filter.reset()
         lastRejection = nil
         lastRejectionReason = nil
@@ -568,6 +615,7 @@ package struct LocationEngine: Sendable {
             } else if mode == .continuous, !pauses(at: location, actions: &actions), intervalAdmits(location),
                 filter.admits(location)
             {
+                let location = markedStationary(location)
                 filter.delivered(location)
                 lastDeliveryTime = location.timestamp
                 lastDelivered = location
