@@ -42,6 +42,43 @@ struct LocationEngineTests {
         actions.contains { if case .stopSource = $0 { true } else { false } }
     }
 
+    /// gpsd 3.22 sends a cycle's TPV before the receiver's GST of the same time: the engine (the
+    /// one place a fix waits for its estimate) learns that from the first cycle and from then on
+    /// holds each fix for its GST, never past the next report.
+    @Test("a GST after its fix: learnt once, then each fix waits for its own estimate")
+    func estimateAfterFix() {
+        var engine = Self.engine(isLive: false)
+        _ = engine.start(.continuous, now: Self.start)
+        func gst(at seconds: Double, sigma: Double) -> LocationSourceEvent {
+            .errorEstimate(
+                ReceiverErrorEstimate(
+                    time: Self.start.addingTimeInterval(seconds), latitude: sigma, longitude: sigma, altitude: sigma))
+        }
+        // Cycle 0: nothing is known yet; the fix goes with the model's estimate, and its GST
+        // (arriving after it) teaches the engine that this receiver's GST follows.
+        let first = Self.delivered(engine.handle(.fix(Self.fix(at: 0)), now: Self.start))
+        #expect(first.count == 1)
+        #expect(Self.delivered(engine.handle(gst(at: 0, sigma: 1), now: Self.start)).isEmpty)
+        // Cycle 1: the fix is held, and delivered with its own GST's accuracy.
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 1)), now: Self.start)).isEmpty)
+        let paired = Self.delivered(engine.handle(gst(at: 1, sigma: 2), now: Self.start))
+        #expect(paired.count == 1)
+        let withGST = ReceiverErrorEstimate(time: nil, latitude: 2, longitude: 2, altitude: 2)
+            .applied(to: Self.fix(at: 1).errors, threeDimensional: true)
+        #expect(paired.first?.horizontalAccuracy == AccuracyStage.horizontalAccuracy(withGST))
+        #expect(paired.first?.horizontalAccuracy != first.first?.horizontalAccuracy)
+        // Cycle 2: no GST; the sky report lets the fix through as it is.
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 2)), now: Self.start)).isEmpty)
+        let sky = SkyView(time: Self.start.addingTimeInterval(2), satellites: [], dilution: DilutionOfPrecision())
+        let released = Self.delivered(engine.handle(.sky(sky), now: Self.start))
+        #expect(released.map(\.timestamp) == [Self.start.addingTimeInterval(2)])
+        // Cycle 3: a GST of another time does not complete it; the next fix does release it.
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 3)), now: Self.start)).isEmpty)
+        #expect(Self.delivered(engine.handle(gst(at: 2.5, sigma: 9), now: Self.start)).isEmpty)
+        let next = Self.delivered(engine.handle(.fix(Self.fix(at: 4)), now: Self.start))
+        #expect(next.map(\.timestamp) == [Self.start.addingTimeInterval(3)])
+    }
+
     /// Found by the newcomer walk-through: gpsfake playing a June recording in December gave
     /// "no usable position fix yet — the receiver is still searching for satellites" while gpsd
     /// reported a 3D fix every second. The report names why the fixes that do arrive are refused.

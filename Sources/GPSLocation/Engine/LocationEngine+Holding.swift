@@ -16,6 +16,40 @@ extension LocationEngine {
         return handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
     }
 
+    /// The receiver's error estimate (GST): it completes a fix held for it, of its own time;
+    /// one that describes the last fix, already gone, shows that this receiver's GST follows its
+    /// fix, and from then on each fix waits for it (`held`).
+    mutating func handleEstimate(_ estimate: ReceiverErrorEstimate, now: Date) -> [Action] {
+        latestEstimate = estimate
+        if let pending = held, pending.awaitsEstimate, Self.sameTime(pending.fix.time, estimate.time) {
+            held = nil
+            return handleCheckedFix(Self.applying(estimate, to: pending.fix), now: now, uptime: pending.uptime)
+        }
+        if Self.sameTime(lastSourceFixTime, estimate.time) { estimateFollows = true }
+        return []
+    }
+
+    /// A fix held for its estimate goes as it is (any other report came first).
+    mutating func releaseAwaitingEstimate(now: Date) -> [Action] {
+        guard let pending = held, pending.awaitsEstimate else { return [] }
+        held = nil
+        return handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
+    }
+
+    /// The estimate for the fix's own time wins (`ReceiverErrorEstimate.applied`, the rule the
+    /// NMEA engine follows too); any other estimate leaves the fix as it is.
+    static func applying(_ estimate: ReceiverErrorEstimate?, to fix: Fix) -> Fix {
+        guard let estimate, sameTime(estimate.time, fix.time), fix.mode >= .twoDimensional else { return fix }
+        var fix = fix
+        fix.errors = estimate.applied(to: fix.errors, threeDimensional: fix.mode == .threeDimensional)
+        return fix
+    }
+
+    static func sameTime(_ a: Date?, _ b: Date?) -> Bool {
+        guard let a, let b else { return false }
+        return abs(a.timeIntervalSince(b)) < 0.01
+    }
+
     /// Automatic pausing: true when `location` is not delivered because updates are paused
     /// (or pause at it); a location that moved resumes them first. The one stationary detector:
     /// `stillFor` (how long the device has stayed put) also marks delivered locations

@@ -243,7 +243,19 @@ package struct LocationEngine: Sendable {
     /// other report (or the source's end) lets it through, estimate-less, at most a cycle late —
     /// and only for `holdLimit` epochs in a row, so a receiver that reports no estimates at all
     /// is not delayed. Both paths, the same rule.
-    var held: (fix: Fix, uptime: Double?)?
+    ///
+    /// The receiver's own estimate (GST) may also come after its fix (gpsd 3.22 sends the TPV as
+    /// soon as the cycle's GGA is in, and puts no GST into it): once a receiver has been seen
+    /// doing that (`estimateFollows`), each of its fixes is held for the GST of its time
+    /// (`awaitsEstimate`), never longer than the next report. The NMEA engine applies the same
+    /// estimate to the same cycle, so gpsd's path and the NMEA path deliver the same location.
+    /// The one place a fix waits for its estimate.
+    var held: (fix: Fix, uptime: Double?, awaitsEstimate: Bool)?
+    /// The receiver's latest error estimate, and whether its GST comes after its fix.
+    var latestEstimate: ReceiverErrorEstimate?
+    var estimateFollows = false
+    /// The time of the last fix the source gave (for `estimateFollows`).
+    var lastSourceFixTime: Date?
     private var unestimatedInARow = 0
     /// Automatic pausing: where the device settled, and whether updates are paused.
     var stationary = StationaryDetector()
@@ -402,6 +414,8 @@ package struct LocationEngine: Sendable {
         switch consume event {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
+        case .errorEstimate(let estimate):
+            return handleEstimate(estimate, now: now)
         case .heading(let reading):
             // A replay's clock is known only from a fix: a heading before the first one waits for
             // it (a receiver's first cycle), rather than carrying today's date.
@@ -413,7 +427,8 @@ package struct LocationEngine: Sendable {
         case .sky(let sky):
             let checked = PhysicalRanges.check(sky)
             dilutionFallback.remember(checked)
-            return [.sky(checked)]
+            // A fix held for an estimate waits no longer than the next report.
+            return releaseAwaitingEstimate(now: now) + [.sky(checked)]
         case .notice(let code, let message):
             return [.diagnose(code: code, message: message)]
         case .device(let device):
@@ -506,6 +521,8 @@ package struct LocationEngine: Sendable {
             }
         }
         fix = dilutionFallback.filled(fix)
+        lastSourceFixTime = fix.time
+        fix = Self.applying(latestEstimate, to: fix)
         var actions = notes
         if fix.hasPosition { lastPositionFix = fix }
         lastSourceProblem = nil
@@ -529,11 +546,15 @@ package struct LocationEngine: Sendable {
                 unestimatedInARow += 1
             }
             if unestimatedInARow <= Self.holdLimit {
-                held = (fix, uptime)
+                held = (fix, uptime, false)
                 return actions
             }
         } else if fix.hasPosition {
             unestimatedInARow = 0
+        }
+        if estimateFollows, fix.time != nil, fix.mode >= .twoDimensional {
+            held = (fix, uptime, true)
+            return actions
         }
         return actions + handleCheckedFix(fix, now: now, uptime: uptime)
     }

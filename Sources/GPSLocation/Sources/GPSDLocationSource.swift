@@ -51,24 +51,14 @@ public final class GPSDLocationSource: LocationSource {
         let endpoint = self.endpoint
         // Whether the connection was lost since it last connected (for the "again" notice).
         let lost = Lost()
-        let estimates = Locked(EstimatePairing())
         let token = SharedGPSDConnections.shared.subscribe(key) { event in
-            // The receiver's own error estimate (GST) for a fix may come after gpsd's TPV: the
-            // pairing holds such a fix until the report after it (EstimatePairing).
-            if case .report(.fix(let fix)) = event {
-                let (released, fix) = estimates.withLock { $0.fix(fix) }
-                if let released { handler(.fix(released)) }
-                if let fix { handler(.fix(fix)) }
-                return
-            }
-            if case .report(.errorEstimate(let estimate)) = event {
-                if let paired = estimates.withLock({ $0.estimate(estimate) }) { handler(.fix(paired)) }
-                return
-            }
-            if let released = estimates.withLock({ $0.release() }) { handler(.fix(released)) }
-            // The reports of every receiver cycle go straight through, without an array.
+            // The reports of every receiver cycle go straight through, without an array; the
+            // receiver's error estimates too (gpsd 3.22 puts no GST into its TPV): the engine
+            // pairs them with their fixes.
             switch event {
             case .report(.other): break
+            case .report(.fix(let fix)): handler(.fix(fix))
+            case .report(.errorEstimate(let estimate)): handler(.errorEstimate(estimate))
             case .report(.sky(let sky)): handler(.sky(sky))
             default:
                 for mapped in Self.events(for: event, endpoint: endpoint, lost: lost) { handler(mapped) }
@@ -88,65 +78,6 @@ public final class GPSDLocationSource: LocationSource {
             return stored
         }
         if let token { SharedGPSDConnections.shared.unsubscribe(key, token) }
-    }
-
-    /// Pairs gpsd's TPVs with the receiver's own error estimates (GST reports). gpsd 3.22 puts
-    /// no GST into its TPV's errors and sends the TPV as soon as the cycle's GGA is in, so a
-    /// receiver that sends GST after GGA (most do) has its estimate arrive just after the fix.
-    /// Once a receiver has been seen doing that, each of its fixes waits for the next report:
-    /// the GST of its time (then it carries it), or anything else (then it goes as it is) —
-    /// never longer than gpsd's next line. The NMEA engine applies the same estimate to the
-    /// same cycle, so both paths deliver the same location (README, the field table).
-    struct EstimatePairing {
-        private var latest: ReceiverErrorEstimate?
-        private var held: Fix?
-        private var lastTime: Date?
-        /// This receiver's GST follows its TPV.
-        private var estimateFollows = false
-
-        /// A TPV: what to deliver now (a fix held before it, and this one unless it is held).
-        mutating func fix(_ fix: Fix) -> (released: Fix?, now: Fix?) {
-            let released = release()
-            lastTime = fix.time
-            if estimateFollows, fix.time != nil, fix.mode >= .twoDimensional {
-                held = fix
-                return (released, nil)
-            }
-            return (released, GPSDLocationSource.applying(latest, to: fix))
-        }
-
-        /// A GST: the held fix of its time, now carrying it.
-        mutating func estimate(_ estimate: ReceiverErrorEstimate) -> Fix? {
-            latest = estimate
-            if let fix = held, Self.sameTime(fix.time, estimate.time) {
-                held = nil
-                return GPSDLocationSource.applying(estimate, to: fix)
-            }
-            if Self.sameTime(lastTime, estimate.time) { estimateFollows = true }
-            return nil
-        }
-
-        /// Any other report: the held fix goes as it is.
-        mutating func release() -> Fix? {
-            defer { held = nil }
-            return held
-        }
-
-        private static func sameTime(_ a: Date?, _ b: Date?) -> Bool {
-            guard let a, let b else { return false }
-            return abs(a.timeIntervalSince(b)) < 0.01
-        }
-    }
-
-    /// gpsd 3.22 puts no GST into its TPV's errors; the NMEA engine uses it. Both paths follow
-    /// one rule (`ReceiverErrorEstimate.applied`): the estimate for the fix's own time wins.
-    static func applying(_ estimate: ReceiverErrorEstimate?, to fix: Fix) -> Fix {
-        guard let estimate, let time = estimate.time, let fixTime = fix.time,
-            abs(time.timeIntervalSince(fixTime)) < 0.01, fix.mode >= .twoDimensional
-        else { return fix }
-        var fix = fix
-        fix.errors = estimate.applied(to: fix.errors, threeDimensional: fix.mode == .threeDimensional)
-        return fix
     }
 
     /// One connection's outage state: lost or not, and when the last `reconnecting` notice went.
@@ -180,8 +111,10 @@ public final class GPSDLocationSource: LocationSource {
                 return wasLost
             }
             return again ? [.notice(code: "reconnected", message: "connected to gpsd at \(endpoint) again")] : []
-        case .report(.other), .report(.errorEstimate):
+        case .report(.other):
             return []
+        case .report(.errorEstimate(let estimate)):
+            return [.errorEstimate(estimate)]
         case .report(.fix(let fix)):
             return [.fix(fix)]
         case .report(.sky(let sky)):

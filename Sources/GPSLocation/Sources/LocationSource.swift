@@ -5,6 +5,9 @@ import Foundation
 public enum LocationSourceEvent: Sendable {
     /// A fix (or a report of no fix) from the receiver.
     case fix(Fix)
+    /// The receiver's own error estimate for a fix (NMEA GST, gpsd's GST report), which may
+    /// come after the fix it describes: the engine holds a fix for it (`LocationEngine.held`).
+    case errorEstimate(ReceiverErrorEstimate)
     /// The satellites in view and used.
     case sky(SkyView)
     /// A heading report (NMEA HDT/THS/HDG, gpsd ATT).
