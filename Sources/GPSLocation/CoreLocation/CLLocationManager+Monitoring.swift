@@ -6,6 +6,8 @@ struct RegionRegistry {
     /// By identifier (for the delegate calls).
     var regions: [String: CLRegion] = [:]
     var store: MonitorStore? = MonitorStore()
+    /// Keeps them in `store` (made when first needed).
+    var keeper: RegionKeeper?
     /// The kept regions have been read (once).
     var loaded = false
     /// When each region's state last changed (kept with it).
@@ -40,7 +42,12 @@ extension CLLocationManager {
     /// the delegate: kept regions are monitored again as soon as a delegate is set.
     public var regionStore: MonitorStore? {
         get { state.withLock { $0.regions.store } }
-        set { state.withLock { $0.regions.store = newValue } }
+        set {
+            state.withLock {
+                $0.regions.store = newValue
+                $0.regions.keeper = nil
+            }
+        }
     }
 
     /// Starts monitoring a circular region (replacing a region with its identifier), fed by the
@@ -132,6 +139,7 @@ extension CLLocationManager {
         state.withLock {
             $0.regions.handler = handler
             $0.regions.store = nil
+            $0.regions.keeper = nil
             $0.regions.loaded = true
         }
         runner.withEngine { $0.configuration.regionsRequireAlways = false }
@@ -155,16 +163,31 @@ extension CLLocationManager {
     /// Every region at once, in one engine step (a monitor of 100,000 circles going away).
     func unmonitorAll() { runner.drive { engine in engine.stopMonitoringAllRegions() } }
 
+    /// Where the legacy regions are kept (`RegionKeeper`, the one place), nil: nowhere.
+    func regionKeeper() -> RegionKeeper? {
+        let app = authorizer.appID
+        let this = WeakReference(self)
+        return state.withLock { state in
+            guard let store = state.regions.store else { return nil }
+            if let keeper = state.regions.keeper { return keeper }
+            let keeper = RegionKeeper(store: store, monitor: MonitorStore.legacyRegions, app: app) { problem in
+                this.value?.logOnce(problem, code: "regionStore")
+            }
+            state.regions.keeper = keeper
+            return keeper
+        }
+    }
+
     /// The regions kept from earlier runs are registered once, with their last known states.
     func loadPersistedRegions() {
-        let (store, first) = state.withLock { state in
+        let first = state.withLock { state in
             defer { state.regions.loaded = true }
-            return (state.regions.store, !state.regions.loaded)
+            return !state.regions.loaded
         }
-        guard first, let store else { return }
-        let conditions: [MonitorStore.Condition]
+        guard first, let keeper = regionKeeper() else { return }
+        let kept: [RegionKeeper.Kept]
         do {
-            conditions = try store.conditions(monitor: MonitorStore.legacyRegions, app: authorizer.appID)
+            kept = try keeper.load()
         } catch {
             logOnce(error.description, code: "regionStore")
             runner.enqueue(
@@ -174,13 +197,13 @@ extension CLLocationManager {
             return
         }
         state.withLock { state in
-            for condition in conditions {
-                let region = CLCircularRegion(
-                    center: CLLocationCoordinate2D(latitude: condition.latitude, longitude: condition.longitude),
-                    radius: condition.radius, identifier: condition.identifier)
-                region.notifyOnEntry = condition.notifyOnEntry
-                region.notifyOnExit = condition.notifyOnExit
-                state.regions.regions[condition.identifier] = region
+            for region in kept {
+                let circle = CLCircularRegion(
+                    center: CLLocationCoordinate2D(latitude: region.fence.latitude, longitude: region.fence.longitude),
+                    radius: region.fence.radius, identifier: region.fence.identifier)
+                circle.notifyOnEntry = region.notifyOnEntry
+                circle.notifyOnExit = region.notifyOnExit
+                state.regions.regions[region.fence.identifier] = circle
             }
         }
     }
@@ -188,44 +211,38 @@ extension CLLocationManager {
     /// Kept regions resume when the first delegate is set, as a relaunched app's do on Apple platforms.
     func resumePersistedRegions() {
         loadPersistedRegions()
-        guard let store = regionStore else { return }
-        let stored = (try? store.conditions(monitor: MonitorStore.legacyRegions, app: authorizer.appID)) ?? []
-        guard !stored.isEmpty else { return }
+        guard let keeper = regionKeeper() else { return }
+        let kept = (try? keeper.load()) ?? []
+        guard !kept.isEmpty else { return }
         guard preflight() else { return }
         runner.drive { engine in
             var actions: [LocationEngine.Action] = []
-            for condition in stored where engine.region(condition.identifier) == nil {
-                let fence = Geofence(
-                    identifier: condition.identifier, latitude: condition.latitude, longitude: condition.longitude,
-                    radius: condition.radius)
-                actions += engine.startMonitoring(
-                    fence, assuming: RegionPresence(rawValue: condition.state) ?? .unknown, now: runner.clock.now)
+            for region in kept where engine.region(region.fence.identifier) == nil {
+                actions += engine.startMonitoring(region.fence, assuming: region.presence, now: runner.clock.now)
             }
             return actions
         }
     }
 
-    /// Writes the registered regions and their states.
-    func saveRegions() {
-        let (store, regions) = state.withLock { ($0.regions.store, $0.regions) }
-        guard let store else { return }
-        let conditions = runner.withEngine { engine in
-            regions.regions.values.compactMap { region -> MonitorStore.Condition? in
+    /// The registered regions and their states, as kept.
+    func keptRegions() -> [RegionKeeper.Kept] {
+        let regions = state.withLock { $0.regions }
+        return runner.withEngine { engine in
+            regions.regions.values.compactMap { region -> RegionKeeper.Kept? in
                 guard let circle = region as? CLCircularRegion else { return nil }
-                return MonitorStore.Condition(
-                    identifier: circle.identifier, latitude: circle.center.latitude,
-                    longitude: circle.center.longitude, radius: circle.radius, notifyOnEntry: circle.notifyOnEntry,
-                    notifyOnExit: circle.notifyOnExit,
-                    state: (engine.regionState(circle.identifier) ?? .unknown).rawValue,
-                    date: regions.dates[circle.identifier])
-            }.sorted { $0.identifier < $1.identifier }
-        }
-        do {
-            try store.save(conditions, monitor: MonitorStore.legacyRegions, app: authorizer.appID)
-        } catch {
-            logOnce(error.description, code: "regionStore")
+                return RegionKeeper.Kept(
+                    fence: Geofence(
+                        identifier: circle.identifier, latitude: circle.center.latitude,
+                        longitude: circle.center.longitude, radius: circle.radius),
+                    presence: engine.regionState(circle.identifier) ?? .unknown,
+                    date: regions.dates[circle.identifier], notifyOnEntry: circle.notifyOnEntry,
+                    notifyOnExit: circle.notifyOnExit)
+            }
         }
     }
+
+    /// Writes the registered regions and their states.
+    func saveRegions() { regionKeeper()?.save(keptRegions()) }
 
     /// A region event from the runner: to `CLMonitor` when it drives this manager; otherwise kept
     /// (its date, written at most once a second) and told to the delegate.
@@ -235,7 +252,7 @@ extension CLLocationManager {
             state.withLock { $0.regions.dates[event.identifier] = event.timestamp }
             // At most once a second: thousands of regions make a large file.
             let this = WeakReference(self)
-            regionWriter.write { this.value?.saveRegions() }
+            regionKeeper()?.saveSoon { this.value?.keptRegions() }
         }
         guard let delegate, let region = state.withLock({ $0.regions.regions[event.identifier] }) else { return }
         if let limitation = event.limitation {

@@ -256,7 +256,6 @@ open class CLLocationManager: NSObject {
     let state = Locked(State())
     /// The one driver: engine, timers, source, cache, kept state, delivery.
     let runner: EngineRunner
-    let regionWriter = CoalescedWriter()
 
     /// Called on `delegateQueue` after the delegate has heard that the source stopped for good
     /// (a terminal error: a replay ended, gpsd gone without reconnection). `liveUpdates` uses
@@ -329,7 +328,7 @@ open class CLLocationManager: NSObject {
     }
 
     deinit {
-        if regionWriter.takePending() { saveRegions() }
+        if let keeper = state.withLock({ $0.regions.keeper }), keeper.takePending() { keeper.save(keptRegions()) }
         if let authorizerObservation { authorizer.removeObserver(authorizerObservation) }
     }
 

@@ -143,13 +143,12 @@ public actor CLMonitor {
     /// The monitor's own manager (Sendable through its reference: its state is behind locks).
     private let managerReference: ManagerReference
     private nonisolated var manager: CLLocationManager { managerReference.value }
-    private let store: MonitorStore?
+    /// Where the conditions are kept (`RegionKeeper`, the one place); nil: nowhere.
+    private let keeper: RegionKeeper?
     /// Behind a lock, not the actor: region events arrive from the engine's driver, in order.
     private let records = Locked<[String: Record]>([:])
     private let stream: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
-    /// Said once: the monitor's conditions could not be read or saved.
-    private let persistenceProblem = Locked<String?>(nil)
 
     /// Apple's initializer: the default source and the shared authorizer, kept in the user's
     /// monitor store. Conditions stored under `name` are monitored again at once.
@@ -163,11 +162,19 @@ public actor CLMonitor {
         store: MonitorStore? = MonitorStore()
     ) async {
         self.name = name
-        self.store = store
         (stream, continuation) = AsyncStream.makeStream(of: Event.self)
-        managerReference = ManagerReference(
+        let managerReference = ManagerReference(
             value: CLLocationManager(
                 source: source, authorizer: authorizer, delegateQueue: DispatchQueue(label: "gpslocation.monitor")))
+        self.managerReference = managerReference
+        keeper = store.map { store in
+            RegionKeeper(store: store, monitor: name, app: authorizer.appID) { problem in
+                managerReference.value.diagnosticsHandler(
+                    LocationDiagnostic(
+                        code: "monitorStore",
+                        message: "CLMonitor \(name): \(problem) — conditions are monitored but not kept"))
+            }
+        }
         manager.lastLocationCache = nil
         let forward = MonitorReference()
         manager.adoptForMonitor { event in forward.monitor?.handle(event) }
@@ -192,7 +199,7 @@ public actor CLMonitor {
     }
 
     deinit {
-        if writer.takePending() { save() }
+        if let keeper, keeper.takePending() { save() }
         continuation.finish()
         // The manager is this monitor's own: all its regions go at once.
         manager.unmonitorAll()
@@ -324,61 +331,44 @@ public actor CLMonitor {
     private let emitting = Locked(())
 
     private func restore() {
-        guard let store else { return }
-        let stored: [MonitorStore.Condition]
+        guard let keeper else { return }
+        let kept: [RegionKeeper.Kept]
         do {
-            stored = try store.conditions(monitor: name, app: manager.authorizer.appID)
+            kept = try keeper.load()
         } catch {
-            persistenceFailed(error.description)
+            keeper.said(error.description)
             return
         }
-        for condition in stored {
+        for region in kept {
             let circle = CircularGeographicCondition(
-                center: CLLocationCoordinate2D(latitude: condition.latitude, longitude: condition.longitude),
-                radius: condition.radius)
-            let presence = RegionPresence(rawValue: condition.state) ?? .unknown
+                center: CLLocationCoordinate2D(latitude: region.fence.latitude, longitude: region.fence.longitude),
+                radius: region.fence.radius)
             records.withLock {
-                $0[condition.identifier] = Record(
+                $0[region.fence.identifier] = Record(
                     condition: circle,
                     lastEvent: Event(
-                        identifier: condition.identifier, state: Event.State(presence), date: condition.date ?? Date()))
+                        identifier: region.fence.identifier, state: Event.State(region.presence),
+                        date: region.date ?? Date()))
             }
-            manager.monitor(
-                Geofence(
-                    identifier: condition.identifier, latitude: condition.latitude, longitude: condition.longitude,
-                    radius: condition.radius), assuming: presence)
+            manager.monitor(region.fence, assuming: region.presence)
         }
     }
 
-    /// Region events save at most once a second (`CoalescedWriter`); adding and removing
-    /// conditions save at once.
-    nonisolated private func saveSoon() { writer.write { [weak self] in self?.save() } }
-    private let writer = CoalescedWriter()
+    /// Region events save at most once a second; adding and removing conditions save at once.
+    nonisolated private func saveSoon() { keeper?.saveSoon { [weak self] in self?.kept() } }
 
-    nonisolated private func save() {
-        guard let store else { return }
-        let conditions = records.withLock { $0 }.compactMap { identifier, record -> MonitorStore.Condition? in
+    nonisolated private func save() { keeper?.save(kept()) }
+
+    /// The circular conditions and their last states, as kept.
+    nonisolated private func kept() -> [RegionKeeper.Kept] {
+        records.withLock { $0 }.compactMap { identifier, record -> RegionKeeper.Kept? in
             guard let circle = record.condition as? CircularGeographicCondition else { return nil }
-            return MonitorStore.Condition(
-                identifier: identifier, latitude: circle.center.latitude, longitude: circle.center.longitude,
-                radius: circle.radius, state: record.lastEvent.state.presence.rawValue, date: record.lastEvent.date)
-        }.sorted { $0.identifier < $1.identifier }
-        do {
-            try store.save(conditions, monitor: name, app: manager.authorizer.appID)
-        } catch {
-            persistenceFailed(error.description)
+            return RegionKeeper.Kept(
+                fence: Geofence(
+                    identifier: identifier, latitude: circle.center.latitude, longitude: circle.center.longitude,
+                    radius: circle.radius),
+                presence: record.lastEvent.state.presence, date: record.lastEvent.date)
         }
-    }
-
-    nonisolated private func persistenceFailed(_ message: String) {
-        let first = persistenceProblem.withLock { problem in
-            defer { problem = message }
-            return problem != message
-        }
-        guard first else { return }
-        diagnosticsHandler(
-            LocationDiagnostic(
-                code: "monitorStore", message: "CLMonitor \(name): \(message) — conditions are monitored but not kept"))
     }
 }
 

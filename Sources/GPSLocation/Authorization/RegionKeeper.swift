@@ -1,0 +1,92 @@
+import Foundation
+import GNSSCore
+
+/// The one place monitored regions are kept between runs: `CLLocationManager`'s legacy regions
+/// and each `CLMonitor`'s conditions both go through it. It turns the regions and their last
+/// states into the store's records and back, writes region events at most once a second
+/// (`CoalescedWriter`: thousands of regions make a large file, and an SD card wears) and changes
+/// of the set at once, and says each distinct problem once (`report`).
+package final class RegionKeeper: Sendable {
+    /// One kept region: its circle, last known state and when that was learnt.
+    package struct Kept: Sendable, Equatable {
+        package var fence: Geofence
+        package var presence: RegionPresence
+        package var date: Date?
+        package var notifyOnEntry = true
+        package var notifyOnExit = true
+
+        package init(
+            fence: Geofence, presence: RegionPresence, date: Date?, notifyOnEntry: Bool = true,
+            notifyOnExit: Bool = true
+        ) {
+            self.fence = fence
+            self.presence = presence
+            self.date = date
+            self.notifyOnEntry = notifyOnEntry
+            self.notifyOnExit = notifyOnExit
+        }
+    }
+
+    package let store: MonitorStore
+    package let monitor: String
+    package let app: String
+    private let writer = CoalescedWriter()
+    private let lastProblem = Locked<String?>(nil)
+    private let report: @Sendable (String) -> Void
+
+    /// A keeper of `monitor`'s regions for `app` in `store`; `report` hears each new problem.
+    package init(store: MonitorStore, monitor: String, app: String, report: @escaping @Sendable (String) -> Void) {
+        self.store = store
+        self.monitor = monitor
+        self.app = app
+        self.report = report
+    }
+
+    /// The regions kept by an earlier run (empty when none).
+    package func load() throws(MonitorStore.Failure) -> [Kept] {
+        try store.conditions(monitor: monitor, app: app).map { condition in
+            Kept(
+                fence: Geofence(
+                    identifier: condition.identifier, latitude: condition.latitude, longitude: condition.longitude,
+                    radius: condition.radius),
+                presence: RegionPresence(rawValue: condition.state) ?? .unknown, date: condition.date,
+                notifyOnEntry: condition.notifyOnEntry, notifyOnExit: condition.notifyOnExit)
+        }
+    }
+
+    /// Replaces what is kept with `regions`, now (a region added or removed).
+    package func save(_ regions: [Kept]) {
+        let conditions = regions.map { kept in
+            MonitorStore.Condition(
+                identifier: kept.fence.identifier, latitude: kept.fence.latitude, longitude: kept.fence.longitude,
+                radius: kept.fence.radius, notifyOnEntry: kept.notifyOnEntry, notifyOnExit: kept.notifyOnExit,
+                state: kept.presence.rawValue, date: kept.date)
+        }.sorted { $0.identifier < $1.identifier }
+        do {
+            try store.save(conditions, monitor: monitor, app: app)
+            lastProblem.withLock { $0 = nil }
+        } catch {
+            said(error.description)
+        }
+    }
+
+    /// Saves what `snapshot` gives, at most once a second (region events); nil: nothing to
+    /// save (its owner is gone).
+    package func saveSoon(_ snapshot: @escaping @Sendable () -> [Kept]?) {
+        writer.write { [weak self] in
+            if let regions = snapshot() { self?.save(regions) }
+        }
+    }
+
+    /// Whether `saveSoon` still holds a save (forgotten: the owner going away saves itself).
+    package func takePending() -> Bool { writer.takePending() }
+
+    /// Tells `report` about `problem`, unless it was the last one told.
+    package func said(_ problem: String) {
+        let first = lastProblem.withLock { last in
+            defer { last = problem }
+            return last != problem
+        }
+        if first { report(problem) }
+    }
+}
