@@ -164,6 +164,8 @@ final class EngineSession: Sendable {
     let sink: UpdateSink
     private let runner: EngineRunner
     private let counts: Locked<Counts>
+    /// A one-shot request: the run is over when the engine has stopped.
+    private let oneShot = Locked(false)
     /// Called once when the run is over (the source ended, or an error ended updates), with the
     /// error that ended it, if any.
     private let ended: @Sendable (CLError?) -> Void
@@ -221,6 +223,19 @@ final class EngineSession: Sendable {
         }
     }
 
+    /// Starts the engine's one-shot request (`requestLocation()`), ending at `timeout` seconds.
+    func startOneShot(timeout: TimeInterval) {
+        oneShot.withLock { $0 = true }
+        runner.drive { engine in
+            engine.configuration.requestLocationTimeout = timeout
+            return engine.start(.oneShot, now: Date())
+        }
+        if !runner.isRunning {
+            runner.flush()
+            end(nil)
+        }
+    }
+
     /// Stops the source and the timers.
     func stop() { runner.stop() }
 
@@ -255,6 +270,8 @@ final class EngineSession: Sendable {
         case .sourceEnded: end(nil)
         case .adapter: break
         }
+        // The engine stopped the request (settled with a location or failed): the run is over.
+        if oneShot.withLock({ $0 }) && !runner.isRunning { end(nil) }
     }
 
     /// Calls `ended` the first time only.

@@ -1,58 +1,32 @@
 import Foundation
 import GPSLocation
 
-/// `gpsloc watch --once`: one location through `CLLocationManager.requestLocation()`.
+/// `gpsloc watch --once`: the engine's one-shot (`requestLocation()`'s rule: the first location
+/// meeting `--desired-accuracy`, else the best of the last receiver cycle at the timeout),
+/// driven by the runner like every other face. It decides nothing itself: the run is over when
+/// the engine has stopped (a location settled the request) or an error ended it.
 enum OnceCommand {
     /// Runs a one-shot request against gpsd; exit 0 with one location, 1 without.
     static func run(
         endpoint: GPSDEndpoint, options: PipelineOptions, authorizer: LocationAuthorizer, sink: UpdateSink,
         timeout: Double
     ) -> Int32 {
-        let manager = CLLocationManager(
+        let finished = DispatchSemaphore(value: 0)
+        // gpsd's own troubles are told while the request waits for gpsd to come back; the
+        // request's end, or an app that cannot be asked or is not in use, ends it.
+        let session = EngineSession(
+            sink: sink, options: options, authorization: authorizer.state,
             source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout))), sky: false),
-            authorizer: authorizer, delegateQueue: DispatchQueue(label: "gpsloc.once"))
-        manager.desiredAccuracy = options.desiredAccuracy
-        manager.maximumLocationAge = options.maximumAge
-        manager.requestLocationTimeout = timeout
-        let delegate = OnceDelegate(sink: sink)
-        manager.delegate = delegate
-        manager.requestLocation()
-        let signals = SignalTrap { delegate.done.signal() }
-        delegate.done.wait()
+            fuzzer: authorizer.makeFuzzer(live: true), reducedAccuracyStore: authorizer.reducedAccuracyStore,
+            endingReasons: [.notDetermined, .notInUse]
+        ) { _ in finished.signal() }
+        authorizer.addObserver { session.authorizationChanged(authorizer.state) }
+        let signals = SignalTrap { finished.signal() }
+        session.startOneShot(timeout: timeout)
+        finished.wait()
         signals.cancel()
-        manager.stopUpdatingLocation()
+        session.stop()
         sink.finish()
-        return delegate.status.value
-    }
-
-    /// Prints the location or the errors; signals `done` at the one-shot's end.
-    final class OnceDelegate: CLLocationManagerDelegate, @unchecked Sendable {
-        // @unchecked Sendable: callbacks arrive serially on the manager's delegate queue.
-        let sink: UpdateSink
-        let done = DispatchSemaphore(value: 0)
-        let status = ExitStatus()
-        private var finished = false
-
-        init(sink: UpdateSink) { self.sink = sink }
-
-        func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
-            guard !finished, let location = locations.last else { return }
-            finished = true
-            sink.location(location)
-            done.signal()
-        }
-
-        func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
-            guard !finished, let error = error as? CLError else { return }
-            sink.error(error)
-            // gpsd's own troubles are reported while the request keeps waiting; the request's
-            // own end, or a denial, ends it (`endsUpdates`), and so does a request for
-            // authorization that cannot be asked here.
-            if error.endsUpdates || error.reason == .authorizationRequest || error.reason == .notDetermined {
-                finished = true
-                status.value = 1
-                done.signal()
-            }
-        }
+        return session.delivered > 0 ? 0 : 1
     }
 }

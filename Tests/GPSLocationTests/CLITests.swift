@@ -1076,3 +1076,40 @@ extension RealGPSD.LaneB {
         }
     }
 }
+
+/// `watch --once` is the engine's one-shot driven by the runner: it ends when the engine says the
+/// request is over, never on a rule of its own.
+@Suite(
+    "gpsloc watch --once: every way of getting no location ends it with the reason",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"),
+    .timeLimit(.minutes(5)))
+struct OnceEndTests {
+    @Test("gpsd unreachable: said at once, the request waits its timeout, then the reason and exit 1")
+    func unreachable() async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        _ = try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
+        let port = try FreePort.find()
+        let result = try await GPSLocBinary.run(
+            ["watch", "--once", "--json", "--port", String(port), "--timeout", "1"], configHome: config)
+        #expect(result.status == 1)
+        let errors = GPSLocBinary.jsonLines(result.stdout).filter { $0["type"] as? String == "error" }
+            .compactMap { $0["message"] as? String }
+        #expect(errors.first?.contains("gpsd is not reachable") == true, "\(errors)")
+        #expect(errors.last?.hasPrefix("no location within 1 s: gpsd is not reachable") == true, "\(errors)")
+        #expect(!result.stdout.contains("\"location\""))
+    }
+
+    @Test("denied: the engine's refusal, exit 1 at once, gpsd never needed")
+    func denied() async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        _ = try await GPSLocBinary.run(["auth", "revoke", "gpsloc"], configHome: config)
+        let port = try FreePort.find()
+        let result = try await GPSLocBinary.run(
+            ["watch", "--once", "--json", "--port", String(port), "--timeout", "600"], configHome: config)
+        #expect(result.status == 1)
+        let errors = GPSLocBinary.jsonLines(result.stdout).filter { $0["type"] as? String == "error" }
+        #expect(errors.count == 1)
+        #expect(errors.first?["code"] as? String == "denied", "\(errors)")
+        #expect(result.seconds < 300, "a denied request does not wait for its timeout")
+    }
+}
