@@ -99,8 +99,8 @@ def main():
             [gpsloc, "watch", "--json", "--port", port, "--max-age", "1e9"], env=environment,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True), "timestamp"),
         "gpspipe -w": (subprocess.Popen(["gpspipe", "-w", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True), "time"),
-        # The floor: GPSDSource alone (reading and decoding what watch --json decodes; no engine, no output).
-        "GPSDSource alone": (subprocess.Popen([os.path.join(options.bin, "gpsloc-bench"), "read", "--port", port],
+        # The floor: GPSDConnection alone (reading and decoding what watch --json decodes; no engine, no output).
+        "GPSDConnection alone": (subprocess.Popen([os.path.join(options.bin, "gpsloc-bench"), "read", "--port", port],
                                               stdout=subprocess.PIPE, text=True), "none"),
     }
     arrivals = {name: {} for name in clients}

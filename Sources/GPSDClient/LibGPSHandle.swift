@@ -4,7 +4,7 @@ import GNSSCore
 
 /// The one owner of a heap-allocated `gps_data_t`. Nothing of C leaves this file.
 ///
-/// Not thread-safe: each handle is used from one serial queue (`GPSDSource`'s) or one test.
+/// Not thread-safe: each handle is used from one serial queue (`GPSDConnection`'s) or one test.
 /// The struct is allocated once in `init` and freed only in `deinit`.
 final class LibGPSHandle {
     private let data: UnsafeMutablePointer<gps_data_t>

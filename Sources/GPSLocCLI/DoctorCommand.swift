@@ -167,7 +167,7 @@ enum DoctorCommand {
 
     /// Connects, watches for two seconds, and reports what gpsd said.
     static func probe(_ endpoint: GPSDEndpoint) -> Probe {
-        let source = GPSDSource(endpoint: endpoint, noDataTimeout: nil)
+        let source = GPSDConnection(endpoint: endpoint, noDataTimeout: nil)
         let collected = Collected()
         let done = DispatchSemaphore(value: 0)
         source.start { event in

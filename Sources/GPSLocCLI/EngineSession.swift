@@ -70,16 +70,13 @@ struct PipelineOptions {
         for text in arguments.repeated["region"] ?? [] { regions.append(try Self.region(text)) }
         if let name = arguments["monitor"] {
             do {
-                let stored = try MonitorStore().conditions(monitor: name, app: appID)
+                let stored = try RegionKeeper(store: MonitorStore(), monitor: name, app: appID).load()
                 guard !stored.isEmpty else {
                     throw UsageError(
                         "--monitor \(name): \(appID) keeps no conditions under that name (`gpsloc monitor list --app \(appID)`)"
                     )
                 }
-                regions += stored.map {
-                    Geofence(
-                        identifier: $0.identifier, latitude: $0.latitude, longitude: $0.longitude, radius: $0.radius)
-                }
+                regions += stored.map(\.fence)
             } catch let error as UsageError {
                 throw error
             } catch {

@@ -40,16 +40,17 @@ enum MonitorCommand {
                     print("\(app) keeps no monitors (add one: gpsloc monitor add NAME ID=LAT,LON,RADIUS)")
                 }
                 for name in names {
-                    let conditions = try store.conditions(monitor: name, app: app)
+                    let conditions = try RegionKeeper(store: store, monitor: name, app: app).load()
                     for condition in conditions {
                         if json {
                             print(jsonLine(app: app, monitor: name, condition))
                         } else {
                             print(
-                                "\(terminalSafe(name))  \(terminalSafe(condition.identifier))  "
+                                "\(terminalSafe(name))  \(terminalSafe(condition.fence.identifier))  "
                                     + String(
-                                        format: "%.7f %.7f r %.0f m", condition.latitude, condition.longitude,
-                                        condition.radius) + "  \(condition.state)")
+                                        format: "%.7f %.7f r %.0f m", condition.fence.latitude,
+                                        condition.fence.longitude, condition.fence.radius)
+                                    + "  \(condition.presence.rawValue)")
                         }
                     }
                     if conditions.isEmpty && !json { print("\(terminalSafe(name)): no conditions") }
@@ -70,24 +71,22 @@ enum MonitorCommand {
                 }
                 // By identifier (a later circle replaces an earlier one of the same name): linear in
                 // the circles, and one write for the whole batch.
-                var byIdentifier: [String: MonitorStore.Condition] = [:]
-                for condition in try store.conditions(monitor: name, app: app) {
-                    byIdentifier[condition.identifier] = condition
-                }
+                let keeper = RegionKeeper(store: store, monitor: name, app: app)
+                var byIdentifier: [String: RegionKeeper.Kept] = [:]
+                for kept in try keeper.load() { byIdentifier[kept.fence.identifier] = kept }
                 for fence in fences {
-                    byIdentifier[fence.identifier] = MonitorStore.Condition(
-                        identifier: fence.identifier, latitude: fence.latitude, longitude: fence.longitude,
-                        radius: fence.radius)
+                    byIdentifier[fence.identifier] = RegionKeeper.Kept(fence: fence, presence: .unknown, date: nil)
                 }
-                let conditions = byIdentifier.values.sorted { $0.identifier < $1.identifier }
-                try store.save(conditions, monitor: name, app: app)
+                let conditions = Array(byIdentifier.values)
+                try keeper.write(conditions)
                 print("\(app)'s monitor \(terminalSafe(name)) now has \(conditions.count) condition(s)")
                 return 0
             case "remove":
                 guard operands.count >= 2 else { throw UsageError("monitor remove needs NAME and at least one ID") }
                 let name = operands[0]
-                var conditions = try store.conditions(monitor: name, app: app)
-                let known = Set(conditions.map(\.identifier))
+                let keeper = RegionKeeper(store: store, monitor: name, app: app)
+                var conditions = try keeper.load()
+                let known = Set(conditions.map(\.fence.identifier))
                 let unknown = operands.dropFirst().filter { !known.contains($0) }
                 guard unknown.isEmpty else {
                     standardError(
@@ -96,8 +95,8 @@ enum MonitorCommand {
                     return 1
                 }
                 let removed = Set(operands.dropFirst())
-                conditions.removeAll { removed.contains($0.identifier) }
-                try store.save(conditions, monitor: name, app: app)
+                conditions.removeAll { removed.contains($0.fence.identifier) }
+                try keeper.write(conditions)
                 print("\(app)'s monitor \(terminalSafe(name)) now has \(conditions.count) condition(s)")
                 return 0
             default:
@@ -111,11 +110,11 @@ enum MonitorCommand {
         }
     }
 
-    private static func jsonLine(app: String, monitor: String, _ condition: MonitorStore.Condition) -> String {
+    private static func jsonLine(app: String, monitor: String, _ condition: RegionKeeper.Kept) -> String {
         let object: [String: Any] = [
-            "type": "condition", "app": app, "monitor": monitor, "identifier": condition.identifier,
-            "latitude": condition.latitude, "longitude": condition.longitude, "radius": condition.radius,
-            "state": condition.state,
+            "type": "condition", "app": app, "monitor": monitor, "identifier": condition.fence.identifier,
+            "latitude": condition.fence.latitude, "longitude": condition.fence.longitude,
+            "radius": condition.fence.radius, "state": condition.presence.rawValue,
         ]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)

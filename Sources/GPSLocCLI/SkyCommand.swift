@@ -21,7 +21,7 @@ enum SkyCommand {
         let timeout = try arguments.number("timeout", minimum: 0.1, maximum: 86_400) ?? 5
         let endpoint = try arguments.gpsdEndpoint("sky")
         let json = arguments.has("json") || isatty(STDOUT_FILENO) == 0
-        let source = GPSDSource(endpoint: endpoint, noDataTimeout: nil)
+        let source = GPSDConnection(endpoint: endpoint, noDataTimeout: nil)
         let done = DispatchSemaphore(value: 0)
         let result = SkyResult()
         source.start { event in

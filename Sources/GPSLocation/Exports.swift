@@ -1,5 +1,5 @@
 // `import GPSLocation` brings the layers below it too, so code written against the single module
-// of earlier versions (`Fix`, `NMEADecoder`, `GPSDSource`, `GPSDEndpoint`, …) keeps compiling.
+// of earlier versions (`Fix`, `NMEADecoder`, `GPSDConnection`, `GPSDEndpoint`, …) keeps compiling.
 // And Foundation, as `import CoreLocation` does on Apple platforms: ported code uses `Date`,
 // `NSObject`, `UserDefaults` without importing it.
 @_exported import Foundation

@@ -261,8 +261,9 @@ public struct EpochAssembler: Sendable {
             if let time {
                 estimate = Estimate(time: time, latitude: latitude, longitude: longitude, altitude: altitude)
                 // A GST after its cycle was reported: from now on this receiver's cycles are
-                // reported at their last sentence, after the GST — as the gpsd path, having seen
-                // the same, holds each fix for its GST (`EstimatePairing`).
+                // reported at their last sentence, after the GST — as the engine, having seen
+                // the same on gpsd's path, holds each fix for its GST (`LocationEngine.held`).
+                // This module stands alone (no engine), so its fixes carry their GST themselves.
                 if cycle.reported, let current = cycle.time, abs(current - time) < 0.01 { estimateFollows = true }
             }
         case .gbs(let time, let latitude, let longitude, let altitude):

@@ -50,10 +50,10 @@ if arguments.first == "baseline" {
     exit(0)
 }
 if arguments.first == "read" {
-    // Only GPSDSource on a gpsd, decoding what `gpsloc watch --json` decodes, and nothing else —
+    // Only GPSDConnection on a gpsd, decoding what `gpsloc watch --json` decodes, and nothing else —
     // the floor under `gpsloc watch` in the live benchmark.
     guard let port = Int(flag("--port", in: arguments) ?? "") else { throw BenchError("read needs --port") }
-    let source = GPSDSource(endpoint: GPSDEndpoint(host: "127.0.0.1", port: port), decodesSky: false)
+    let source = GPSDConnection(endpoint: GPSDEndpoint(host: "127.0.0.1", port: port), decodesSky: false)
     let reports = Locked(0)
     source.start { event in if case .report = event { reports.withLock { $0 += 1 } } }
     waitForSignals()

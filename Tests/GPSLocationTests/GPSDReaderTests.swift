@@ -5,7 +5,7 @@ import Testing
 
 /// A one-client TCP server on a free loopback port that sends `lines` in chunks of the sizes
 /// `chunk` gives (each its own segment: TCP_NODELAY), then closes: how gpsd's lines reach
-/// `GPSDSource` when the network splits them anywhere or delivers many at once.
+/// `GPSDConnection` when the network splits them anywhere or delivers many at once.
 private final class LineServer: @unchecked Sendable {
     let port: Int
     private let listener: Int32
@@ -134,7 +134,7 @@ struct GPSDReaderTests {
 
     /// Every report a source read from `server` until the server closed.
     static func reports(port: Int, sky: Bool) async -> [GPSDReport] {
-        let source = GPSDSource(endpoint: GPSDEndpoint(port: port), noDataTimeout: nil, decodesSky: sky)
+        let source = GPSDConnection(endpoint: GPSDEndpoint(port: port), noDataTimeout: nil, decodesSky: sky)
         var reports: [GPSDReport] = []
         for await event in source.events() {
             if case .report(let report) = event { reports.append(report) }
@@ -193,7 +193,7 @@ struct GPSDReaderTests {
         let lines = try Self.stream()
         let payload = Array(Array(repeating: lines.map { $0 + "\n" }.joined(), count: 50).joined().utf8)
         let server = try LineServer(payload: payload, chunk: { _ in 512 })
-        let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
+        let source = GPSDConnection(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
         let stopped = Locked(false)
         let late = Locked(0)
         let seen = EventCounter()
@@ -214,7 +214,7 @@ struct GPSDReaderTests {
     func stopInsideHandler() async throws {
         let lines = try Self.stream()
         let server = try LineServer(payload: Array(lines.map { $0 + "\n" }.joined().utf8), chunk: { _ in 1 << 20 })
-        let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
+        let source = GPSDConnection(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
         let fixes = Locked(0)
         let after = Locked(0)
         let third = ExitLatch()
@@ -250,7 +250,7 @@ struct GPSDReaderTests {
         steps.append(.wait(silenceReported))
         steps += Array(repeating: .send(tpv), count: 6)
         let server = try ScriptServer(steps)
-        let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: .milliseconds(400))
+        let source = GPSDConnection(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: .milliseconds(400))
         let start = Date()
         let events = Locked<[(String, Double)]>([])
         let changes = EventCounter()
@@ -293,7 +293,7 @@ struct GPSDReaderTests {
     func stopWhileBlocked() async throws {
         let greeting = Self.version + "\n"
         let server = try ScriptServer([.send(greeting)])
-        let source = GPSDSource(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
+        let source = GPSDConnection(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil)
         let heard = EventCounter()
         source.start { _ in heard.increment() }
         #expect(await heard.wait { $0 >= 2 }, "connected and greeted")

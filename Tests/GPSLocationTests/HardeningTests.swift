@@ -463,7 +463,7 @@ struct MisbehavingServerTests {
         _ server: MisbehavingServer, noData: Duration = .seconds(5),
         until done: @escaping @Sendable (MisbehavingServer, [GPSDError]) -> Bool
     ) async -> [GPSDError] {
-        let source = GPSDSource(
+        let source = GPSDConnection(
             endpoint: GPSDEndpoint(port: server.port), noDataTimeout: noData, reconnect: ReconnectPolicy())
         let errors = Locked<[GPSDError]>([])
         source.start { event in

@@ -35,7 +35,9 @@ package final class RegionKeeper: Sendable {
     private let report: @Sendable (String) -> Void
 
     /// A keeper of `monitor`'s regions for `app` in `store`; `report` hears each new problem.
-    package init(store: MonitorStore, monitor: String, app: String, report: @escaping @Sendable (String) -> Void) {
+    package init(
+        store: MonitorStore, monitor: String, app: String, report: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.store = store
         self.monitor = monitor
         self.app = app
@@ -54,20 +56,26 @@ package final class RegionKeeper: Sendable {
         }
     }
 
-    /// Replaces what is kept with `regions`, now (a region added or removed).
+    /// Replaces what is kept with `regions`, now (a region added or removed); a problem is
+    /// told to `report` (once), and the regions stay monitored.
     package func save(_ regions: [Kept]) {
+        do {
+            try write(regions)
+            lastProblem.withLock { $0 = nil }
+        } catch {
+            said(error.description)
+        }
+    }
+
+    /// Replaces what is kept with `regions`, now, or throws why it cannot (`gpsloc monitor`).
+    package func write(_ regions: [Kept]) throws(MonitorStore.Failure) {
         let conditions = regions.map { kept in
             MonitorStore.Condition(
                 identifier: kept.fence.identifier, latitude: kept.fence.latitude, longitude: kept.fence.longitude,
                 radius: kept.fence.radius, notifyOnEntry: kept.notifyOnEntry, notifyOnExit: kept.notifyOnExit,
                 state: kept.presence.rawValue, date: kept.date)
         }.sorted { $0.identifier < $1.identifier }
-        do {
-            try store.save(conditions, monitor: monitor, app: app)
-            lastProblem.withLock { $0 = nil }
-        } catch {
-            said(error.description)
-        }
+        try store.save(conditions, monitor: monitor, app: app)
     }
 
     /// Saves what `snapshot` gives, at most once a second (region events); nil: nothing to

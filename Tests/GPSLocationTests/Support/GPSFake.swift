@@ -3,7 +3,7 @@ import GPSLocation
 import GPSLocationTesting
 import TestSupport
 
-/// Replays `log` through a real gpsd (gpsfake) and collects every event our `GPSDSource` sees
+/// Replays `log` through a real gpsd (gpsfake) and collects every event our `GPSDConnection` sees
 /// until gpsd goes away at the end of the log, plus what gpsfake's own watcher received.
 ///
 /// gpsfake starts feeding about 1.4 s after it listens; a client that connects later misses the
@@ -29,7 +29,7 @@ func replayThroughGPSD(_ log: URL, cycle: Double? = nil, expectedTPVs: Int? = ni
 private func replayOnce(_ log: URL, cycle: Double?) async throws -> (events: [GPSDEvent], reference: String) {
     let fake = try await GPSFakeServer.started(log: log, cycle: cycle)
     defer { fake.stop() }
-    let source = GPSDSource(endpoint: fake.endpoint, noDataTimeout: nil)
+    let source = GPSDConnection(endpoint: fake.endpoint, noDataTimeout: nil)
     // A replay that never ends (gpsfake stuck under load) must not hang the suite: stop both.
     // (A bound on a hang: a replay that ends never waits for it.)
     let watchdog = DispatchWorkItem {
@@ -52,7 +52,7 @@ private func replayOnce(_ log: URL, cycle: Double?) async throws -> (events: [GP
 /// event a test needs before asking something that has a fix. False if the stream ended first
 /// (gpsd gone, or 30 s without a fix).
 func gpsdReportsFix(_ endpoint: GPSDEndpoint) async -> Bool {
-    let source = GPSDSource(endpoint: endpoint, noDataTimeout: .seconds(30))
+    let source = GPSDConnection(endpoint: endpoint, noDataTimeout: .seconds(30))
     defer { source.stop() }
     for await event in source.events() {
         if case .report(.fix(let fix)) = event, fix.latitude != nil { return true }

@@ -3,7 +3,7 @@ import Foundation
 import GNSSCore
 import Synchronization
 
-/// What a `GPSDSource` reports, in the order it happened.
+/// What a `GPSDConnection` reports, in the order it happened.
 public enum GPSDEvent: Sendable, Equatable {
     /// Connected, and the WATCH request was sent.
     case connected(GPSDEndpoint)
@@ -18,7 +18,7 @@ public enum GPSDEvent: Sendable, Equatable {
     case failed(GPSDError)
 }
 
-/// How a `GPSDSource` reconnects: capped exponential backoff with jitter. Attempt n (from 0)
+/// How a `GPSDConnection` reconnects: capped exponential backoff with jitter. Attempt n (from 0)
 /// waits `min(maximumDelay, initialDelay × 2ⁿ)` scaled by a random factor in [0.5, 1], so with
 /// the defaults (0.1 s, 2 s) the first retry comes within 0.1 s and none waits more than 2 s —
 /// a restarted gpsd is found again within 2 s of coming back.
@@ -49,7 +49,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
 /// and a `select` after every line.
 /// Events reach the handler on that thread, in order, never two at once. After `stop()`
 /// returns the handler is never called again; `stop()` may be called from inside the handler.
-public final class GPSDSource: Sendable {
+public final class GPSDConnection: Sendable {
     public let endpoint: GPSDEndpoint
     /// How long gpsd may stay silent (no TPV) before a `.noData` event; nil disables it.
     public let noDataTimeout: Duration?
@@ -170,7 +170,7 @@ public final class GPSDSource: Sendable {
     }
 }
 
-/// One run of a `GPSDSource`: the thread, its connection and its timers.
+/// One run of a `GPSDConnection`: the thread, its connection and its timers.
 // @unchecked Sendable: `cancelled` is atomic, `finished` a semaphore, `socket` and `runningOn`
 // are locked; everything else is touched only on the reader's own thread (and `onEnd`
 // is set before it starts).
@@ -412,3 +412,7 @@ private final class GPSDReader: @unchecked Sendable {
 
     private static func uptime() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }
+
+/// The earlier name of `GPSDConnection` (it is one connection to gpsd, not a `LocationSource`).
+@available(*, deprecated, renamed: "GPSDConnection")
+public typealias GPSDSource = GPSDConnection

@@ -16,7 +16,7 @@ final class SharedGPSDConnections: Sendable {
 
     /// One shared connection.
     private struct Entry {
-        let source: GPSDSource
+        let source: GPSDConnection
         /// Which connection this is: a key's entry is replaced when its connection failed.
         let id = UUID()
         var subscribers: [UUID: Handler] = [:]
@@ -24,7 +24,7 @@ final class SharedGPSDConnections: Sendable {
         /// dictionary's values.
         var handlers: [Handler] = []
 
-        init(source: GPSDSource) { self.source = source }
+        init(source: GPSDConnection) { self.source = source }
 
         mutating func set(_ token: UUID, _ handler: Handler?) {
             subscribers[token] = handler
@@ -47,7 +47,7 @@ final class SharedGPSDConnections: Sendable {
                 return nil
             }
             var entry = Entry(
-                source: GPSDSource(
+                source: GPSDConnection(
                     endpoint: key.endpoint, noDataTimeout: key.noDataTimeout, reconnect: key.reconnect,
                     decodesSky: key.decodesSky))
             entry.set(token, handler)
@@ -64,7 +64,7 @@ final class SharedGPSDConnections: Sendable {
     }
 
     func unsubscribe(_ key: Key, _ token: UUID) {
-        let stop = entries.withLock { entries -> GPSDSource? in
+        let stop = entries.withLock { entries -> GPSDConnection? in
             guard entries[key] != nil else { return nil }
             entries[key]!.set(token, nil)
             guard entries[key]!.subscribers.isEmpty else { return nil }
