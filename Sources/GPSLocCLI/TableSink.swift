@@ -30,15 +30,28 @@ final class TableSink: UpdateSink, Sendable {
         var shown = false
     }
     private let table = Locked(Table())
+    /// Where the screen's bytes go (stdout; a test's buffer).
+    private let output: @Sendable (String) -> Void
 
-    init(title: String) {
+    /// A table on stdout, redrawn every second once shown.
+    convenience init(title: String) {
+        self.init(title: title, ticks: true) { standardOutput(Array($0.utf8)) }
+    }
+
+    /// A table writing to `output`; `ticks`: redrawn every second (tests call `tick()` instead).
+    init(title: String, ticks: Bool, output: @escaping @Sendable (String) -> Void) {
         self.title = title
+        self.output = output
+        guard ticks else { return }
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpsloc.table"))
         timer.schedule(deadline: .now() + 1, repeating: 1)
-        timer.setEventHandler { [weak self] in self?.redraw() }
+        timer.setEventHandler { [weak self] in self?.tick() }
         table.withLock { $0.timer = timer }
         timer.resume()
     }
+
+    /// The once-a-second redraw (the fix's age moves on).
+    func tick() { redraw() }
 
     /// A location resolves the problem shown: the message clears, and so does NO FIX.
     func location(_ location: CLLocation) {
@@ -239,5 +252,5 @@ final class TableSink: UpdateSink, Sendable {
         return String(format: "%.1f days", seconds / 86_400)
     }
 
-    private func write(_ text: String) { standardOutput(Array(text.utf8)) }
+    private func write(_ text: String) { output(text) }
 }
