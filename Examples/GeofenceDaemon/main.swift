@@ -84,6 +84,8 @@ let positionsLogged = logsPositions
 // The sequence, not the manager, goes into the task: a manager is not Sendable (as Apple's is not).
 let locations = manager.locations()
 let work = Task {
+    // What `systemctl status geofenced` shows while a large set of circles comes up.
+    notifier.send("STATUS=restoring the circles kept by the last run")
     let monitor = await CLMonitor("geofenced")
     monitor.diagnosticsHandler = { log("note (\($0.code)): \($0.message)") }
     // The config is the truth: circles no longer in it are dropped, the others (re)added with
@@ -95,8 +97,10 @@ let work = Task {
     }
     // One batch, one save, each circle from the state it was last seen in (a SIGTERM while
     // loading ends it at once).
+    notifier.send("STATUS=loading \(circles.count) circle(s) from \(configPath)")
     try await monitor.add(contentsOf: circles.map { (identifier: $0.0, condition: $0.1) })
     log("geofenced: monitoring \(circles.count) circle(s) from \(configPath); distance filter \(Int(distanceFilter)) m")
+    notifier.send("STATUS=monitoring \(circles.count) circle(s), waiting for the first location")
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
             var ready = false

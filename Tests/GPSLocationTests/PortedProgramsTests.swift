@@ -48,6 +48,14 @@ extension RealGPSD.LaneC {
                 let modern = ModernRegionMonitor()
                 let monitorName = "ported-\(UUID().uuidString.prefix(8))"
                 let monitoring = Task { await modern.run(name: monitorName, center: start, radius: 150, until: 2) }
+                // A thread-safe peer on the same gpsd connection: the ported programs are read only
+                // once stopped, and are stopped once this one has seen ten fixes more than the
+                // drive needed (all of them get each fix from the one shared connection, in turn).
+                let observer = CLLocationManager()
+                let observed = RecordingDelegate()
+                observer.delegate = observed
+                observer.startUpdatingLocation()
+                defer { observer.stopUpdatingLocation() }
 
                 let farthest = Locked(0.0)
                 let origin = CLLocation(latitude: start.latitude, longitude: start.longitude)
@@ -68,7 +76,8 @@ extension RealGPSD.LaneC {
                 // The drive leaves the 150 m circle within seconds (about five fixes a second);
                 // the programs are not thread-safe, so they are read only once stopped.
                 #expect(await waitUntilAsync(timeout: 60) { farthest.withLock { $0 } > 400 })
-                try await Task.sleep(for: .seconds(1))
+                let seen = observed.locations.count
+                #expect(await observed.wait { $0.locations.count >= seen + 10 })
                 service.stop()
                 geofence.stop()
                 tracker.stop()
@@ -92,7 +101,8 @@ extension RealGPSD.LaneC {
         @Test("LocationService runs against the drive fixture")
         func runsAgainstFixture() async throws {
             let fixes = try FixtureFixes.load("drive-1hz-gp")
-            CLLocationManager.setDefaultSource { FixListSource(fixes, interval: 0.0005) }
+            let ended = EventCounter()
+            CLLocationManager.setDefaultSource { EndTellingSource(FixListSource(fixes, interval: 0.0005), ended) }
             CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedWhenInUse))
             CLLocationManager.sharedAuthorizer.isInUse = true
             defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
@@ -100,8 +110,9 @@ extension RealGPSD.LaneC {
             let service = LocationService()
             service.start()
             // The service, like most CoreLocation code, is not thread-safe: read it only after
-            // stop() has returned (which waits for callbacks in flight). 603 fixes take ~0.3 s.
-            try await Task.sleep(for: .seconds(1.0))
+            // stop() has returned (which waits for callbacks in flight) — stopped once the list
+            // has ended (a recording waits for its app: all but the last batch are delivered).
+            #expect(await ended.wait { $0 > 0 })
             service.stop()
             #expect(service.received > 100)
             #expect(service.statusLog.first == "full")
@@ -143,6 +154,28 @@ extension RealGPSD.LaneC {
             logger.stop()
             let ended = try #require(logger.visits.first { $0.departure != nil })
             #expect(ended.departure! > ended.arrival)
+        }
+    }
+}
+
+/// A source that counts its ends: `ended` goes up once the wrapped source's terminal event has
+/// been handled (the engine has it; the delegate hears of it in turn).
+final class EndTellingSource: LocationSource, Sendable {
+    let base: any LocationSource
+    let ended: EventCounter
+    init(_ base: any LocationSource, _ ended: EventCounter) {
+        self.base = base
+        self.ended = ended
+    }
+    var isLive: Bool { base.isLive }
+    var isSimulated: Bool { base.isSimulated }
+    var waitsForConsumer: Bool { base.waitsForConsumer }
+    func stop() { base.stop() }
+    func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        let ended = ended
+        base.start { event in
+            handler(event)
+            if case .problem(_, terminal: true) = event { ended.increment() }
         }
     }
 }

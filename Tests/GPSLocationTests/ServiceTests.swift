@@ -13,6 +13,8 @@ final class NotifySocket: @unchecked Sendable {
     private let descriptor: Int32
     private let lock = NSLock()
     private var received: [(time: Date, text: String)] = []
+    /// One per message: waits end on arrivals, not on a timer.
+    let arrivals = EventCounter()
 
     init(folder: URL) throws {
         path = folder.appendingPathComponent("notify.sock").path
@@ -37,13 +39,29 @@ final class NotifySocket: @unchecked Sendable {
                 if count <= 0 { break }
                 let text = String(decoding: buffer[0..<count], as: UTF8.self)
                 lock.withLock { received.append((Date(), text)) }
+                arrivals.increment()
             }
         }
     }
 
     var messages: [(time: Date, text: String)] { lock.withLock { received } }
 
+    /// Suspends until `condition` holds of the messages (false after `hangLimit` seconds).
+    func wait(
+        hangLimit: Double = 60, until condition: @escaping @Sendable ([(time: Date, text: String)]) -> Bool
+    ) async -> Bool {
+        await arrivals.wait(hangLimit: hangLimit) { [self] _ in condition(messages) }
+    }
+
+    private var closed = false
+
+    /// Closes the socket (once; later calls do nothing).
     func close() {
+        let first = lock.withLock {
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
         shutdown(descriptor, Int32(SHUT_RDWR))
         Glibc.close(descriptor)
     }
@@ -130,10 +148,10 @@ extension RealGPSD.LaneB {
             defer { if process.isRunning { process.terminate() } }
 
             #expect(
-                await waitUntilAsync(timeout: 20) { notify.messages.contains { $0.text.hasPrefix("READY=1") } },
+                await notify.wait { $0.contains { $0.text.hasPrefix("READY=1") } },
                 "READY=1 arrives")
             #expect(
-                await waitUntilAsync(timeout: 30) { notify.messages.filter { $0.text == "WATCHDOG=1" }.count >= 5 },
+                await notify.wait { $0.filter { $0.text == "WATCHDOG=1" }.count >= 5 },
                 "WATCHDOG=1 keeps coming")
             // Every half interval (0.5 s of the 1 s systemd allows): by their arrival stamps, four
             // gaps average well under the interval even on a loaded machine.
@@ -194,8 +212,9 @@ extension RealGPSD.LaneB {
             // Started with a clean signal mask (ChildProcess): a Process spawned from a test
             // thread inherits blocked signals and would ignore the SIGTERM under test.
             let logFile = folder.appendingPathComponent("geofenced.log")
-            func start() throws -> ChildProcess {
+            func start(_ notifySocket: String) throws -> ChildProcess {
                 var environment = ProcessInfo.processInfo.environment
+                environment["NOTIFY_SOCKET"] = notifySocket
                 environment["XDG_CONFIG_HOME"] = folder.path
                 environment["XDG_CACHE_HOME"] = folder.appendingPathComponent("cache").path
                 environment["XDG_STATE_HOME"] = folder.appendingPathComponent("state").path
@@ -206,11 +225,14 @@ extension RealGPSD.LaneB {
             }
             let logged = { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
             let began = ContinuousClock.now
-            let loading = try start()
+            let notify = try NotifySocket(folder: folder)
+            defer { notify.close() }
+            let loading = try start(notify.path)
             defer { loading.terminate() }
             #expect(
-                await waitUntilAsync(timeout: 120) { logged().contains("monitoring 100000 circle(s)") },
+                await notify.wait(hangLimit: 120) { $0.contains { $0.text.hasPrefix("STATUS=monitoring 100000") } },
                 "\(logged().suffix(300))")
+            #expect(logged().contains("monitoring 100000 circle(s)"))
             print(
                 "geofenced: 100,000 circles read, checked, saved and monitored \(ContinuousClock.now - began) after its start"
             )
@@ -220,20 +242,30 @@ extension RealGPSD.LaneB {
             let kept = try MonitorStore(directory: folder.appendingPathComponent("state/gpslocation/monitors"))
                 .conditions(monitor: "geofenced", app: "geofenced")
             #expect(kept.count == 100_000)
-            // SIGTERM while it reads and loads: it ends at once (0.15 s for a clean stop, README).
+            // SIGTERM while it restores the 100,000 kept circles, and while it loads them again:
+            // sent when geofenced tells systemd it has begun each (STATUS=), it ends at once
+            // (0.15 s for a clean stop, README).
+            notify.close()
+            try? FileManager.default.removeItem(atPath: notify.path)
             var stops: [Duration] = []
-            for delay in [300, 1500] {
-                let second = try start()
+            for phase in ["STATUS=restoring", "STATUS=loading"] {
+                let told = try NotifySocket(folder: folder)
+                defer {
+                    told.close()
+                    try? FileManager.default.removeItem(atPath: told.path)
+                }
+                let second = try start(told.path)
                 defer { second.terminate() }
-                try await Task.sleep(for: .milliseconds(delay))
+                #expect(await told.wait { $0.contains { $0.text.hasPrefix(phase) } }, "\(phase) is said")
                 let signalled = ContinuousClock.now
                 kill(second.pid, SIGTERM)
                 #expect(await second.waitForExit(timeout: .seconds(10)))
                 let elapsed = ContinuousClock.now - signalled
                 stops.append(elapsed)
-                #expect(elapsed < .seconds(5), "ended \(elapsed) after SIGTERM (\(delay) ms after the start)")
+                #expect(elapsed < .seconds(5), "ended \(elapsed) after SIGTERM (at \(phase))")
+                #expect(!told.messages.contains { $0.text.hasPrefix("STATUS=monitoring") }, "signalled while loading")
             }
-            print("geofenced: SIGTERM while loading ended it after \(stops) (0.3 s and 1.5 s into its start)")
+            print("geofenced: SIGTERM while restoring and while loading ended it after \(stops)")
         }
     }
 
