@@ -13,6 +13,7 @@
 // restarted service knows where it was.
 import Foundation
 import GPSLocation
+import Synchronization
 
 /// One line on stderr (the journal). A closed stderr loses it; it never stops the daemon
 /// (FileHandle.write would trap).
@@ -80,6 +81,39 @@ let manager = CLLocationManager()
 manager.distanceFilter = distanceFilter
 manager.diagnosticsHandler = { log("note (\($0.code)): \($0.message)") }
 
+// SIGTERM and SIGINT are caught before any work starts, on a queue of their own: the work runs
+// on the main actor, and restoring 100,000 circles keeps it busy for seconds — a handler on the
+// main queue would wait for that, and systemd would have to SIGKILL (found by the test that
+// signals geofenced as soon as it says it is restoring its circles).
+let running = Mutex<Task<Void, any Error>?>(nil)
+let stopping = Mutex(false)
+let signalQueue = DispatchQueue(label: "geofenced.signals")
+var signalSources: [any DispatchSourceSignal] = []
+for number in [SIGTERM, SIGINT] {
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
+    // Not the main actor's (as a closure here would be by default): it runs on `signalQueue`.
+    source.setEventHandler { @Sendable in
+        // A second signal (systemd and a shell may both send one) changes nothing.
+        let first = stopping.withLock { stopping in
+            defer { stopping = true }
+            return !stopping
+        }
+        guard first else { return }
+        notifier.send("STOPPING=1")
+        log("geofenced: stopping (signal \(number))")
+        running.withLock { $0?.cancel() }
+        // A clean stop gets 0.15 s; a save still running then (100,000 circles) is cut short —
+        // each save replaces the file whole, so the file kept is the previous complete one.
+        signalQueue.asyncAfter(deadline: .now() + 0.15) { @Sendable in
+            log("geofenced: stopped before the last save finished; the previous state file is kept")
+            exit(0)
+        }
+    }
+    source.resume()
+    signalSources.append(source)
+}
+
 let positionsLogged = logsPositions
 // The sequence, not the manager, goes into the task: a manager is not Sendable (as Apple's is not).
 let locations = manager.locations()
@@ -144,29 +178,7 @@ let watchdog: (any DispatchSourceTimer)? = notifier.watchdogMicroseconds.map { m
     return timer
 }
 
-var signalSources: [any DispatchSourceSignal] = []
-var stopping = false
-for number in [SIGTERM, SIGINT] {
-    signal(number, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-    source.setEventHandler {
-        // A second signal (systemd and a shell may both send one) changes nothing.
-        guard !stopping else { return }
-        stopping = true
-        notifier.send("STOPPING=1")
-        log("geofenced: stopping (signal \(number))")
-        work.cancel()
-        // A clean stop gets 0.15 s; a save still running then (100,000 circles) is cut short —
-        // each save replaces the file whole, so the file kept is the previous complete one.
-        DispatchQueue.main.asyncAfter(deadline: .now() + 0.15) {
-            log("geofenced: stopped before the last save finished; the previous state file is kept")
-            exit(0)
-        }
-    }
-    source.resume()
-    signalSources.append(source)
-}
-
+running.withLock { $0 = work }
 Task {
     let result = await work.result
     watchdog?.cancel()

@@ -15,6 +15,7 @@ public final class FixListSource: LocationSource {
     private let reportsEnd: Bool
     private let running = Locked(false)
     private let handedOver = Locked(0)
+    private let changes = ChangeWaiters()
 
     /// A source that sends `fixes`, as a recording of them would.
     /// - Parameters:
@@ -32,11 +33,13 @@ public final class FixListSource: LocationSource {
     /// Sends the fixes in order on a queue of its own.
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         running.withLock { $0 = true }
+        changes.changed()
         queue.async { [self] in
             for fix in fixes {
                 guard running.withLock({ $0 }) else { return }
                 handler(.fix(fix))
                 handedOver.withLock { $0 += 1 }
+                changes.changed()
                 if interval > 0 { Thread.sleep(forTimeInterval: interval) }
             }
             guard reportsEnd, running.withLock({ $0 }) else { return }
@@ -50,6 +53,7 @@ public final class FixListSource: LocationSource {
     /// Stops sending; waits for a fix being handed over (unless called from the handler).
     public func stop() {
         running.withLock { $0 = false }
+        changes.changed()
         // Wait for a fix being handed over right now to finish (unless this is that hand-over).
         if DispatchQueue.getSpecific(key: onQueue) == nil { queue.sync {} }
     }
@@ -63,4 +67,11 @@ public final class FixListSource: LocationSource {
     public var count: Int { fixes.count }
     /// Between `start` and `stop`.
     public var isRunning: Bool { running.withLock { $0 } }
+
+    /// Suspends until `condition` holds of the source (`sent`, `isRunning`): checked again at
+    /// each fix handed over and at start and stop, never on a timer. False if it still does not
+    /// hold after `timeout` seconds (a bound on a hang).
+    public func wait(timeout: Double = 60, until condition: @escaping @Sendable (FixListSource) -> Bool) async -> Bool {
+        await changes.wait(hangLimit: timeout) { [self] in condition(self) }
+    }
 }

@@ -17,6 +17,7 @@ public final class ManualLocationSource: LocationSource {
             starts: Int, stops: Int
         )
     >((nil, nil, 0, 0))
+    private let changes = ChangeWaiters()
 
     /// A source whose events the test sends (`send(_:)`); live unless told otherwise.
     public init(isLive: Bool = true) { self.isLive = isLive }
@@ -31,6 +32,7 @@ public final class ManualLocationSource: LocationSource {
             $0.last = handler
             $0.starts += 1
         }
+        changes.changed()
     }
 
     /// Forgets the handler (see `sendToStoppedHandler(_:)`).
@@ -39,6 +41,15 @@ public final class ManualLocationSource: LocationSource {
             $0.current = nil
             $0.stops += 1
         }
+        changes.changed()
+    }
+
+    /// Suspends until `condition` holds of the source (`isRunning`, `starts`, `stops`): checked
+    /// again at each start and stop, never on a timer; false after `timeout` seconds.
+    public func wait(
+        timeout: Double = 60, until condition: @escaping @Sendable (ManualLocationSource) -> Bool
+    ) async -> Bool {
+        await changes.wait(hangLimit: timeout) { [self] in condition(self) }
     }
 
     /// True between `start` and `stop`.

@@ -26,7 +26,7 @@ struct AppleSemanticsTests {
         manager.delegate = delegate
         manager.desiredAccuracy = kCLLocationAccuracyReduced
         manager.startUpdatingLocation()
-        #expect(await waitUntilAsync { delegate.errors.contains { $0.reason == .sourceEnded } })
+        #expect(await delegate.wait { $0.errors.contains { $0.reason == .sourceEnded } })
         manager.stopUpdatingLocation()
         #expect(!delegate.locations.isEmpty)
         #expect(delegate.locations.allSatisfy { $0.gnss?.reduced == true && $0.horizontalAccuracy >= 1000 })
@@ -111,7 +111,7 @@ extension AppleSemanticsTests {
         let source = ManualLocationSource(isLive: true)
         let fixes = Array(try FixtureFixes.load("clean-1hz-multi").filter { $0.hasPosition }.prefix(3))
         let feeder = Task {
-            #expect(await waitUntilAsync { source.isRunning })
+            #expect(await source.wait { $0.isRunning })
             for fix in fixes { _ = source.send(.fix(fix)) }
         }
         // Live updates keep only the newest waiting one (Apple's latest-wins): one is the proof.

@@ -759,13 +759,13 @@ extension RealGPSD.LaneB {
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync { delegate.locations.count > 5 })
+            #expect(await delegate.wait { $0.locations.count > 5 })
             try store.set(AuthorizationDecision(status: .denied), for: "follower")
-            #expect(await waitUntilAsync(timeout: 5) { delegate.errors.contains { $0.code == .denied } })
+            #expect(await delegate.wait(timeout: 5) { $0.errors.contains { $0.code == .denied } })
             let count = delegate.locations.count
             // The denial stops the source (its `stop()` waits for a fix being handed over), or the
             // rest of the drive is taken in; then every callback made has run: none is a location.
-            #expect(await waitUntilAsync(timeout: 30) { !source.isRunning || source.sent == source.count })
+            #expect(await source.wait(timeout: 30) { !$0.isRunning || $0.sent == $0.count })
             await delegateQueueFlushed(manager)
             #expect(delegate.locations.count == count, "nothing after the denial")
             #expect(delegate.authorizationCalls == 2)

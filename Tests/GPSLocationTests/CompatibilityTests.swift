@@ -167,13 +167,13 @@ struct CompatibilityTests {
         // The real source against nothing: the first three notices, the third saying what follows.
         let source = GPSDLocationSource(
             endpoint: endpoint, noDataTimeout: nil, reconnect: ReconnectPolicy(), isLive: true)
-        let notices = Locked<[String]>([])
+        let notices = Watched<[String]>([])
         source.start { event in
             if case .notice(let code, let message) = event, code == "reconnecting" {
                 notices.withLock { $0.append(message) }
             }
         }
-        #expect(await waitUntilAsync(timeout: 30) { notices.withLock { $0.count } >= 3 })
+        #expect(await notices.wait(timeout: 30) { $0.count >= 3 })
         source.stop()
         let messages = notices.withLock { $0 }
         #expect(messages.count == 3, "\(messages)")

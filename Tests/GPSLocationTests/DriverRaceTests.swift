@@ -41,7 +41,7 @@ struct DriverRaceTests {
             authorizer: LocationAuthorizer(
                 appID: "race", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true),
             store: nil)
-        let heard = Locked(0)
+        let heard = Watched(0)
         let counting: DiagnosticsHandler = { _ in heard.withLock { $0 += 1 } }
         monitor.diagnosticsHandler = counting
         await monitor.add(
@@ -62,7 +62,7 @@ struct DriverRaceTests {
             }
         }
         // Each problem (a reason of its own) is said once, to the handler, wherever it was set from.
-        #expect(await waitUntilAsync(timeout: 30) { heard.withLock { $0 } == 200 })
+        #expect(await heard.wait(timeout: 30) { $0 == 200 })
     }
 
     @Test("not determined is a request in progress everywhere, never denied")

@@ -24,10 +24,10 @@ struct EngineTimersTests {
 
     /// Arms a timer of its own `seconds` from now and waits for it.
     func sentinel(after seconds: TimeInterval) async -> Bool {
-        let fired = Locked(false)
+        let fired = Watched(false)
         let timers = EngineTimers { _ in fired.withLock { $0 = true } }
         timers.arm(.staleness, after: seconds)
-        let ok = await waitUntilAsync(timeout: 60) { fired.withLock { $0 } }
+        let ok = await fired.wait(timeout: 60) { $0 }
         withExtendedLifetime(timers) {}
         return ok
     }
@@ -49,7 +49,7 @@ struct EngineTimersTests {
         // Another owner's action holds the shared thread for one second — bounded by the action
         // itself, so the other timer tests (the thread is the process's) wait at most that long,
         // whatever happens to this test's task — while three deadlines 0.2 s apart pass.
-        let held = Locked(false)
+        let held = Watched(false)
         let blocker = EngineTimers { _ in
             held.withLock { $0 = true }
             _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 1.0)
@@ -57,7 +57,7 @@ struct EngineTimersTests {
         let fires = Fires()
         let timers = EngineTimers { fires.record($0) }
         blocker.arm(.staleness, after: 0)
-        #expect(await waitUntilAsync(timeout: 10) { held.withLock { $0 } })
+        #expect(await held.wait(timeout: 10) { $0 })
         timers.arm(.monitoringGap, after: 0.5)
         timers.arm(.staleness, after: 0.1)
         timers.arm(.requestLocation, after: 0.3)
@@ -105,7 +105,7 @@ struct EngineTimersTests {
 
     @Test("a fire may arm again (the engine re-arms from inside timerFired)")
     func rearmFromFire() async throws {
-        let count = Locked(0)
+        let count = Watched(0)
         let box = Locked<EngineTimers?>(nil)
         let timers = EngineTimers { timer in
             let fired = count.withLock { value -> Int in
@@ -116,7 +116,7 @@ struct EngineTimersTests {
         }
         box.withLock { $0 = timers }
         timers.arm(.staleness, after: 0.01)
-        #expect(await waitUntilAsync(timeout: 5) { count.withLock { $0 } == 5 })
+        #expect(await count.wait(timeout: 5) { $0 == 5 })
         #expect(await sentinel(after: 0.05), "a sixth arming would have been for 0.01 s")
         #expect(count.withLock { $0 } == 5)
         box.withLock { $0 = nil }

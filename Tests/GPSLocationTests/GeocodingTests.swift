@@ -104,11 +104,11 @@ struct GeocodingTests {
     @Test("completion handlers, isGeocoding, and a placemark through NSKeyedArchiver")
     func handlersAndArchiving() async throws {
         let geocoder = CLGeocoder()
-        let result = Locked<[CLPlacemark]?>(nil)
+        let result = Watched<[CLPlacemark]?>(nil)
         geocoder.reverseGeocodeLocation(Self.location(48.8566, 2.3522)) { placemarks, _ in
             result.withLock { $0 = placemarks }
         }
-        #expect(await waitUntilAsync { result.withLock { $0 } != nil })
+        #expect(await result.wait { $0 != nil })
         #expect(!geocoder.isGeocoding)
         let paris = try #require(result.withLock { $0 }?.first)
         #expect(paris.locality == "Paris" && paris.timeZone?.identifier == "Europe/Paris")

@@ -95,7 +95,7 @@ struct HeadingTests {
 
     final class HeadingDelegate: CLLocationManagerDelegate, Sendable {
         let headings = Locked<[CLHeading]>([])
-        let errors = Locked<[CLError]>([])
+        let errors = Watched<[CLError]>([])
         let locations = Locked(0)
         func locationManager(_ manager: CLLocationManager, didUpdateHeading newHeading: CLHeading) {
             headings.withLock { $0.append(newHeading) }
@@ -124,8 +124,8 @@ struct HeadingTests {
         manager.startUpdatingHeading()
         if locations { manager.startUpdatingLocation() }
         // The replay's end, or (denied) the refusal: nothing comes after either.
-        _ = await waitUntilAsync(timeout: 60) {
-            delegate.errors.withLock { $0.contains { $0.reason == .sourceEnded || $0.code == .denied } }
+        _ = await delegate.errors.wait(timeout: 60) {
+            $0.contains { $0.reason == .sourceEnded || $0.code == .denied }
         }
         await delegateQueueFlushed(manager)
         manager.stopUpdatingHeading()

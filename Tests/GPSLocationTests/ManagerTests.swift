@@ -109,7 +109,7 @@ struct ManagerTests {
             // The list's end comes after its last location: then nothing more can come. (A wait for
             // an event that must come: 3,000 fixes under Thread Sanitizer on a busy machine took
             // more than the default 10 s in ci28; the bound only limits a hang.)
-            #expect(await waitUntilAsync(timeout: 180) { delegate.errors.contains { $0.reason == .sourceEnded } })
+            #expect(await delegate.wait(timeout: 180) { $0.errors.contains { $0.reason == .sourceEnded } })
             manager.stopUpdatingLocation()
             let delivered = delegate.locations.map(\.timestamp)
             #expect(
@@ -137,7 +137,7 @@ struct ManagerTests {
         manager.maximumBatch = .max
         manager.startUpdatingLocation()
         let expected = IndependentModel.expectedDeliveries(fixes, filter: kCLDistanceFilterNone)
-        #expect(await waitUntilAsync { delegate.locations.count >= expected.count })
+        #expect(await delegate.wait { $0.locations.count >= expected.count })
         manager.stopUpdatingLocation()
         #expect(delegate.wrongQueue == 0)
         #expect(delegate.overlap == 0)
@@ -158,7 +158,7 @@ struct ManagerTests {
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync { delegate.locations.count > 5 })
+            #expect(await delegate.wait { $0.locations.count > 5 })
             manager.stopUpdatingLocation()
             let count = delegate.callbackCount
             // The source is stopped and the engine's generation moved on: whatever could still
@@ -176,9 +176,9 @@ struct ManagerTests {
         manager.delegate = delegate
         manager.desiredAccuracy = kCLLocationAccuracyHundredMeters
         manager.requestLocation()
-        #expect(await waitUntilAsync { !delegate.locations.isEmpty })
+        #expect(await delegate.wait { !$0.locations.isEmpty })
         // The one-shot is over: the engine stopped its source, so nothing more can be queued.
-        #expect(await waitUntilAsync { !manager.runner.isRunning })
+        #expect(!manager.runner.isRunning)
         await delegateQueueFlushed(manager)
         #expect(delegate.locations.count == 1)
         #expect(delegate.locations[0].horizontalAccuracy <= 100)
@@ -203,13 +203,13 @@ struct ManagerTests {
         manager.desiredAccuracy = 0.01  // unattainable
         manager.requestLocationTimeout = 0.5
         manager.requestLocation()
-        #expect(await waitUntilAsync { source.sent == source.count })
+        #expect(await source.wait { $0.sent == $0.count })
         await settled(manager)
         #expect(delegate.locations.isEmpty, "nothing before the timeout")
         clock.advance(by: 0.5)
         await settled(manager)
         #expect(await delegate.wait { !$0.locations.isEmpty })
-        #expect(await waitUntilAsync { !manager.runner.isRunning })
+        #expect(!manager.runner.isRunning)
         await delegateQueueFlushed(manager)
         #expect(delegate.locations.count == 1)
         let best = fixes.compactMap { IndependentModel.horizontal($0) }.min()!
@@ -225,7 +225,7 @@ struct ManagerTests {
         manager.delegate = delegate
         manager.requestLocationTimeout = 0.2
         manager.requestLocation()
-        #expect(await waitUntilAsync { !delegate.errors.isEmpty })
+        #expect(await delegate.wait { !$0.errors.isEmpty })
         #expect(delegate.errors.map(\.code) == [.locationUnknown])
         #expect(delegate.locations.isEmpty)
     }
@@ -239,7 +239,7 @@ struct ManagerTests {
         manager.delegate = delegate
         manager.startUpdatingLocation()
         // Every fix of the list has reached the engine once its end is reported.
-        #expect(await waitUntilAsync { delegate.errors.contains { $0.reason == .sourceEnded } })
+        #expect(await delegate.wait { $0.errors.contains { $0.reason == .sourceEnded } })
         manager.stopUpdatingLocation()
         #expect(delegate.errors.first?.code == .promptDeclined)
         #expect(delegate.errors.first?.reason == .authorizationRequest)
@@ -260,7 +260,7 @@ struct ManagerTests {
         #expect(manager.authorizationStatus == .authorizedWhenInUse)
         manager.requestAlwaysAuthorization()  // one upgrade is allowed; the prompt says when-in-use again: no change
         manager.startUpdatingLocation()
-        #expect(await waitUntilAsync { delegate.locations.count > 10 })
+        #expect(await delegate.wait { $0.locations.count > 10 })
         manager.stopUpdatingLocation()
         #expect(delegate.authorizationCalls == 2)
     }
@@ -272,7 +272,7 @@ struct ManagerTests {
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(await waitUntilAsync { !delegate.errors.isEmpty })
+        #expect(await delegate.wait { !$0.errors.isEmpty })
         #expect(delegate.errors.map(\.code) == [.denied])
         #expect(delegate.locations.isEmpty)
     }

@@ -577,7 +577,7 @@ struct RegionAPITests {
         let monitor = await CLMonitor(
             "reduced", source: NMEAReplaySource(path: Self.loop),
             authorizer: granted(.authorizedAlways, accuracy: .reducedAccuracy, appID: "monitortest"), store: nil)
-        let said = Locked<[String]>([])
+        let said = Watched<[String]>([])
         monitor.diagnosticsHandler = { diagnostic in said.withLock { $0.append(diagnostic.code) } }
         await monitor.add(
             CLMonitor.CircularGeographicCondition(
@@ -588,7 +588,7 @@ struct RegionAPITests {
         #expect(first?.state == .unknown)
         #expect(first?.accuracyLimited == true)
         // The whole loop replayed (its end comes after every event it made): still unknown.
-        #expect(await waitUntilAsync(timeout: 120) { said.withLock { $0.contains("sourceEnded") } })
+        #expect(await said.wait(timeout: 120) { $0.contains("sourceEnded") })
         #expect(await monitor.record(for: "east")?.lastEvent.state == .unknown)
     }
 }
@@ -722,11 +722,11 @@ struct CoalescedWriterTests {
     @Test("the first write at once, the next ones merged into one with the latest data, flush on demand")
     func coalesces() async throws {
         let writer = CoalescedWriter(interval: 0.3)
-        let written = Locked<[Int]>([])
+        let written = Watched<[Int]>([])
         writer.write { written.withLock { $0.append(1) } }
         for value in 2...50 { writer.write { written.withLock { $0.append(value) } } }
         #expect(written.withLock { $0 } == [1])
-        #expect(await waitUntilAsync(timeout: 2) { written.withLock { $0 } == [1, 50] })
+        #expect(await written.wait(timeout: 2) { $0 == [1, 50] })
         writer.write { written.withLock { $0.append(51) } }
         writer.flush()
         #expect(written.withLock { $0 }.last == 51)

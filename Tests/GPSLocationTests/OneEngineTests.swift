@@ -69,8 +69,8 @@ extension RealGPSD.LaneB {
             manager.requestAlwaysAuthorization()
             manager.startUpdatingLocation()
             #expect(
-                await waitUntilAsync(timeout: 120) {
-                    delegate.errors.contains { $0.reason == .sourceEnded || $0.reason == .gpsdLost }
+                await delegate.wait(timeout: 120) {
+                    $0.errors.contains { $0.reason == .sourceEnded || $0.reason == .gpsdLost }
                 })
             manager.stopUpdatingLocation()
             var received = Received()

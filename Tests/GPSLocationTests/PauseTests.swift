@@ -74,7 +74,7 @@ struct PauseTests {
     }
 
     final class PauseDelegate: CLLocationManagerDelegate, Sendable {
-        let events = Locked<[String]>([])
+        let events = Watched<[String]>([])
         func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
             events.withLock { $0 += locations.map { _ in "location" } }
         }
@@ -105,7 +105,7 @@ struct PauseTests {
             let delegate = PauseDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync(timeout: 60) { delegate.events.withLock { $0.last } == "error" })
+            #expect(await delegate.events.wait(timeout: 60) { $0.last == "error" })
             manager.stopUpdatingLocation()
             let all: [String] = delegate.events.withLock { $0 }
             let events = all.filter { $0 != "error" }

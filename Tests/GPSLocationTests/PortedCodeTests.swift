@@ -24,7 +24,7 @@ struct PortedCodeTests {
         }
         #expect(!locations.isEmpty)
         #expect(locations.map(\.timestamp) == locations.map(\.timestamp).sorted())
-        #expect(await waitUntilAsync(timeout: 5) { !source.isRunning }, "breaking out stops the source")
+        #expect(await source.wait(timeout: 5) { !$0.isRunning }, "breaking out stops the source")
     }
 
     @Test("liveUpdates ends, saying why, when its source ends")

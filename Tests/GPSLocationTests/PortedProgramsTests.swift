@@ -57,7 +57,7 @@ extension RealGPSD.LaneC {
                 observer.startUpdatingLocation()
                 defer { observer.stopUpdatingLocation() }
 
-                let farthest = Locked(0.0)
+                let farthest = Watched(0.0)
                 let origin = CLLocation(latitude: start.latitude, longitude: start.longitude)
                 service.onUpdate = { coordinate in
                     let distance = CLLocation(latitude: coordinate.latitude, longitude: coordinate.longitude)
@@ -75,7 +75,7 @@ extension RealGPSD.LaneC {
 
                 // The drive leaves the 150 m circle within seconds (about five fixes a second);
                 // the programs are not thread-safe, so they are read only once stopped.
-                #expect(await waitUntilAsync(timeout: 60) { farthest.withLock { $0 } > 400 })
+                #expect(await farthest.wait(timeout: 60) { $0 > 400 })
                 let seen = observed.locations.count
                 #expect(await observed.wait { $0.locations.count >= seen + 10 })
                 service.stop()

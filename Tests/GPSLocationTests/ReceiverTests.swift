@@ -144,7 +144,7 @@ struct ReceiverSelectionStageTests {
         manager.delegate = delegate
         manager.startUpdatingLocation()
         // Every fix taken in, then every callback they made run: what the delegate has is all.
-        #expect(await waitUntilAsync(timeout: 10) { source.sent == source.count })
+        #expect(await source.wait(timeout: 10) { $0.sent == $0.count })
         await delegateQueueFlushed(manager)
         manager.stopUpdatingLocation()
         #expect(delegate.locationCount == 0)
@@ -197,17 +197,17 @@ extension RealGPSD.LaneC {
             let (server, receiver) = (setup.server, setup.receivers[0])
             let (manager, delegate) = Self.manager(server.endpoint)
             defer { manager.stopUpdatingLocation() }
-            #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 5 })
+            #expect(await delegate.wait(timeout: 10) { $0.locationCount >= 5 })
             #expect(manager.followedReceiver == receiver.path)
 
             let removed = Date()
             #expect(try server.gpsdctl("remove", device: receiver.path) == 0)
             #expect(
-                await waitUntilAsync(timeout: 2) { delegate.receiverEvents.contains { !$0.activated } },
+                await delegate.wait(timeout: 2) { $0.receiverEvents.contains { !$0.activated } },
                 "deactivation reported")
             #expect(
-                await waitUntilAsync(timeout: 2) {
-                    delegate.errors.contains { $0.reason == .receiverDeactivated && $0.message.contains(receiver.path) }
+                await delegate.wait(timeout: 2) {
+                    $0.errors.contains { $0.reason == .receiverDeactivated && $0.message.contains(receiver.path) }
                 })
             let lossDelay = (delegate.firstDeactivation ?? Date()).timeIntervalSince(removed)
             let beforeRemoval = delegate.locationArrivals.filter {
@@ -218,10 +218,10 @@ extension RealGPSD.LaneC {
             let added = Date()
             #expect(try server.gpsdctl("add", device: receiver.path) == 0)
             #expect(
-                await waitUntilAsync(timeout: 3) { delegate.receiverEvents.last?.activated == true },
+                await delegate.wait(timeout: 3) { $0.receiverEvents.last?.activated == true },
                 "reactivation reported: \(delegate.receiverEvents)")
             #expect(
-                await waitUntilAsync(timeout: 3) { delegate.locationCount >= beforeRemoval + 5 }, "locations resume")
+                await delegate.wait(timeout: 3) { $0.locationCount >= beforeRemoval + 5 }, "locations resume")
             // The event log, not a pause, proves the gap: no location arrived between the
             // deactivation and the reactivation, and no staleness report was added to the removal's.
             let reactivated = try #require(delegate.receiverArrivals.last { $0.event.activated }?.arrival)
@@ -255,7 +255,7 @@ extension RealGPSD.LaneC {
             let (server, clean, drive) = (setup.server, setup.receivers[0], setup.receivers[1])
             let (manager, delegate) = Self.manager(server.endpoint)
             defer { manager.stopUpdatingLocation() }
-            #expect(await waitUntilAsync(timeout: 10) { delegate.locationCount >= 20 })
+            #expect(await delegate.wait(timeout: 10) { $0.locationCount >= 20 })
             // Usually the clean one (a fix from its first cycles, the drive's after 8 s); on a
             // loaded machine the pseudo-terminals may start far enough apart that the drive's
             // first fix comes first. Either way: one receiver, never both.
@@ -266,7 +266,7 @@ extension RealGPSD.LaneC {
             let before = delegate.locationCount
             #expect(try server.gpsdctl("remove", device: first) == 0)
             #expect(
-                await waitUntilAsync(timeout: 5) { delegate.locationCount >= before + 10 },
+                await delegate.wait(timeout: 5) { $0.locationCount >= before + 10 },
                 "the other receiver takes over")
             #expect(manager.followedReceiver == other)
             // The device sequence switches exactly once.

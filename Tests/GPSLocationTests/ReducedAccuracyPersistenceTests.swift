@@ -163,14 +163,14 @@ struct FileFollowingTests {
     func missingFolder() async throws {
         let root = try Self.scratch()
         let file = root.appendingPathComponent("etc/gpslocation/policy.json")
-        let changes = Locked(0)
+        let changes = Watched(0)
         let watcher = FileChangeWatcher(paths: [file.path]) { changes.withLock { $0 += 1 } }
         #expect(watcher != nil)
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        _ = await waitUntilAsync(timeout: 2) { changes.withLock { $0 } > 0 }
+        _ = await changes.wait(timeout: 2) { $0 > 0 }
         let before = changes.withLock { $0 }
         try Data("{}".utf8).write(to: file)
-        #expect(await waitUntilAsync(timeout: 5) { changes.withLock { $0 } > before }, "the new file is reported")
+        #expect(await changes.wait(timeout: 5) { $0 > before }, "the new file is reported")
         withExtendedLifetime(watcher) {}
     }
 

@@ -62,7 +62,7 @@ struct ReplaySourceTests {
         let delegate = RecordingDelegate()
         manager.delegate = delegate
         manager.startUpdatingLocation()
-        #expect(await waitUntilAsync { delegate.errors.contains { $0.reason == .sourceEnded } })
+        #expect(await delegate.wait { $0.errors.contains { $0.reason == .sourceEnded } })
         manager.stopUpdatingLocation()
         // 300 s recording: 8 s no fix at the start and a 15 s tunnel, each reported once by the
         // recording's clock; everything else delivered; then the end of the recording.

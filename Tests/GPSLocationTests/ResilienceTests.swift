@@ -136,7 +136,7 @@ extension RealGPSD.LaneC {
                 // a busy CI machine gpsfake itself starts late; the figures printed below are for
                 // reading, the benchmark is where speed is measured.)
                 #expect(
-                    await waitUntilAsync(timeout: 30) { delegate.locationCount >= before + 5 },
+                    await delegate.wait(timeout: 30) { $0.locationCount >= before + 5 },
                     "segment \(index): no locations")
                 resumeDelays.append(
                     (delegate.arrival(of: before) ?? Date()).timeIntervalSince(listening) - 1.4)
@@ -146,7 +146,7 @@ extension RealGPSD.LaneC {
                 let killed = Date()
                 server.stop()
                 #expect(
-                    await waitUntilAsync(timeout: 5) { delegate.errorCount > errorsBefore },
+                    await delegate.wait(timeout: 5) { $0.errorCount > errorsBefore },
                     "segment \(index): loss not reported")
                 lossDelays.append((delegate.lastErrorArrival ?? Date()).timeIntervalSince(killed))
             }
@@ -219,7 +219,7 @@ extension RealGPSD.LaneC {
             let (sparse, few) = manager(filter: 100, status: .authorizedAlways)
             let (refused, none) = manager(filter: kCLDistanceFilterNone, status: .denied)
             #expect(connections() == 1, "one connection for three managers")
-            #expect(await waitUntilAsync(timeout: 20) { all.locationCount >= 60 })
+            #expect(await all.wait(timeout: 20) { $0.locationCount >= 60 })
             #expect(
                 few.locationCount > 0 && few.locationCount < all.locationCount / 3,
                 "\(few.locationCount) vs \(all.locationCount)")
@@ -229,7 +229,7 @@ extension RealGPSD.LaneC {
             #expect(connections() == 1, "still open for the third")
             let count = few.locationCount
             #expect(
-                await waitUntilAsync(timeout: 10) { few.locationCount > count }, "the remaining manager keeps receiving"
+                await few.wait(timeout: 10) { $0.locationCount > count }, "the remaining manager keeps receiving"
             )
             sparse.stopUpdatingLocation()
             #expect(connections() == 0, "the last stop closes the connection")

@@ -163,7 +163,8 @@ extension RealGPSD.LaneB {
                 "geofence events are logged")
 
             process.terminate()
-            let stopped = await waitUntilAsync(timeout: 5) { !process.isRunning }
+            let exited = ProcessReference(process)
+            let stopped = (try? await offConcurrencyThreads { exited.process.waitUntilExit() }) != nil
             #expect(stopped, "it stops on SIGTERM")
             #expect(process.terminationStatus == 0)
             #expect(notify.messages.contains { $0.text == "STOPPING=1" })
@@ -290,7 +291,9 @@ extension RealGPSD.LaneB {
             broker.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
             broker.arguments = ["-c", config.path]
             broker.standardOutput = FileHandle.nullDevice
-            broker.standardError = FileHandle.nullDevice
+            let brokerLog = folder.appendingPathComponent("broker.log")
+            _ = FileManager.default.createFile(atPath: brokerLog.path, contents: nil)
+            broker.standardError = try FileHandle(forWritingTo: brokerLog)
             try broker.run()
             // SIGKILL: children spawned from the test runner's threads inherit a signal mask
             // that blocks SIGTERM, and mosquitto would wait for it forever.
@@ -298,7 +301,7 @@ extension RealGPSD.LaneB {
                 kill(broker.processIdentifier, SIGKILL)
                 broker.waitUntilExit()
             }
-            #expect(await waitUntilAsync(timeout: 5) { canConnect(port: port) }, "the broker listens")
+            #expect(await fileText(brokerLog) { $0.contains(" running") }, "the broker listens")
 
             let subscriber = Process()
             // -d: it says when the broker has acknowledged the subscription (SUBACK), the event
@@ -403,7 +406,10 @@ extension RealGPSD.LaneB {
                 central.terminate()
                 box.terminate()
             }
-            #expect(await waitUntilAsync(timeout: 10) { canConnect(port: centralPort) && canConnect(port: boxPort) })
+            // Each broker says it is running once its listener is open.
+            for log in ["central.log", "box.log"] {
+                #expect(await fileText(folder.appendingPathComponent(log)) { $0.contains(" running") }, "\(log)")
+            }
 
             // The central side's consumer: a persistent session (client id, no clean start), QoS 1.
             let receivedFile = folder.appendingPathComponent("received.txt")
@@ -415,15 +421,15 @@ extension RealGPSD.LaneB {
                 ], environment: environment, stdoutPath: receivedFile.path)
             defer { subscriber.terminate() }
             let received = { (try? String(contentsOf: receivedFile, encoding: .utf8)) ?? "" }
-            // The bridge is up and the subscriber subscribed once a probe sent on the box arrives.
-            var probed = false
-            for _ in 0..<100 where !probed {
-                _ = try? await runProgram(
-                    "/usr/bin/mosquitto_pub",
-                    ["-h", "127.0.0.1", "-p", "\(boxPort)", "-t", "fleet/probe/location", "-q", "1", "-m", "probe"])
-                probed = await waitUntilAsync(timeout: 0.3) { received().contains("probe") }
-            }
-            #expect(probed, "a message sent on the box reaches the central subscriber")
+            // The bridge is up and the subscriber subscribed once a probe sent on the box arrives:
+            // retained, it is handed to the bridge when it subscribes on the box, and to the
+            // subscriber when it subscribes on the central broker, whichever comes last.
+            _ = try await runProgram(
+                "/usr/bin/mosquitto_pub",
+                ["-h", "127.0.0.1", "-p", "\(boxPort)", "-t", "fleet/probe/location", "-q", "1", "-r", "-m", "probe"])
+            #expect(
+                await fileText(receivedFile) { $0.contains("probe") },
+                "a message sent on the box reaches the central subscriber")
 
             let server = try await GPSFakeServer.started(
                 log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.01)
@@ -451,28 +457,30 @@ extension RealGPSD.LaneB {
             }
             let published = { (try? String(contentsOf: publishedFile, encoding: .utf8)) ?? "" }
             // The subscriber's copy of a line and gpsloc's own are the same JSON text.
-            func locations(_ text: String) -> [String] {
+            @Sendable func locations(_ text: String) -> [String] {
                 text.split(separator: "\n").map(String.init).filter { $0.contains(#""type":"location""#) }
             }
 
             // Mid-stream: the central broker goes away while locations keep being published on
             // the box, then comes back.
-            #expect(await waitUntilAsync(timeout: 60) { locations(received()).count >= 20 }, "locations flow")
+            #expect(await fileText(receivedFile) { locations($0).count >= 20 }, "locations flow")
             kill(central.pid, SIGTERM)
             #expect(await central.waitForExit(timeout: .seconds(10)), "the central broker stopped")
             let atStop = locations(published()).count
             #expect(
-                await waitUntilAsync(timeout: 60) { locations(published()).count >= atStop + 20 },
+                await fileText(publishedFile) { locations($0).count >= atStop + 20 },
                 "locations are published while the central broker is down")
             central = try broker(centralConfig, log: "central-again.log")
-            #expect(await waitUntilAsync(timeout: 10) { canConnect(port: centralPort) }, "the central broker is back")
+            #expect(
+                await fileText(folder.appendingPathComponent("central-again.log")) { $0.contains(" running") },
+                "the central broker is back")
 
             // The recording's end: gpsd goes, and gpsloc says it reconnects — after its last location.
-            #expect(await waitUntilAsync(timeout: 120) { published().contains("reconnecting") }, "the drive ended")
+            #expect(await fileText(publishedFile, timeout: 120) { $0.contains("reconnecting") }, "the drive ended")
             let sent = locations(published())
             #expect(sent.count > 100)
             #expect(
-                await waitUntilAsync(timeout: 60) { Set(locations(received())).isSuperset(of: sent) },
+                await fileText(receivedFile) { Set(locations($0)).isSuperset(of: sent) },
                 "every published location reaches the central subscriber")
             let got = locations(received())
             let missing = Set(sent).subtracting(got)
@@ -499,18 +507,5 @@ extension RealGPSD.LaneB {
             return Int(UInt16(bigEndian: address.sin_port))
         }
 
-        private func canConnect(port: Int) -> Bool {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(descriptor) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-        }
     }
 }

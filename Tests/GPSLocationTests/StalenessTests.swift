@@ -89,7 +89,7 @@ extension RealGPSD.LaneB {
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync { delegate.locationCount >= 270 })
+            #expect(await delegate.wait { $0.locationCount >= 270 })
             manager.stopUpdatingLocation()
             let reports = delegate.errorContexts.filter { $0.error.reason != .sourceEnded }
             #expect(reports.map(\.error.reason) == [.stale, .stale], "\(reports.map(\.error.message))")
@@ -110,7 +110,7 @@ extension RealGPSD.LaneB {
             let delegate = RecordingDelegate()
             manager.delegate = delegate
             manager.startUpdatingLocation()
-            #expect(await waitUntilAsync { delegate.errorContexts.count == 2 })
+            #expect(await delegate.wait { $0.errorContexts.count == 2 })
             #expect(manager.isLocationStale)
             #expect(manager.location?.timestamp == lastGood.time, "the last location is kept")
             let silence = try #require(fixes[tunnel + 7].time).timeIntervalSince(try #require(lastGood.time))
@@ -188,8 +188,8 @@ extension RealGPSD.LaneB {
             manager.startUpdatingLocation()
             // Stop before the excerpt ends (which would be reported too).
             #expect(
-                await waitUntilAsync(timeout: 30) {
-                    delegate.errorContexts.first.map { delegate.locationCount >= $0.locationsBefore + 15 } ?? false
+                await delegate.wait(timeout: 30) {
+                    $0.errorContexts.first.map { delegate.locationCount >= $0.locationsBefore + 15 } ?? false
                 })
             manager.stopUpdatingLocation()
             // The tunnel (after locations), once, with the last location kept and marked; the

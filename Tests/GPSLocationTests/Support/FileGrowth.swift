@@ -32,3 +32,19 @@ final class FileGrowth: @unchecked Sendable {
 
     deinit { source.cancel() }
 }
+
+/// Suspends until `condition` holds of the text of `url` — read again after each write to it
+/// (a child's output file, a log), never on a timer; false if it still does not after `timeout`
+/// seconds. A file not there yet is created empty, so a child that opens it later (truncating
+/// it) writes to the file watched.
+func fileText(_ url: URL, timeout: Double = 60, until condition: @escaping @Sendable (String) -> Bool) async -> Bool {
+    if !FileManager.default.fileExists(atPath: url.path) {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+    }
+    guard let growth = FileGrowth(path: url.path) else { return false }
+    let result = await growth.writes.wait(hangLimit: timeout) { _ in
+        condition((try? String(contentsOf: url, encoding: .utf8)) ?? "")
+    }
+    withExtendedLifetime(growth) {}
+    return result
+}

@@ -152,3 +152,29 @@ final class EventCounter: Sendable {
         await changes.wait(hangLimit: hangLimit) { [self] in condition(value) }
     }
 }
+
+/// A value behind a lock whose changes wake the waits on it: `withLock` as `Locked`'s, and
+/// `wait` suspends until a condition of the value holds — re-checked after each `withLock`,
+/// never on a timer. For the counters and logs a test's callbacks fill.
+final class Watched<Value: Sendable>: Sendable {
+    private let value: Locked<Value>
+    private let changes = ChangeWaiters()
+
+    init(_ initial: Value) { value = Locked(initial) }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        defer { changes.changed() }
+        return try value.withLock(body)
+    }
+
+    /// Suspends until `condition` holds of the value (true), or `timeout` seconds pass (false).
+    func wait(timeout: Double = 60, until condition: @escaping @Sendable (Value) -> Bool) async -> Bool {
+        await changes.wait(hangLimit: timeout) { [value] in condition(value.withLock { $0 }) }
+    }
+}
+
+/// A `Process` handed to another thread (its own methods are thread-safe for waiting).
+final class ProcessReference: @unchecked Sendable {
+    let process: Process
+    init(_ process: Process) { self.process = process }
+}
