@@ -25,6 +25,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     }
     private let record = Locked(Record())
     private let changes = ChangeWaiters()
+    private let arrived = NSCondition()
     /// When set, every callback must run on the queue carrying this key (counted in `wrongQueue`).
     public let expectedQueue: DispatchSpecificKey<Bool>?
 
@@ -128,13 +129,24 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         await changes.wait(hangLimit: timeout) { [self] in condition(self) }
     }
 
+    /// Blocks until `condition` holds, woken by each callback (never on a timer); false if it
+    /// still does not after `timeout` seconds.
     private func poll(timeout: Double, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.005)
+        arrived.lock()
+        defer { arrived.unlock() }
+        while !condition() {
+            if !arrived.wait(until: deadline) { return condition() }
         }
-        return condition()
+        return true
+    }
+
+    /// After each change of the record: wakes the waits, blocking and suspended.
+    private func notify() {
+        arrived.lock()
+        arrived.broadcast()
+        arrived.unlock()
+        changes.changed()
     }
 
     private func enter() {
@@ -148,7 +160,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     }
     private func leave() {
         record.withLock { $0.inside = false }
-        changes.changed()
+        notify()
     }
 
     /// Records the call, with the time it arrived.
@@ -188,7 +200,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
     /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didChangeAuthorization status: CLAuthorizationStatus) {
         record.withLock { $0.deprecatedCalls += 1 }
-        changes.changed()
+        notify()
     }
     /// Records the call, with the time it arrived.
     public func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {

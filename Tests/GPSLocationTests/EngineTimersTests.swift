@@ -12,7 +12,7 @@ struct EngineTimersTests {
     /// A recorder of fires: which timer, and how long after `start`.
     final class Fires: Sendable {
         let start = Date()
-        let list = Locked<[(LocationEngine.Timer, TimeInterval)]>([])
+        let list = Watched<[(LocationEngine.Timer, TimeInterval)]>([])
         func record(_ timer: LocationEngine.Timer) {
             list.withLock { $0.append((timer, Date().timeIntervalSince(start))) }
         }
@@ -61,7 +61,7 @@ struct EngineTimersTests {
         timers.arm(.monitoringGap, after: 0.5)
         timers.arm(.staleness, after: 0.1)
         timers.arm(.requestLocation, after: 0.3)
-        #expect(await waitUntilAsync(timeout: 10) { fires.timers.count == 3 })
+        #expect(await fires.list.wait(timeout: 10) { $0.count == 3 })
         #expect(fires.timers == [.staleness, .requestLocation, .monitoringGap])
         withExtendedLifetime(blocker) {}
     }

@@ -525,7 +525,7 @@ struct RegionAPITests {
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
         #expect(
-            await waitUntilAsync(timeout: 3) {
+            await whenReplaced(try store.file(monitor: MonitorStore.legacyRegions, app: "regiontest")) {
                 (try? store.conditions(monitor: MonitorStore.legacyRegions, app: "regiontest"))?.first?.state
                     == "outside"
             }, "kept within a second")
@@ -560,7 +560,7 @@ struct RegionAPITests {
         #expect(await monitor.record(for: "east")?.lastEvent.state == .unsatisfied)
         // Region events are kept at most once a second (`CoalescedWriter`).
         #expect(
-            await waitUntilAsync(timeout: 3) {
+            await whenReplaced(try store.file(monitor: "depots", app: "monitortest")) {
                 (try? store.conditions(monitor: "depots", app: "monitortest"))?.first?.state == "outside"
             })
         let restored = await CLMonitor(
@@ -739,7 +739,7 @@ struct CoalescedWriterTests {
         let store = MonitorStore(directory: folder)
         _ = try await RegionAPITests.legacyRun(store: store)
         #expect(
-            await waitUntilAsync(timeout: 3) {
+            await whenReplaced(try store.file(monitor: MonitorStore.legacyRegions, app: "regiontest")) {
                 let stored = try? store.conditions(monitor: MonitorStore.legacyRegions, app: "regiontest")
                 return stored?.first?.state == "outside" && stored?.first?.date != nil
             })

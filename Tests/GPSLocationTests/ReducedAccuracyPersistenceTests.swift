@@ -214,10 +214,12 @@ struct FileFollowingTests {
         let authorizer = LocationAuthorizer.persistent(
             appID: "latecomer", store: store, policyPath: policy.path, isInUse: false)
         #expect(authorizer.status == .notDetermined)
+        let changes = EventCounter()
+        _ = authorizer.addObserver { changes.increment() }
         try FileManager.default.createDirectory(
             at: policy.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(#"{"granted":{"latecomer":{"status":"authorizedAlways","accuracy":"full"}}}"#.utf8).write(to: policy)
         chmod(policy.path, 0o644)
-        #expect(await waitUntilAsync(timeout: 5) { authorizer.status == .authorizedAlways })
+        #expect(await changes.wait { _ in authorizer.status == .authorizedAlways })
     }
 }

@@ -115,10 +115,8 @@ extension RealGPSD.LaneB {
             #expect(manager.location?.timestamp == lastGood.time, "the last location is kept")
             let silence = try #require(fixes[tunnel + 7].time).timeIntervalSince(try #require(lastGood.time))
             // The replay clock moves with each fix the list sends: wait for the last one.
-            #expect(
-                await waitUntilAsync { manager.locationAge == silence },
-                "\(String(describing: manager.locationAge)) vs \(silence)"
-            )
+            #expect(await source.wait { $0.sent == $0.count })
+            #expect(manager.locationAge == silence, "\(String(describing: manager.locationAge)) vs \(silence)")
             manager.stopUpdatingLocation()
         }
 

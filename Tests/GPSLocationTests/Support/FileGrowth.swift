@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
 
+@testable import GPSLocation
+
 /// Counts the writes to one file, from inotify's `IN_MODIFY` events: a test waits for a file to
 /// be written to (a terminal's output copied there) without reading it on a timer.
 final class FileGrowth: @unchecked Sendable {
@@ -46,5 +48,16 @@ func fileText(_ url: URL, timeout: Double = 60, until condition: @escaping @Send
         condition((try? String(contentsOf: url, encoding: .utf8)) ?? "")
     }
     withExtendedLifetime(growth) {}
+    return result
+}
+
+/// Suspends until `condition` holds, re-checked each time the file at `url` is written whole or
+/// replaced (a store's atomic rename: inotify on its folder, `FileChangeWatcher`), never on a
+/// timer; false if it still does not hold after `timeout` seconds.
+func whenReplaced(_ url: URL, timeout: Double = 60, until condition: @escaping @Sendable () -> Bool) async -> Bool {
+    let changes = EventCounter()
+    let watcher = FileChangeWatcher(paths: [url.path]) { changes.increment() }
+    let result = await changes.wait(hangLimit: timeout) { _ in condition() }
+    withExtendedLifetime(watcher) {}
     return result
 }

@@ -3,20 +3,6 @@ import GPSLocation
 import GPSLocationTesting
 import TestSupport
 
-/// Polls `condition` every 5 ms until it holds or `timeout` passes, suspended in between: a test
-/// never blocks a concurrency thread while it waits (a 2-core machine has two, which every other
-/// test's `await` needs). The default bound is long (60 s): every wait is for something that
-/// must come, so the bound only limits a hang, and a loaded machine under Thread Sanitizer
-/// needed more than 10 s (ci28).
-func waitUntilAsync(timeout: Double = 60, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
-
 /// Runs `body` on a new thread and waits for it without blocking a concurrency thread.
 func offConcurrencyThreads<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
