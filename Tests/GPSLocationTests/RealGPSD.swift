@@ -6,7 +6,7 @@ import Testing
 /// and a client starved of CPU can miss the start of a recording; the lanes mostly wait on
 /// gpsd's pacing, so four of them keep a 2-core machine busy without starving each other. The
 /// lanes are balanced by measured time (docs/testing.md). Each suite carries its own time limit.
-@Suite("real gpsd (four lanes, one at a time in each)", .timeLimit(.minutes(10)))
+@Suite("real gpsd (four lanes, one at a time in each)", .tags(.integration), .timeLimit(.minutes(10)))
 enum RealGPSD {
     /// The real-receiver corpus and monitoring through gpsd.
     @Suite("real gpsd, lane A", .serialized) enum LaneA {}
@@ -16,4 +16,11 @@ enum RealGPSD {
     @Suite("real gpsd, lane C", .serialized) enum LaneC {}
     /// The project's fixtures through gpsd, gpsloc replay --via gpsd, app-shaped programs.
     @Suite("real gpsd, lane D", .serialized) enum LaneD {}
+}
+
+extension Tag {
+    /// Runs real programs against a real gpsd and takes seconds (up to about a minute, the 20
+    /// restarts of gpsd): every test over 10 s is one, in a lane above. The rest finish in well
+    /// under a second each when run alone.
+    @Tag static var integration: Self
 }
