@@ -9,19 +9,23 @@ out=.build/docs
 symbols="$out/symbol-graphs"
 rm -rf "$out/archives" "$out/site" "$symbols"
 mkdir -p "$symbols" "$out/archives"
-# Symbol graphs of every module, public declarations only (a build folder of its own: the
-# ordinary build stays as it is), without the members a type only inherits from a protocol's
-# default implementations (`map` of an AsyncSequence, `!=` of an Equatable): the standard
-# library documents those; every declaration written here is in the graph and counted.
-# (It also tries the test runner's generated modules and fails on them, after writing the rest:
-# the libraries' graphs are checked for below instead of its status.)
-graphs="$(swift package --scratch-path "$out/build" dump-symbol-graph --skip-synthesized-members --minimum-access-level public 2>&1 \
-  | sed -n 's/^Files written to //p' || true)"
+# Symbol graphs of every module, public declarations only, read from the debug build's modules
+# (no build of its own: scripts/test.sh has built them; run alone, this builds first), without
+# the members a type only inherits from a protocol's default implementations (`map` of an
+# AsyncSequence, `!=` of an Equatable): the standard library documents those; every
+# declaration written here is in the graph and counted.
+modules=.build/debug/Modules
+if [ "${GPSLOCATION_DEBUG_BUILT:-}" != 1 ]; then swift build; fi
 for module in GPSLocation GPSLocationTesting NMEA0183; do
-  [ -f "$graphs/$module.symbols.json" ] || { echo "docs: no symbol graph for $module" >&2; exit 1; }
+  [ -f "$modules/$module.swiftmodule" ] || { echo "docs: no debug build of $module (swift build)" >&2; exit 1; }
+  swift symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CGPS -I .build/debug/CPseudoTerminal.build \
+    -target "$(uname -m)-unknown-linux-gnu" -minimum-access-level public -skip-synthesized-members \
+    -output-dir "$symbols" >"$out/symbolgraph-$module.log" 2>&1 || {
+    cat "$out/symbolgraph-$module.log" >&2
+    echo "docs: no symbol graph for $module" >&2
+    exit 1
+  }
 done
-[ -d "$graphs" ] || { echo "docs: swift package dump-symbol-graph wrote nothing" >&2; exit 1; }
-cp "$graphs"/*.symbols.json "$symbols/"
 undocumented=0
 archives=()
 for module in GPSLocation GPSLocationTesting NMEA0183; do

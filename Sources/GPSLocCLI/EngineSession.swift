@@ -189,7 +189,10 @@ final class EngineSession: Sendable {
         let counts = Locked(Counts())
         self.counts = counts
         runner = EngineRunner(
-            source: CountingSource(source, counts: counts), configuration: options.configuration,
+            // The fixes it passes on are counted for the command's closing summary.
+            source: TappedLocationSource(source) { event in
+                if case .fix = event { counts.withLock { $0.fixes += 1 } }
+            }, configuration: options.configuration,
             authorization: authorization, fuzzer: fuzzer,
             reducedAccuracyStore: reducedAccuracyStore, lastLocationCache: cache, queue: nil)
         runner.endingReasons = endingReasons
@@ -283,26 +286,5 @@ final class EngineSession: Sendable {
     /// The end of a recording is how a replay finishes, not an error to print.
     private func isNormalEnd(_ error: CLError) -> Bool {
         !runner.source.isLive && (error.reason == .sourceEnded || error.reason == .gpsdLost)
-    }
-}
-
-/// A source that counts the fixes it passes on (for a command's closing summary).
-private final class CountingSource: LocationSource, Sendable {
-    let base: any LocationSource
-    let counts: Locked<EngineSession.Counts>
-    init(_ base: any LocationSource, counts: Locked<EngineSession.Counts>) {
-        self.base = base
-        self.counts = counts
-    }
-    var isLive: Bool { base.isLive }
-    var isSimulated: Bool { base.isSimulated }
-    var waitsForConsumer: Bool { base.waitsForConsumer }
-    func stop() { base.stop() }
-    func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
-        let counts = counts
-        base.start { event in
-            if case .fix = event { counts.withLock { $0.fixes += 1 } }
-            handler(event)
-        }
     }
 }

@@ -30,7 +30,8 @@ extension RealGPSD.LaneC {
             CLLocationManager.setDefaultSource {
                 let source = GPSDLocationSource(
                     endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
-                return ended.map { EndTellingSource(source, $0) } ?? source
+                if let ended { return endTelling(source, ended) }
+                return source
             }
             defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
             CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedAlways))
@@ -107,7 +108,7 @@ extension RealGPSD.LaneC {
         func runsAgainstFixture() async throws {
             let fixes = try FixtureFixes.load("drive-1hz-gp")
             let ended = EventCounter()
-            CLLocationManager.setDefaultSource { EndTellingSource(FixListSource(fixes, interval: 0.0005), ended) }
+            CLLocationManager.setDefaultSource { endTelling(FixListSource(fixes, interval: 0.0005), ended) }
             CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedWhenInUse))
             CLLocationManager.sharedAuthorizer.isInUse = true
             defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
@@ -157,7 +158,7 @@ extension RealGPSD.LaneC {
         func visits() async throws {
             let path = Paths.fixtures.appendingPathComponent("stops-1hz-gp.nmea").path
             let ended = EventCounter()
-            CLLocationManager.setDefaultSource { EndTellingSource(NMEAReplaySource(path: path), ended) }
+            CLLocationManager.setDefaultSource { endTelling(NMEAReplaySource(path: path), ended) }
             defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
             CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedAlways))
             CLLocationManager.sharedAuthorizer.isInUse = true
@@ -174,22 +175,8 @@ extension RealGPSD.LaneC {
 
 /// A source that counts its ends: `ended` goes up once the wrapped source's terminal event has
 /// been handled (the engine has it; the delegate hears of it in turn).
-final class EndTellingSource: LocationSource, Sendable {
-    let base: any LocationSource
-    let ended: EventCounter
-    init(_ base: any LocationSource, _ ended: EventCounter) {
-        self.base = base
-        self.ended = ended
-    }
-    var isLive: Bool { base.isLive }
-    var isSimulated: Bool { base.isSimulated }
-    var waitsForConsumer: Bool { base.waitsForConsumer }
-    func stop() { base.stop() }
-    func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
-        let ended = ended
-        base.start { event in
-            handler(event)
-            if case .problem(_, terminal: true) = event { ended.increment() }
-        }
+func endTelling(_ base: any LocationSource, _ ended: EventCounter) -> TappedLocationSource {
+    TappedLocationSource(base) { event in
+        if case .problem(_, terminal: true) = event { ended.increment() }
     }
 }

@@ -49,3 +49,28 @@ extension LocationSource {
     /// What the locations from this source say of where they came from.
     public var sourceInformation: CLLocationSourceInformation { isSimulated ? .simulated : .receiver }
 }
+
+/// A source that passes on everything `base` reports and, once the handler has taken each event,
+/// tells `tap` of it: gpsloc counts the fixes for its summary, a test learns that a recording
+/// has ended (the engine has its end).
+package final class TappedLocationSource: LocationSource, Sendable {
+    package let base: any LocationSource
+    private let tap: @Sendable (LocationSourceEvent) -> Void
+
+    package init(_ base: any LocationSource, tap: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        self.base = base
+        self.tap = tap
+    }
+
+    package var isLive: Bool { base.isLive }
+    package var isSimulated: Bool { base.isSimulated }
+    package var waitsForConsumer: Bool { base.waitsForConsumer }
+    package func stop() { base.stop() }
+    package func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        let tap = tap
+        base.start { event in
+            handler(event)
+            tap(event)
+        }
+    }
+}
