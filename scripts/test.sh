@@ -45,7 +45,11 @@ step() { # step NAME COMMAND... : runs COMMAND, logs it, says how long it took
   if "$@" >"$logs/$name.log" 2>&1; then
     echo "step $name: passed in $((SECONDS - start)) s"
   else
-    echo "step $name: FAILED after $((SECONDS - start)) s (log: $logs/$name.log); its end:"
+    echo "step $name: FAILED after $((SECONDS - start)) s (log: $logs/$name.log)"
+    # The failing tests and their issues first (a fresh clone's log may be gone when CI ends),
+    # then the log's end.
+    grep -E -A3 '^. Test .* recorded an issue' "$logs/$name.log" | head -n 60 || true
+    echo "step $name: the end of its log:"
     tail -n 40 "$logs/$name.log"
     return 1
   fi
