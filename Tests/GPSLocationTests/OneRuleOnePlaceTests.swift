@@ -48,7 +48,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "what the engine hands an app (LocationEngine.Output, one enum)",
             pattern: #"enum Output\b"#,
-            places: ["GPSLocation/Engine/LocationEngine.swift"]),
+            places: ["GPSLocation/Engine/LocationEngine+Output.swift"]),
         Rule(
             name: "a one-shot's end (the engine's: no face drives a manager's requestLocation() and ends it itself)",
             pattern: #"OnceDelegate|\.requestLocation\(\)"#,

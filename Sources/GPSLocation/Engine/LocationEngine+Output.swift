@@ -1,0 +1,84 @@
+import Foundation
+import GNSSCore
+
+// What the engine returns from each step: outputs for the app and the driver's own work. Part of
+// `LocationEngine`, in a file of their own.
+
+extension LocationEngine {
+    /// What reaches the app, in order, through the runner and an adapter (`CLLocationManager`,
+    /// `CLMonitor`, gpsloc): one type from the engine to every face, so none can translate it
+    /// differently.
+    package enum Output: Sendable {
+        /// Locations in order, the newest last; consecutive ones waiting together come as one
+        /// batch (the engine gives one at a time; the runner joins those that wait together).
+        case locations([CLLocation])
+        /// A problem (`didFailWithError`, an NDJSON error line); `error.endsUpdates` says
+        /// whether updates ended with it.
+        case failure(CLError)
+        /// The source stopped for good (a recording's end, gpsd gone without reconnection).
+        case sourceEnded
+        /// gpsd activated or deactivated a receiver.
+        case receiver(DeviceEvent)
+        /// The satellites in view (for displays; carries no position).
+        case sky(SkyView)
+        /// What is known about a monitored region changed.
+        case region(RegionEvent)
+        /// A visit began (no departure yet) or ended.
+        case visit(VisitRecord)
+        /// Updates paused (true: the device stayed put for `pauseAfter`) or resumed (false: it
+        /// moved, or the app started updates again).
+        case paused(Bool)
+        /// A heading for the app (heading updates are on and the app is authorized).
+        case heading(CLHeading)
+        /// A note that is not an error for the app (a dropped fix, a reconnection): the
+        /// diagnostics handler, or an NDJSON diagnostic line.
+        case diagnostic(LocationDiagnostic)
+        /// An event the adapter queued itself (`EngineRunner.enqueue`), delivered in order with
+        /// the rest; never made by the engine.
+        case adapter(any Sendable)
+    }
+
+    /// What the driver must do, in order: outputs for the app, and the driver's own work.
+    package enum Action: Sendable {
+        /// Hand this to the app.
+        case emit(Output)
+        /// Reduced accuracy gave a location: keep this for the app's next run
+        /// (`ReducedAccuracyStore`), so restarting it undoes neither the offset nor the rate limit.
+        case reducedAccuracyState(ReducedAccuracyState)
+        /// Call `timerFired(timer, now:)` after this many seconds (replacing an armed one).
+        case arm(Timer, after: TimeInterval)
+        case cancel(Timer)
+        /// Updates are over: stop the source (a request settled, access denied, the source ended).
+        case stopSource
+
+        static func deliver(_ location: CLLocation) -> Action { .emit(.locations([location])) }
+        static func fail(_ error: CLError) -> Action { .emit(.failure(error)) }
+        static func diagnose(code: String, message: String) -> Action {
+            .emit(.diagnostic(LocationDiagnostic(code: code, message: message)))
+        }
+        static func receiver(_ device: DeviceEvent) -> Action { .emit(.receiver(device)) }
+        static func sky(_ sky: SkyView) -> Action { .emit(.sky(sky)) }
+        static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
+        static func visit(_ record: VisitRecord) -> Action { .emit(.visit(record)) }
+        static func paused(_ paused: Bool) -> Action { .emit(.paused(paused)) }
+        static func heading(_ heading: CLHeading) -> Action { .emit(.heading(heading)) }
+        static var sourceEnded: Action { .emit(.sourceEnded) }
+
+        /// The location this action hands the app, if it is one.
+        package var delivered: CLLocation? {
+            if case .emit(.locations(let batch)) = self { batch.last } else { nil }
+        }
+        /// The error this action hands the app, if it is one.
+        package var failure: CLError? {
+            if case .emit(.failure(let error)) = self { error } else { nil }
+        }
+        /// The diagnostic this action hands the app, if it is one.
+        package var diagnostic: LocationDiagnostic? {
+            if case .emit(.diagnostic(let diagnostic)) = self { diagnostic } else { nil }
+        }
+        /// What this action hands the app, if anything.
+        package var output: Output? {
+            if case .emit(let output) = self { output } else { nil }
+        }
+    }
+}
