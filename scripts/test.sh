@@ -60,36 +60,39 @@ step() { # step NAME COMMAND... : runs COMMAND, logs it, says how long it took
 # (ReceiverSelectionStageTests); the real-gpsd receiver suite is left out: under TSan's
 # slowdown which receiver reports first is a race of its set-up, not of the code.
 tsan_filter="ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests|DriverRaceTests|SlowConsumerTests"
-side_checks() {
-  local failed=0
+# Two chains beside the suite: Thread Sanitizer (its build, then its tests), and the other checks
+# one after another (most of them use one core at a time: a single swiftc, a small package, DocC).
+tsan_checks() {
   # Its tests right after its build, beside the suite: no test waits on the wall clock any more,
   # so they need no quiet machine, and the run does not wait for the suite to start them.
-  if step tsan-build swift build --build-tests --sanitize=thread --scratch-path .build/tsan; then
-    step tsan-tests swift test --skip-build --sanitize=thread --scratch-path .build/tsan --filter "$tsan_filter" \
-      || failed=1
-  else
-    failed=1
-  fi
+  step tsan-build swift build --build-tests --sanitize=thread --scratch-path .build/tsan || return 1
+  step tsan-tests swift test --skip-build --sanitize=thread --scratch-path .build/tsan --filter "$tsan_filter"
+}
+other_checks() {
+  local failed=0
   # The NMEA engine in a package with no CGPS at all: it builds without libgps.
   step nmea-alone scripts/check-nmea-standalone.sh || failed=1
   # The libFuzzer target over the NMEA engine still builds (scripts/fuzz.sh SECONDS runs it).
   step fuzz-build scripts/fuzz.sh --build-only || failed=1
-  # The API documentation (DocC): no warning, every public declaration documented.
-  # (its symbol graphs come from the debug build above: no build of its own)
+  # The API documentation (DocC): no warning, every public declaration documented
+  # (its symbol graphs come from the debug build above: no build of its own).
   step docs env GPSLOCATION_DEBUG_BUILT=1 scripts/docs.sh || failed=1
   # The installer into an empty prefix: a static gpsloc (release build), man page, completion,
   # udev rule, idempotence and uninstall.
   step install scripts/check-install.sh || failed=1
   return "$failed"
 }
-side_checks > "$logs/side-checks.txt" 2>&1 &
-side=$!
+tsan_checks > "$logs/tsan-checks.txt" 2>&1 &
+tsan=$!
+other_checks > "$logs/other-checks.txt" 2>&1 &
+others=$!
 # The suite in parallel; the real-gpsd suites run one at a time in each of four lanes (RealGPSD),
 # and every suite has a Swift Testing time limit, so a stuck test fails by itself.
 status=0
 step tests swift test --skip-build --parallel || status=1
 grep -E "^. Test run with" "$logs/tests.log" || true
-wait "$side" || status=1
-cat "$logs/side-checks.txt"
+wait "$tsan" || status=1
+wait "$others" || status=1
+cat "$logs/tsan-checks.txt" "$logs/other-checks.txt"
 [ "$status" = 0 ] && echo "test.sh: every step passed in $SECONDS s" || echo "test.sh: FAILED (see the steps above)"
 exit "$status"
