@@ -135,8 +135,9 @@ extension AppleSemanticsTests {
             break
         }
         #expect(first?.locationUnavailable == true && first?.reason == .stale, "\(String(describing: first))")
-        // Documented: three receiver cycles, 1 s assumed before any fix — 3 s (bounded generously
-        // for a loaded machine; the point is that it comes).
-        #expect(ContinuousClock.now - started < .seconds(30))
+        // Documented: three receiver cycles, 1 s assumed before any fix — 3 s. That it comes is
+        // the test ending (its time limit bounds a hang); no upper bound on the wall clock (a busy
+        // CI machine once took 30.7 s to run the waiting task), only that it is not said early.
+        #expect(ContinuousClock.now - started >= .seconds(2.9))
     }
 }
