@@ -317,29 +317,20 @@ struct EffectiveDecisionTests {
         let policy = home.appendingPathComponent("policy.json")
         try Data(#"{"restricted":["kid"]}"#.utf8).write(to: policy)
         chmod(policy.path, 0o644)
-        func run(_ arguments: [String]) throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
-            process.arguments = arguments
+        // Awaited, not waited for: a blocked Swift concurrency thread is one of two.
+        func run(_ arguments: [String]) async throws -> String {
             var environment = ProcessInfo.processInfo.environment
             environment["XDG_CONFIG_HOME"] = home.path
             environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
             environment["GPSLOCATION_POLICY"] = policy.path
-            process.environment = environment
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self)
+            return try await runProgram(GPSLocBinary.path, arguments, environment: environment).stdout
         }
-        let status = try run(["auth", "status"])
+        let status = try await run(["auth", "status"])
         #expect(
             status.contains(
                 "kid: restricted (the administrator's policy; the user's decision, authorizedAlways, does not apply)"),
             "\(status)")
-        let doctor = try run(["doctor", "--app", "kid", "--port", "1"])
+        let doctor = try await run(["doctor", "--app", "kid", "--port", "1"])
         #expect(doctor.contains("kid is restricted by the administrator's policy"), "\(doctor)")
     }
 }

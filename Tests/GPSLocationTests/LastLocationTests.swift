@@ -128,12 +128,9 @@ struct LastLocationTests {
             #"{"version":1,"app":"widget","location":{"latitude":48.8584,"longitude":2.2945,"altitude":0,"ellipsoidalAltitude":0,"horizontalAccuracy":5,"verticalAccuracy":-1,"course":-1,"courseAccuracy":-1,"speed":-1,"speedAccuracy":-1,"timestamp":0,"accessory":true}}"#
         let script =
             "mv \(folder.path)/widget.json \(folder.path)/moved.json; printf '%s' '\(planted)' > \(folder.path)/widget.json"
-        let attacker = Process()
-        attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        attacker.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script]
-        try attacker.run()
-        attacker.waitUntilExit()
-        #expect(attacker.terminationStatus == 0, "the second user could write into the open folder")
+        let attacker = try await runProgram(
+            "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", script])
+        #expect(attacker.status == 0, "the second user could write into the open folder")
         let shown = try await GPSLocBinary.run(["last", "--app", "widget", "--json"], configHome: home)
         #expect(!shown.stdout.contains("48.858"), "the planted position is never shown: \(shown.stdout)")
         #expect(shown.status == 1 && shown.stdout.contains("chmod 700"), "\(shown.stdout)")

@@ -165,20 +165,20 @@ extension RealGPSD.LaneC {
         /// A simulated receiver on a pseudo-terminal playing a recording at ten times its rate, once
         /// (a loop would step its time back). "clean" is ten minutes of 1 Hz multi-GNSS from
         /// `nmea-sim` (a minute of playing), so a slow test run never reaches its end.
-        static func receiver(_ fixture: String) throws -> PseudoTerminalReceiver {
+        static func receiver(_ fixture: String) async throws -> PseudoTerminalReceiver {
             let text: String
             if fixture == "clean" {
                 let url = FileManager.default.temporaryDirectory.appendingPathComponent(
                     "receiver-clean-\(UUID().uuidString).nmea")
                 defer { try? FileManager.default.removeItem(at: url) }
                 let simulator = Paths.packageRoot.appendingPathComponent(".build/debug/nmea-sim").path
-                let process = try ChildProcessForTests.runBlocking(
+                let simulated = try await runProgram(
                     simulator,
                     [
                         "--rate", "1", "--duration", "600", "--talkers", "multi", "--scenario", "clean", "--seed", "3",
                         "--output", url.path,
                     ])
-                guard process == 0 else { throw PseudoTerminalError.emptyRecording }
+                guard simulated.status == 0 else { throw PseudoTerminalError.emptyRecording }
                 text = try String(contentsOf: url, encoding: .utf8)
             } else {
                 text = try String(contentsOf: Paths.fixtures.appendingPathComponent(fixture), encoding: .utf8)
@@ -192,7 +192,7 @@ extension RealGPSD.LaneC {
             "gpsdctl remove and add during a replay: reported both ways, updates resume",
             .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
         func removeAndAdd() async throws {
-            let setup = try GPSDWithReceivers(["clean"])
+            let setup = try await GPSDWithReceivers(["clean"])
             defer { setup.stop() }
             let (server, receiver) = (setup.server, setup.receivers[0])
             let (manager, delegate) = Self.manager(server.endpoint)
@@ -250,7 +250,7 @@ extension RealGPSD.LaneC {
             .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
         func twoReceivers() async throws {
             // The clean recording has a 3D fix from its first cycles; the drive starts with 8 s of no fix.
-            let setup = try GPSDWithReceivers(["clean", "drive-1hz-gp.nmea"])
+            let setup = try await GPSDWithReceivers(["clean", "drive-1hz-gp.nmea"])
             defer { setup.stop() }
             let (server, clean, drive) = (setup.server, setup.receivers[0], setup.receivers[1])
             let (manager, delegate) = Self.manager(server.endpoint)
@@ -284,7 +284,7 @@ extension RealGPSD.LaneC {
                 if: gpsdctlAvailable && FileManager.default.isExecutableFile(atPath: GPSLocBinary.path),
                 Conditions.gpsdMissingReason))
         func watchSeesRemoval() async throws {
-            let setup = try GPSDWithReceivers(["clean"])
+            let setup = try await GPSDWithReceivers(["clean"])
             defer { setup.stop() }
             let (server, receiver) = (setup.server, setup.receivers[0])
             let config = try GPSLocBinary.makeConfigHome()
@@ -319,7 +319,7 @@ extension RealGPSD.LaneC {
             "gpsd with no receiver at all: said at once, with how to add one, and no misleading 'still searching'",
             .enabled(if: gpsdctlAvailable, Conditions.gpsdMissingReason))
         func gpsdWithoutReceiver() async throws {
-            let setup = try GPSDWithReceivers([])
+            let setup = try await GPSDWithReceivers([])
             defer { setup.stop() }
             let server = setup.server
             // The engine's time is the test's: its "no fix yet" deadline passes when the clock is moved.
@@ -405,8 +405,10 @@ final class GPSDWithReceivers {
     let receivers: [PseudoTerminalReceiver]
     let server: GPSDServer
 
-    init(_ recordings: [String]) throws {
-        receivers = try recordings.map(RealGPSD.LaneC.ReceiverSelectionTests.receiver)
+    init(_ recordings: [String]) async throws {
+        var made: [PseudoTerminalReceiver] = []
+        for recording in recordings { made.append(try await RealGPSD.LaneC.ReceiverSelectionTests.receiver(recording)) }
+        receivers = made
         server = try GPSDServer(devices: receivers.map(\.path))
         try server.waitUntilListening()
     }

@@ -7,7 +7,12 @@ import Testing
 
 @Suite("NMEA replay source", .timeLimit(.minutes(5)))
 struct ReplaySourceTests {
-    static func collect(_ source: NMEAReplaySource) -> (fixes: [Fix], problems: [CLError]) {
+    /// Everything `source` reports until its end, waited for off the Swift concurrency threads.
+    static func collect(_ source: NMEAReplaySource) async throws -> (fixes: [Fix], problems: [CLError]) {
+        try await offConcurrencyThreads { collectBlocking(source) }
+    }
+
+    static func collectBlocking(_ source: NMEAReplaySource) -> (fixes: [Fix], problems: [CLError]) {
         let lock = NSLock()
         nonisolated(unsafe) var fixes: [Fix] = []
         nonisolated(unsafe) var problems: [CLError] = []
@@ -27,10 +32,11 @@ struct ReplaySourceTests {
     }
 
     @Test("real-time pacing follows the recording's clock, scaled by the speed")
-    func pacing() {
+    func pacing() async throws {
         let clock = ManualReplayClock()
         let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-        let (fixes, problems) = Self.collect(NMEAReplaySource(path: path, pacing: .realTime(speed: 10), clock: clock))
+        let (fixes, problems) = try await Self.collect(
+            NMEAReplaySource(path: path, pacing: .realTime(speed: 10), clock: clock))
         let times = fixes.compactMap(\.time)
         let span = times.last!.timeIntervalSince(times.first!)
         #expect(abs(clock.slept - span / 10) < 0.5, "slept \(clock.slept) s for a \(span) s recording at 10×")
@@ -38,17 +44,17 @@ struct ReplaySourceTests {
     }
 
     @Test("as fast as possible never sleeps, and gives the same fixes")
-    func fast() throws {
+    func fast() async throws {
         let clock = ManualReplayClock()
         let path = Paths.fixtures.appendingPathComponent("drive-10hz-multi.nmea").path
-        let (fixes, _) = Self.collect(NMEAReplaySource(path: path, pacing: .asFastAsPossible, clock: clock))
+        let (fixes, _) = try await Self.collect(NMEAReplaySource(path: path, pacing: .asFastAsPossible, clock: clock))
         #expect(clock.slept == 0)
         #expect(fixes == NMEADecoder.fixes(in: try Data(contentsOf: URL(fileURLWithPath: path))).fixes)
     }
 
     @Test("a missing file is a clear terminal problem")
-    func missing() {
-        let (fixes, problems) = Self.collect(NMEAReplaySource(path: "/nonexistent.nmea"))
+    func missing() async throws {
+        let (fixes, problems) = try await Self.collect(NMEAReplaySource(path: "/nonexistent.nmea"))
         #expect(fixes.isEmpty)
         #expect(problems.first?.message.contains("cannot read the recording /nonexistent.nmea") == true)
     }

@@ -100,16 +100,13 @@ extension RealGPSD.LaneC {
                 let url = folder.appendingPathComponent("segment-\(index).nmea")
                 let start = iso8601Milliseconds(Date(timeIntervalSince1970: 1_781_510_400 + Double(index) * 5))
                     .replacingOccurrences(of: ".000", with: "")
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: simulator)
-                process.arguments = [
-                    "--rate", "10", "--duration", "5", "--scenario", "clean", "--start", start, "--seed",
-                    "\(index + 1)",
-                    "--output", url.path,
-                ]
-                try process.run()
-                process.waitUntilExit()
-                try #require(process.terminationStatus == 0)
+                let simulated = try await runProgram(
+                    simulator,
+                    [
+                        "--rate", "10", "--duration", "5", "--scenario", "clean", "--start", start, "--seed",
+                        "\(index + 1)", "--output", url.path,
+                    ])
+                try #require(simulated.status == 0)
                 segments.append(url)
             }
 
