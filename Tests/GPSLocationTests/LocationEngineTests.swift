@@ -77,6 +77,11 @@ struct LocationEngineTests {
         #expect(Self.delivered(engine.handle(gst(at: 2.5, sigma: 9), now: Self.start)).isEmpty)
         let next = Self.delivered(engine.handle(.fix(Self.fix(at: 4)), now: Self.start))
         #expect(next.map(\.timestamp) == [Self.start.addingTimeInterval(3)])
+        // Cycle 4: the receiver is unplugged right after its fix: the fix comes first, then the news.
+        let unplugged = engine.handle(
+            .device(DeviceEvent(path: "/dev/ttyACM0", driver: nil, activated: false)), now: Self.start)
+        #expect(Self.delivered(unplugged).map(\.timestamp) == [Self.start.addingTimeInterval(4)])
+        #expect(unplugged.first?.delivered != nil, "the held fix before the receiver event")
     }
 
     /// Found by the newcomer walk-through: gpsfake playing a June recording in December gave

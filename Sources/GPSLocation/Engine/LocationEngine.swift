@@ -334,7 +334,19 @@ package struct LocationEngine: Sendable {
     /// seconds (live sources; it guards against receivers whose dates jump).
     package mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
         guard isRunning else { return [] }
-        switch consume event {
+        // A fix held for its estimate waits no longer than the next report of any other kind
+        // (a receiver unplugged right after its fix still has that fix delivered, first).
+        if held?.awaitsEstimate == true {
+            switch event {
+            case .fix, .errorEstimate: break
+            default: return releaseAwaitingEstimate(now: now) + handleEvent(event, now: now, uptime: uptime)
+            }
+        }
+        return handleEvent(event, now: now, uptime: uptime)
+    }
+
+    private mutating func handleEvent(_ event: LocationSourceEvent, now: Date, uptime: Double?) -> [Action] {
+        switch event {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
         case .errorEstimate(let estimate):
@@ -350,8 +362,7 @@ package struct LocationEngine: Sendable {
         case .sky(let sky):
             let checked = PhysicalRanges.check(sky)
             dilutionFallback.remember(checked)
-            // A fix held for an estimate waits no longer than the next report.
-            return releaseAwaitingEstimate(now: now) + [.sky(checked)]
+            return [.sky(checked)]
         case .notice(let code, let message):
             return [.diagnose(code: code, message: message)]
         case .device(let device):
