@@ -8,6 +8,14 @@ import Testing
 /// (`CI=true`), where a missing gpsd must fail the run rather than skip it.
 enum Conditions {
     static let underCI = ProcessInfo.processInfo.environment["CI"] == "true"
+    /// Set by scripts/test.sh for its Thread Sanitizer run: there the data-heavy tests take a
+    /// sample (Thread Sanitizer needs each path of the threading run, not each fixture through it;
+    /// every fixture runs in the ordinary suite), which halves that run's CPU time.
+    static let underThreadSanitizer = ProcessInfo.processInfo.environment["GPSLOCATION_TSAN"] == "1"
+    /// `all`, or under Thread Sanitizer only the members `sample` keeps.
+    static func sampled<T>(_ all: [T], underThreadSanitizer sample: (T) -> Bool) -> [T] {
+        underThreadSanitizer ? all.filter(sample) : all
+    }
     static let gpsdAvailable: Bool = {
         isolateUserFiles()
         return GPSFakeServer.isInstalled || underCI
