@@ -135,8 +135,11 @@ public final class DecisionStore: Sendable {
         if let problem = PrivateFile.folderProblem(directory) {
             throw .io("the authorization store's folder: \(problem); nothing is read or written there")
         }
-        let fd = open(lockURL.path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io("cannot open \(lockURL.path): \(String(cString: strerror(errno)))") }
+        let fd: Int32
+        switch PrivateFile.openRegular(lockURL.path, flags: O_RDWR | O_CREAT) {
+        case .success(let descriptor): fd = descriptor
+        case .failure(let failure): throw .io(failure.description)
+        }
         defer { close(fd) }
         while flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0 {
             if errno != EINTR { throw .io("cannot lock \(lockURL.path): \(String(cString: strerror(errno)))") }
@@ -154,13 +157,14 @@ public final class DecisionStore: Sendable {
     package static let maximumSize = 1 << 20
 
     private func readEntries() -> [String: Entry] {
-        let descriptor = open(fileURL.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        if descriptor < 0 && errno == ENOENT { return [:] }
+        let descriptor: Int32
+        switch PrivateFile.openRegular(fileURL.path, flags: O_RDONLY) {
+        case .success(let opened): descriptor = opened
+        case .failure(let failure) where failure.missing: return [:]
+        case .failure(let failure): return corrupt(failure.description, [:])
+        }
         let data: Data
         var info = stat()
-        if descriptor < 0 {
-            return corrupt("it cannot be opened (\(String(cString: strerror(errno))); a link is never followed)", [:])
-        }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         guard fstat(descriptor, &info) == 0, info.st_size <= Self.maximumSize else {
             return corrupt("it is larger than \(Self.maximumSize >> 20) MB, far more than any store", [:])

@@ -99,15 +99,16 @@ public struct MonitorStore: Sendable {
     public func conditions(monitor: String, app: String) throws(Failure) -> [Condition] {
         let url = try file(monitor: monitor, app: app)
         try checkFolder(url.deletingLastPathComponent(), create: false)
-        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        if descriptor < 0 {
-            if errno == ENOENT { return [] }
-            throw Failure(description: "cannot read \(url.path): \(String(cString: strerror(errno)))")
+        let descriptor: Int32
+        switch PrivateFile.openRegular(url.path, flags: O_RDONLY) {
+        case .success(let opened): descriptor = opened
+        case .failure(let failure) where failure.missing: return []
+        case .failure(let failure): throw Failure(description: failure.description + " (not a monitor file)")
         }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw Failure(description: "\(url.path) is not a regular file — not a monitor file; move it away")
+        guard fstat(descriptor, &info) == 0 else {
+            throw Failure(description: "\(url.path) cannot be read: \(String(cString: strerror(errno)))")
         }
         guard info.st_size <= Self.maximumFileSize else {
             throw Failure(

@@ -62,20 +62,46 @@ package enum PrivateFile {
     /// bytes in a private folder; nil otherwise (missing, a link, a FIFO — opened without
     /// blocking —, someone else's, too large).
     package static func read(_ url: URL, maximumSize: Int) -> Data? {
-        guard folderProblem(url.deletingLastPathComponent()) == nil else { return nil }
-        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
+        guard folderProblem(url.deletingLastPathComponent()) == nil,
+            case .success(let descriptor) = openRegular(url.path, flags: O_RDONLY)
+        else { return nil }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
-            info.st_size <= maximumSize
-        else { return nil }
+        guard fstat(descriptor, &info) == 0, info.st_uid == geteuid(), info.st_size <= maximumSize else { return nil }
         return try? handle.read(upToCount: maximumSize)
+    }
+
+    /// Opens `path` only if it is a regular file (created 0600 with `O_CREAT`): never follows a
+    /// link, and opens without blocking, so a FIFO or a device planted in a file's place is
+    /// refused at once instead of hanging the caller (a FIFO's open waits for a writer). The
+    /// descriptor is returned in blocking mode. The one way every store opens its files.
+    /// `ENOENT` is `.failure` with `missing` true.
+    package static func openRegular(_ path: String, flags: Int32) -> Result<Int32, Failure> {
+        let descriptor = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let code = errno
+            let why = code == ELOOP ? "it is a symbolic link, never followed" : String(cString: strerror(code))
+            return .failure(Failure(description: "cannot open \(path): \(why)", missing: code == ENOENT))
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            return .failure(
+                Failure(description: "\(path) is not a regular file (a FIFO, a device or a folder?) — move it away"))
+        }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        return .success(descriptor)
     }
 
     /// Why a replacement failed, in words that name the file.
     package struct Failure: Error, CustomStringConvertible {
         package let description: String
+        /// The file does not exist (`ENOENT`).
+        package var missing = false
+        package init(description: String, missing: Bool = false) {
+            self.description = description
+            self.missing = missing
+        }
     }
 
     package static func replace(_ url: URL, with data: Data) throws(Failure) {
