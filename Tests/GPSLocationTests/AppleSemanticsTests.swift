@@ -7,7 +7,7 @@ import Testing
 
 /// #31: Apple's remaining semantics, each as public code uses it (the app-shaped programs are in
 /// `AppShapesTests`; the conformances apps declare, in `Support/AppDeclaredConformances.swift`).
-@Suite("Apple's semantics, as apps use them", .timeLimit(.minutes(2)))
+@Suite("Apple's semantics, as apps use them", .timeLimit(.minutes(5)))
 struct AppleSemanticsTests {
     static func manager(_ authorizer: LocationAuthorizer, fixture: String = "drive-1hz-gp") throws -> CLLocationManager
     {

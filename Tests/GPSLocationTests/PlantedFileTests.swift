@@ -5,7 +5,12 @@ import Testing
 
 /// #33: a FIFO planted where a store keeps its file is refused at once; it never hangs the
 /// reader (a FIFO's open waits for a writer that never comes).
-@Suite("planted FIFOs are refused, not waited on", .timeLimit(.minutes(1)))
+///
+/// The time limit only catches a hang: Swift Testing starts its clock when a test is queued, and
+/// in a full run on two busy cores a test waits its turn behind CPU-heavy ones (a one-minute limit
+/// failed CI that way, on tests whose own work takes milliseconds). How fast the refusal is, is
+/// measured around the calls themselves.
+@Suite("planted FIFOs are refused, not waited on", .timeLimit(.minutes(5)))
 struct PlantedFileTests {
     static func privateFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("planted-\(UUID())")
@@ -56,7 +61,8 @@ struct PlantedFileTests {
             attributes: [.posixPermissions: 0o700])
         #expect(mkfifo(monitorFile.path, 0o600) == 0)
         #expect(throws: MonitorStore.Failure.self) { try monitors.conditions(monitor: "m", app: "app") }
-        // Returning at all is the proof (a blocking open never returns); the time limit bounds it.
-        #expect(ContinuousClock.now - started < .seconds(30))
+        // Returning at all is the proof (a blocking open never returns; the time limit bounds
+        // that). Three refusals are file-system calls: well under a second even on a busy machine.
+        #expect(ContinuousClock.now - started < .seconds(1))
     }
 }

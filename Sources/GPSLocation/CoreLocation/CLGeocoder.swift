@@ -180,7 +180,7 @@ public final class CLGeocoder: NSObject, Sendable {
             state.pending += 1
             return state.generation
         }
-        DispatchQueue.global().async { [self] in
+        GeocoderThread.shared.enqueue { [self] in
             let result = database().flatMap { database in Result { () throws(CLError) in try work(database) } }
             let cancelled = state.withLock { state in
                 state.pending -= 1
