@@ -180,7 +180,7 @@ final class EngineSession: Sendable {
     ///   unreachable at start, an app that cannot be asked).
     init(
         sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState, source: any LocationSource,
-        fuzzer: LocationFuzzer? = nil, reducedAccuracyStore: ReducedAccuracyStore? = nil,
+        fuzzer: LocationFuzzer? = nil,
         endingReasons: Set<CLError.Reason> = [], cache: LastLocationCache? = .user,
         ended: @escaping @Sendable (CLError?) -> Void
     ) {
@@ -193,8 +193,7 @@ final class EngineSession: Sendable {
             source: TappedLocationSource(source) { event in
                 if case .fix = event { counts.withLock { $0.fixes += 1 } }
             }, configuration: options.configuration,
-            authorization: authorization, fuzzer: fuzzer,
-            reducedAccuracyStore: reducedAccuracyStore, lastLocationCache: cache, queue: nil)
+            authorization: authorization, fuzzer: fuzzer, lastLocationCache: cache, queue: nil)
         runner.endingReasons = endingReasons
         runner.setConsumer { [weak self] output in self?.write(output) }
     }

@@ -17,7 +17,7 @@ enum OnceCommand {
         let session = EngineSession(
             sink: sink, options: options, authorization: authorizer.state,
             source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout))), sky: false),
-            fuzzer: authorizer.makeFuzzer(live: true), reducedAccuracyStore: authorizer.reducedAccuracyStore,
+            fuzzer: authorizer.makeFuzzer(live: true),
             endingReasons: [.notDetermined, .notInUse]
         ) { _ in finished.signal() }
         authorizer.addObserver { session.authorizationChanged(authorizer.state) }

@@ -114,11 +114,11 @@ enum ReplayCommand {
     ) -> Run {
         let finished = DispatchSemaphore(value: 0)
         let outcome = ExitStatus()
-        // The app's kept offset: a replay's reduced locations fall in the same cells as every
-        // earlier run's (its rate limit runs on the recording's clock, so it is not kept).
+        // The user's kept secret: a replay's reduced locations fall in the same cells as every
+        // earlier run's (its rate limit runs on the recording's clock, so nothing else is kept).
         let session = EngineSession(
             sink: sink, options: options, authorization: authorization, source: source,
-            reducedAccuracyStore: .user
+            fuzzer: LocationFuzzer(store: .user, appID: authorization.appID, live: false)
         ) {
             error in
             if error != nil { outcome.value = 1 }

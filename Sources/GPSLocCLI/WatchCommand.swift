@@ -74,7 +74,7 @@ enum WatchCommand {
             source: GPSDLocationSource(
                 endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy(),
                 sky: sink.showsSky),
-            fuzzer: authorizer.makeFuzzer(live: true), reducedAccuracyStore: authorizer.reducedAccuracyStore,
+            fuzzer: authorizer.makeFuzzer(live: true),
             endingReasons: [.gpsdUnreachable, .notDetermined, .notInUse]
         ) { _ in
             exitStatus.value = 1

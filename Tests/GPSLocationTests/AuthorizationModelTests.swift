@@ -19,7 +19,7 @@ struct AuthorizationModelTests {
         let interval = 60.0
         var engine = LocationEngine(
             authorization: AuthorizationState(appID: "model", status: .authorizedAlways), isLive: false,
-            fuzzer: LocationFuzzer(appID: "model", gridSize: 2000, minimumInterval: interval, seed: seed))
+            fuzzer: LocationFuzzer(appID: "model", secret: .seeded(seed), gridSize: 2000, minimumInterval: interval))
         var status = CLAuthorizationStatus.authorizedAlways
         var accuracy = CLAccuracyAuthorization.fullAccuracy
         var inUse = true
@@ -102,7 +102,8 @@ struct AuthorizationModelTests {
             location.timestamp.timeIntervalSince1970.truncatingRemainder(dividingBy: 60) == 0,
             sourceLocation: sourceLocation)
         #expect(
-            location.distance(from: precise) < 2000 * 1.5, "the reduced point stays near",
+            location.distance(from: precise) <= location.horizontalAccuracy,
+            "the true position is always within the reduced location's accuracy",
             sourceLocation: sourceLocation)
     }
 
@@ -112,13 +113,13 @@ struct AuthorizationModelTests {
         var same = 0
         let trials = 400
         for trial in 0..<trials {
-            var fuzzer = LocationFuzzer(appID: "cells", gridSize: 2000, minimumInterval: 0, seed: 5)
+            var fuzzer = LocationFuzzer(appID: "cells", secret: .seeded(5), gridSize: 2000, minimumInterval: 0)
             let latitude = 50 + random.unit() * 5
             let longitude = -3 + random.unit() * 5
             let time = Date(timeIntervalSince1970: 1_781_510_400 + Double(trial))
-            let a = fuzzer.reduce(CLLocation(latitude: latitude, longitude: longitude), now: time)!
+            let a = fuzzer.reduced(CLLocation(latitude: latitude, longitude: longitude), now: time)!
             // The same cell most of the time: 20 m apart in a 2 km grid crosses a border ~2 % of the time.
-            let b = fuzzer.reduce(CLLocation(latitude: latitude + 0.0001, longitude: longitude + 0.0001), now: time)!
+            let b = fuzzer.reduced(CLLocation(latitude: latitude + 0.0001, longitude: longitude + 0.0001), now: time)!
             if a.coordinate == b.coordinate { same += 1 }
         }
         #expect(Double(same) / Double(trials) > 0.95, "\(same) of \(trials)")
@@ -132,7 +133,8 @@ struct AuthorizationModelTests {
         var engine = LocationEngine(
             configuration: configuration,
             authorization: AuthorizationState(appID: "filter", status: .authorizedAlways, accuracy: .reducedAccuracy),
-            isLive: false, fuzzer: LocationFuzzer(appID: "filter", gridSize: 2000, minimumInterval: 1, seed: 3))
+            isLive: false,
+            fuzzer: LocationFuzzer(appID: "filter", secret: .seeded(3), gridSize: 2000, minimumInterval: 1))
         _ = engine.start(.continuous, now: Date())
         var delivered: [CLLocation] = []
         for fix in fixes {

@@ -14,34 +14,59 @@ struct ReducedAccuracyPersistenceTests {
             horizontalAccuracy: 3, verticalAccuracy: -1, timestamp: time)
     }
 
-    @Test("a restored live fuzzer: the same cell, the last location once within the limit, nothing fresher")
+    @Test("a restarted live app: the same cell, the last location once within the limit, nothing fresher")
     func liveRateLimit() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
         let store = ReducedAccuracyStore(directory: folder)
         let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-        let initial = LocationFuzzer(appID: "app").persistentState
-        var first = LocationFuzzer(restoring: initial, live: true)
-        // The same app never restarted, for comparison.
-        var continuous = LocationFuzzer(restoring: initial, live: true)
-        _ = continuous.reduce(Self.location(51.45, -2.59, at: t0), now: t0)
-        let firstGiven = first.reduce(Self.location(51.45, -2.59, at: t0), now: t0)
+        var first = LocationFuzzer(store: store, appID: "app", live: true)
+        let firstGiven = first.reduced(Self.location(51.45, -2.59, at: t0), now: t0)
         let given = try #require(firstGiven)
-        #expect(store.save(first.persistentState, for: "app") == nil)
-        let file = folder.appendingPathComponent("app.json")
-        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
-        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        // The same app never restarted, for comparison: the user's secret, nothing kept.
+        var continuous = LocationFuzzer(appID: "app", secret: try store.secret().get())
+        _ = continuous.reduced(Self.location(51.45, -2.59, at: t0), now: t0)
+        for name in ["app.json", "secret.json"] {
+            let attributes = try FileManager.default.attributesOfItem(
+                atPath: folder.appendingPathComponent(name).path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(name)")
+        }
 
         // Restarted a minute later, having moved 300 m: the location it was given, once.
-        var second = LocationFuzzer(restoring: try #require(store.load("app")), live: true)
-        let again = second.reduce(Self.location(51.4527, -2.59, at: t0 + 60), now: t0 + 60)
+        var second = LocationFuzzer(store: store, appID: "app", live: true)
+        let again = second.reduced(Self.location(51.4527, -2.59, at: t0 + 60), now: t0 + 60)
         #expect(again?.coordinate == given.coordinate)
         #expect(again?.timestamp == given.timestamp)
-        #expect(second.reduce(Self.location(51.4527, -2.59, at: t0 + 61), now: t0 + 61) == nil)
+        #expect(second.reduced(Self.location(51.4527, -2.59, at: t0 + 61), now: t0 + 61) == nil)
         // After the limit: a fresh one, exactly what the app would have got had it never restarted.
-        let fresh = second.reduce(Self.location(51.45, -2.59, at: t0 + 901), now: t0 + 901)
+        let fresh = second.reduced(Self.location(51.45, -2.59, at: t0 + 901), now: t0 + 901)
         let later = try #require(fresh)
-        let unrestarted = continuous.reduce(Self.location(51.45, -2.59, at: t0 + 901), now: t0 + 901)
+        let unrestarted = continuous.reduced(Self.location(51.45, -2.59, at: t0 + 901), now: t0 + 901)
         #expect(later.coordinate == unrestarted?.coordinate, "the restart changed nothing")
+        // A clock that went back is no time passed: the limit holds from then on.
+        var third = LocationFuzzer(store: store, appID: "app", live: true)
+        #expect(third.reduced(Self.location(51.45, -2.59, at: t0), now: t0 - 3600) == nil)
+        #expect(third.reduced(Self.location(51.45, -2.59, at: t0), now: t0 - 3000) == nil)
+        #expect(third.reduced(Self.location(51.45, -2.59, at: t0), now: t0 - 3600 + 901) != nil)
+    }
+
+    @Test("a state file of the first design (one drifting offset per app) is ignored and replaced")
+    func firstDesignIgnored() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-v1-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let file = folder.appendingPathComponent("app.json")
+        try Data(
+            #"{"version":1,"seed":7,"generator":9,"offsetNorth":120.5,"offsetEast":-40.25,"lastOutput":1800000000}"#
+                .utf8
+        ).write(to: file)
+        let store = ReducedAccuracyStore(directory: folder)
+        #expect(store.load("app") == nil)
+        var fuzzer = LocationFuzzer(store: store, appID: "app", live: true)
+        let now = Date(timeIntervalSince1970: 1_800_000_060)
+        #expect(fuzzer.reduced(Self.location(51.45, -2.59, at: now), now: now) != nil, "no rate limit carried over")
+        #expect(store.load("app")?.version == 2)
     }
 
     @Test("20 restarts of replay --accuracy reduced give one cell, never an average closing in on the truth")
@@ -61,20 +86,60 @@ struct ReducedAccuracyPersistenceTests {
             cells.insert("\(object["latitude"]!),\(object["longitude"]!)")
         }
         #expect(cells.count == 1, "every restart snaps to the kept grid: \(cells)")
-        let kept = home.appendingPathComponent("state/gpslocation/reduced/gpsloc.json")
-        #expect(FileManager.default.fileExists(atPath: kept.path))
+        // The user's secret is kept; a replay's rate limit runs on the recording's clock, so
+        // nothing of the app's own is.
+        let folder = home.appendingPathComponent("state/gpslocation/reduced")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("secret.json").path))
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("gpsloc.json").path))
     }
 
     @Test("a store folder open to others is not used (nothing read from or written to it)")
     func publicFolderRefused() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-open-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         chmod(folder.path, 0o777)
         let store = ReducedAccuracyStore(directory: folder)
-        var fuzzer = LocationFuzzer(appID: "app")
-        _ = fuzzer.reduce(Self.location(51.45, -2.59, at: Date()), now: Date())
-        #expect(store.save(fuzzer.persistentState, for: "app")?.contains("chmod 700 \(folder.path)") == true)
+        var fuzzer = LocationFuzzer(store: store, appID: "app", live: true)
+        guard case .unavailable(let problem) = fuzzer.reduce(Self.location(51.45, -2.59, at: Date()), now: Date())
+        else {
+            Issue.record("a reduced location left a store it cannot keep")
+            return
+        }
+        #expect(problem.contains("chmod 700 \(folder.path)"))
+        var state = ReducedAccuracyState()
+        state.cellNorth = 1
+        #expect(store.save(state, for: "app")?.contains("chmod 700 \(folder.path)") == true)
         #expect(store.load("app") == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, "nothing written")
+    }
+
+    @Test("a damaged secret: nothing delivered, and the message says which file to remove")
+    func damagedSecret() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-damaged-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let secret = folder.appendingPathComponent("secret.json")
+        for damage in [#"{"version":1,"north":0.7,"east":0}"#, "{", ""] {
+            try Data(damage.utf8).write(to: secret)
+            var fuzzer = LocationFuzzer(store: ReducedAccuracyStore(directory: folder), appID: "app", live: false)
+            guard case .unavailable(let problem) = fuzzer.reduce(Self.location(51.45, -2.59, at: Date()), now: Date())
+            else {
+                Issue.record("a damaged secret was used: \(damage)")
+                continue
+            }
+            #expect(problem.contains("rm \(secret.path)"), "\(problem)")
+        }
+        try FileManager.default.removeItem(at: secret)
+        #expect(mkfifo(secret.path, 0o600) == 0)
+        let started = ContinuousClock.now
+        guard case .failure(let failure) = ReducedAccuracyStore(directory: folder).secret() else {
+            Issue.record("a FIFO was read as the secret")
+            return
+        }
+        #expect(failure.description.contains("not a regular file"))
+        #expect(ContinuousClock.now - started < .seconds(1))
     }
 
     @Test("every app id gets a file name that fits: plain names as they are, others hashed")
@@ -92,12 +157,10 @@ struct ReducedAccuracyPersistenceTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-long-\(UUID())")
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = ReducedAccuracyStore(directory: folder)
-        var fuzzer = LocationFuzzer(appID: long)
-        _ = fuzzer.reduce(Self.location(51.45, -2.59, at: Date()), now: Date())
-        #expect(store.save(fuzzer.persistentState, for: long) == nil)
+        var fuzzer = LocationFuzzer(store: store, appID: long, live: true)
+        #expect(fuzzer.reduced(Self.location(51.45, -2.59, at: Date()), now: Date()) != nil)
         let loaded = store.load(long)
-        #expect(
-            loaded?.seed == fuzzer.persistentState.seed && loaded?.offsetNorth == fuzzer.persistentState.offsetNorth)
+        #expect(loaded?.cellNorth != nil && loaded?.lastLatitude == fuzzer.lastGiven?.coordinate.latitude)
     }
 
     /// Replays with reduced accuracy and a state folder that cannot be used: no location at
@@ -147,6 +210,14 @@ struct ReducedAccuracyPersistenceTests {
         chmod(folder.path, 0o700)
         #expect(mkfifo(folder.appendingPathComponent("app.json").path, 0o600) == 0)
         #expect(ReducedAccuracyStore(directory: folder).load("app") == nil)
+    }
+}
+
+extension LocationFuzzer {
+    /// The reduced location for `location`, or nil (held, or unavailable).
+    mutating func reduced(_ location: CLLocation, now: Date) -> CLLocation? {
+        if case .location(let reduced) = reduce(location, now: now) { return reduced }
+        return nil
     }
 }
 

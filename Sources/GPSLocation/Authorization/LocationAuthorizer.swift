@@ -71,12 +71,13 @@ public final class LocationAuthorizer: Sendable {
         self.usageDescription = usageDescription ?? Self.environmentUsageDescription
         locked = Locked(
             State(decision: initial ?? AuthorizationDecision(status: .notDetermined), prompt: prompt, inUse: isInUse))
-        self.fuzzerSeed = fuzzerSeed ?? LocationFuzzer.secretSeed(appID)
+        fuzzerSecret = fuzzerSeed.map(ReducedAccuracySecret.seeded) ?? .process
     }
 
-    /// The seed of this app's reduced-accuracy offset (`LocationFuzzer`): every manager of the
-    /// authorizer snaps to the same secret grid, so averaging several gains nothing.
-    package let fuzzerSeed: UInt64
+    /// The reduced-accuracy secret of an authorizer that keeps nothing (`LocationFuzzer`): this
+    /// process's, shared by every app id in it, or one from the `fuzzerSeed` a test gave.
+    /// Persistent authorizers use the user's kept secret instead.
+    package let fuzzerSecret: ReducedAccuracySecret
 
     /// The store and policy cannot be followed live any more (a revocation might go unseen):
     /// fail closed — denied, said once on stderr with the reason.
@@ -94,15 +95,24 @@ public final class LocationAuthorizer: Sendable {
         set(AuthorizationDecision(status: .denied))
     }
 
-    /// Where reduced accuracy's offset and rate limit are kept between runs (persistent
+    /// Where reduced accuracy's secret and each app's state are kept between runs (persistent
     /// authorizers: the user's `ReducedAccuracyStore`); nil: per process.
     package var reducedAccuracyStore: ReducedAccuracyStore? { locked.withLock { $0.reducedAccuracy } }
 
-    /// The fuzzer for a manager or session of this app: the kept one when there is one (a new
-    /// one is kept from its first reduced location on, so apps with full accuracy write nothing).
+    /// Keeps reduced accuracy's secret and state in `store` (nil: this process's secret, nothing
+    /// kept), for managers made after the call: hosts with their own state folder, and tests.
+    package func keepReducedAccuracy(in store: ReducedAccuracyStore?) {
+        locked.withLock { $0.reducedAccuracy = store }
+    }
+
+    /// The fuzzer for a manager or session of this app — the one way every face gets one: the
+    /// user's secret and the app's kept state from the store (read at its first reduced
+    /// location, so apps with full accuracy touch nothing), or this authorizer's in-memory secret.
     package func makeFuzzer(live: Bool) -> LocationFuzzer {
-        if let kept = reducedAccuracyStore?.load(appID) { return LocationFuzzer(restoring: kept, live: live) }
-        return LocationFuzzer(appID: appID, seed: fuzzerSeed)
+        if let store = reducedAccuracyStore { return LocationFuzzer(store: store, appID: appID, live: live) }
+        var fuzzer = LocationFuzzer(appID: appID, secret: fuzzerSecret)
+        fuzzer.setLive(live)
+        return fuzzer
     }
 
     /// What the location engine needs to know to gate locations for this app.

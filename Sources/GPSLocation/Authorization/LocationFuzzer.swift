@@ -1,137 +1,230 @@
 import Foundation
+import GNSSCore
 
-/// Reduced ("approximate") accuracy, after Android's LocationFudger: a per-app secret offset
-/// that drifts slowly, then snapping to a grid of `gridSize` metres (default 2 km), with
-/// `horizontalAccuracy` = the grid size, altitude/speed/course invalid, and at most one
-/// location per `minimumInterval` (default 15 minutes).
+/// Reduced ("approximate") accuracy, after Android's `LocationFudger`
+/// (frameworks/base/services/core/java/com/android/server/location/fudger/LocationFudger.java):
+/// the position plus a secret offset is snapped to a fixed grid of `gridSize` metres (default
+/// 2 km), and the **grid point itself** is reported — the offset is never taken back out, so no
+/// output moves with it. Every field of a reduced location is a function of the grid cell alone:
+/// - the coordinate: the cell's centre on a public lattice (rows `gridSize` metres tall from the
+///   equator; in each row, columns `gridSize` metres wide at the row's centre latitude);
+/// - `horizontalAccuracy`: a constant, `accuracyFactor × gridSize` (3.2 km for 2 km cells),
+///   which bounds the distance to the true position in every case (half a cell, the hysteresis
+///   margin and the offset, on both axes) — never the receiver's own estimate;
+/// - altitude, speed, course invalid; the timestamp the minute of the clock that let it out;
+/// - at most one location per `minimumInterval` (default 15 minutes).
 ///
-/// The snapped point depends only on the grid cell the offset position falls in, so no field
-/// carries sub-grid information. Deterministic for a given seed.
+/// **The offset** (`ReducedAccuracySecret`) is a fraction of a cell on each axis, drawn once per
+/// user and kept (`ReducedAccuracyStore.secret()`, created under a file lock so simultaneous first
+/// runs agree): every app id of the user shares it, as Android keeps one fudger for all apps.
+/// Unlike Android's, it does not drift: a drifting offset with a mean of zero dithers the grid,
+/// and averaging a stationary device's outputs over weeks would then close in on its position;
+/// a drifting one that is taken back out (this library's first design) jumps by a cell whose
+/// midpoint is the true position. A fixed offset gives a stationary device one output forever.
+///
+/// **Hysteresis**: once in a cell, a position stays in it until it is more than
+/// `hysteresis × gridSize` past its edge, so a device parked near a cell edge does not flip
+/// between two points (the flipping would say it is near the edge). The cell is kept per app.
+///
+/// A live app's state (its cell, when it was last given a location and which) is kept between
+/// runs (`ReducedAccuracyStore`), saved *before* a location is let out: when it cannot be kept,
+/// or the secret cannot be read or created, `reduce` answers `.unavailable` and the gate delivers
+/// nothing — a fresh secret or rate limit per start would let restarts give the position away.
 package struct LocationFuzzer: Sendable {
-    package var gridSize: Double
-    package var minimumInterval: TimeInterval
-    /// Current secret offset in metres (north, east); drifts by a bounded random walk.
-    private var offsetNorth: Double
-    private var offsetEast: Double
-    private var random: SplitMix64
-    private var lastOutput: Date?
-    private var lastDrift: Date?
-    private let seed: UInt64
-    /// The last reduced location given (kept for a restarted live app).
-    private var lastReduced: CLLocation?
-    /// Restored from an earlier run within the rate limit: given once, instead of a fresher one.
-    private var restored: CLLocation?
-    /// True when `lastOutput` is the wall clock (a live source), so it may be kept.
-    private var live = false
-
-    package init(appID: String, gridSize: Double = 2000, minimumInterval: TimeInterval = 900, seed: UInt64? = nil) {
-        self.gridSize = gridSize
-        self.minimumInterval = minimumInterval
-        let seed = seed ?? Self.secretSeed(appID)
-        self.seed = seed
-        var random = SplitMix64(seed: seed)
-        offsetNorth = random.unit() * gridSize
-        offsetEast = random.unit() * gridSize
-        self.random = random
+    /// What the gate may let out for one precise location.
+    package enum Outcome: Sendable {
+        case location(CLLocation)
+        /// Nothing now: the rate limit holds.
+        case hold
+        /// Nothing until the state can be kept: why, and what to do.
+        case unavailable(String)
     }
 
-    /// The fuzzer an earlier run left (`ReducedAccuracyStore`): the same offset, and for a live
-    /// source (`live`) the same rate limit — within it, the last reduced location once more,
-    /// never a fresher one.
+    package let gridSize: Double
+    package let minimumInterval: TimeInterval
+    package let appID: String
+    /// The fraction of a cell a position may pass its cell's edge by and stay in it.
+    package static let hysteresis = 0.1
+    /// `horizontalAccuracy` in cells: ≥ (0.5 + hysteresis + 0.5) × √2 ≈ 1.56.
+    package static let accuracyFactor = 1.6
+    private static let metresPerDegree = 111_320.0
+
+    private let store: ReducedAccuracyStore?
+    /// Live: the clock is the wall clock, so the rate limit and the cell are kept between runs.
+    package private(set) var live: Bool
+    private var secret: ReducedAccuracySecret?
+    private var state = ReducedAccuracyState()
+    private var stateLoaded = false
+    /// A live restart within the rate limit: the location given before it, given once more.
+    private var restored: CLLocation?
+    /// The last reduced location given (heading takes its declination from here).
+    package private(set) var lastGiven: CLLocation?
+
+    /// A fuzzer with a known secret that keeps nothing (tests; the default secret is this
+    /// process's, shared by every app id in it).
     package init(
-        restoring state: ReducedAccuracyState, live: Bool, gridSize: Double = 2000, minimumInterval: TimeInterval = 900
+        appID: String, secret: ReducedAccuracySecret = .process, gridSize: Double = 2000,
+        minimumInterval: TimeInterval = 900
     ) {
+        self.appID = appID
+        self.secret = secret
         self.gridSize = gridSize
         self.minimumInterval = minimumInterval
-        seed = state.seed
-        random = SplitMix64(state: state.generator)
-        offsetNorth = state.offsetNorth
-        offsetEast = state.offsetEast
-        lastDrift = state.lastDrift
+        store = nil
+        live = false
+        stateLoaded = true
+    }
+
+    /// The app's fuzzer: the user's secret from `store` (nil: this process's) and, for a live
+    /// source, the app's kept state. Nothing is read until the first location to reduce, so
+    /// apps with full accuracy touch no file.
+    package init(
+        store: ReducedAccuracyStore?, appID: String, live: Bool, gridSize: Double = 2000,
+        minimumInterval: TimeInterval = 900
+    ) {
+        self.appID = appID
+        self.store = store
         self.live = live
-        if live, let output = state.lastOutput {
-            lastOutput = output
-            if let latitude = state.lastLatitude, let longitude = state.lastLongitude, let time = state.lastTimestamp {
-                let accuracy = state.lastAccuracy ?? gridSize
-                restored = Self.reducedLocation(
-                    latitude: latitude, longitude: longitude, accuracy: accuracy, timestamp: time, source: nil)
-                lastReduced = restored
+        self.gridSize = gridSize
+        self.minimumInterval = minimumInterval
+        if store == nil {
+            secret = .process
+            stateLoaded = true
+        }
+    }
+
+    /// Marks the clock as the wall clock (a live source) or not. Only before the first `reduce`.
+    package mutating func setLive(_ isLive: Bool) {
+        if !stateLoaded || store == nil { live = isLive }
+    }
+
+    /// The reduced form of `location` at `now` (the clock the engine checks times by).
+    package mutating func reduce(_ location: CLLocation, now: Date) -> Outcome {
+        if let problem = prepare(now: now) { return .unavailable(problem) }
+        guard let secret else { return .unavailable("no secret") }
+        if let last = state.lastOutput {
+            // A clock that went back is never time that passed: the limit runs from now.
+            let elapsed = now.timeIntervalSince(last)
+            if elapsed < minimumInterval {
+                if let restored {
+                    self.restored = nil
+                    lastGiven = restored
+                    return .location(restored)
+                }
+                if elapsed < 0 { state.lastOutput = now }
+                return .hold
             }
         }
-    }
-
-    /// What to keep for the next run (the rate limit only when the clock is the wall clock).
-    package var persistentState: ReducedAccuracyState {
-        ReducedAccuracyState(
-            seed: seed, generator: random.state, offsetNorth: offsetNorth, offsetEast: offsetEast, lastDrift: lastDrift,
-            lastOutput: live ? lastOutput : nil, lastLatitude: live ? lastReduced?.coordinate.latitude : nil,
-            lastLongitude: live ? lastReduced?.coordinate.longitude : nil,
-            lastAccuracy: live ? lastReduced?.horizontalAccuracy : nil,
-            lastTimestamp: live ? lastReduced?.timestamp : nil)
-    }
-
-    /// Marks the clock as the wall clock (a live source): the rate limit is then kept.
-    package mutating func setLive(_ isLive: Bool) { live = isLive }
-
-    /// A fresh random seed for `appID`'s offset.
-    package static func secretSeed(_ appID: String) -> UInt64 {
-        var generator = SystemRandomNumberGenerator()
-        return generator.next() ^ UInt64(truncatingIfNeeded: appID.hashValue)
-    }
-
-    /// The reduced form of `location`, or nil while the rate limit holds.
-    package mutating func reduce(_ location: CLLocation, now: Date) -> CLLocation? {
-        if let lastOutput, now.timeIntervalSince(lastOutput) < minimumInterval {
-            // Within the limit an earlier run set: what it gave, once, not a fresher location.
-            defer { restored = nil }
-            return restored
-        }
         restored = nil
-        drift(now: now)
-        lastOutput = now
-        let metresPerDegreeLatitude = 111_320.0
-        // Snap latitude first; the longitude grid uses the snapped latitude's scale so it leaks nothing finer.
-        let northMetres = location.coordinate.latitude * metresPerDegreeLatitude + offsetNorth
-        let snappedNorth = ((northMetres / gridSize).rounded(.down) + 0.5) * gridSize - offsetNorth
-        let latitude = max(-89.9, min(89.9, snappedNorth / metresPerDegreeLatitude))
-        let metresPerDegreeLongitude = max(1, metresPerDegreeLatitude * cos(latitude * .pi / 180))
-        let eastMetres = location.coordinate.longitude * metresPerDegreeLongitude + offsetEast
-        let snappedEast = ((eastMetres / gridSize).rounded(.down) + 0.5) * gridSize - offsetEast
-        var longitude = snappedEast / metresPerDegreeLongitude
-        longitude = remainder(longitude, 360)
-        let accuracy = max(
-            gridSize, location.horizontalAccuracy < CLLocationDistanceMax ? location.horizontalAccuracy : gridSize)
-        // The timestamp is coarsened to the minute so it does not pin the precise fix.
+        let (row, column, coordinate) = cell(of: location.coordinate, secret: secret)
         let minute = (now.timeIntervalSince1970 / 60).rounded(.down) * 60
         let reduced = Self.reducedLocation(
-            latitude: latitude, longitude: longitude, accuracy: accuracy,
-            timestamp: Date(timeIntervalSince1970: minute),
+            coordinate, accuracy: Self.accuracyFactor * gridSize, timestamp: Date(timeIntervalSince1970: minute),
             source: location.sourceInformation)
-        lastReduced = reduced
-        return reduced
+        var next = state
+        next.cellNorth = row
+        next.cellEast = column
+        next.lastOutput = now
+        next.lastLatitude = coordinate.latitude
+        next.lastLongitude = coordinate.longitude
+        next.lastTimestamp = reduced.timestamp
+        if live, let store, let problem = store.save(next, for: appID) { return .unavailable(problem) }
+        state = next
+        lastGiven = reduced
+        return .location(reduced)
+    }
+
+    /// Reads the secret (and a live app's state) on first use; the problem when it cannot.
+    private mutating func prepare(now: Date) -> String? {
+        guard let store else { return nil }
+        if secret == nil {
+            switch store.secret() {
+            case .success(let kept): secret = kept
+            case .failure(let failure): return failure.description
+            }
+        }
+        guard !stateLoaded else { return nil }
+        stateLoaded = true
+        guard live, let kept = store.load(appID) else { return nil }
+        state = kept
+        if let last = kept.lastOutput, now.timeIntervalSince(last) >= 0, now.timeIntervalSince(last) < minimumInterval,
+            let latitude = kept.lastLatitude, let longitude = kept.lastLongitude, let time = kept.lastTimestamp
+        {
+            restored = Self.reducedLocation(
+                CLLocationCoordinate2D(latitude: latitude, longitude: longitude),
+                accuracy: Self.accuracyFactor * gridSize, timestamp: time, source: nil)
+        }
+        return nil
+    }
+
+    /// The cell (row, column) of `coordinate` + the secret, kept at the previous one within
+    /// the hysteresis margin, and its grid point.
+    private func cell(of coordinate: CLLocationCoordinate2D, secret: ReducedAccuracySecret) -> (
+        Int, Int, CLLocationCoordinate2D
+    ) {
+        func index(_ position: Double, previous: Int?) -> Int {
+            if let previous, position >= Double(previous) - Self.hysteresis,
+                position < Double(previous + 1) + Self.hysteresis
+            {
+                return previous
+            }
+            return Int((position).rounded(.down))
+        }
+        let rowPosition = coordinate.latitude * Self.metresPerDegree / gridSize + secret.north
+        let row = index(rowPosition, previous: state.cellNorth)
+        let latitude = max(-89.9, min(89.9, (Double(row) + 0.5) * gridSize / Self.metresPerDegree))
+        // The row's column width in degrees, from the row's centre latitude (public, not the
+        // position's): nothing finer than the row enters the longitude.
+        let step = gridSize / (Self.metresPerDegree * max(0.01, cos(latitude * .pi / 180)))
+        let columnPosition = coordinate.longitude / step + secret.east
+        let column = index(columnPosition, previous: row == state.cellNorth ? state.cellEast : nil)
+        let longitude = remainder((Double(column) + 0.5) * step, 360)
+        return (row, column, CLLocationCoordinate2D(latitude: latitude, longitude: longitude))
     }
 
     private static func reducedLocation(
-        latitude: Double, longitude: Double, accuracy: Double, timestamp: Date, source: CLLocationSourceInformation?
+        _ coordinate: CLLocationCoordinate2D, accuracy: Double, timestamp: Date, source: CLLocationSourceInformation?
     ) -> CLLocation {
         CLLocation(
-            coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: 0,
-            ellipsoidalAltitude: 0, horizontalAccuracy: accuracy, verticalAccuracy: -1, course: -1, courseAccuracy: -1,
-            speed: -1, speedAccuracy: -1, timestamp: timestamp,
+            coordinate: coordinate, altitude: 0, ellipsoidalAltitude: 0, horizontalAccuracy: accuracy,
+            verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1, timestamp: timestamp,
             gnss: GNSSDetails(
                 fixMode: .twoDimensional, quality: .unknown,
                 accuracyClass: AccuracyStage.classify(horizontalAccuracy: accuracy, mode: .twoDimensional),
                 reduced: true, device: nil),
             sourceInformation: source)
     }
+}
 
-    /// The offset moves by at most 5 % of the grid per hour of elapsed time, within one cell.
-    private mutating func drift(now: Date) {
-        defer { lastDrift = now }
-        guard let lastDrift else { return }
-        let hours = max(0, now.timeIntervalSince(lastDrift)) / 3600
-        let step = 0.05 * gridSize * min(1, hours)
-        offsetNorth = (offsetNorth + (random.unit() * 2 - 1) * step).truncatingRemainder(dividingBy: gridSize)
-        offsetEast = (offsetEast + (random.unit() * 2 - 1) * step).truncatingRemainder(dividingBy: gridSize)
+/// The user's reduced-accuracy secret: where, as a fraction of a cell on each axis in
+/// [-0.5, 0.5), every app's positions are shifted before they are snapped to the grid.
+package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
+    package var version = 1
+    package var north: Double
+    package var east: Double
+
+    package init(north: Double, east: Double) {
+        self.north = north
+        self.east = east
     }
+
+    /// A fresh secret from the system's random source.
+    package static func random() -> ReducedAccuracySecret {
+        var generator = SystemRandomNumberGenerator()
+        return ReducedAccuracySecret(
+            north: Double.random(in: -0.5..<0.5, using: &generator),
+            east: Double.random(in: -0.5..<0.5, using: &generator))
+    }
+
+    /// A secret from `seed` (tests, and authorizers given a `fuzzerSeed`).
+    package static func seeded(_ seed: UInt64) -> ReducedAccuracySecret {
+        var random = SplitMix64(seed: seed)
+        return ReducedAccuracySecret(north: random.unit() - 0.5, east: random.unit() - 0.5)
+    }
+
+    /// The secret of a process whose authorizers keep nothing: every app id in it shares it.
+    package static let process = random()
+
+    /// Both fractions finite and in [-0.5, 0.5).
+    package var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }
 }

@@ -1,23 +1,22 @@
 import Foundation
 
-/// What reduced accuracy remembers about an app between runs, so restarting it undoes nothing:
-/// the secret offset (its seed, where it has drifted to, the generator's state) — the same grid
-/// cell after a restart, so averaging many runs gains nothing — and, for live sources, when the
-/// last reduced location was given and which it was, so a restarted app gets no fresher one
-/// before the rate limit allows (it gets that same location again instead).
+/// What reduced accuracy remembers about a live app between runs, so restarting it undoes
+/// nothing: the cell it was last in (the hysteresis continues), when it was last given a
+/// location and which (a restarted app gets no fresher one before the rate limit allows; it gets
+/// that same location again instead). The secret offset is the user's, not the app's
+/// (`ReducedAccuracySecret`, in `secret.json`). Version 1 files (a per-app drifting offset,
+/// before 0.4.0) are ignored and replaced.
 package struct ReducedAccuracyState: Codable, Sendable, Equatable {
-    package var version = 1
-    package var seed: UInt64
-    package var generator: UInt64
-    package var offsetNorth: Double
-    package var offsetEast: Double
-    package var lastDrift: Date?
-    /// Live only (the wall clock): when the last reduced location was given.
+    package var version = 2
+    package var cellNorth: Int?
+    package var cellEast: Int?
+    /// When the last reduced location was given (the wall clock).
     package var lastOutput: Date?
     package var lastLatitude: Double?
     package var lastLongitude: Double?
-    package var lastAccuracy: Double?
     package var lastTimestamp: Date?
+
+    package init() {}
 }
 
 /// One file per app in `$XDG_STATE_HOME/gpslocation/reduced/` (or
@@ -27,9 +26,12 @@ package struct ReducedAccuracyState: Codable, Sendable, Equatable {
 /// other id — longer, with other characters — is named by a 128-bit hash of its UTF-8 bytes
 /// (`id-<32 hex digits>.json`), so every app's file name fits every file system.
 ///
-/// Reduced accuracy **fails closed** on this store: `EngineRunner` keeps the state before it
-/// delivers a reduced location, and delivers none when that fails (a fresh offset per run would
-/// let restarts average their way to the precise position).
+/// Beside them, `secret.json`: the user's secret offset, shared by all the user's apps, created
+/// once under an exclusive lock on `.secret.lock` so that simultaneous first runs agree.
+///
+/// Reduced accuracy **fails closed** on this store: `LocationFuzzer` keeps an app's state before
+/// it lets a reduced location out, and lets none out when that fails or the secret cannot be read
+/// or created (a fresh secret per run would let restarts average their way to the position).
 package struct ReducedAccuracyStore: Sendable {
     package let directory: URL
 
@@ -68,7 +70,62 @@ package struct ReducedAccuracyStore: Sendable {
         guard let data = PrivateFile.read(file(for: app), maximumSize: Self.maximumSize) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        return try? decoder.decode(ReducedAccuracyState.self, from: data)
+        guard let state = try? decoder.decode(ReducedAccuracyState.self, from: data), state.version == 2 else {
+            return nil
+        }
+        return state
+    }
+
+    /// The user's secret offset: the kept one, or a new one created and kept now. Under an
+    /// exclusive lock, so processes starting at once all read the one that was written first.
+    /// Fails — and reduced accuracy then delivers nothing — when the folder is not private, the
+    /// file is damaged (the message says to remove it), or it cannot be written.
+    package func secret() -> Result<ReducedAccuracySecret, PrivateFile.Failure> {
+        try? FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if let problem = PrivateFile.folderProblem(directory) {
+            return .failure(PrivateFile.Failure(description: problem))
+        }
+        let lockPath = directory.appendingPathComponent(".secret.lock").path
+        let lock: Int32
+        switch PrivateFile.openRegular(lockPath, flags: O_RDWR | O_CREAT) {
+        case .success(let descriptor): lock = descriptor
+        case .failure(let failure): return .failure(failure)
+        }
+        defer { close(lock) }
+        while flock(lock, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                return .failure(
+                    PrivateFile.Failure(description: "cannot lock \(lockPath): \(String(cString: strerror(errno)))"))
+            }
+        }
+        let url = directory.appendingPathComponent("secret.json")
+        switch PrivateFile.openRegular(url.path, flags: O_RDONLY) {
+        case .success(let descriptor):
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+            guard let data = try? handle.read(upToCount: Self.maximumSize),
+                let kept = try? JSONDecoder().decode(ReducedAccuracySecret.self, from: data), kept.isValid
+            else {
+                return .failure(
+                    PrivateFile.Failure(
+                        description: "\(url.path) is damaged — remove it (`rm \(url.path)`): a new secret is drawn, "
+                            + "and every reduced location moves to the new grid once"))
+            }
+            return .success(kept)
+        case .failure(let failure) where !failure.missing:
+            return .failure(failure)
+        case .failure:
+            let fresh = ReducedAccuracySecret.random()
+            guard let data = try? JSONEncoder().encode(fresh) else {
+                return .failure(PrivateFile.Failure(description: "the secret cannot be encoded"))
+            }
+            do {
+                try PrivateFile.replace(url, with: data)
+            } catch {
+                return .failure(error)
+            }
+            return .success(fresh)
+        }
     }
 
     /// The largest state file read or written.

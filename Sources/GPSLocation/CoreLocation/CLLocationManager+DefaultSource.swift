@@ -34,7 +34,7 @@ extension CLLocationManager {
         configuration.pausesAutomatically = true
         let runner = EngineRunner(
             source: source, configuration: configuration, authorization: authorizer.state,
-            fuzzer: authorizer.makeFuzzer(live: source.isLive), reducedAccuracyStore: authorizer.reducedAccuracyStore,
+            fuzzer: authorizer.makeFuzzer(live: source.isLive),
             lastLocationCache: .user, queue: nil, clock: clock
         )
         runner.delivery = delivery

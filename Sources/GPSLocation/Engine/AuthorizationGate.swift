@@ -97,6 +97,9 @@ struct AuthorizationGate: Sendable {
     /// though it may have precise ones: Apple then delivers "as if the app didn't have that
     /// authorization", and so does the gate.
     var reducedRequested = false
+    /// Reduced accuracy's state could not be kept, and the app has been told (until a reduced
+    /// location goes out again).
+    var reducedFailureExplained = false
 
     init(state: AuthorizationState, fuzzer: LocationFuzzer) {
         self.state = state
@@ -114,8 +117,25 @@ struct AuthorizationGate: Sendable {
     mutating func decide(_ location: CLLocation, now: Date) -> Decision {
         if let refusal = state.refusal { return .refuse(explain(refusal)) }
         if state.accuracy == .fullAccuracy && !reducedRequested { return .deliver(location) }
-        guard let reduced = fuzzer.reduce(location, now: now) else { return .hold }
-        return .deliver(reduced)
+        switch fuzzer.reduce(location, now: now) {
+        case .location(let reduced):
+            reducedFailureExplained = false
+            return .deliver(reduced)
+        case .hold:
+            return .hold
+        case .unavailable(let problem):
+            // Fails closed: nothing passes, so nothing reaches the app by any path (delegate,
+            // `location`, the cache, visits, heading) — all of them take only what passed here.
+            if reducedFailureExplained { return .refuse(nil) }
+            reducedFailureExplained = true
+            return .refuse(
+                CLError(
+                    .locationUnknown,
+                    message: "\(state.appID) has approximate (reduced) accuracy, and its secret offset cannot be kept: "
+                        + "\(problem) — no approximate location is delivered until it can (a new offset at every "
+                        + "start would give the precise position away)",
+                    reason: .reducedAccuracyState))
+        }
     }
 
     /// `refusal` the first time in this state, nil after.

@@ -42,8 +42,6 @@ package final class EngineRunner: Sendable {
         var lastLocationCache: LastLocationCache?
         /// Errors with these reasons end updates (for gpsloc watch, which exits on them).
         var endingReasons: Set<CLError.Reason> = []
-        /// Reduced accuracy's state could not be kept, and the app has been told.
-        var reducedStateFailureReported = false
         /// Bumped by `stop(keepingMonitoring: true)`: locations taken for delivery before it are
         /// not handed over after it.
         var locationGeneration = 0
@@ -67,7 +65,6 @@ package final class EngineRunner: Sendable {
 
     package let source: any LocationSource
     package let appID: String
-    private let reducedAccuracyStore: ReducedAccuracyStore?
     private let state: Locked<State>
     private let timers: EngineTimers
     /// "Now" for the engine and the timers' time: the system's, or a test's `ManualEngineClock`.
@@ -85,21 +82,20 @@ package final class EngineRunner: Sendable {
     private let delivering = NSRecursiveLock()
 
     /// - Parameters:
-    ///   - fuzzer: reduced accuracy's fuzzer (default: the app's kept one, see `keptFuzzer`).
-    ///   - reducedAccuracyStore: where reduced accuracy's state is kept between runs (nil: not kept).
+    ///   - fuzzer: reduced accuracy's fuzzer (`LocationAuthorizer.makeFuzzer`; default: this
+    ///     process's secret, nothing kept between runs).
     ///   - queue: the serial queue outputs are handed over on; nil: inline, on the thread that
     ///     produced them (the source's, or the work queue's for a timer), one at a time — no
     ///     thread hop a location (gpsloc: a recording's thread then writes its own output).
     ///   - clock: "now" and the timers (tests inject a `ManualEngineClock`).
     package init(
         source: any LocationSource, configuration: LocationEngine.Configuration, authorization: AuthorizationState,
-        fuzzer: LocationFuzzer? = nil, reducedAccuracyStore: ReducedAccuracyStore?,
-        lastLocationCache: LastLocationCache?, queue: DispatchQueue?, clock: any EngineClock = SystemEngineClock()
+        fuzzer: LocationFuzzer? = nil, lastLocationCache: LastLocationCache?, queue: DispatchQueue?,
+        clock: any EngineClock = SystemEngineClock()
     ) {
         self.source = source
         self.clock = clock
         appID = authorization.appID
-        self.reducedAccuracyStore = reducedAccuracyStore
         let owner = WeakRunner()
         let work = self.work
         timers = EngineTimers(clock: clock) { timer in
@@ -110,8 +106,7 @@ package final class EngineRunner: Sendable {
                 engine: LocationEngine(
                     configuration: configuration, authorization: authorization, isLive: source.isLive,
                     sourceInformation: source.sourceInformation,
-                    fuzzer: fuzzer
-                        ?? Self.keptFuzzer(reducedAccuracyStore, appID: authorization.appID, live: source.isLive)),
+                    fuzzer: fuzzer),
                 delivery: .on(queue), lastLocationCache: lastLocationCache))
         owner.runner = self
         delivery = .on(queue)
@@ -122,14 +117,6 @@ package final class EngineRunner: Sendable {
         clock.cancelAll(ObjectIdentifier(self))
         if case .runLoop(let target) = state.withLock({ $0.delivery }) { target.release() }
         if state.withLock({ $0.sourceRunning }) { source.stop() }
-    }
-
-    /// The app's kept reduced-accuracy fuzzer, or a new one when nothing is kept.
-    package static func keptFuzzer(
-        _ store: ReducedAccuracyStore?, appID: String, live: Bool, seed: UInt64? = nil
-    ) -> LocationFuzzer {
-        if let kept = store?.load(appID) { return LocationFuzzer(restoring: kept, live: live) }
-        return LocationFuzzer(appID: appID, seed: seed)
     }
 
     // MARK: Settings
@@ -235,7 +222,7 @@ package final class EngineRunner: Sendable {
     // MARK: Driving
 
     /// Runs `step` on the engine under the lock, queues its outputs, and performs the rest
-    /// (timers, the source, the cache, the kept state) after the lock is released. Dropped when
+    /// (timers, the source, the cache) after the lock is released. Dropped when
     /// `generation` is given and a `stop()` came since.
     package func drive(generation expected: Int? = nil, _ step: (inout LocationEngine) -> [LocationEngine.Action]) {
         let effects = state.withLock { state -> Effects? in
@@ -243,13 +230,11 @@ package final class EngineRunner: Sendable {
             let actions = step(&state.engine)
             var effects = Effects(generation: state.generation)
             var outputs: [Output] = []
-            var reducedState: ReducedAccuracyState?
             for action in actions {
                 switch action {
                 case .emit(let output):
                     outputs.append(output)
                     if case .locations(let batch) = output, let location = batch.last { effects.delivered = location }
-                case .reducedAccuracyState(let kept): reducedState = kept
                 case .arm(let timer, let seconds): effects.arm.append((timer, seconds))
                 case .cancel(let timer): effects.cancel.append(timer)
                 case .stopSource:
@@ -257,34 +242,6 @@ package final class EngineRunner: Sendable {
                         state.sourceRunning = false
                         effects.stopSource = true
                     }
-                }
-            }
-            // Reduced accuracy fails closed: its state is kept before a reduced location leaves
-            // (under the lock, so nothing else is delivered meanwhile; reduced locations are rate
-            // limited, so this is a write every few minutes at most). When it cannot be kept, no
-            // reduced location is delivered: a fresh offset at each restart would let the app
-            // average its way to the precise position.
-            if let kept = reducedState, let store = reducedAccuracyStore {
-                if let problem = store.save(kept, for: appID) {
-                    outputs = outputs.compactMap { output in
-                        guard case .locations(let batch) = output else { return output }
-                        let precise = batch.filter { $0.gnss?.reduced != true }
-                        return precise.isEmpty ? nil : .locations(precise)
-                    }
-                    if effects.delivered?.gnss?.reduced == true { effects.delivered = nil }
-                    if !state.reducedStateFailureReported {
-                        state.reducedStateFailureReported = true
-                        outputs.append(
-                            .failure(
-                                CLError(
-                                    .locationUnknown,
-                                    message: "\(appID) has approximate (reduced) accuracy, and its secret offset "
-                                        + "cannot be kept: \(problem) — no approximate location is delivered until "
-                                        + "it can (a new offset at every start would give the precise position away)",
-                                    reason: .reducedAccuracyState)))
-                    }
-                } else {
-                    state.reducedStateFailureReported = false
                 }
             }
             // Which errors end updates is decided here, once: those after which the engine

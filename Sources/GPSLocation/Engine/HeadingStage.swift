@@ -6,7 +6,7 @@ import NMEA0183
 /// becomes a `CLHeading`:
 /// - `trueHeading` as reported, or, from a magnetic reading (HDG), magnetic + variation;
 /// - `magneticHeading` as reported, or true − variation;
-/// - the variation: the sentence's own (HDG), else the receiver's (the latest fix's `magvar`),
+/// - the variation (full accuracy; see `Declination` for reduced): the sentence's own (HDG), else the receiver's (the latest fix's `magvar`),
 ///   else gpsd's own table at the latest position (`GPSDMagneticVariation`) — so both paths give
 ///   what gpsd gives; with no position yet, the heading that needs it is −1 (Apple's invalid);
 /// - `headingAccuracy` 0: heading sentences and gpsd's ATT carry no accuracy; 0 says "not
@@ -61,29 +61,63 @@ package struct HeadingStage: Sendable {
         return value < 0 ? value + 360 : value
     }
 
+    /// Where the declination between true and magnetic heading is taken.
+    package enum Declination: Sendable {
+        /// The sentence's, the receiver's, or gpsd's table at the latest fix (full accuracy).
+        case precise
+        /// Reduced accuracy: gpsd's table at the reduced position the app was last given (nil:
+        /// none yet), never the sentence's or the receiver's — those are the declination at the
+        /// precise position, 0.001° apart for positions ~180 m apart east-west, so they would
+        /// tell two positions in one reduced cell apart. A reading's own pair is not passed on
+        /// either: the true heading is kept, the magnetic one recomputed (or, from a compass,
+        /// the magnetic one kept and the true one recomputed), so true − magnetic is always the
+        /// reduced position's declination.
+        case reduced(CLLocationCoordinate2D?)
+    }
+
     /// The heading to deliver for `reading`, or nil (heading updates off, nothing usable, or
     /// within the filter of the last one). `lastFix`: the latest fix with a position.
-    package mutating func heading(_ reading: HeadingReading, lastFix: Fix?, time: Date) -> CLHeading? {
+    package mutating func heading(
+        _ reading: HeadingReading, lastFix: Fix?, time: Date, declination: Declination = .precise
+    ) -> CLHeading? {
         guard reading.trueHeading != nil || reading.magneticHeading != nil else { return nil }
         seen = true
         guard active else { return nil }
-        let variation =
-            reading.magneticVariation ?? lastFix?.magneticVariation
-            ?? lastFix.flatMap { fix in
-                fix.latitude.flatMap { latitude in
-                    fix.longitude.map { GPSDMagneticVariation.variation(latitude: latitude, longitude: $0) }
+        let trueHeading: Double?
+        let magneticHeading: Double?
+        switch declination {
+        case .precise:
+            let variation =
+                reading.magneticVariation ?? lastFix?.magneticVariation
+                ?? lastFix.flatMap { fix in
+                    fix.latitude.flatMap { latitude in
+                        fix.longitude.map { GPSDMagneticVariation.variation(latitude: latitude, longitude: $0) }
+                    }
+                }
+            trueHeading =
+                reading.trueHeading
+                ?? reading.magneticHeading.flatMap { magnetic in
+                    variation.map { Self.normalized(magnetic + $0) }
+                }
+            magneticHeading =
+                reading.magneticHeading
+                ?? trueHeading.flatMap { heading in
+                    variation.map { Self.normalized(heading - $0) }
+                }
+        case .reduced(let position):
+            let variation = position.map {
+                GPSDMagneticVariation.variation(latitude: $0.latitude, longitude: $0.longitude)
+            }
+            if let reported = reading.trueHeading {
+                trueHeading = reported
+                magneticHeading = variation.map { Self.normalized(reported - $0) }
+            } else {
+                magneticHeading = reading.magneticHeading
+                trueHeading = reading.magneticHeading.flatMap { magnetic in
+                    variation.map { Self.normalized(magnetic + $0) }
                 }
             }
-        let trueHeading =
-            reading.trueHeading
-            ?? reading.magneticHeading.flatMap { magnetic in
-                variation.map { Self.normalized(magnetic + $0) }
-            }
-        let magneticHeading =
-            reading.magneticHeading
-            ?? trueHeading.flatMap { heading in
-                variation.map { Self.normalized(heading - $0) }
-            }
+        }
         let basis = trueHeading ?? magneticHeading ?? 0
         if filter >= 0, let last = lastDelivered {
             let change = abs(Self.normalized(basis - last + 180) - 180)

@@ -116,7 +116,11 @@ extension LocationEngine {
 
     /// The heading to hand over for `reading` (heading updates on, the app authorized).
     mutating func headingActions(_ reading: HeadingReading, time: Date) -> [Action] {
-        guard let heading = headingStage.heading(reading, lastFix: lastPositionFix, time: time),
+        let reduced = gate.state.accuracy == .reducedAccuracy || gate.reducedRequested
+        guard
+            let heading = headingStage.heading(
+                reading, lastFix: lastPositionFix, time: time,
+                declination: reduced ? .reduced(gate.fuzzer.lastGiven?.coordinate) : .precise),
             gate.state.allowsDelivery
         else { return [] }
         return [.heading(heading)]

@@ -42,9 +42,6 @@ extension LocationEngine {
     package enum Action: Sendable {
         /// Hand this to the app.
         case emit(Output)
-        /// Reduced accuracy gave a location: keep this for the app's next run
-        /// (`ReducedAccuracyStore`), so restarting it undoes neither the offset nor the rate limit.
-        case reducedAccuracyState(ReducedAccuracyState)
         /// Call `timerFired(timer, now:)` after this many seconds (replacing an armed one).
         case arm(Timer, after: TimeInterval)
         case cancel(Timer)

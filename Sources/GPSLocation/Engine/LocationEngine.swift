@@ -200,7 +200,7 @@ package struct LocationEngine: Sendable {
         self.configuration = configuration
         self.isLive = isLive
         self.sourceInformation = sourceInformation
-        var fuzzer = fuzzer ?? LocationFuzzer(appID: authorization.appID)
+        var fuzzer = fuzzer ?? LocationFuzzer(store: nil, appID: authorization.appID, live: isLive)
         fuzzer.setLive(isLive)
         gate = AuthorizationGate(state: authorization, fuzzer: fuzzer)
         applyConfiguration()
@@ -552,7 +552,6 @@ package struct LocationEngine: Sendable {
         case .hold:
             break
         case .deliver(let location):
-            if location.gnss?.reduced == true { actions.append(.reducedAccuracyState(gate.fuzzer.persistentState)) }
             if isMonitoring { actions.append(contentsOf: monitor(location, clock: checkClock, now: now)) }
             if significantChanges?.admits(location) == true && mode != .continuous && mode != .oneShot {
                 lastDelivered = location
