@@ -183,6 +183,10 @@ struct ReducedAccuracyPersistenceTests {
         let errors = lines.filter { $0["type"] as? String == "error" }
         #expect(errors.contains { ($0["message"] as? String)?.contains("secret offset cannot be kept") == true })
         #expect(result.status != 0)
+        // Nor by the side door: the last-location cache has nothing from it.
+        let last = try await GPSLocBinary.run(["last", "--json"], configHome: home)
+        #expect(!GPSLocBinary.jsonLines(last.stdout).contains { $0["type"] as? String == "location" }, "\(last.stdout)")
+        #expect(last.status != 0)
     }
 
     @Test("reduced accuracy fails closed: a state folder open to other users")
