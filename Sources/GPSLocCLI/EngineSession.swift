@@ -141,7 +141,8 @@ struct PipelineOptions {
           --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
                                      file after every point, even if the process is killed); FILE must
                                      not exist yet (or --force replaces a regular file — never a link,
-                                     never the recording being replayed), and is created mode 0600
+                                     never the recording being replayed), and is created mode 0600;
+                                     on a full disk it ends valid after its last whole point (exit 1)
           --region ID=LAT,LON,RADIUS
                                      monitor a circle (repeatable): a "region" line when its state is first
                                      known ("determined") and on every "enter" and "exit"; a crossing needs

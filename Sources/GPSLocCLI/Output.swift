@@ -25,11 +25,15 @@ protocol UpdateSink: AnyObject, Sendable {
     /// terminal stays readable until it is answered).
     func show()
     func finish()
+    /// Something the user asked for could not be written (the `--gpx` track): the command ends
+    /// with exit status 1 though locations flowed.
+    var outputFailed: Bool { get }
 }
 
 extension UpdateSink {
     var showsSky: Bool { false }
     func show() {}
+    var outputFailed: Bool { false }
 }
 
 /// Text from outside (gpsd's device paths and driver names, identifiers from files) made safe
@@ -264,8 +268,14 @@ final class GPXRecordingSink: UpdateSink, Sendable {
                 return error
             }
         }
-        if let error { inner.diagnostic(code: "gpx", message: error.description + " — the track stops here") }
+        if let error {
+            inner.diagnostic(
+                code: "gpx",
+                message: error.description + " — the track stops here, a valid GPX of every point before it")
+        }
     }
+
+    var outputFailed: Bool { track.withLock { $0.failed } || inner.outputFailed }
 
     /// A loss of fix (the staleness error, the receiver or gpsd gone): the track's next point
     /// starts a new segment.

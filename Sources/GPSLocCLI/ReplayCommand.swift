@@ -97,6 +97,7 @@ enum ReplayCommand {
                     reason: .sourceEnded))
             exitStatus = 1
         }
+        if sink.outputFailed { exitStatus = 1 }
         sink.finish()
         return exitStatus
     }

@@ -91,7 +91,7 @@ enum WatchCommand {
         session.stop()
         signals.cancel()
         sink.finish()
-        return exitStatus.value
+        return sink.outputFailed ? 1 : exitStatus.value
     }
 }
 

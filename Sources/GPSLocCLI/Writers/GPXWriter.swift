@@ -18,7 +18,7 @@ public final class GPXWriter {
         public var description: String {
             switch self {
             case .cannotOpen(let path, let why): "cannot create the GPX file \(path): \(why)"
-            case .cannotWrite(let path, let why): "cannot write the GPX file \(path): \(why) (disk full?)"
+            case .cannotWrite(let path, let why): "cannot write the GPX file \(path): \(why)"
             }
         }
     }
@@ -79,12 +79,33 @@ public final class GPXWriter {
         try write(Array(point.utf8))
     }
 
-    /// Writes `bytes` where the closing tags are, then the closing tags after them, in one call.
+    /// Writes `bytes` where the closing tags are, then the closing tags after them. A short
+    /// write (a disk filling up, a file size limit) is continued until the system says why it
+    /// stops; then the document is closed again where the last whole point ended — the closing
+    /// tags go back over bytes that were already the file's, so this needs no new space — and the
+    /// cut-off point is dropped: the file stays a valid GPX of every point before it.
     private func write(_ bytes: [UInt8]) throws(WriteError) {
         let chunk = bytes + Self.closing
-        let written = chunk.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, offset) }
-        guard written == chunk.count else { throw .cannotWrite(path, String(cString: strerror(errno))) }
-        offset += off_t(bytes.count)
+        var done = 0
+        var failure: Int32?
+        chunk.withUnsafeBytes { raw in
+            while done < raw.count {
+                let written = pwrite(descriptor, raw.baseAddress! + done, raw.count - done, offset + off_t(done))
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 {
+                    failure = written < 0 ? errno : EIO
+                    return
+                }
+                done += written
+            }
+        }
+        guard let failure else {
+            offset += off_t(bytes.count)
+            return
+        }
+        let repaired = Self.closing.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, offset) }
+        if repaired == Self.closing.count { _ = ftruncate(descriptor, offset + off_t(Self.closing.count)) }
+        throw .cannotWrite(path, String(cString: strerror(failure)))
     }
 
     private static func escape(_ text: String) -> String {
