@@ -104,9 +104,16 @@ for number in [SIGTERM, SIGINT] {
         log("geofenced: stopping (signal \(number))")
         running.withLock { $0?.cancel() }
         // A clean stop gets 0.15 s; a save still running then (100,000 circles) is cut short —
-        // each save replaces the file whole, so the file kept is the previous complete one.
+        // each save replaces the file whole, so what is on disk is the last complete save, if
+        // there was one (said as it is: never a file that does not exist).
         signalQueue.asyncAfter(deadline: .now() + 0.15) { @Sendable in
-            log("geofenced: stopped before the last save finished; the previous state file is kept")
+            let kept = (try? MonitorStore().file(monitor: "geofenced", app: "geofenced")).map {
+                FileManager.default.fileExists(atPath: $0.path)
+            }
+            log(
+                kept == true
+                    ? "geofenced: stopped before the last save finished; the state file of the last complete save is kept"
+                    : "geofenced: stopped before any state was saved; the next start begins from the config")
             exit(0)
         }
     }
@@ -156,12 +163,32 @@ let work = Task {
             }
         }
         group.addTask {
+            // Every circle's first state comes with the first location: with 100,000 circles a
+            // line each would flood the journal. A first state of inside is told (it is news);
+            // the rest are counted and told in one summary line once every circle has one.
+            // Changes after that are a line each.
+            var awaitingFirst = wanted
+            var firstOutside = 0
+            var firstOther = 0
             for try await event in await monitor.events {
                 // Events already queued are not worked through after a SIGTERM.
                 if Task.isCancelled { break }
-                log(
+                let line =
                     "region \(event.identifier) \(event.state) at \(event.date)\(event.accuracyLimited ? " (accuracy limited)" : "")"
-                )
+                guard awaitingFirst.remove(event.identifier) != nil else {
+                    log(line)
+                    continue
+                }
+                switch event.state {
+                case .satisfied: log(line)
+                case .unsatisfied: firstOutside += 1
+                default: firstOther += 1
+                }
+                if awaitingFirst.isEmpty {
+                    log(
+                        "geofenced: every circle has its first state: \(wanted.count - firstOutside - firstOther) inside "
+                            + "(each told above), \(firstOutside) outside, \(firstOther) unknown")
+                }
             }
         }
         try await group.next()

@@ -159,8 +159,13 @@ extension RealGPSD.LaneB {
             let mean = stamps.last!.timeIntervalSince(stamps.first!) / 4
             #expect(mean < 0.9, "WATCHDOG=1 every half interval: mean gap \(mean) s")
             #expect(
-                await log.waitFor(timeout: 10) { lines in lines.contains { $0.text.hasPrefix("region yard") } },
-                "geofence events are logged")
+                await log.waitFor(timeout: 10) { lines in
+                    lines.contains {
+                        $0.text.hasPrefix("region yard")
+                            || $0.text.hasPrefix("geofenced: every circle has its first state")
+                    }
+                },
+                "geofence events are logged (a first state of outside in the summary line)")
 
             process.terminate()
             let exited = ProcessReference(process)
@@ -207,7 +212,11 @@ extension RealGPSD.LaneB {
             let config = folder.appendingPathComponent("many.conf")
             var text = ""
             for index in 0..<100_000 {
-                text += "c\(index)=\(51 + Double(index % 1000) / 1000),\(-2 - Double(index / 1000) / 100),50\n"
+                // Ids and coordinates as a real list has them: 0.3's format needed ~180 bytes a
+                // circle for these, more than a monitor file may hold (it never saved them).
+                let latitude = 51 + Double(index % 1000) / 1000 + Double(index) * 1.234_567e-9
+                let longitude = -2 - Double(index / 1000) / 100 - Double(index) * 7.654_321e-10
+                text += "site-\(index)-north-entrance=\(latitude),\(longitude),50\n"
             }
             try text.write(to: config, atomically: true, encoding: .utf8)
             // Started with a clean signal mask (ChildProcess): a Process spawned from a test
@@ -266,6 +275,14 @@ extension RealGPSD.LaneB {
                 #expect(elapsed < .seconds(5), "ended \(elapsed) after SIGTERM (at \(phase))")
                 #expect(!told.messages.contains { $0.text.hasPrefix("STATUS=monitoring") }, "signalled while loading")
             }
+            // What it said on the way out is true: a state file it claims is there.
+            let stateFile = try MonitorStore(directory: folder.appendingPathComponent("state/gpslocation/monitors"))
+                .file(monitor: "geofenced", app: "geofenced")
+            if logged().contains("the state file of the last complete save is kept") {
+                #expect(FileManager.default.fileExists(atPath: stateFile.path))
+            }
+            // A summary, never a line per circle.
+            #expect(logged().split(separator: "\n").count < 100, "\(logged().prefix(300))")
             print("geofenced: SIGTERM while restoring and while loading ended it after \(stops)")
         }
     }

@@ -49,11 +49,59 @@ public struct MonitorStore: Sendable {
         public let description: String
     }
 
-    private struct File: Codable {
+    /// The first format (0.3): one object per condition, about 170 bytes each — 100,000 circles
+    /// with six-decimal coordinates did not fit the size limit. Still read.
+    private struct FileVersion1: Codable {
         var version = 1
         var monitor: String
         var conditions: [Condition]
     }
+
+    /// The format written since 0.4.0: one array per condition, in the order `fields` names —
+    /// about 88 bytes for a circle with a 26-character id and full-precision coordinates, so the
+    /// limit holds about 190,000 of them.
+    private struct FileVersion2: Codable {
+        var version = 2
+        var monitor: String
+        var fields = Self.columns
+        var conditions: [Row]
+        static let columns = ["identifier", "latitude", "longitude", "radius", "notify", "state", "date"]
+    }
+
+    /// One condition as `[identifier, latitude, longitude, radius, notify, state, date]`:
+    /// `notify` 1 for entry + 2 for exit, `date` seconds since 1970 or null.
+    private struct Row: Codable {
+        var condition: Condition
+
+        init(_ condition: Condition) { self.condition = condition }
+
+        init(from decoder: any Decoder) throws {
+            var row = try decoder.unkeyedContainer()
+            let identifier = try row.decode(String.self)
+            let latitude = try row.decode(Double.self)
+            let longitude = try row.decode(Double.self)
+            let radius = try row.decode(Double.self)
+            let notify = try row.decode(Int.self)
+            let state = try row.decode(String.self)
+            let date = try row.decodeNil() ? nil : Date(timeIntervalSince1970: try row.decode(Double.self))
+            condition = Condition(
+                identifier: identifier, latitude: latitude, longitude: longitude, radius: radius,
+                notifyOnEntry: notify & 1 != 0, notifyOnExit: notify & 2 != 0, state: state, date: date)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var row = encoder.unkeyedContainer()
+            try row.encode(condition.identifier)
+            try row.encode(condition.latitude)
+            try row.encode(condition.longitude)
+            try row.encode(condition.radius)
+            try row.encode((condition.notifyOnEntry ? 1 : 0) + (condition.notifyOnExit ? 2 : 0))
+            try row.encode(condition.state)
+            if let date = condition.date { try row.encode(date.timeIntervalSince1970) } else { try row.encodeNil() }
+        }
+    }
+
+    private struct Version: Codable { var version: Int }
 
     /// The folder holding every app's monitors.
     public let directory: URL
@@ -119,7 +167,16 @@ public struct MonitorStore: Sendable {
         do {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
-            return try decoder.decode(File.self, from: data).conditions
+            switch try decoder.decode(Version.self, from: data).version {
+            case 1: return try decoder.decode(FileVersion1.self, from: data).conditions
+            case 2: return try decoder.decode(FileVersion2.self, from: data).conditions.map(\.condition)
+            case let version:
+                throw Failure(
+                    description: "\(url.path) is a monitor file of a newer GPSLocation (format \(version)) — "
+                        + "its conditions are not monitored; update GPSLocation or remove the file")
+            }
+        } catch let failure as Failure {
+            throw failure
         } catch {
             throw Failure(
                 description: "\(url.path) is not a monitor file GPSLocation can read (\(error)) — "
@@ -128,7 +185,7 @@ public struct MonitorStore: Sendable {
     }
 
     /// The largest monitor file: `save` refuses to write more than `conditions` reads (about
-    /// 70,000 circles), so nothing is ever written that cannot be read back.
+    /// 190,000 circles with 26-character ids), so nothing is ever written that cannot be read back.
     public static let maximumFileSize = 16 << 20
 
     /// Replaces the stored conditions of `monitor` (removes the file when there are none).
@@ -142,13 +199,13 @@ public struct MonitorStore: Sendable {
             return
         }
         let encoder = JSONEncoder()
-        // Compact (not pretty-printed): 100,000 circles fit the size limit.
+        // Compact (not pretty-printed), one array per condition: 100,000 circles take ~9 MB.
         encoder.outputFormatting = [.sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
         let data: Data
         do {
             data = try encoder.encode(
-                File(monitor: monitor == Self.legacyRegions ? "" : monitor, conditions: conditions))
+                FileVersion2(
+                    monitor: monitor == Self.legacyRegions ? "" : monitor, conditions: conditions.map(Row.init)))
         } catch {
             throw Failure(description: "cannot encode the monitor \(monitor): \(error)")
         }
