@@ -16,6 +16,7 @@ packages=(
   python3-gps          # gpsfake's own Python module (a dependency of gpsd-clients; named for clarity)
   python3-venv         # scripts/bench.sh installs pynmea2 into a private venv
   systemd              # systemd-analyze verify: the daemon example's unit file
+  strace               # the syscalls the daemon example makes, checked against its unit's SystemCallFilter
   man-db               # man -l: the installed man page renders
   mosquitto            # the fleet recipe's test broker
   mosquitto-clients    # mosquitto_pub / mosquitto_sub (the recipe itself)
