@@ -103,7 +103,7 @@ public final class GPSFakeServer: Sendable {
     }
 
     /// Polls the port every 10 ms until gpsd accepts connections.
-    public func waitUntilListening(timeout: Duration = .seconds(10)) async throws(GPSFakeError) {
+    public func waitUntilListening(timeout: Duration = .seconds(60)) async throws(GPSFakeError) {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if FreePort.accepts(port: endpoint.port) { return }
@@ -115,7 +115,7 @@ public final class GPSFakeServer: Sendable {
 
     /// The same wait, blocking the calling thread — for command-line tools, never for a Swift
     /// concurrency thread.
-    public func waitUntilListeningBlocking(timeout: Duration = .seconds(10)) throws(GPSFakeError) {
+    public func waitUntilListeningBlocking(timeout: Duration = .seconds(60)) throws(GPSFakeError) {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if FreePort.accepts(port: endpoint.port) { return }

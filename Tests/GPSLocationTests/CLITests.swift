@@ -797,6 +797,23 @@ extension RealGPSD.LaneB {
     }
 }
 
+/// Starts `executable` (stdin and stdout to /dev/null) and reads its stderr line by line: a
+/// daemon under test whose journal lines the test waits for.
+func launchReadingStderr(
+    _ executable: String, _ arguments: [String], environment: [String: String]
+) throws -> (process: Process, stderr: LineReader) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.environment = environment
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    return (process, LineReader(errors.fileHandleForReading))
+}
+
 /// Collects a pipe's lines with the time each arrived.
 final class LineReader: @unchecked Sendable {
     private let lock = NSLock()

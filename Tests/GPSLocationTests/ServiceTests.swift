@@ -128,9 +128,6 @@ extension RealGPSD.LaneB {
             let notify = try NotifySocket(folder: folder)
             defer { notify.close() }
 
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Self.daemon)
-            process.arguments = ["--config", config.path, "--distance-filter", "5"]
             var environment = ProcessInfo.processInfo.environment
             environment["XDG_CONFIG_HOME"] = folder.path
             environment["XDG_CACHE_HOME"] = folder.appendingPathComponent("cache").path
@@ -138,13 +135,8 @@ extension RealGPSD.LaneB {
             environment["GPSLOCATION_GPSD"] = "127.0.0.1:\(server.endpoint.port)"
             environment["NOTIFY_SOCKET"] = notify.path
             environment["WATCHDOG_USEC"] = "1000000"
-            process.environment = environment
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            let errors = Pipe()
-            process.standardError = errors
-            try process.run()
-            let log = LineReader(errors.fileHandleForReading)
+            let (process, log) = try launchReadingStderr(
+                Self.daemon, ["--config", config.path, "--distance-filter", "5"], environment: environment)
             defer { if process.isRunning { process.terminate() } }
 
             #expect(

@@ -95,18 +95,11 @@ extension RealGPSD.LaneB {
             defer { server.stop() }
             environment["GPSLOCATION_GPSD"] = "127.0.0.1:\(server.endpoint.port)"
             let trace = folder.appendingPathComponent("trace")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
-            process.arguments =
+            let (process, log) = try launchReadingStderr(
+                "/usr/bin/strace",
                 ["-f", "-qq", "-o", trace.path] + unprivileged
-                + ["/bin/sh", "-c", #"umask 077; exec "$0" --config "$1""#, Self.daemon, config.path]
-            process.environment = environment
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            let errors = Pipe()
-            process.standardError = errors
-            try process.run()
-            let log = LineReader(errors.fileHandleForReading)
+                    + ["/bin/sh", "-c", #"umask 077; exec "$0" --config "$1""#, Self.daemon, config.path],
+                environment: environment)
             defer { if process.isRunning { process.terminate() } }
             // It read gpsd: the circles got their first states from a location.
             #expect(
@@ -135,8 +128,9 @@ extension RealGPSD.LaneB {
             var used = Set<String>()
             for line in all[start...] {
                 // "PID name(args…) = result": the name, not "+++ exited" or "--- SIGTERM" lines.
-                let fields = line.split(separator: " ", maxSplits: 1)
-                guard fields.count == 2, let name = fields[1].split(separator: "(").first,
+                // (strace pads the pid to a column width, so the name follows one or more spaces.)
+                let call = line.drop { $0.isNumber }.drop { $0 == " " }
+                guard let name = call.split(separator: "(").first, call.contains("("),
                     name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" })
                 else { continue }
                 used.insert(String(name))
