@@ -162,6 +162,56 @@ struct ReducedAccuracyAttackTests {
         #expect(jumps <= 9 * 83, "a parked device does not flip between cells (\(jumps) jumps)")
     }
 
+    /// The residual limit, measured: a device that commutes for 8 weeks (home and work 9 km
+    /// apart, a different route each day, nights at home), sampled every 15 minutes. The app
+    /// learns the cells it passes through; for home it still knows only the cell.
+    @Test("a commuter for 8 weeks: the cells are learned, never where in them")
+    func commuterForWeeks() {
+        var random = TestRandom(seed: 56)
+        var homeErrors: [Double] = []
+        var cellsVisited: [Int] = []
+        for secret in Self.secrets {
+            let home = (latitude: 51 + random.unit(), longitude: -3 + random.unit())
+            let work = (latitude: home.latitude + 0.05, longitude: home.longitude + 0.09)
+            var fuzzer = LocationFuzzer(appID: "commuter", secret: secret)
+            var nightly: [CLLocationCoordinate2D] = []
+            var cells = Set<String>()
+            let start = Date(timeIntervalSince1970: 1_800_000_000)
+            for day in 0..<56 {
+                let detour = (random.unit() - 0.5) * 0.04
+                for slot in 0..<96 {
+                    let time = start + Double(day * 96 + slot) * 900
+                    // 0:00–7:00 home, 7:00–8:00 to work, 8:00–17:00 work, 17:00–18:00 back, then home.
+                    let progress: Double =
+                        slot < 28
+                        ? 0 : slot < 32 ? Double(slot - 28) / 4 : slot < 68 ? 1 : slot < 72 ? Double(72 - slot) / 4 : 0
+                    let bend = sin(progress * .pi) * detour
+                    let latitude = home.latitude + (work.latitude - home.latitude) * progress + bend
+                    let longitude = home.longitude + (work.longitude - home.longitude) * progress - bend
+                    let input = Self.precise(
+                        latitude + Self.gaussian(&random) * 5 / Self.metresPerDegree,
+                        longitude + Self.gaussian(&random) * 5 / (Self.metresPerDegree * 0.62), time: time)
+                    guard let output = fuzzer.reduced(input, now: time) else { continue }
+                    cells.insert("\(output.coordinate.latitude),\(output.coordinate.longitude)")
+                    if slot < 24 { nightly.append(output.coordinate) }
+                }
+            }
+            let latitude = nightly.map(\.latitude).reduce(0, +) / Double(nightly.count)
+            let longitude = nightly.map(\.longitude).reduce(0, +) / Double(nightly.count)
+            homeErrors.append(
+                CLLocation(latitude: latitude, longitude: longitude).distance(
+                    from: CLLocation(latitude: home.latitude, longitude: home.longitude)))
+            cellsVisited.append(cells.count)
+        }
+        print(
+            "reduced accuracy, a commuter for 8 weeks × 9 secrets: home located to "
+                + homeErrors.map { String(format: "%.0f", $0) }.joined(separator: " ") + " m (median "
+                + String(format: "%.0f", Self.median(homeErrors)) + "); distinct cells seen "
+                + cellsVisited.map(String.init).joined(separator: " "))
+        #expect(Self.median(homeErrors) >= 100)
+        #expect(homeErrors.allSatisfy { $0 <= 2000 * LocationFuzzer.accuracyFactor })
+    }
+
     @Test("one secret per user: five app ids, and eight in-memory authorizers, get one position")
     func oneSecretPerUser() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-ids-\(UUID())")
