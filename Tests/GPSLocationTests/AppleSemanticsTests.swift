@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSLocationTesting
 import TestSupport
 import Testing
@@ -109,20 +110,41 @@ extension AppleSemanticsTests {
         // A live receiver whose fixes are dated June 2026 (a box whose clock is elsewhere): each
         // delivered, no option needed (`liveUpdates` cannot set one).
         let source = ManualLocationSource(isLive: true)
-        let fixes = Array(try FixtureFixes.load("clean-1hz-multi").filter { $0.hasPosition }.prefix(3))
+        let first = try #require(try FixtureFixes.load("clean-1hz-multi").first { $0.hasPosition })
+        let start = try #require(first.time)
+        // The receiver's fixes, 0.2 s apart on its clock (well inside the 5-s jump tolerance
+        // however fast they are sent); the times handed over are recorded.
+        let sent = Locked<[Date]>([])
+        let sendNext: @Sendable () -> Void = {
+            var fix = first
+            let time = sent.withLock { times -> Date? in
+                guard times.count < 25 else { return nil }
+                let time = start + Double(times.count) * 0.2
+                times.append(time)
+                return time
+            }
+            guard let time else { return }
+            fix.time = time
+            _ = source.send(.fix(fix))
+        }
         let feeder = Task {
             #expect(await source.wait { $0.isRunning })
-            for fix in fixes { _ = source.send(.fix(fix)) }
+            for _ in 0..<3 { sendNext() }
         }
-        // Live updates keep only the newest waiting one (Apple's latest-wins): one is the proof.
+        // Live updates keep only the newest waiting one (Apple's latest-wins): on a busy machine
+        // the staleness report (no fix for a second) can replace a location this loop had not
+        // taken yet. A live receiver keeps sending, and so does this one: after each update
+        // without a location, the next fix (at most 25). One location is the proof.
         var located: CLLocation?
-        for try await update in CLLocationUpdate.liveUpdates(source: source, authorizer: grantedAuthorizer())
-        where update.location != nil {
-            located = update.location
-            break
+        for try await update in CLLocationUpdate.liveUpdates(source: source, authorizer: grantedAuthorizer()) {
+            if let location = update.location {
+                located = location
+                break
+            }
+            sendNext()
         }
         await feeder.value
-        #expect(located.map { fixes.map(\.time).contains($0.timestamp) } == true)
+        #expect(located.map { sent.withLock { $0 }.contains($0.timestamp) } == true)
     }
 
     @Test("liveUpdates with no fix at all: an update saying the location is unavailable, not silence")
