@@ -110,9 +110,8 @@ public final class LocationAuthorizer: Sendable {
     /// location, so apps with full accuracy touch nothing), or this authorizer's in-memory secret.
     package func makeFuzzer(live: Bool) -> LocationFuzzer {
         if let store = reducedAccuracyStore { return LocationFuzzer(store: store, appID: appID, live: live) }
-        var fuzzer = LocationFuzzer(appID: appID, secret: fuzzerSecret)
-        fuzzer.setLive(live)
-        return fuzzer
+        // Nothing is kept without a store, so whether the clock is the wall clock changes nothing.
+        return LocationFuzzer(appID: appID, secret: fuzzerSecret)
     }
 
     /// What the location engine needs to know to gate locations for this app.

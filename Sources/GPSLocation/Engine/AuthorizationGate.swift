@@ -124,8 +124,10 @@ struct AuthorizationGate: Sendable {
         case .hold:
             return .hold
         case .unavailable(let problem):
-            // Fails closed: nothing passes, so nothing reaches the app by any path (delegate,
-            // `location`, the cache, visits, heading) — all of them take only what passed here.
+            // Fails closed: nothing passes, so no location reaches the app by any path (delegate,
+            // `location`, the cache, visits) — all of them take only what passed here. A heading
+            // still may: it carries no position, and its declination comes only from a reduced
+            // location that did pass (`HeadingStage.Declination.reduced`).
             if reducedFailureExplained { return .refuse(nil) }
             reducedFailureExplained = true
             return .refuse(
