@@ -16,6 +16,7 @@ let strictSettings: [SwiftSetting] = [
 //   GPSDProcesses       starting gpsd and gpsfake, child processes, free ports (replay --via gpsd, tests)
 //   GPSLocationTesting  harnesses for people testing code that embeds GPSLocation
 //   GPSLocCLI / gpsloc  the command-line tool: arguments, writers, terminal UI
+//   GPSLocationBroker / gpslocd  the system location service: the socket, peer identity, sessions
 let package = Package(
     name: "GPSLocation",
     platforms: [.macOS(.v15)],
@@ -25,6 +26,7 @@ let package = Package(
         .library(name: "NMEA0183", targets: ["NMEA0183"]),
         .executable(name: "gpsloc", targets: ["gpsloc"]),
         .executable(name: "nmea-sim", targets: ["nmea-sim"]),
+        .executable(name: "gpslocd", targets: ["gpslocd"]),
     ],
     targets: [
         .systemLibrary(
@@ -44,6 +46,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .target(name: "GPSLocCLI", dependencies: ["GPSLocation", "GPSDProcesses"], swiftSettings: strictSettings),
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
+        .target(name: "CBrokerSupport"),
+        .target(
+            name: "GPSLocationBroker", dependencies: ["GPSLocation", "CBrokerSupport"], swiftSettings: strictSettings),
+        .executableTarget(name: "gpslocd", dependencies: ["GPSLocationBroker"], swiftSettings: strictSettings),
         .executableTarget(name: "nmea-sim", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .executableTarget(
             name: "ported-daemon", dependencies: ["GPSLocation"], path: "Examples/PortedDaemon",
@@ -60,7 +66,7 @@ let package = Package(
         .testTarget(name: "NMEA0183Tests", dependencies: ["NMEA0183", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "GPSLocationTests",
-            dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "TestSupport"],
+            dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "GPSLocationBroker", "TestSupport"],
             swiftSettings: strictSettings
         ),
     ]

@@ -45,4 +45,13 @@ package final class WakePipe: Sendable {
         var buffer = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         _ = withUnsafeMutableBytes(of: &buffer) { Foundation.read(reader, $0.baseAddress, $0.count) }
     }
+
+    /// The end to poll on (a loop that waits on many descriptors); `drain()` after it fires.
+    package var readDescriptor: Int32 { reader }
+
+    /// Takes the signals that came.
+    package func drain() {
+        var buffer = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        _ = withUnsafeMutableBytes(of: &buffer) { Foundation.read(reader, $0.baseAddress, $0.count) }
+    }
 }

@@ -7,13 +7,16 @@ enum AuthCommand {
                gpsloc auth grant APP [--when-in-use | --always] [--full | --reduced]
                gpsloc auth revoke APP        (deny: the app receives nothing)
                gpsloc auth reset APP         (forget: not determined again)
+               gpsloc auth who               (with gpslocd: who is using location now)
 
-        The per-user decision store, $XDG_CONFIG_HOME/gpslocation/authorizations.json
+        Without gpslocd: the per-user decision store, $XDG_CONFIG_HOME/gpslocation/authorizations.json
         (~/.config/gpslocation/ by default). `gpsloc watch --app APP` reads it.
+        With gpslocd (GPSLOCATION_BROKER, or /run/gpslocd/socket): requests to it, for your own uid's
+        apps; root may add --uid UID for another user's.
         """
 
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
-        let arguments = try Arguments(argv, valued: [], flags: ["when-in-use", "always", "full", "reduced"])
+        let arguments = try Arguments(argv, valued: ["uid"], flags: ["when-in-use", "always", "full", "reduced"])
         if arguments.has("help") {
             print(HelpText.wrapped(help))
             return 0
@@ -24,6 +27,16 @@ enum AuthCommand {
         let app = arguments.positionals.dropFirst().first
         if let app { try validate(app) }
         guard arguments.positionals.count <= 2 else { throw UsageError("auth takes one app identifier") }
+        if let broker = BrokerProtocol.socketPath() {
+            return try BrokerCommands.auth(verb, app: app, arguments: arguments, path: broker)
+        }
+        if verb == "who" || arguments["uid"] != nil {
+            standardError(
+                "gpsloc: `auth who` and --uid need gpslocd (no /run/gpslocd/socket, GPSLOCATION_BROKER unset): "
+                    + "without it each user's decisions are their own files — start gpslocd, or set "
+                    + "GPSLOCATION_BROKER=PATH\n")
+            return 1
+        }
         let store = DecisionStore()
         do {
             switch verb {

@@ -8,7 +8,8 @@ public enum GPSLoc {
 
           watch      live locations from gpsd: a table on a terminal, NDJSON with --json
           replay     an NMEA recording through the same pipeline (--via nmea|gpsd)
-          auth       which apps may have the location: status, grant, revoke, reset
+          auth       which apps may have the location: status, grant, revoke, reset, who
+          agent      answer gpslocd's permission prompts on this terminal
           sky        the satellites gpsd sees: PRN, constellation, elevation, azimuth, SNR, used
           last       the last location an app received, and how old it is
           monitor    the geofences a named CLMonitor of an app keeps: list, add, remove
@@ -42,6 +43,7 @@ public enum GPSLoc {
             case "watch": return try WatchCommand.run(rest)
             case "replay": return try ReplayCommand.run(rest)
             case "auth": return try AuthCommand.run(rest)
+            case "agent": return try BrokerCommands.agent(rest)
             case "doctor": return try DoctorCommand.run(rest)
             case "sky": return try SkyCommand.run(rest)
             case "last": return try LastCommand.run(rest)

@@ -6,9 +6,9 @@ import GPSLocation
 /// driven by the runner like every other face. It decides nothing itself: the run is over when
 /// the engine has stopped (a location settled the request) or an error ended it.
 enum OnceCommand {
-    /// Runs a one-shot request against gpsd; exit 0 with one location, 1 without.
+    /// Runs a one-shot request against gpsd (or gpslocd); exit 0 with one location, 1 without.
     static func run(
-        endpoint: GPSDEndpoint, options: PipelineOptions, authorizer: LocationAuthorizer, sink: UpdateSink,
+        source: any LocationSource, options: PipelineOptions, authorizer: LocationAuthorizer, sink: UpdateSink,
         timeout: Double
     ) -> Int32 {
         let finished = DispatchSemaphore(value: 0)
@@ -16,7 +16,7 @@ enum OnceCommand {
         // request's end, or an app that cannot be asked or is not in use, ends it.
         let session = EngineSession(
             sink: sink, options: options, authorization: authorizer.state,
-            source: GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout))), sky: false),
+            source: source,
             fuzzer: authorizer.makeFuzzer(live: true),
             endingReasons: [.notDetermined, .notInUse]
         ) { _ in finished.signal() }

@@ -34,12 +34,76 @@ enum WatchCommand {
 
         let sink = try options.makeSink(live: true, trackName: "gpsd at \(endpoint)", table: !arguments.has("once"))
 
-        // The real decision store and policy for --app: nothing is delivered without a grant,
-        // and a change made outside (gpsloc auth revoke, an edited policy) applies at once.
+        let inUse = isatty(STDIN_FILENO) != 0 || arguments.has("in-use")
+        let broker = BrokerProtocol.socketPath()
+        if broker != nil && (!arguments.positionals.isEmpty || arguments["host"] != nil || arguments["port"] != nil) {
+            throw UsageError(
+                "gpslocd is in force (\(broker!)): it alone reads gpsd, so watch takes no gpsd address — drop it, "
+                    + "or set GPSLOCATION_BROKER=none to read a gpsd directly")
+        }
+        let authorizer: LocationAuthorizer
+        if let broker {
+            // gpslocd holds the decision, judges in-use, and asks the user's agent.
+            authorizer = LocationAuthorizer.brokered(
+                appID: options.appID, usageDescription: "gpsloc shows the locations an app would receive",
+                socketPath: broker)
+            if authorizer.status == .notDetermined, case .noPrompt(let message) = authorizer.request(always: false) {
+                sink.diagnostic(code: "authorizationRequest", message: message)
+            }
+        } else {
+            authorizer = directAuthorizer(options, sink: sink, inUse: inUse)
+        }
+        // The questions are answered: the table may take the screen now.
+        sink.show()
+        sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
+        if arguments.has("once") {
+            let source: any LocationSource =
+                broker.map { BrokerLocationSource(socketPath: $0, appID: options.appID) }
+                ?? GPSDLocationSource(endpoint: endpoint, noDataTimeout: .seconds(Int64(max(1, timeout))), sky: false)
+            return OnceCommand.run(
+                source: source, options: options, authorizer: authorizer, sink: sink,
+                timeout: arguments["timeout"] == nil ? 10 : timeout)
+        }
+        let finished = DispatchSemaphore(value: 0)
+        let exitStatus = ExitStatus()
+        // The command ends (exit 1) when no location can come: gpsd unreachable at start, or the
+        // app not (or no longer) allowed. A lost gpsd is reconnected to.
+        let session = EngineSession(
+            sink: sink, options: options, authorization: authorizer.state,
+            source: broker.map { BrokerLocationSource(socketPath: $0, appID: options.appID, sky: sink.showsSky) }
+                ?? GPSDLocationSource(
+                    endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)),
+                    reconnect: ReconnectPolicy(),
+                    sky: sink.showsSky),
+            fuzzer: authorizer.makeFuzzer(live: true),
+            endingReasons: [.gpsdUnreachable, .brokerUnreachable, .notDetermined, .notInUse]
+        ) { _ in
+            exitStatus.value = 1
+            finished.signal()
+        }
+        authorizer.addObserver {
+            sink.authorization(
+                status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
+            session.authorizationChanged(authorizer.state)
+        }
+        let signals = SignalTrap { finished.signal() }
+        session.start(options)
+        finished.wait()
+        session.stop()
+        signals.cancel()
+        sink.finish()
+        return sink.outputFailed ? 1 : exitStatus.value
+    }
+}
+
+extension WatchCommand {
+    /// Without gpslocd: the real decision store and policy for --app — nothing is delivered
+    /// without a grant, and a change made outside (gpsloc auth revoke, an edited policy) applies
+    /// at once. Asked on this terminal when not determined.
+    static func directAuthorizer(_ options: PipelineOptions, sink: UpdateSink, inUse: Bool) -> LocationAuthorizer {
         let store = DecisionStore()
         let policy = LocationPolicy.effective()
         if let problem = policy.problem { sink.diagnostic(code: "authorizationPolicy", message: problem) }
-        let inUse = isatty(STDIN_FILENO) != 0 || arguments.has("in-use")
         let authorizer = LocationAuthorizer.persistent(
             appID: options.appID, usageDescription: "gpsloc shows the locations an app would receive", store: store,
             isInUse: inUse)
@@ -57,41 +121,7 @@ enum WatchCommand {
             }
             authorizer.set(answer)
         }
-        // The questions are answered: the table may take the screen now.
-        sink.show()
-        sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
-        if arguments.has("once") {
-            return OnceCommand.run(
-                endpoint: endpoint, options: options, authorizer: authorizer, sink: sink,
-                timeout: arguments["timeout"] == nil ? 10 : timeout)
-        }
-        let finished = DispatchSemaphore(value: 0)
-        let exitStatus = ExitStatus()
-        // The command ends (exit 1) when no location can come: gpsd unreachable at start, or the
-        // app not (or no longer) allowed. A lost gpsd is reconnected to.
-        let session = EngineSession(
-            sink: sink, options: options, authorization: authorizer.state,
-            source: GPSDLocationSource(
-                endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)), reconnect: ReconnectPolicy(),
-                sky: sink.showsSky),
-            fuzzer: authorizer.makeFuzzer(live: true),
-            endingReasons: [.gpsdUnreachable, .notDetermined, .notInUse]
-        ) { _ in
-            exitStatus.value = 1
-            finished.signal()
-        }
-        authorizer.addObserver {
-            sink.authorization(
-                status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
-            session.authorizationChanged(authorizer.state)
-        }
-        let signals = SignalTrap { finished.signal() }
-        session.start(options)
-        finished.wait()
-        session.stop()
-        signals.cancel()
-        sink.finish()
-        return sink.outputFailed ? 1 : exitStatus.value
+        return authorizer
     }
 }
 

@@ -57,6 +57,8 @@ public final class LocationAuthorizer: Sendable {
         var failedClosed = false
         /// Authorization was requested of this authorizer (by any manager or service session).
         var requested = false
+        /// The link to gpslocd that holds this app's decision (`brokered`).
+        var broker: BrokerLink?
     }
     private let locked: Locked<State>
 
@@ -109,6 +111,7 @@ public final class LocationAuthorizer: Sendable {
     /// user's secret and the app's kept state from the store (read at its first reduced
     /// location, so apps with full accuracy touch nothing), or this authorizer's in-memory secret.
     package func makeFuzzer(live: Bool) -> LocationFuzzer {
+        if isBrokered { return .behindBroker(appID: appID, secret: fuzzerSecret) }
         if let store = reducedAccuracyStore { return LocationFuzzer(store: store, appID: appID, live: live) }
         // Nothing is kept without a store, so whether the clock is the wall clock changes nothing.
         return LocationFuzzer(appID: appID, secret: fuzzerSecret)
@@ -155,6 +158,62 @@ public final class LocationAuthorizer: Sendable {
         }
         authorizer.locked.withLock { $0.watcher = watcher }
         return authorizer
+    }
+
+    /// True when gpslocd holds this app's decision (`brokered`).
+    package var isBrokered: Bool { locked.withLock { $0.broker != nil } }
+
+    /// An authorizer whose decision gpslocd holds (docs/broker.md): it connects to the socket,
+    /// says which app it is, and follows the AUTHORIZATION lines gpslocd sends — a revocation
+    /// reaches it at once. gpslocd judges whether the program is in use (the foreground of a
+    /// terminal) and applies reduced accuracy itself; requests go to gpslocd, which asks the
+    /// user's agent (`gpsloc agent`) or answers with the command to run. When gpslocd cannot be
+    /// reached the app is denied, said once on stderr, and the link keeps trying every second.
+    public static func brokered(
+        appID: String, usageDescription: String? = nil, socketPath: String
+    ) -> LocationAuthorizer {
+        let authorizer = LocationAuthorizer(
+            appID: appID, usageDescription: usageDescription, initial: AuthorizationDecision(status: .notDetermined),
+            prompt: nil, isInUse: false)
+        let owner = WeakAuthorizer(authorizer)
+        let link = BrokerLink(
+            path: socketPath, app: appID,
+            onMessage: { message in
+                guard message.messageClass == "AUTHORIZATION", let authorizer = owner.value else { return }
+                authorizer.isInUse = message.bool("inUse") ?? false
+                authorizer.set(BrokerWelcome.decision(message))
+            },
+            onState: { state in
+                guard case .connected(let welcome) = state, let authorizer = owner.value else { return }
+                authorizer.isInUse = welcome.inUse
+                authorizer.set(welcome.decision)
+            })
+        authorizer.locked.withLock { $0.broker = link }
+        do {
+            _ = try link.startAndWait(timeout: 5)
+        } catch {
+            Diagnostics.standardError(LocationDiagnostic(code: "brokerUnreachable", message: "\(appID): \(error)"))
+            authorizer.set(AuthorizationDecision(status: .denied))
+        }
+        return authorizer
+    }
+
+    /// A request through gpslocd: it asks the user's agent, or says what to run.
+    private func requestThroughBroker(_ link: BrokerLink, always: Bool) -> RequestOutcome {
+        guard let usageDescription else { return .missingUsageDescription(missingUsageMessage) }
+        do {
+            let reply = try link.request(
+                {
+                    $0.add("always", always)
+                    $0.add("usage", usageDescription)
+                }, className: "REQUEST", timeout: 300)
+            guard reply.bool("ok") == true else {
+                return .noPrompt(reply.string("message") ?? "gpslocd refused the request")
+            }
+            return set(BrokerWelcome.decision(reply)) ? .changed : .unchanged
+        } catch {
+            return .noPrompt(error.description)
+        }
     }
 
     /// Policy first, then the user's store.
@@ -229,6 +288,12 @@ public final class LocationAuthorizer: Sendable {
             case unchanged, noPrompt, noUsageDescription
             case ask(AuthorizationPrompt)
         }
+        if let link = locked.withLock({ state -> BrokerLink? in
+            state.requested = true
+            return state.broker
+        }) {
+            return requestThroughBroker(link, always: always)
+        }
         let step = locked.withLock { state -> Step in
             state.requested = true
             let canUpgrade = always && state.decision.status == .authorizedWhenInUse && !state.upgradeUsed
@@ -250,14 +315,21 @@ public final class LocationAuthorizer: Sendable {
                     + "nothing is delivered until it is granted — run `gpsloc auth grant \(appID) \(flag)` "
                     + "(or have the administrator grant it in the policy); locations start at once, without a restart")
         case .noUsageDescription:
-            return .missingUsageDescription(
-                "\(appID) requested location authorization without a usage description, so nobody is asked — Apple's "
-                    + "CoreLocation does nothing without NSLocationWhenInUseUsageDescription; on Linux set "
-                    + "`GPSLOCATION_USAGE_DESCRIPTION=\"why the app needs the location\"` in its environment, or "
-                    + "give the authorizer one (`LocationAuthorizer(appID:usageDescription:)`)")
+            return .missingUsageDescription(missingUsageMessage)
         case .ask(let asked):
             prompt = asked
         }
+        return ask(prompt, always: always)
+    }
+
+    private var missingUsageMessage: String {
+        "\(appID) requested location authorization without a usage description, so nobody is asked — Apple's "
+            + "CoreLocation does nothing without NSLocationWhenInUseUsageDescription; on Linux set "
+            + "`GPSLOCATION_USAGE_DESCRIPTION=\"why the app needs the location\"` in its environment, or "
+            + "give the authorizer one (`LocationAuthorizer(appID:usageDescription:)`)"
+    }
+
+    private func ask(_ prompt: AuthorizationPrompt, always: Bool) -> RequestOutcome {
         // Asked outside the lock: a person may take their time.
         guard let answer = prompt(appID, always) else { return .unchanged }
         let (outcome, store) = locked.withLock { state -> (RequestOutcome, DecisionStore?) in
@@ -268,6 +340,9 @@ public final class LocationAuthorizer: Sendable {
         if outcome == .changed, let store, !answer.isTemporary { try? store.set(answer, for: appID) }
         return outcome
     }
+
+    /// Closes the link to gpslocd (a brokered authorizer); nothing else changes.
+    package func disconnect() { locked.withLock { $0.broker }?.close() }
 
     /// Sets the decision directly (a settings change, a policy); returns true when it changed.
     @discardableResult
@@ -281,4 +356,12 @@ public final class LocationAuthorizer: Sendable {
         for handler in handlers { handler() }
         return true
     }
+}
+
+/// A weak reference the broker link's handlers hold (the authorizer owns the link).
+private final class WeakAuthorizer: Sendable {
+    private let reference: Locked<Weak>
+    private struct Weak: @unchecked Sendable { weak var value: LocationAuthorizer? }
+    init(_ value: LocationAuthorizer) { reference = Locked(Weak(value: value)) }
+    var value: LocationAuthorizer? { reference.withLock { $0.value } }
 }

@@ -59,6 +59,18 @@ package struct LocationFuzzer: Sendable {
     private var restored: CLLocation?
     /// The last reduced location given (heading takes its declination from here).
     package private(set) var lastGiven: CLLocation?
+    /// Behind gpslocd: locations with reduced accuracy's `horizontalAccuracy` are grid points
+    /// gpslocd's fuzzer already chose (with the user's secret, out of the app's reach), kept as
+    /// they are; the rate limit and the fields still follow the rules here. A precise location
+    /// (an app with full accuracy that asked for reduced) is fuzzed with the process's secret.
+    package private(set) var upstream = false
+
+    /// The fuzzer of an app behind gpslocd (see `upstream`).
+    package static func behindBroker(appID: String, secret: ReducedAccuracySecret) -> LocationFuzzer {
+        var fuzzer = LocationFuzzer(appID: appID, secret: secret)
+        fuzzer.upstream = true
+        return fuzzer
+    }
 
     /// A fuzzer with a known secret that keeps nothing (tests; the default secret is this
     /// process's, shared by every app id in it).
@@ -116,7 +128,10 @@ package struct LocationFuzzer: Sendable {
             }
         }
         restored = nil
-        let (row, column, coordinate) = cell(of: location.coordinate, secret: secret)
+        var (row, column, coordinate) = (0, 0, location.coordinate)
+        if !upstream || location.horizontalAccuracy < Self.accuracyFactor * gridSize {
+            (row, column, coordinate) = cell(of: location.coordinate, secret: secret)
+        }
         let minute = (now.timeIntervalSince1970 / 60).rounded(.down) * 60
         let reduced = Self.reducedLocation(
             coordinate, accuracy: Self.accuracyFactor * gridSize, timestamp: Date(timeIntervalSince1970: minute),

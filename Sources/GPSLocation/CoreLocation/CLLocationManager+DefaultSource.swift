@@ -3,13 +3,17 @@ import GNSSCore
 
 /// Holds the factory behind `CLLocationManager.defaultSource()`.
 private let defaultSourceFactory = Locked<@Sendable () -> any LocationSource>({
-    // A manager has no use for SKY reports: they are left undecoded.
-    GPSDLocationSource(endpoint: .fromEnvironment(), sky: false)
+    // Where a broker is in force, gpslocd (it alone reads gpsd); else gpsd directly. A manager
+    // has no use for SKY reports: they are left undecoded.
+    if let socket = BrokerProtocol.socketPath() {
+        return BrokerLocationSource(socketPath: socket, appID: CLLocationManager.sharedAuthorizer.appID)
+    }
+    return GPSDLocationSource(endpoint: .fromEnvironment(), sky: false)
 })
 
 extension CLLocationManager {
     /// What `CLLocationManager()` and `CLLocationUpdate.liveUpdates()` read from: by default a
-    /// new `GPSDLocationSource(sky: false)` each time. Programs (and tests) can point them elsewhere —
+    /// new `GPSDLocationSource(sky: false)` each time, or a `BrokerLocationSource` where gpslocd is in force. Programs (and tests) can point them elsewhere —
     /// another gpsd endpoint, a replay — without changing CoreLocation-style code.
     public static func setDefaultSource(_ factory: @escaping @Sendable () -> any LocationSource) {
         defaultSourceFactory.withLock { $0 = factory }

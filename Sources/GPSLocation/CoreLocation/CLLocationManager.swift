@@ -199,10 +199,18 @@ open class CLLocationManager: NSObject {
     /// terminal a request asks there (`LocationAuthorizer.terminalPrompt`); without one nobody
     /// is asked and the explanation names the command. The usage description comes from
     /// `GPSLOCATION_USAGE_DESCRIPTION`.
-    public static let sharedAuthorizer = LocationAuthorizer.persistent(
-        appID: LocationAuthorizer.defaultAppID,
-        prompt: isatty(STDIN_FILENO) != 0
-            ? LocationAuthorizer.terminalPrompt(usageDescription: LocationAuthorizer.environmentUsageDescription) : nil)
+    ///
+    /// Where a broker is in force (`GPSLOCATION_BROKER`, or gpslocd's socket at
+    /// /run/gpslocd/socket) gpslocd holds the decision instead (`LocationAuthorizer.brokered`).
+    public static let sharedAuthorizer: LocationAuthorizer =
+        BrokerProtocol.socketPath().map {
+            LocationAuthorizer.brokered(appID: LocationAuthorizer.defaultAppID, socketPath: $0)
+        }
+        ?? LocationAuthorizer.persistent(
+            appID: LocationAuthorizer.defaultAppID,
+            prompt: isatty(STDIN_FILENO) != 0
+                ? LocationAuthorizer.terminalPrompt(usageDescription: LocationAuthorizer.environmentUsageDescription)
+                : nil)
 
     /// Locations enabled for this machine: false when the administrator's policy
     /// (`LocationPolicy`, /etc/gpslocation/policy.json) turns them off or cannot be read.

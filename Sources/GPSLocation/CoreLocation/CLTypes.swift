@@ -219,6 +219,12 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let sourceEnded = Reason("sourceEnded")
         /// The source failed in another way (it says how).
         public static let sourceFailed = Reason("sourceFailed")
+        /// gpslocd, the system location service, cannot be reached; the message says how to start it.
+        public static let brokerUnreachable = Reason("brokerUnreachable")
+        /// The connection to gpslocd was lost after it had worked (it is reconnected to).
+        public static let brokerLost = Reason("brokerLost")
+        /// The administrator's policy requires gpslocd and it is not running: nothing is delivered.
+        public static let brokerRequired = Reason("brokerRequired")
         /// Authorization is not determined: nothing is delivered until it is granted.
         public static let notDetermined = Reason("notDetermined")
         /// The app is denied (by the user, or for everyone: location services off).

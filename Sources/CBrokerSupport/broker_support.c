@@ -1,0 +1,68 @@
+#define _GNU_SOURCE
+#include "CBrokerSupport.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+int gpslocd_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
+}
+
+int gpslocd_peer_pidfd(int fd) {
+    int pidfd = -1;
+    socklen_t length = sizeof pidfd;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) != 0) return -1;
+    return pidfd;
+}
+
+int gpslocd_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+int gpslocd_pidfd_alive(int pidfd) { return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0; }
+
+int gpslocd_accept(int listener) { return accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+
+int gpslocd_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int gpslocd_epoll_add(int epoll, int fd, unsigned events, long long data) {
+    struct epoll_event event = {0};
+    if (events & 1) event.events |= EPOLLIN | EPOLLRDHUP;
+    if (events & 2) event.events |= EPOLLOUT;
+    if (events & 4) event.events |= EPOLLET;
+    event.data.u64 = (unsigned long long)data;
+    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
+}
+
+int gpslocd_epoll_remove(int epoll, int fd) { return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, NULL); }
+
+int gpslocd_epoll_wait(int epoll, long long *data, unsigned *events, int maximum, int timeout) {
+    struct epoll_event ready[64];
+    if (maximum > 64) maximum = 64;
+    int count = epoll_wait(epoll, ready, maximum, timeout);
+    for (int i = 0; i < count; i++) {
+        data[i] = (long long)ready[i].data.u64;
+        events[i] = 0;
+        if (ready[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) events[i] |= 1;
+        if (ready[i].events & EPOLLOUT) events[i] |= 2;
+    }
+    return count;
+}

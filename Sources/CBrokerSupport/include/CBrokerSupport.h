@@ -1,0 +1,26 @@
+#ifndef GPSLOCATION_CBROKERSUPPORT_H
+#define GPSLOCATION_CBROKERSUPPORT_H
+
+// What gpslocd needs from Linux that Swift's Glibc module does not carry: the peer's
+// credentials, pidfds, and epoll (whose event struct is packed on x86-64).
+
+/// SO_PEERCRED of a connected Unix socket: 0, or -1 with errno.
+int gpslocd_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid);
+/// SO_PEERPIDFD (Linux 6.5+): a pidfd for the very process that connected, or -1.
+int gpslocd_peer_pidfd(int fd);
+/// pidfd_open(pid): -1 with errno when the process is gone.
+int gpslocd_pidfd_open(int pid);
+/// 1 when the process a pidfd pins is still alive (pidfd_send_signal with signal 0).
+int gpslocd_pidfd_alive(int pidfd);
+
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC.
+int gpslocd_accept(int listener);
+
+int gpslocd_epoll_create(void);
+/// Adds fd with events: 1 read, 2 write, 4 edge-triggered; `data` comes back from wait.
+int gpslocd_epoll_add(int epoll, int fd, unsigned events, long long data);
+int gpslocd_epoll_remove(int epoll, int fd);
+/// Waits; fills data[i] and events[i] (1 readable or hung up, 2 writable); returns the count.
+int gpslocd_epoll_wait(int epoll, long long *data, unsigned *events, int maximum, int timeout);
+
+#endif

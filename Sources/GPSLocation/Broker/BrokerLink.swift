@@ -1,0 +1,383 @@
+import Foundation
+import GNSSCore
+
+/// What gpslocd said of the connecting program when it connected (its WELCOME).
+package struct BrokerWelcome: Sendable, Equatable {
+    /// The uid the kernel gave for the program (`SO_PEERCRED`).
+    package var uid: Int
+    /// The app id gpslocd keys decisions by: the systemd unit, the Flatpak id, or the label
+    /// the program gave (which only a sandbox or a uid of its own makes more than a label).
+    package var app: String
+    /// How the app id was established: `unit`, `flatpak` or `label`.
+    package var identity: String
+    /// Whether gpslocd judges the program in use (the foreground process group of a terminal).
+    package var inUse: Bool
+    package var decision: AuthorizationDecision
+
+    init?(_ message: BrokerMessage) {
+        guard message.messageClass == "WELCOME", let uid = message.int("uid"), let app = message.string("app") else {
+            return nil
+        }
+        self.uid = uid
+        self.app = app
+        identity = message.string("identity") ?? "label"
+        inUse = message.bool("inUse") ?? false
+        decision = BrokerWelcome.decision(message)
+    }
+
+    /// The decision an AUTHORIZATION or WELCOME line carries (not determined when unreadable).
+    static func decision(_ message: BrokerMessage) -> AuthorizationDecision {
+        AuthorizationDecision(
+            status: message.string("status").flatMap(BrokerProtocol.status(named:)) ?? .notDetermined,
+            accuracy: message.string("accuracy").flatMap(BrokerProtocol.accuracy(named:)) ?? .reducedAccuracy)
+    }
+}
+
+/// Why gpslocd could not be used: the message says what to do.
+package struct BrokerUnavailable: Error, Sendable, CustomStringConvertible {
+    package var description: String
+}
+
+/// One connection to gpslocd, kept: it connects, says HELLO, and reconnects (every second,
+/// woken early by `close`) when gpslocd goes away. Lines reach `onMessage` on the link's own
+/// thread, in order; `onState` hears of each connection (with its WELCOME) and each loss.
+/// Requests wait for their REPLY (`request`).
+package final class BrokerLink: Sendable {
+    package enum State: Sendable {
+        case connected(BrokerWelcome)
+        case lost(BrokerUnavailable)
+    }
+
+    package let path: String
+    package let app: String
+    /// Lines sent right after each WELCOME (a WATCH).
+    private let afterWelcome: [String]
+    private let onMessage: @Sendable (BrokerMessage) -> Void
+    private let onState: @Sendable (State) -> Void
+    private let wake = WakePipe(owner: "gpslocd link")
+
+    private struct Shared {
+        var fd: Int32 = -1
+        var closed = false
+        var thread: pthread_t?
+        var nextID = 1
+        var waiting: [Int: BrokerMessage?] = [:]
+        var welcome: BrokerWelcome?
+    }
+    private let shared = Locked(Shared())
+    private let replies = NSCondition()
+    /// Held while a line is handed over, so that after `close` returns none is (unless `close`
+    /// is called from a handler, on the link's thread).
+    private let delivering = NSLock()
+
+    package init(
+        path: String, app: String, afterWelcome: [String] = [],
+        onMessage: @escaping @Sendable (BrokerMessage) -> Void, onState: @escaping @Sendable (State) -> Void
+    ) {
+        self.path = path
+        self.app = app
+        self.afterWelcome = afterWelcome
+        self.onMessage = onMessage
+        self.onState = onState
+    }
+
+    /// The WELCOME of the current connection, if connected.
+    package var welcome: BrokerWelcome? { shared.withLock { $0.welcome } }
+
+    /// Starts the link's thread; returns at once.
+    package func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "gpslocd link"
+        thread.start()
+    }
+
+    /// Connects once and waits for the WELCOME (up to `timeout` seconds), then keeps the link
+    /// on its thread. Throws when gpslocd cannot be reached or does not answer; the link goes on
+    /// trying every second until `close` (callers that want one attempt close it).
+    package func startAndWait(timeout: TimeInterval = 5) throws(BrokerUnavailable) -> BrokerWelcome {
+        let outcome = Locked<Result<BrokerWelcome, BrokerUnavailable>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let first = Locked(true)
+        let thread = Thread { [self] in
+            run { result in
+                guard
+                    first.withLock({ value in
+                        defer { value = false }
+                        return value
+                    })
+                else { return }
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+        }
+        thread.name = "gpslocd link"
+        thread.start()
+        if done.wait(timeout: .now() + timeout) == .timedOut {
+            throw BrokerUnavailable(
+                description: "gpslocd at \(path) did not answer within \(Int(timeout)) s — check `systemctl status "
+                    + "gpslocd` (or unset GPSLOCATION_BROKER for direct mode)")
+        }
+        switch outcome.withLock({ $0 })! {
+        case .success(let welcome): return welcome
+        case .failure(let failure): throw failure
+        }
+    }
+
+    /// Stops the link: its connection is shut and no line reaches `onMessage` after this returns.
+    package func close() {
+        let (fd, thread) = shared.withLock { state -> (Int32, pthread_t?) in
+            state.closed = true
+            return (state.fd, state.thread)
+        }
+        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+        wake.signal()
+        replies.lock()
+        replies.broadcast()
+        replies.unlock()
+        if let thread, pthread_equal(thread, pthread_self()) != 0 { return }
+        delivering.lock()
+        delivering.unlock()
+    }
+
+    /// Sends one line; false when not connected.
+    @discardableResult
+    package func send(_ line: String) -> Bool {
+        shared.withLock { state in
+            guard state.fd >= 0 else { return false }
+            return BrokerLink.sendAll(state.fd, line)
+        }
+    }
+
+    /// Sends a request (a line with an `id`) and waits up to `timeout` for its REPLY.
+    package func request(_ build: (inout BrokerLine) -> Void, className: String, timeout: TimeInterval)
+        throws(BrokerUnavailable) -> BrokerMessage
+    {
+        let id = shared.withLock { state in
+            defer { state.nextID += 1 }
+            state.waiting[state.nextID] = .some(nil)
+            return state.nextID
+        }
+        defer { _ = shared.withLock { $0.waiting.removeValue(forKey: id) } }
+        var line = BrokerLine(className)
+        line.add("id", id)
+        build(&line)
+        guard send(line.line) else {
+            throw BrokerUnavailable(
+                description: "gpslocd at \(path) is not connected — check `systemctl status gpslocd`")
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        replies.lock()
+        defer { replies.unlock() }
+        while true {
+            if let reply = shared.withLock({ $0.waiting[id] ?? nil }) { return reply }
+            if shared.withLock({ $0.closed }) {
+                throw BrokerUnavailable(description: "the connection to gpslocd was closed")
+            }
+            if !replies.wait(until: deadline) {
+                throw BrokerUnavailable(description: "gpslocd at \(path) did not answer within \(Int(timeout)) s")
+            }
+        }
+    }
+
+    /// Writes all of `line` to a socket without SIGPIPE (a gone peer is an error, not a signal).
+    package static func sendAll(_ fd: Int32, _ line: String) -> Bool {
+        var bytes = Array(line.utf8)
+        return bytes.withUnsafeMutableBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let sent = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if sent < 0 && errno == EINTR { continue }
+                if sent <= 0 { return false }
+                offset += sent
+            }
+            return true
+        }
+    }
+
+    // MARK: The thread
+
+    private func run(first: ((Result<BrokerWelcome, BrokerUnavailable>) -> Void)? = nil) {
+        shared.withLock { $0.thread = pthread_self() }
+        var reportedLoss = false
+        while !shared.withLock({ $0.closed }) {
+            switch connect() {
+            case .failure(let failure):
+                first?(.failure(failure))
+                if !reportedLoss {
+                    reportedLoss = true
+                    deliver { onState(.lost(failure)) }
+                }
+            case .success(let (fd, welcome, rest)):
+                reportedLoss = false
+                first?(.success(welcome))
+                deliver { onState(.connected(welcome)) }
+                for line in afterWelcome { send(line) }
+                let failure = read(fd, pending: rest)
+                shared.withLock { state in
+                    state.fd = -1
+                    state.welcome = nil
+                }
+                Glibc.close(fd)
+                if shared.withLock({ $0.closed }) { break }
+                reportedLoss = true
+                deliver { onState(.lost(failure)) }
+            }
+            wake.wait(until: DispatchTime.now().uptimeNanoseconds + 1_000_000_000)
+        }
+    }
+
+    private func deliver(_ body: () -> Void) {
+        delivering.lock()
+        defer { delivering.unlock() }
+        guard !shared.withLock({ $0.closed }) else { return }
+        body()
+    }
+
+    private func connect() -> Result<(Int32, BrokerWelcome, [UInt8]), BrokerUnavailable> {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            return .failure(BrokerUnavailable(description: "socket: \(String(cString: strerror(errno)))"))
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            Glibc.close(fd)
+            return .failure(BrokerUnavailable(description: "the broker socket path \(path) is too long"))
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(fd)
+            return .failure(
+                BrokerUnavailable(
+                    description: "gpslocd cannot be reached at \(path) (\(reason)) — start it (`systemctl start "
+                        + "gpslocd.socket`, or `gpslocd --gpsd HOST:PORT --socket \(path) --state DIR`), or unset "
+                        + "GPSLOCATION_BROKER to read gpsd directly"))
+        }
+        var hello = BrokerLine("HELLO")
+        hello.add("version", BrokerProtocol.version)
+        hello.add("app", app)
+        guard BrokerLink.sendAll(fd, hello.line) else {
+            Glibc.close(fd)
+            return .failure(BrokerUnavailable(description: "gpslocd at \(path) closed the connection at once"))
+        }
+        // The WELCOME comes first; anything after it is kept for the reading loop.
+        var reader = BrokerLineReader()
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while true {
+            if let line = reader.next() {
+                guard let message = BrokerMessage(line: line) else { continue }
+                if message.messageClass == "ERROR" {
+                    Glibc.close(fd)
+                    return .failure(
+                        BrokerUnavailable(description: "gpslocd refused \(app): \(message.string("message") ?? "")"))
+                }
+                guard let welcome = BrokerWelcome(message) else { continue }
+                var zero = timeval()
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &zero, socklen_t(MemoryLayout<timeval>.size))
+                let closed = shared.withLock { state -> Bool in
+                    guard !state.closed else { return true }
+                    state.fd = fd
+                    state.welcome = welcome
+                    return false
+                }
+                if closed {
+                    Glibc.close(fd)
+                    return .failure(BrokerUnavailable(description: "closed"))
+                }
+                return .success((fd, welcome, reader.remainder))
+            }
+            guard reader.fill(from: fd) else {
+                Glibc.close(fd)
+                return .failure(
+                    BrokerUnavailable(
+                        description: "gpslocd at \(path) sent no WELCOME (\(reader.failure ?? "closed")) — "
+                            + "check `journalctl -u gpslocd`"))
+            }
+        }
+    }
+
+    /// Reads lines until the connection ends; returns why it ended.
+    private func read(_ fd: Int32, pending: [UInt8]) -> BrokerUnavailable {
+        var reader = BrokerLineReader(pending: pending)
+        while true {
+            while let line = reader.next() {
+                guard let message = BrokerMessage(line: line) else { continue }
+                if message.messageClass == "REPLY", let id = message.int("id") {
+                    replies.lock()
+                    shared.withLock { state in
+                        if state.waiting[id] != nil { state.waiting[id] = .some(message) }
+                    }
+                    replies.broadcast()
+                    replies.unlock()
+                    continue
+                }
+                deliver { onMessage(message) }
+            }
+            guard reader.fill(from: fd) else {
+                return BrokerUnavailable(
+                    description: "the connection to gpslocd at \(path) was lost (\(reader.failure ?? "it closed it"))"
+                        + " — reconnecting every second; check `systemctl status gpslocd`")
+            }
+        }
+    }
+}
+
+/// Splits a byte stream into lines (without the newline); a line over the maximum is an error.
+package struct BrokerLineReader: Sendable {
+    private var buffer: [UInt8]
+    private var start = 0
+    package private(set) var failure: String?
+
+    package init(pending: [UInt8] = []) { buffer = pending }
+
+    package var remainder: [UInt8] { Array(buffer[start...]) }
+
+    /// The next whole line, if one is buffered.
+    package mutating func next() -> ArraySlice<UInt8>? {
+        guard let newline = buffer[start...].firstIndex(of: 10) else {
+            if start > 0 {
+                buffer.removeFirst(start)
+                start = 0
+            }
+            return nil
+        }
+        let line = buffer[start..<newline]
+        start = newline + 1
+        return line
+    }
+
+    /// Reads more from `fd` (blocking); false at the end of the stream, an error, or an overlong line.
+    package mutating func fill(from fd: Int32) -> Bool {
+        if buffer.count - start > BrokerProtocol.maximumLineLength {
+            failure = "a line longer than \(BrokerProtocol.maximumLineLength) bytes"
+            return false
+        }
+        var chunk = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                buffer.append(contentsOf: chunk[0..<count])
+                return true
+            }
+            if count < 0 && errno == EINTR { continue }
+            failure = count == 0 ? nil : String(cString: strerror(errno))
+            return false
+        }
+    }
+
+    /// Appends bytes already read (a non-blocking server's reads).
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
+    /// Bytes buffered and not yet returned as lines.
+    package var pendingCount: Int { buffer.count - start }
+}

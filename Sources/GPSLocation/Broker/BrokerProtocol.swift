@@ -1,0 +1,328 @@
+import Foundation
+import GNSSCore
+
+/// gpslocd's wire protocol, version 1 (docs/broker.md is its specification): one JSON object per
+/// line over a Unix stream socket, each with a `class`, in both directions. The library (the
+/// client side) and gpslocd (the server side) both speak it through this type, so neither can
+/// drift from the other.
+package enum BrokerProtocol {
+    /// The protocol version a HELLO and a WELCOME carry.
+    package static let version = 1
+    /// Where gpslocd listens unless told otherwise (`gpslocd.socket`).
+    package static let defaultSocketPath = "/run/gpslocd/socket"
+    /// The longest line either side accepts; a longer one is a protocol error.
+    package static let maximumLineLength = 64 << 10
+
+    /// The broker in force: `GPSLOCATION_BROKER` when set (a path, or `none`/`off` for direct
+    /// mode even where gpslocd runs), else the default socket when it exists, else nil (direct
+    /// mode: the library reads gpsd itself, for development and replay).
+    package static func socketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if let named = environment["GPSLOCATION_BROKER"], !named.isEmpty {
+            return named == "none" || named == "off" ? nil : named
+        }
+        var status = stat()
+        guard stat(defaultSocketPath, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        return defaultSocketPath
+    }
+
+    /// The statuses' names on the wire (the decision store's own names).
+    package static func statusName(_ status: CLAuthorizationStatus) -> String { status.name }
+    package static func status(named name: String) -> CLAuthorizationStatus? {
+        switch name {
+        case "notDetermined": .notDetermined
+        case "restricted": .restricted
+        case "denied": .denied
+        case "authorizedAlways", "always": .authorizedAlways
+        case "authorizedWhenInUse", "whenInUse": .authorizedWhenInUse
+        default: nil
+        }
+    }
+    package static func accuracy(named name: String) -> CLAccuracyAuthorization? {
+        switch name {
+        case "full": .fullAccuracy
+        case "reduced": .reducedAccuracy
+        default: nil
+        }
+    }
+}
+
+/// One line being written: fields in order, JSON-escaped, no allocation beyond the string.
+package struct BrokerLine: Sendable {
+    package private(set) var text: String
+
+    package init(_ messageClass: String) {
+        text = "{\"class\":\"\(messageClass)\""
+        text.reserveCapacity(256)
+    }
+
+    package mutating func add(_ key: String, _ value: String?) {
+        guard let value else { return }
+        text += ",\"\(key)\":"
+        Self.appendQuoted(value, to: &text)
+    }
+    package mutating func add(_ key: String, _ value: Double?) {
+        guard let value, value.isFinite else { return }
+        text += ",\"\(key)\":\(value)"
+    }
+    package mutating func add(_ key: String, _ value: Int?) {
+        guard let value else { return }
+        text += ",\"\(key)\":\(value)"
+    }
+    package mutating func add(_ key: String, _ value: Bool?) {
+        guard let value else { return }
+        text += ",\"\(key)\":\(value)"
+    }
+    /// A value already written as JSON (an array of objects).
+    package mutating func addRaw(_ key: String, _ json: String) { text += ",\"\(key)\":\(json)" }
+
+    /// The finished line, newline included.
+    package var line: String { text + "}\n" }
+    /// The finished object, without the newline (for arrays).
+    package var object: String { text + "}" }
+
+    package static func appendQuoted(_ value: String, to text: inout String) {
+        text += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20: text += String(format: "\\u%04x", scalar.value)
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+}
+
+/// A JSON value as read (Foundation's decoder tells booleans from numbers; `JSONSerialization`
+/// on Linux does not).
+package enum JSONValue: Decodable, Sendable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+}
+
+/// A line as read: its fields.
+package struct BrokerMessage: Sendable {
+    package let fields: [String: JSONValue]
+    package var messageClass: String { string("class") ?? "" }
+
+    private static let decoder = JSONDecoder()
+
+    /// Parses one line; nil when it is not a JSON object with a `class`.
+    package init?(line: some Collection<UInt8>) {
+        guard let object = try? Self.decoder.decode([String: JSONValue].self, from: Data(line)),
+            case .string = object["class"]
+        else { return nil }
+        fields = object
+    }
+    package init(fields: [String: JSONValue]) { self.fields = fields }
+
+    package func string(_ key: String) -> String? {
+        if case .string(let value) = fields[key] { value } else { nil }
+    }
+    package func double(_ key: String) -> Double? {
+        if case .number(let value) = fields[key] { value } else { nil }
+    }
+    package func int(_ key: String) -> Int? {
+        guard let value = double(key), value == value.rounded(), abs(value) < 1e15 else { return nil }
+        return Int(value)
+    }
+    package func bool(_ key: String) -> Bool? {
+        if case .bool(let value) = fields[key] { value } else { nil }
+    }
+    package func objects(_ key: String) -> [BrokerMessage] {
+        guard case .array(let values) = fields[key] else { return [] }
+        return values.compactMap { value in
+            if case .object(let fields) = value { BrokerMessage(fields: fields) } else { nil }
+        }
+    }
+}
+
+// MARK: - Source events on the wire
+
+extension BrokerProtocol {
+    /// A source event as the line gpslocd sends (nil: an event that is not sent).
+    package static func line(for event: LocationSourceEvent) -> String {
+        switch event {
+        case .fix(let fix): return fixLine(fix)
+        case .errorEstimate(let estimate):
+            var line = BrokerLine("ESTIMATE")
+            line.add("time", estimate.time?.timeIntervalSince1970)
+            line.add("lat", estimate.latitude)
+            line.add("lon", estimate.longitude)
+            line.add("alt", estimate.altitude)
+            return line.line
+        case .sky(let sky):
+            var line = BrokerLine("SKY")
+            line.add("time", sky.time?.timeIntervalSince1970)
+            let dilution = sky.dilution
+            line.add("xdop", dilution.x)
+            line.add("ydop", dilution.y)
+            line.add("pdop", dilution.position)
+            line.add("hdop", dilution.horizontal)
+            line.add("vdop", dilution.vertical)
+            line.add("tdop", dilution.time)
+            line.add("gdop", dilution.geometric)
+            let satellites = sky.satellites.map { satellite in
+                var object = BrokerLine("SATELLITE")
+                object.add("prn", satellite.prn)
+                object.add("gnss", satellite.constellation.rawValue)
+                object.add("svid", satellite.satelliteID)
+                object.add("ss", satellite.signalToNoise)
+                object.add("el", satellite.elevation)
+                object.add("az", satellite.azimuth)
+                object.add("used", satellite.used)
+                return object.object
+            }
+            line.addRaw("satellites", "[" + satellites.joined(separator: ",") + "]")
+            return line.line
+        case .heading(let heading):
+            var line = BrokerLine("HEADING")
+            line.add("true", heading.trueHeading)
+            line.add("magnetic", heading.magneticHeading)
+            line.add("magvar", heading.magneticVariation)
+            line.add("device", heading.device)
+            return line.line
+        case .device(let device):
+            var line = BrokerLine("DEVICE")
+            line.add("path", device.path)
+            line.add("driver", device.driver)
+            line.add("activated", device.activated)
+            line.add("bps", device.baudRate)
+            line.add("cycle", device.cycle)
+            return line.line
+        case .notice(let code, let message):
+            var line = BrokerLine("NOTICE")
+            line.add("code", code)
+            line.add("message", message)
+            return line.line
+        case .problem(let error, let terminal):
+            return problemLine(error, terminal: terminal)
+        }
+    }
+
+    package static func fixLine(_ fix: Fix, reduced: Bool = false) -> String {
+        var line = BrokerLine("FIX")
+        line.add("mode", fix.mode.rawValue)
+        line.add("quality", fix.quality.rawValue)
+        line.add("time", fix.time?.timeIntervalSince1970)
+        line.add("lat", fix.latitude)
+        line.add("lon", fix.longitude)
+        line.add("altHAE", fix.altitudeHAE)
+        line.add("altMSL", fix.altitudeMSL)
+        line.add("geoidSep", fix.geoidSeparation)
+        line.add("speed", fix.speed)
+        line.add("track", fix.course)
+        line.add("climb", fix.climb)
+        line.add("magvar", fix.magneticVariation)
+        line.add("device", fix.device)
+        line.add("ept", fix.errors.time)
+        line.add("epx", fix.errors.longitude)
+        line.add("epy", fix.errors.latitude)
+        line.add("eph", fix.errors.horizontal)
+        line.add("epv", fix.errors.vertical)
+        line.add("eps", fix.errors.speed)
+        line.add("epd", fix.errors.course)
+        line.add("epc", fix.errors.climb)
+        if reduced { line.add("reduced", true) }
+        return line.line
+    }
+
+    package static func problemLine(_ error: CLError, terminal: Bool) -> String {
+        var line = BrokerLine("PROBLEM")
+        line.add("code", error.code.rawValue)
+        line.add("reason", error.reason?.name)
+        line.add("message", error.message)
+        line.add("terminal", terminal)
+        return line.line
+    }
+
+    package static func error(from message: BrokerMessage) -> CLError {
+        CLError(
+            CLError.Code(rawValue: message.int("code") ?? 0) ?? .locationUnknown,
+            message: message.string("message") ?? "gpslocd reported a problem",
+            reason: message.string("reason").map(CLError.Reason.init))
+    }
+
+    /// The source event a line from gpslocd carries, or nil when it carries none.
+    package static func event(from message: BrokerMessage) -> LocationSourceEvent? {
+        func time(_ key: String = "time") -> Date? { message.double(key).map { Date(timeIntervalSince1970: $0) } }
+        switch message.messageClass {
+        case "FIX":
+            let errors = FixErrors(
+                time: message.double("ept"), longitude: message.double("epx"), latitude: message.double("epy"),
+                horizontal: message.double("eph"), vertical: message.double("epv"), speed: message.double("eps"),
+                course: message.double("epd"), climb: message.double("epc"))
+            return .fix(
+                Fix(
+                    mode: FixMode(rawValue: message.int("mode") ?? 0) ?? .notSeen,
+                    quality: FixQuality(rawValue: message.int("quality") ?? 0) ?? .unknown, time: time(),
+                    latitude: message.double("lat"), longitude: message.double("lon"),
+                    altitudeHAE: message.double("altHAE"), altitudeMSL: message.double("altMSL"),
+                    geoidSeparation: message.double("geoidSep"), errors: errors, speed: message.double("speed"),
+                    course: message.double("track"), climb: message.double("climb"),
+                    magneticVariation: message.double("magvar"), device: message.string("device")))
+        case "ESTIMATE":
+            return .errorEstimate(
+                ReceiverErrorEstimate(
+                    time: time(), latitude: message.double("lat"), longitude: message.double("lon"),
+                    altitude: message.double("alt")))
+        case "SKY":
+            let satellites = message.objects("satellites").compactMap { object -> Satellite? in
+                guard let prn = object.int("prn") else { return nil }
+                return Satellite(
+                    prn: prn, constellation: Constellation(rawValue: object.int("gnss") ?? 0) ?? .gps,
+                    satelliteID: object.int("svid") ?? prn, signalToNoise: object.double("ss"),
+                    elevation: object.double("el"), azimuth: object.double("az"), used: object.bool("used") ?? false)
+            }
+            return .sky(
+                SkyView(
+                    time: time(), satellites: satellites,
+                    dilution: DilutionOfPrecision(
+                        x: message.double("xdop"), y: message.double("ydop"), position: message.double("pdop"),
+                        horizontal: message.double("hdop"), vertical: message.double("vdop"),
+                        time: message.double("tdop"), geometric: message.double("gdop"))))
+        case "HEADING":
+            return .heading(
+                HeadingReading(
+                    trueHeading: message.double("true"), magneticHeading: message.double("magnetic"),
+                    magneticVariation: message.double("magvar"), device: message.string("device")))
+        case "DEVICE":
+            guard let path = message.string("path") else { return nil }
+            return .device(
+                DeviceEvent(
+                    path: path, driver: message.string("driver"), activated: message.bool("activated") ?? false,
+                    baudRate: message.int("bps"), cycle: message.double("cycle")))
+        case "NOTICE":
+            return .notice(code: message.string("code") ?? "broker", message: message.string("message") ?? "")
+        case "PROBLEM":
+            return .problem(error(from: message), terminal: message.bool("terminal") ?? false)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import GPSLocation
+
+/// One program connected to gpslocd: its socket, who the kernel says it is, what it asked for,
+/// and its unsent output. Writes never block: what the socket does not take waits here (up to
+/// `maximumPending`), and the server's loop sends it when the socket is writable again. A
+/// program that stops reading loses its location lines (counted, and told when it reads again),
+/// never its control replies — and never slows anyone else.
+package final class BrokerClient: @unchecked Sendable {
+    package let fd: Int32
+    package let id: Int
+    package let identity: PeerIdentity
+    /// Bytes of location lines that may wait for a program that does not read.
+    package static let maximumPending = 256 << 10
+
+    private let lock = NSLock()
+    private var pending: [UInt8] = []
+    private var closed = false
+    private var dropped = 0
+    /// Set by the loop's thread only.
+    var reader = BrokerLineReader()
+
+    // What the program said (under the service's lock).
+    package var app: String?
+    package var watching = false
+    package var wantsSky = false
+    package var isAgent = false
+    package var connectedAt = Date()
+
+    init(fd: Int32, id: Int, identity: PeerIdentity) {
+        self.fd = fd
+        self.id = id
+        self.identity = identity
+    }
+
+    /// Queues `line`; `droppable` lines (locations, satellites) are dropped while the program is
+    /// too far behind.
+    package func send(_ line: String, droppable: Bool = false) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closed else { return }
+        if droppable && pending.count > Self.maximumPending {
+            dropped += 1
+            return
+        }
+        if dropped > 0 && pending.isEmpty {
+            var note = BrokerLine("NOTICE")
+            note.add("code", "brokerDropped")
+            note.add(
+                "message",
+                "gpslocd dropped \(dropped) report(s) for this program: it did not read them in time (its other "
+                    + "clients were not held up)")
+            dropped = 0
+            append(note.line)
+        }
+        append(line)
+    }
+
+    private func append(_ line: String) {
+        if pending.isEmpty {
+            let bytes = Array(line.utf8)
+            let sent = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if sent == bytes.count { return }
+            if sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK {
+                closed = true
+                shutdown(fd, Int32(SHUT_RDWR))
+                return
+            }
+            pending.append(contentsOf: bytes[max(sent, 0)...])
+        } else {
+            pending.append(contentsOf: line.utf8)
+        }
+    }
+
+    /// Sends what waits (the socket became writable).
+    func flush() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !closed, !pending.isEmpty else { return }
+        let sent = pending.withUnsafeBytes {
+            Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+        }
+        if sent > 0 {
+            pending.removeFirst(sent)
+        } else if sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK {
+            closed = true
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+    }
+
+    /// Stops all output (the program is gone).
+    func markClosed() {
+        lock.lock()
+        closed = true
+        pending = []
+        lock.unlock()
+    }
+}

@@ -1,0 +1,480 @@
+import Foundation
+import GNSSCore
+import GPSLocation
+
+/// gpslocd's decisions and sessions: what each connected program may receive, applied here, out
+/// of its reach. The server's loop hands it each line; gpsd's reports reach it from one shared
+/// connection (`GPSDLocationSource`).
+///
+/// Per program: its app id (`PeerIdentity.appID`) and uid key its decision, kept in
+/// `STATE/users/UID/authorizations.json` (the decision store's format, owned by gpslocd's user,
+/// mode 0600: no app can write it). Full accuracy: gpsd's reports pass as they are. Reduced: a
+/// location engine per session (the library's own, with its gate and `LocationFuzzer`) turns the
+/// fixes into the grid point of the uid's secret (`STATE/users/UID/reduced/`), and only that
+/// point is sent, on each fix. Not allowed: nothing but problems and receiver events.
+package final class BrokerService: Sendable {
+    package let stateDirectory: URL
+    package let endpoint: GPSDEndpoint
+    package let policyPath: String
+    /// How long an agent has to answer a prompt.
+    package let promptTimeout: TimeInterval
+
+    private struct Key: Hashable {
+        var uid: UInt32
+        var app: String
+    }
+    private struct PendingPrompt {
+        var requester: BrokerClient
+        var requestID: Int
+        var key: Key
+        var agent: BrokerClient
+        var deadline: Date
+    }
+    private struct State {
+        var clients: [Int: BrokerClient] = [:]
+        var decisions: [Key: AuthorizationDecision] = [:]
+        var reduced: [Int: ReducedSession] = [:]
+        var agents: [UInt32: BrokerClient] = [:]
+        var prompts: [Int: PendingPrompt] = [:]
+        var nextPrompt = 1
+        var lastDelivery: [Key: Date] = [:]
+        var hubStarted = false
+    }
+    private let state = Locked(State())
+    private let hub: GPSDLocationSource
+
+    package init(
+        stateDirectory: URL, endpoint: GPSDEndpoint, policyPath: String = LocationPolicy.defaultPath,
+        promptTimeout: TimeInterval = 120
+    ) {
+        self.stateDirectory = stateDirectory
+        self.endpoint = endpoint
+        self.policyPath = policyPath
+        self.promptTimeout = promptTimeout
+        hub = GPSDLocationSource(endpoint: endpoint, sky: true)
+    }
+
+    // MARK: Connections
+
+    func connected(_ client: BrokerClient) {
+        state.withLock { $0.clients[client.id] = client }
+    }
+
+    func disconnected(_ client: BrokerClient) {
+        client.markClosed()
+        let (session, orphaned) = state.withLock { state -> (ReducedSession?, [PendingPrompt]) in
+            state.clients[client.id] = nil
+            if state.agents[client.identity.uid] === client { state.agents[client.identity.uid] = nil }
+            let orphaned = state.prompts.filter { $0.value.agent === client || $0.value.requester === client }
+            for id in orphaned.keys { state.prompts[id] = nil }
+            return (state.reduced.removeValue(forKey: client.id), Array(orphaned.values))
+        }
+        session?.stop()
+        for prompt in orphaned where prompt.requester !== client {
+            reply(prompt.requester, prompt.requestID, ok: false, message: "the agent went away before it answered")
+        }
+        if let app = client.app { audit("disconnect uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(app)") }
+    }
+
+    /// One line from a program.
+    func handle(_ message: BrokerMessage, from client: BrokerClient) {
+        let id = message.int("id") ?? 0
+        if client.app == nil && message.messageClass != "HELLO" {
+            client.send(errorLine("say HELLO first: {\"class\":\"HELLO\",\"version\":1,\"app\":\"NAME\"}"))
+            return
+        }
+        switch message.messageClass {
+        case "HELLO": hello(message, client)
+        case "WATCH": watch(message, client)
+        case "REQUEST": request(message, client, id)
+        case "GRANT", "RESET": change(message, client, id)
+        case "LIST": list(message, client, id)
+        case "WHO": who(client, id)
+        case "AGENT": becomeAgent(client, id)
+        case "ANSWER": answer(message, client)
+        default:
+            client.send(errorLine("unknown class \(message.messageClass) (protocol version \(BrokerProtocol.version))"))
+        }
+    }
+
+    private func hello(_ message: BrokerMessage, _ client: BrokerClient) {
+        guard client.app == nil else { return client.send(errorLine("HELLO was already said")) }
+        guard message.int("version") == BrokerProtocol.version else {
+            return client.send(errorLine("this gpslocd speaks protocol version \(BrokerProtocol.version)"))
+        }
+        let label = message.string("app") ?? ""
+        guard Self.isValidLabel(label) else {
+            return client.send(errorLine("app must be 1–128 letters, digits, '.', '_' or '-', not \"\(label)\""))
+        }
+        let app = client.identity.appID(label: label)
+        let decision = state.withLock { state -> AuthorizationDecision in
+            client.app = app
+            return self.decision(Key(uid: client.identity.uid, app: app), in: &state)
+        }
+        var line = BrokerLine("WELCOME")
+        line.add("version", BrokerProtocol.version)
+        line.add("uid", Int(client.identity.uid))
+        line.add("app", app)
+        line.add("identity", client.identity.kind)
+        line.add("inUse", client.identity.inUse)
+        line.add("status", decision.status.name)
+        line.add("accuracy", decision.accuracy.name)
+        client.send(line.line)
+        audit(
+            "connect uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(app) identity=\(client.identity.kind)")
+    }
+
+    private func watch(_ message: BrokerMessage, _ client: BrokerClient) {
+        let startHub = state.withLock { state -> Bool in
+            client.watching = message.bool("enable") ?? true
+            client.wantsSky = message.bool("sky") ?? false
+            defer { state.hubStarted = true }
+            return !state.hubStarted
+        }
+        if startHub { hub.start { [weak self] event in self?.fromGPSD(event) } }
+        reconcile(client)
+    }
+
+    /// Starts or stops `client`'s reduced session to match its decision now.
+    private func reconcile(_ client: BrokerClient) {
+        let change = state.withLock { state -> (start: Bool, stop: ReducedSession?) in
+            guard let app = client.app else { return (false, nil) }
+            let allowed = client.watching && authorization(of: client, app: app, in: &state).allowsDelivery
+            let reduced =
+                allowed && decision(Key(uid: client.identity.uid, app: app), in: &state).accuracy == .reducedAccuracy
+            if reduced { return (state.reduced[client.id] == nil, nil) }
+            return (false, state.reduced.removeValue(forKey: client.id))
+        }
+        change.stop?.stop()
+        guard change.start else { return }
+        let session = ReducedSession(
+            client: client, endpoint: endpoint,
+            store: ReducedAccuracyStore(directory: userDirectory(client.identity.uid).appendingPathComponent("reduced"))
+        ) { [weak self] in self?.delivered(to: client) }
+        let kept = state.withLock { state -> Bool in
+            guard state.clients[client.id] != nil, state.reduced[client.id] == nil else { return false }
+            state.reduced[client.id] = session
+            return true
+        }
+        if kept { session.start() }
+    }
+
+    // MARK: gpsd's reports
+
+    private func fromGPSD(_ event: LocationSourceEvent) {
+        enum Audience { case everyone, full }
+        let audience: Audience
+        switch event {
+        case .fix, .errorEstimate, .sky, .heading: audience = .full
+        case .device, .notice, .problem: audience = .everyone
+        }
+        let line = BrokerProtocol.line(for: event)
+        let isSky = if case .sky = event { true } else { false }
+        let isFix = if case .fix(let fix) = event { fix.hasPosition } else { false }
+        let targets = state.withLock { state -> [BrokerClient] in
+            state.clients.values.filter { client in
+                guard client.watching, let app = client.app else { return false }
+                if audience == .everyone { return true }
+                if isSky && !client.wantsSky { return false }
+                let authorization = authorization(of: client, app: app, in: &state)
+                guard authorization.allowsDelivery, authorization.accuracy == .fullAccuracy else { return false }
+                if isFix { state.lastDelivery[Key(uid: client.identity.uid, app: app)] = Date() }
+                return true
+            }
+        }
+        for client in targets { client.send(line, droppable: audience == .full) }
+    }
+
+    private func delivered(to client: BrokerClient) {
+        guard let app = client.app else { return }
+        state.withLock { $0.lastDelivery[Key(uid: client.identity.uid, app: app)] = Date() }
+    }
+
+    // MARK: Decisions
+
+    private func decision(_ key: Key, in state: inout State) -> AuthorizationDecision {
+        if let known = state.decisions[key] { return known }
+        let decided =
+            LocationAuthorizer.resolve(app: key.app, store: store(key.uid), policyPath: policyPath)
+            ?? AuthorizationDecision(status: .notDetermined)
+        state.decisions[key] = decided
+        return decided
+    }
+
+    private func authorization(of client: BrokerClient, app: String, in state: inout State) -> AuthorizationState {
+        let decided = decision(Key(uid: client.identity.uid, app: app), in: &state)
+        return AuthorizationState(
+            appID: app, status: decided.status, accuracy: decided.accuracy, isInUse: client.identity.inUse)
+    }
+
+    private func store(_ uid: UInt32) -> DecisionStore {
+        DecisionStore(directory: userDirectory(uid)) { diagnostic in
+            FileHandle.standardError.write(Data("gpslocd: \(diagnostic.message)\n".utf8))
+        }
+    }
+
+    package func userDirectory(_ uid: UInt32) -> URL {
+        stateDirectory.appendingPathComponent("users").appendingPathComponent(String(uid))
+    }
+
+    /// Records `decision` (nil: forgets it) and tells every program of that app at once.
+    private func decide(_ key: Key, _ decision: AuthorizationDecision?, temporary: Bool = false) throws(DecisionStore
+        .StoreError)
+    {
+        if !temporary {
+            if let decision {
+                try store(key.uid).set(decision, for: key.app)
+            } else {
+                try store(key.uid).remove(app: key.app)
+            }
+        }
+        let affected = state.withLock { state -> [BrokerClient] in
+            state.decisions[key] = nil
+            if temporary, let decision { state.decisions[key] = decision }
+            return state.clients.values.filter { $0.identity.uid == key.uid && $0.app == key.app }
+        }
+        for client in affected {
+            let current = state.withLock { state in authorization(of: client, app: key.app, in: &state) }
+            var line = BrokerLine("AUTHORIZATION")
+            line.add("status", current.status.name)
+            line.add("accuracy", current.accuracy.name)
+            line.add("inUse", current.isInUse)
+            client.send(line.line)
+            reconcile(client)
+        }
+        audit(
+            "decide uid=\(key.uid) app=\(key.app) status=\(decision?.status.name ?? "notDetermined") "
+                + "accuracy=\(decision?.accuracy.name ?? "-")\(temporary ? " once" : "")")
+    }
+
+    /// Who may change `uid`'s decisions: root, or the same uid outside a sandbox.
+    private func mayDecide(_ client: BrokerClient, for uid: UInt32) -> Bool {
+        client.identity.uid == 0 || (client.identity.uid == uid && client.identity.flatpak == nil)
+    }
+
+    private func change(_ message: BrokerMessage, _ client: BrokerClient, _ id: Int) {
+        guard let app = message.string("app"), Self.isValidLabel(app) else {
+            return reply(client, id, ok: false, message: "name the app (letters, digits, '.', '_' or '-')")
+        }
+        let uid = message.int("uid").map { UInt32(clamping: $0) } ?? client.identity.uid
+        guard mayDecide(client, for: uid) else {
+            return reply(
+                client, id, ok: false,
+                message: client.identity.flatpak != nil
+                    ? "a sandboxed app cannot decide for itself"
+                    : "only root may decide for another user's apps (uid \(uid)); run it as root with --uid \(uid)")
+        }
+        var decision: AuthorizationDecision?
+        if message.messageClass == "GRANT" {
+            guard let status = message.string("status").flatMap(BrokerProtocol.status(named:)),
+                status != .notDetermined,
+                let accuracy = BrokerProtocol.accuracy(named: message.string("accuracy") ?? "full")
+            else { return reply(client, id, ok: false, message: "status must be always, whenInUse or denied") }
+            if status == .restricted && client.identity.uid != 0 {
+                return reply(client, id, ok: false, message: "only the administrator restricts an app")
+            }
+            decision = AuthorizationDecision(status: status, accuracy: accuracy)
+        }
+        do {
+            try decide(Key(uid: uid, app: app), decision)
+            reply(
+                client, id, ok: true,
+                message: decision == nil ? "forgot the decision for \(app) (uid \(uid))" : "decided")
+        } catch {
+            reply(client, id, ok: false, message: error.description)
+        }
+    }
+
+    private func list(_ message: BrokerMessage, _ client: BrokerClient, _ id: Int) {
+        let uid = message.int("uid").map { UInt32(clamping: $0) } ?? client.identity.uid
+        guard mayDecide(client, for: uid) else {
+            return reply(client, id, ok: false, message: "only root may list another user's decisions")
+        }
+        do {
+            let entries = try store(uid).entries()
+            let rows = entries.keys.sorted().map { app -> String in
+                var row = BrokerLine("DECISION")
+                row.add("uid", Int(uid))
+                row.add("app", app)
+                row.add("status", entries[app]!.status)
+                row.add("accuracy", entries[app]!.accuracy)
+                row.add("decidedAt", entries[app]!.decidedAt.timeIntervalSince1970)
+                return row.object
+            }
+            reply(client, id, ok: true, message: "\(rows.count) decision(s)", rows: rows)
+        } catch {
+            reply(client, id, ok: false, message: error.description)
+        }
+    }
+
+    private func who(_ client: BrokerClient, _ id: Int) {
+        let rows = state.withLock { state -> [String] in
+            state.clients.values.sorted { $0.id < $1.id }.compactMap { other -> String? in
+                guard let app = other.app, client.identity.uid == 0 || other.identity.uid == client.identity.uid,
+                    !other.isAgent
+                else { return nil }
+                let current = authorization(of: other, app: app, in: &state)
+                var row = BrokerLine("CLIENT")
+                row.add("uid", Int(other.identity.uid))
+                row.add("pid", Int(other.identity.pid))
+                row.add("app", app)
+                row.add("identity", other.identity.kind)
+                row.add("watching", other.watching)
+                row.add("status", current.status.name)
+                row.add("accuracy", current.accuracy.name)
+                row.add("inUse", current.isInUse)
+                row.add("receiving", other.watching && current.allowsDelivery)
+                row.add(
+                    "lastDelivery", state.lastDelivery[Key(uid: other.identity.uid, app: app)]?.timeIntervalSince1970)
+                row.add("since", other.connectedAt.timeIntervalSince1970)
+                return row.object
+            }
+        }
+        reply(client, id, ok: true, message: "\(rows.count) program(s) connected", rows: rows)
+    }
+
+    // MARK: Consent
+
+    private func request(_ message: BrokerMessage, _ client: BrokerClient, _ id: Int) {
+        guard let app = client.app else { return }
+        let key = Key(uid: client.identity.uid, app: app)
+        let always = message.bool("always") ?? false
+        enum Step {
+            case decided(AuthorizationDecision)
+            case ask(BrokerClient, Int)
+            case nobody
+        }
+        let step = state.withLock { state -> Step in
+            let current = decision(key, in: &state)
+            // Apple's rule: a request after a decision changes nothing (except When In Use → Always).
+            guard current.status == .notDetermined || (always && current.status == .authorizedWhenInUse) else {
+                return .decided(current)
+            }
+            guard let agent = state.agents[key.uid] else { return .nobody }
+            let promptID = state.nextPrompt
+            state.nextPrompt += 1
+            state.prompts[promptID] = PendingPrompt(
+                requester: client, requestID: id, key: key, agent: agent,
+                deadline: Date().addingTimeInterval(promptTimeout))
+            return .ask(agent, promptID)
+        }
+        switch step {
+        case .decided(let decision):
+            reply(client, id, ok: true, message: "already decided", decision: decision)
+        case .nobody:
+            let flag = always || !client.identity.inUse ? "--always" : "--when-in-use"
+            reply(
+                client, id, ok: false,
+                message: "no one can be asked for location permission for \(app) (no agent is running for uid "
+                    + "\(key.uid)): nothing is delivered until it is granted — run `gpsloc auth grant \(app) \(flag)`, "
+                    + "or keep `gpsloc agent` running in your terminal to be asked; locations start at once")
+        case .ask(let agent, let promptID):
+            var line = BrokerLine("PROMPT")
+            line.add("prompt", promptID)
+            line.add("app", app)
+            line.add("identity", client.identity.kind)
+            line.add("pid", Int(client.identity.pid))
+            line.add("always", always)
+            line.add("usage", message.string("usage"))
+            agent.send(line.line)
+            DispatchQueue.global().asyncAfter(deadline: .now() + promptTimeout) { [weak self] in
+                self?.expire(promptID)
+            }
+        }
+    }
+
+    private func expire(_ promptID: Int) {
+        guard let prompt = state.withLock({ $0.prompts.removeValue(forKey: promptID) }) else { return }
+        reply(
+            prompt.requester, prompt.requestID, ok: false,
+            message: "the agent did not answer within \(Int(promptTimeout)) s — nothing is delivered; run "
+                + "`gpsloc auth grant \(prompt.key.app)` to decide")
+    }
+
+    private func becomeAgent(_ client: BrokerClient, _ id: Int) {
+        guard client.identity.flatpak == nil else {
+            return reply(client, id, ok: false, message: "a sandboxed app cannot be an agent")
+        }
+        let previous = state.withLock { state -> BrokerClient? in
+            defer {
+                state.agents[client.identity.uid] = client
+                client.isAgent = true
+            }
+            return state.agents[client.identity.uid]
+        }
+        if let previous, previous !== client {
+            previous.send(errorLine("another agent took over for uid \(client.identity.uid)"))
+        }
+        reply(client, id, ok: true, message: "prompts for uid \(client.identity.uid) come here")
+    }
+
+    private func answer(_ message: BrokerMessage, _ client: BrokerClient) {
+        guard let promptID = message.int("prompt"),
+            let prompt = state.withLock({ state -> PendingPrompt? in
+                guard state.prompts[promptID]?.agent === client else { return nil }
+                return state.prompts.removeValue(forKey: promptID)
+            })
+        else { return client.send(errorLine("no such prompt")) }
+        let status = message.string("status").flatMap(BrokerProtocol.status(named:)) ?? .denied
+        let accuracy = message.string("accuracy").flatMap(BrokerProtocol.accuracy(named:)) ?? .fullAccuracy
+        let decision = AuthorizationDecision(
+            status: status == .notDetermined || status == .restricted ? .denied : status, accuracy: accuracy)
+        do {
+            try decide(prompt.key, decision, temporary: message.bool("once") ?? false)
+            reply(prompt.requester, prompt.requestID, ok: true, message: "answered", decision: decision)
+        } catch {
+            reply(prompt.requester, prompt.requestID, ok: false, message: error.description)
+        }
+    }
+
+    // MARK: Lines
+
+    private func reply(
+        _ client: BrokerClient, _ id: Int, ok: Bool, message: String, decision: AuthorizationDecision? = nil,
+        rows: [String]? = nil
+    ) {
+        var line = BrokerLine("REPLY")
+        line.add("id", id)
+        line.add("ok", ok)
+        line.add("message", message)
+        line.add("status", decision?.status.name)
+        line.add("accuracy", decision?.accuracy.name)
+        if let rows { line.addRaw("rows", "[" + rows.joined(separator: ",") + "]") }
+        client.send(line.line)
+    }
+
+    private func errorLine(_ message: String) -> String {
+        var line = BrokerLine("ERROR")
+        line.add("message", message)
+        return line.line
+    }
+
+    static func isValidLabel(_ label: String) -> Bool {
+        (1...128).contains(label.utf8.count)
+            && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-@".contains($0)) }
+    }
+
+    /// One line in `STATE/audit.log` (who connected, who decided what).
+    private func audit(_ text: String) {
+        let line = "\(iso8601(Date())) \(text)\n"
+        let path = stateDirectory.appendingPathComponent("audit.log").path
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        DescriptorWrite.write(line, to: fd)
+        close(fd)
+    }
+
+    private func iso8601(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+    }
+
+    /// Stops gpsd's connection and every session.
+    package func stop() {
+        let sessions = state.withLock { state -> [ReducedSession] in
+            defer { state.reduced = [:] }
+            return Array(state.reduced.values)
+        }
+        for session in sessions { session.stop() }
+        hub.stop()
+    }
+}

@@ -1,0 +1,134 @@
+import CBrokerSupport
+import Foundation
+
+/// Who is at the other end of a Unix socket, as the kernel says — never as the program says.
+///
+/// - uid, gid, pid: `SO_PEERCRED`, fixed when the program connected.
+/// - The process is pinned with a pidfd: `SO_PEERPIDFD` (Linux 6.5+) names the very process
+///   that connected; on older kernels `pidfd_open(pid)` is taken and the process's start time
+///   (`/proc/PID/stat`) must not be later than the connection — a pid recycled since then is
+///   refused. Everything read from `/proc/PID` is trusted only if the pidfd still shows the
+///   process alive after the reads (a process that exited mid-read is refused: its pid may
+///   already name another).
+/// - The systemd unit: the cgroup (`/proc/PID/cgroup`) when it is a system service
+///   (`/system.slice/NAME.service`): only root (systemd) can place a process there. A user's own
+///   units and scopes are under the user's control and are not used.
+/// - The Flatpak id: `[Application] name=` in `/proc/PID/root/.flatpak-info`, as the desktop
+///   portal reads it (needs gpslocd to be able to read the process's root: root or
+///   `CAP_SYS_PTRACE`; otherwise unknown).
+/// - In use: the process is in the foreground process group of a terminal (`tty_nr`, `tpgid`).
+package struct PeerIdentity: Sendable, Equatable {
+    package var uid: UInt32
+    package var gid: UInt32
+    package var pid: Int32
+    /// The system service the process runs in (`gpsd.service`), if any.
+    package var unit: String?
+    /// The Flatpak application id, if the process is a Flatpak sandbox.
+    package var flatpak: String?
+    /// The foreground of a terminal.
+    package var inUse: Bool
+
+    package init(uid: UInt32, gid: UInt32, pid: Int32, unit: String? = nil, flatpak: String? = nil, inUse: Bool = false)
+    {
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        self.unit = unit
+        self.flatpak = flatpak
+        self.inUse = inUse
+    }
+
+    /// How the app id is known: `flatpak` and `unit` are enforced by the kernel; `label` is what
+    /// the program said, which within one uid is only a label.
+    package var kind: String { flatpak != nil ? "flatpak" : unit != nil ? "unit" : "label" }
+
+    /// The app id decisions are keyed by: the Flatpak id, else the unit, else `label`.
+    package func appID(label: String) -> String { flatpak ?? unit ?? label }
+
+    /// Why a peer could not be identified.
+    package struct Failure: Error, Sendable, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// The peer of a connected socket; `acceptedAt`: `CLOCK_BOOTTIME` seconds when it was accepted.
+    package static func of(socket fd: Int32, acceptedAt: Double) throws(Failure) -> PeerIdentity {
+        var pid: Int32 = 0
+        var uid: UInt32 = 0
+        var gid: UInt32 = 0
+        guard gpslocd_peer_credentials(fd, &pid, &uid, &gid) == 0 else {
+            throw Failure(description: "SO_PEERCRED failed (\(String(cString: strerror(errno))))")
+        }
+        var pidfd = gpslocd_peer_pidfd(fd)
+        let exact = pidfd >= 0
+        if !exact { pidfd = gpslocd_pidfd_open(pid) }
+        guard pidfd >= 0 else {
+            throw Failure(description: "the connecting process (pid \(pid)) has already exited")
+        }
+        defer { close(pidfd) }
+        return try read(pid: pid, uid: uid, gid: gid, pidfd: pidfd, startedNoLaterThan: exact ? nil : acceptedAt)
+    }
+
+    /// Reads what `/proc` says of `pid`, pinned by `pidfd` (see the type). `startedNoLaterThan`:
+    /// when the pidfd was opened after the fact, the latest start time (boot seconds) the
+    /// connecting process can have.
+    package static func read(
+        pid: Int32, uid: UInt32, gid: UInt32, pidfd: Int32, startedNoLaterThan: Double?
+    ) throws(Failure) -> PeerIdentity {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { throw Failure(description: "the connecting process (pid \(pid)) has exited") }
+        // Fields after the command's closing parenthesis: state is field 3.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let processGroup = Int(fields[2]), let tty = Int(fields[4]),
+            let foreground = Int(fields[5]), let startTicks = Double(fields[19])
+        else { throw Failure(description: "/proc/\(pid)/stat could not be read") }
+        if let latest = startedNoLaterThan, startTicks / Double(sysconf(Int32(_SC_CLK_TCK))) > latest + 0.02 {
+            throw Failure(
+                description: "pid \(pid) belongs to a process started after the connection (the pid was recycled)")
+        }
+        var identity = PeerIdentity(uid: uid, gid: gid, pid: pid, inUse: tty != 0 && foreground == processGroup)
+        if let cgroup = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) {
+            identity.unit = systemUnit(cgroup: cgroup)
+        }
+        if let info = try? String(contentsOfFile: "/proc/\(pid)/root/.flatpak-info", encoding: .utf8) {
+            identity.flatpak = flatpakID(info: info)
+        }
+        // Trusted only if the process is still the one the pidfd pins.
+        guard gpslocd_pidfd_alive(pidfd) == 1 else {
+            throw Failure(description: "the connecting process (pid \(pid)) exited while it was identified")
+        }
+        return identity
+    }
+
+    /// `NAME.service` when the unified cgroup path is a system service's.
+    package static func systemUnit(cgroup: String) -> String? {
+        for line in cgroup.split(separator: "\n") where line.hasPrefix("0::/system.slice/") {
+            let parts = line.dropFirst("0::/system.slice/".count).split(separator: "/")
+            guard let unit = parts.first, unit.hasSuffix(".service") else { return nil }
+            return String(unit)
+        }
+        return nil
+    }
+
+    /// `name=` of the `[Application]` group of a `.flatpak-info` file.
+    package static func flatpakID(info: String) -> String? {
+        var inApplication = false
+        for line in info.split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if text.hasPrefix("[") {
+                inApplication = text == "[Application]"
+            } else if inApplication, text.hasPrefix("name=") {
+                let name = String(text.dropFirst(5))
+                return name.isEmpty ? nil : name
+            }
+        }
+        return nil
+    }
+
+    /// `CLOCK_BOOTTIME` now, in seconds (the clock `/proc/PID/stat`'s start time counts on).
+    package static func bootSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,90 @@
+import Dispatch
+import Foundation
+import GPSLocation
+import GPSLocationBroker
+
+/// gpslocd: the system location service (docs/broker.md, `man gpslocd`).
+let usage = """
+    usage: gpslocd [--gpsd HOST:PORT] [--socket PATH] [--state DIR] [--policy FILE]
+
+    The only client of gpsd on this machine: programs connect to its Unix socket and get the
+    locations their decision allows — identified by the kernel, with consent, the in-use rule and
+    reduced accuracy applied here, out of their reach. Runs in the foreground (systemd runs it the
+    same way); logs to stderr.
+
+      --gpsd HOST:PORT   the gpsd to read (default $GPSLOCATION_GPSD, else 127.0.0.1:2947)
+      --socket PATH      where to listen (default /run/gpslocd/socket; with systemd's socket
+                         activation the socket it passes)
+      --state DIR        decisions, reduced-accuracy state and the audit log (default
+                         /var/lib/gpslocd; systemd's StateDirectory)
+      --policy FILE      the administrator's policy (default /etc/gpslocation/policy.json)
+    """
+
+var options: [String: String] = [:]
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    if argument == "--help" || argument == "-h" {
+        print(usage)
+        exit(0)
+    }
+    guard ["--gpsd", "--socket", "--state", "--policy"].contains(argument), let value = arguments.popFirst() else {
+        FileHandle.standardError.write(Data("gpslocd: unknown or incomplete option \(argument)\n\n\(usage)\n".utf8))
+        exit(2)
+    }
+    options[String(argument.dropFirst(2))] = value
+}
+
+let endpoint: GPSDEndpoint
+if let text = options["gpsd"] {
+    guard let parsed = GPSDEndpoint.parse(text) else {
+        FileHandle.standardError.write(Data("gpslocd: --gpsd must be HOST[:PORT], not \(text)\n".utf8))
+        exit(2)
+    }
+    endpoint = parsed
+} else {
+    endpoint = .fromEnvironment()
+}
+let stateDirectory = URL(
+    fileURLWithPath: options["state"] ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"] ?? "/var/lib/gpslocd")
+umask(0o077)
+do {
+    try FileManager.default.createDirectory(
+        at: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+} catch {
+    FileHandle.standardError.write(
+        Data("gpslocd: cannot create the state folder \(stateDirectory.path): \(error.localizedDescription)\n".utf8))
+    exit(1)
+}
+signal(SIGPIPE, SIG_IGN)
+let service = BrokerService(
+    stateDirectory: stateDirectory, endpoint: endpoint, policyPath: options["policy"] ?? LocationPolicy.defaultPath)
+let socketPath: String? =
+    options["socket"]
+    ?? (ProcessInfo.processInfo.environment["LISTEN_FDS"] == nil ? BrokerProtocol.defaultSocketPath : nil)
+let server: BrokerServer
+do {
+    server = try BrokerServer(service: service, socketPath: socketPath)
+} catch {
+    FileHandle.standardError.write(Data("gpslocd: \(error.description)\n".utf8))
+    exit(1)
+}
+/// SIGINT and SIGTERM end the loop (the handlers run on a global queue, not the main actor).
+nonisolated func stopOnSignals(_ server: BrokerServer) -> [any DispatchSourceSignal] {
+    [SIGINT, SIGTERM].map { signalNumber in
+        signal(signalNumber, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+        source.setEventHandler { server.stop() }
+        source.resume()
+        return source
+    }
+}
+// Kept for the life of the process: a released signal source is cancelled.
+let signalSources = stopOnSignals(server)
+FileHandle.standardError.write(
+    Data(
+        "gpslocd: listening on \(socketPath ?? "the socket systemd passed"), reading gpsd at \(endpoint), state in \(stateDirectory.path)\n"
+            .utf8))
+server.run()
+service.stop()
+for source in signalSources { source.cancel() }
+FileHandle.standardError.write(Data("gpslocd: stopped\n".utf8))
