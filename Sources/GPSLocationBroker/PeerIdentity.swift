@@ -125,6 +125,9 @@ package struct PeerIdentity: Sendable, Equatable {
         return nil
     }
 
+    /// `pidfd_open(pid)`, or -1 (tests pin a process as the server does on older kernels).
+    package static func openPidfd(_ pid: Int32) -> Int32 { gpslocd_pidfd_open(pid) }
+
     /// `CLOCK_BOOTTIME` now, in seconds (the clock `/proc/PID/stat`'s start time counts on).
     package static func bootSeconds() -> Double {
         var now = timespec()

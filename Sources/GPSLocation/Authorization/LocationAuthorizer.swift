@@ -201,6 +201,7 @@ public final class LocationAuthorizer: Sendable {
     /// A request through gpslocd: it asks the user's agent, or says what to run.
     private func requestThroughBroker(_ link: BrokerLink, always: Bool) -> RequestOutcome {
         guard let usageDescription else { return .missingUsageDescription(missingUsageMessage) }
+        let before = locked.withLock { $0.decision }
         do {
             let reply = try link.request(
                 {
@@ -210,7 +211,9 @@ public final class LocationAuthorizer: Sendable {
             guard reply.bool("ok") == true else {
                 return .noPrompt(reply.string("message") ?? "gpslocd refused the request")
             }
-            return set(BrokerWelcome.decision(reply)) ? .changed : .unchanged
+            // gpslocd's AUTHORIZATION line may have set the answer already (it comes first).
+            set(BrokerWelcome.decision(reply))
+            return locked.withLock { $0.decision } != before ? .changed : .unchanged
         } catch {
             return .noPrompt(error.description)
         }

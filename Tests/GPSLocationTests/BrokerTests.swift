@@ -1,0 +1,234 @@
+import Foundation
+import GNSSCore
+import GPSDProcesses
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+@testable import GPSLocationBroker
+
+/// gpslocd in this process (#34): its socket in a temporary folder, no gpsd needed for what is
+/// tested here (consent, identity, output that never blocks, the protocol).
+final class InProcessBroker: Sendable {
+    let folder: URL
+    let socket: String
+    let server: BrokerServer
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(promptTimeout: TimeInterval = 120) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        socket = folder.appendingPathComponent("socket").path
+        let service = BrokerService(
+            stateDirectory: folder.appendingPathComponent("state"),
+            // Nothing listens there: the consent tests never WATCH.
+            endpoint: GPSDEndpoint(host: "127.0.0.1", port: 9),
+            policyPath: folder.appendingPathComponent("policy").path,
+            promptTimeout: promptTimeout)
+        server = try BrokerServer(service: service, socketPath: socket)
+        let server = self.server
+        let finished = self.finished
+        Thread.detachNewThread {
+            server.run()
+            finished.signal()
+        }
+    }
+
+    func stop() {
+        server.stop()
+        finished.wait()
+        server.service.stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+}
+
+@Suite("gpslocd: consent, identity, output that never blocks, the protocol")
+struct BrokerTests {
+    @Test("a request with no agent is refused at once with the command to run — never a hang")
+    func noAgentRefusesAtOnce() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        let authorizer = LocationAuthorizer.brokered(
+            appID: "asker", usageDescription: "to test", socketPath: broker.socket)
+        defer { authorizer.disconnect() }
+        #expect(authorizer.status == .notDetermined)
+        let outcome = authorizer.request(always: false)
+        guard case .noPrompt(let message) = outcome else {
+            Issue.record("expected a refusal, got \(outcome)")
+            return
+        }
+        #expect(message.contains("`gpsloc auth grant asker"))
+        #expect(message.contains("gpsloc agent"))
+        // Without a usage description nobody is asked, as without gpslocd.
+        let bare = LocationAuthorizer.brokered(appID: "bare", socketPath: broker.socket)
+        defer { bare.disconnect() }
+        if case .missingUsageDescription = bare.request(always: false) {} else { Issue.record("usage description") }
+    }
+
+    @Test("the user's agent answers, gpslocd keeps the decision, and the app hears of it; a grant reaches it at once")
+    func agentAnswers() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        let answered = EventCounter()
+        let holder = Locked<BrokerLink?>(nil)
+        let agent = BrokerLink(
+            path: broker.socket, app: "agent",
+            onMessage: { message in
+                guard message.messageClass == "PROMPT", let id = message.int("prompt") else { return }
+                var line = BrokerLine("ANSWER")
+                line.add("prompt", id)
+                line.add("status", "authorizedAlways")
+                line.add("accuracy", "reduced")
+                holder.withLock { $0 }?.send(line.line)
+                answered.increment()
+            }, onState: { _ in })
+        holder.withLock { $0 = agent }
+        defer { agent.close() }
+        _ = try agent.startAndWait()
+        #expect(try agent.request({ _ in }, className: "AGENT", timeout: 10).bool("ok") == true)
+
+        let authorizer = LocationAuthorizer.brokered(
+            appID: "asker", usageDescription: "to test", socketPath: broker.socket)
+        defer { authorizer.disconnect() }
+        let changes = EventCounter()
+        authorizer.addObserver { changes.increment() }
+        #expect(authorizer.request(always: true) == .changed)
+        #expect(answered.value == 1)
+        #expect(authorizer.status == .authorizedAlways && authorizer.accuracy == .reducedAccuracy)
+        // Kept by gpslocd, in its state folder (0600), not in the user's home.
+        let store = broker.folder.appendingPathComponent("state/users/\(geteuid())/authorizations.json")
+        let attributes = try FileManager.default.attributesOfItem(atPath: store.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        // Another decision, made with `gpsloc auth` through gpslocd, reaches the running app.
+        var environment = GPSLocBinary.environment()
+        environment["GPSLOCATION_BROKER"] = broker.socket
+        let revoke = try await runProgram(GPSLocBinary.path, ["auth", "revoke", "asker"], environment: environment)
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        #expect(await changes.wait(hangLimit: 10) { $0 >= 2 })
+        #expect(authorizer.status == .denied)
+        let who = try await runProgram(GPSLocBinary.path, ["auth", "who"], environment: environment)
+        #expect(who.stdout.contains("asker [label] uid \(geteuid())"), "\(who.stdout)")
+    }
+
+    @Test("only root decides for another uid; a malformed line is answered, not fatal")
+    func permissions() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        let link = BrokerLink(path: broker.socket, app: "admin", onMessage: { _ in }, onState: { _ in })
+        defer { link.close() }
+        _ = try link.startAndWait()
+        let grant = try link.request(
+            {
+                $0.add("app", "someone")
+                $0.add("uid", 4242)
+                $0.add("status", "authorizedAlways")
+            }, className: "GRANT", timeout: 10)
+        // The test runs as root in CI: root may; anyone else is told to use root.
+        if geteuid() == 0 {
+            #expect(grant.bool("ok") == true)
+            let listed = try link.request({ $0.add("uid", 4242) }, className: "LIST", timeout: 10)
+            #expect(listed.objects("rows").map { $0.string("app") } == ["someone"])
+        } else {
+            #expect(grant.bool("ok") == false)
+        }
+        #expect(link.send("{not json\n"))
+        #expect(try link.request({ _ in }, className: "WHO", timeout: 10).bool("ok") == true)
+    }
+
+    @Test("a program that never reads: sends return at once, what waits is bounded, the drop is told")
+    func slowReaderNeverBlocks() throws {
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer {
+            close(pair[0])
+            close(pair[1])
+        }
+        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
+        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 0, gid: 0, pid: getpid()))
+        let line = BrokerProtocol.fixLine(Fix(mode: .threeDimensional, time: Date(), latitude: 51.5, longitude: -2.6))
+        for _ in 0..<20_000 { client.send(line, droppable: true) }
+        // 20,000 lines (~3 MB) to a reader that took none: the socket's buffer plus at most
+        // `maximumPending` (and one line) wait; the rest were dropped, not queued, not blocked on.
+        var drained = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = read(pair[1], &buffer, buffer.count)
+            if count <= 0 { break }
+            drained += count
+            client.flush()
+            if drained > 8 << 20 { break }
+            var ready = pollfd(fd: pair[1], events: Int16(POLLIN), revents: 0)
+            if poll(&ready, 1, 0) == 0 { break }
+        }
+        #expect(drained < BrokerClient.maximumPending + (2 << 20))
+        client.send(line, droppable: true)
+        let count = read(pair[1], &buffer, buffer.count)
+        let text = String(decoding: buffer[0..<max(count, 0)], as: UTF8.self)
+        #expect(text.contains("brokerDropped"), "\(text.prefix(200))")
+    }
+
+    @Test("identity: a process that has exited, or a pid younger than the connection, is never trusted")
+    func recycledPid() async throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        child.arguments = ["30"]
+        try child.run()
+        let pid = child.processIdentifier
+        let pidfd = PeerIdentity.openPidfd(pid)
+        try #require(pidfd >= 0)
+        defer { close(pidfd) }
+        // Alive, started before "the connection": identified.
+        let alive = try PeerIdentity.read(
+            pid: pid, uid: 0, gid: 0, pidfd: pidfd, startedNoLaterThan: PeerIdentity.bootSeconds())
+        #expect(alive.pid == pid && !alive.inUse)
+        // The connection was accepted before this process started: the pid was recycled.
+        #expect(throws: PeerIdentity.Failure.self) {
+            try PeerIdentity.read(pid: pid, uid: 0, gid: 0, pidfd: pidfd, startedNoLaterThan: 1)
+        }
+        kill(pid, SIGKILL)
+        let reference = ProcessReference(child)
+        _ = try await offConcurrencyThreads { reference.process.waitUntilExit() }
+        // Gone: whatever now has its pid is not the process that connected.
+        #expect(throws: PeerIdentity.Failure.self) {
+            try PeerIdentity.read(pid: pid, uid: 0, gid: 0, pidfd: pidfd, startedNoLaterThan: nil)
+        }
+        #expect(PeerIdentity.systemUnit(cgroup: "0::/system.slice/fleetd.service\n") == "fleetd.service")
+        #expect(
+            PeerIdentity.systemUnit(cgroup: "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.service")
+                == nil)
+        #expect(PeerIdentity.flatpakID(info: "[Application]\nname=org.example.Maps\nruntime=x\n") == "org.example.Maps")
+    }
+
+    @Test("the protocol: a fix and the satellites survive the wire field for field")
+    func roundTrip() throws {
+        let fix = Fix(
+            mode: .threeDimensional, quality: .dgps, time: Date(timeIntervalSince1970: 1_781_510_405.25),
+            latitude: 51.454094405, longitude: -2.596345072, altitudeHAE: 87.3, altitudeMSL: 39.1,
+            geoidSeparation: 48.2, errors: FixErrors(time: 0.005, longitude: 3.1, latitude: 4.2, vertical: 7.5),
+            speed: 13.763, course: 72.3, climb: -1.3, magneticVariation: -1.0, device: "/dev/ttyACM0 \"x\"")
+        let line = BrokerProtocol.line(for: .fix(fix))
+        guard
+            case .fix(let back) = BrokerProtocol.event(
+                from: try #require(BrokerMessage(line: Array(line.utf8.dropLast()))))
+        else {
+            Issue.record("not a fix: \(line)")
+            return
+        }
+        #expect(back == fix)
+        let sky = SkyView(
+            time: nil,
+            satellites: [
+                Satellite(
+                    prn: 7, constellation: .gps, satelliteID: 7, signalToNoise: 41, elevation: 33, azimuth: 120,
+                    used: true)
+            ], dilution: DilutionOfPrecision(horizontal: 0.9))
+        guard
+            case .sky(let skyBack) = BrokerProtocol.event(
+                from: try #require(BrokerMessage(line: Array(BrokerProtocol.line(for: .sky(sky)).utf8))))
+        else {
+            Issue.record("not a sky")
+            return
+        }
+        #expect(skyBack == sky)
+    }
+}
