@@ -1,0 +1,201 @@
+import Foundation
+import GPSDProcesses
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// A client of gpslocd in another language, as another uid: Python, speaking docs/broker.md's
+/// protocol. One connection per app id; every line received goes to stderr as
+/// "MONOTONIC-SECONDS APP LINE" (the system-wide monotonic clock, which the test reads too).
+let brokerPythonClient = #"""
+    import json, selectors, socket, sys, time
+    path, apps = sys.argv[1], sys.argv[2].split(",")
+    chooser = selectors.DefaultSelector()
+    for app in apps:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.sendall((json.dumps({"class": "HELLO", "version": 1, "app": app}) + "\n").encode())
+        s.sendall((json.dumps({"class": "WATCH"}) + "\n").encode())
+        chooser.register(s, selectors.EVENT_READ, [app, b""])
+    while True:
+        for key, _ in chooser.select():
+            data = key.fileobj.recv(65536)
+            if not data:
+                sys.exit(0)
+            key.data[1] += data
+            while b"\n" in key.data[1]:
+                line, key.data[1] = key.data[1].split(b"\n", 1)
+                sys.stderr.write("%.6f %s %s\n" % (time.monotonic(), key.data[0], line.decode()))
+                sys.stderr.flush()
+    """#
+
+extension RealGPSD.LaneC {
+    /// #34's boundary, with real processes under different uids: gpslocd as root, a real gpsd
+    /// (gpsfake), and a program of uid 12345 that connects to gpslocd's socket.
+    @Suite(
+        "gpslocd: another uid gets nothing without a grant, a location after it, nothing a second after a revoke",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
+        .enabled(if: geteuid() == 0, "switching to another uid needs root (CI runs as root)"),
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") || Conditions.underCI,
+            "python3 not installed (gpsfake needs it too)"))
+    struct BrokerUidTests {
+        static let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/gpslocd").path
+        static let uid = 12345
+        static let unprivileged = [
+            "/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
+        ]
+
+        static func monotonic() -> Double {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        }
+
+        /// (time, app, message) of each line a Python client printed.
+        static func parsed(_ reader: LineReader) -> [(time: Double, app: String, message: BrokerMessage)] {
+            parsed(reader.snapshot)
+        }
+        /// The same for lines a wait's condition is given (the reader's lock is held then).
+        static func parsed(_ lines: [(time: Date, text: String)]) -> [(
+            time: Double, app: String, message: BrokerMessage
+        )] {
+            lines.compactMap { line in
+                let parts = line.text.split(separator: " ", maxSplits: 2)
+                guard parts.count == 3, let time = Double(parts[0]),
+                    let message = BrokerMessage(line: Array(parts[2].utf8))
+                else { return nil }
+                return (time, String(parts[1]), message)
+            }
+        }
+
+        @Test("the whole boundary: grant, revoke within a second, no self-written state, one reduced point per uid")
+        func boundary() async throws {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-uid-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            #expect(chmod(folder.path, 0o755) == 0)
+            let socket = folder.appendingPathComponent("socket").path
+            let state = folder.appendingPathComponent("state")
+            let client = folder.appendingPathComponent("client.py")
+            try brokerPythonClient.write(to: client, atomically: true, encoding: .utf8)
+            #expect(chmod(client.path, 0o644) == 0)
+
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+            defer { server.stop() }
+            let (daemon, daemonLog) = try launchReadingStderr(
+                Self.daemon,
+                ["--gpsd", "127.0.0.1:\(server.endpoint.port)", "--socket", socket, "--state", state.path],
+                environment: ProcessInfo.processInfo.environment)
+            defer { if daemon.isRunning { daemon.terminate() } }
+            #expect(await daemonLog.waitFor(timeout: 30) { $0.contains { $0.text.hasPrefix("gpslocd: listening") } })
+
+            // Root's own app, granted: the reference that fixes are flowing.
+            let fixes = EventCounter()
+            let root = BrokerLink(
+                path: socket, app: "intruder", afterWelcome: [BrokerLine("WATCH").line],
+                onMessage: { if $0.messageClass == "FIX" { fixes.increment() } }, onState: { _ in })
+            defer { root.close() }
+            _ = try root.startAndWait()
+            func decide(_ app: String, uid: Int?, _ status: String, _ accuracy: String = "full") throws {
+                let reply = try root.request(
+                    {
+                        $0.add("app", app)
+                        $0.add("uid", uid)
+                        $0.add("status", status)
+                        $0.add("accuracy", accuracy)
+                    }, className: "GRANT", timeout: 10)
+                #expect(reply.bool("ok") == true, "\(reply.fields)")
+            }
+            // The same label granted to root is not uid 12345's app.
+            try decide("intruder", uid: nil, "authorizedAlways")
+
+            let (other, otherLog) = try launchReadingStderr(
+                Self.unprivileged[0],
+                Array(Self.unprivileged.dropFirst()) + ["/usr/bin/python3", client.path, socket, "intruder"],
+                environment: ProcessInfo.processInfo.environment)
+            defer { if other.isRunning { other.terminate() } }
+            #expect(await otherLog.waitFor(timeout: 30) { $0.contains { $0.text.contains("WELCOME") } })
+            let welcome = try #require(Self.parsed(otherLog).first { $0.message.messageClass == "WELCOME" })
+            #expect(welcome.message.int("uid") == Self.uid && welcome.message.string("status") == "notDetermined")
+            // Five fixes reach root's app while uid 12345's gets none.
+            let before = fixes.value
+            #expect(await fixes.wait(hangLimit: 60) { $0 >= before + 5 })
+            #expect(!Self.parsed(otherLog).contains { $0.message.messageClass == "FIX" })
+
+            // Granted by root for uid 12345: locations flow to it.
+            try decide("intruder", uid: Self.uid, "authorizedAlways")
+            #expect(
+                await otherLog.waitFor(timeout: 60) { lines in
+                    Self.parsed(lines).contains { $0.message.messageClass == "FIX" }
+                })
+
+            // Revoked: it hears so within a second, and no fix follows.
+            let revokedAt = Self.monotonic()
+            try decide("intruder", uid: Self.uid, "denied")
+            #expect(
+                await otherLog.waitFor(timeout: 30) { lines in
+                    Self.parsed(lines).contains {
+                        $0.message.messageClass == "AUTHORIZATION" && $0.message.string("status") == "denied"
+                    }
+                })
+            let lines = Self.parsed(otherLog)
+            let denied = try #require(
+                lines.firstIndex {
+                    $0.message.messageClass == "AUTHORIZATION" && $0.message.string("status") == "denied"
+                })
+            print(
+                "revocation reached the other uid's program \(Int((lines[denied].time - revokedAt) * 1000)) ms after the request"
+            )
+            #expect(lines[denied].time - revokedAt < 1.0)
+            let afterRevoke = fixes.value
+            #expect(await fixes.wait(hangLimit: 60) { $0 >= afterRevoke + 5 })
+            #expect(!Self.parsed(otherLog)[(denied + 1)...].contains { $0.message.messageClass == "FIX" })
+            other.terminate()
+
+            // Five app ids of uid 12345, all granted reduced: one and the same grid point.
+            let apps = (1...5).map { "app\($0)" }
+            for app in apps { try decide(app, uid: Self.uid, "authorizedAlways", "reduced") }
+            let (five, fiveLog) = try launchReadingStderr(
+                Self.unprivileged[0],
+                Array(Self.unprivileged.dropFirst())
+                    + ["/usr/bin/python3", client.path, socket, apps.joined(separator: ",")],
+                environment: ProcessInfo.processInfo.environment)
+            defer { if five.isRunning { five.terminate() } }
+            #expect(
+                await fiveLog.waitFor(timeout: 60) { lines in
+                    Set(Self.parsed(lines).filter { $0.message.messageClass == "FIX" }.map(\.app)).count == 5
+                })
+            let points = Self.parsed(fiveLog).filter { $0.message.messageClass == "FIX" }
+            #expect(points.allSatisfy { $0.message.bool("reduced") == true && $0.message.double("altHAE") == nil })
+            #expect(points.allSatisfy { $0.message.double("speed") == nil && $0.message.string("device") == nil })
+            let distinct = Set(points.map { "\($0.message.double("lat") ?? 0),\($0.message.double("lon") ?? 0)" })
+            #expect(distinct.count == 1, "\(distinct)")
+            five.terminate()
+
+            // uid 12345 can neither write nor read its own decision or reduced state.
+            let userFolder = state.appendingPathComponent("users/\(Self.uid)")
+            for target in [
+                userFolder.appendingPathComponent("authorizations.json"),
+                userFolder.appendingPathComponent("reduced/secret.json"), userFolder.appendingPathComponent("new"),
+            ] {
+                let write = try await runProgram(
+                    Self.unprivileged[0],
+                    Array(Self.unprivileged.dropFirst()) + ["/bin/sh", "-c", "echo {} > \"$0\"", target.path],
+                    mergeErrors: true)
+                #expect(
+                    write.status != 0 && write.stdout.contains("Permission denied"), "\(target.path): \(write.stdout)")
+            }
+            let read = try await runProgram(
+                Self.unprivileged[0],
+                Array(Self.unprivileged.dropFirst()) + [
+                    "/bin/cat", userFolder.appendingPathComponent("authorizations.json").path,
+                ],
+                mergeErrors: true)
+            #expect(read.status != 0 && read.stdout.contains("Permission denied"))
+            daemon.terminate()
+        }
+    }
+}
