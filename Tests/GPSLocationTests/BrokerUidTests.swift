@@ -197,5 +197,75 @@ extension RealGPSD.LaneC {
             #expect(read.status != 0 && read.stdout.contains("Permission denied"))
             daemon.terminate()
         }
+
+        @Test(
+            "gpsd confined with gpslocd in their own network and IPC namespaces: outside, only gpslocd's socket answers",
+            .enabled(
+                if: FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
+                    && FileManager.default.isExecutableFile(atPath: "/usr/bin/nsenter"),
+                "unshare/nsenter (util-linux) not installed"))
+        func confined() async throws {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-ns-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let socket = folder.appendingPathComponent("socket").path
+            let port = try FreePort.find()
+            let log = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+            // gpsfake (and its gpsd) and gpslocd share a new network and IPC namespace; gpslocd
+            // reconnects until gpsd listens. Its socket is a path, reachable from outside.
+            let script =
+                "ip link set lo up && { gpsfake -q -P \(port) -c 0.05 \(log) >/dev/null 2>&1 & } && exec \"$0\" "
+                + "--gpsd 127.0.0.1:\(port) --socket \(socket) --state \(folder.path)/state"
+            let (daemon, daemonLog) = try launchReadingStderr(
+                "/usr/bin/unshare", ["--net", "--ipc", "--", "/bin/sh", "-c", script, Self.daemon],
+                environment: ProcessInfo.processInfo.environment)
+            defer {
+                if daemon.isRunning { daemon.terminate() }
+                // gpsfake and its gpsd live on inside the namespace: ended here, whatever happened.
+                let stop = Process()
+                stop.executableURL = URL(fileURLWithPath: "/usr/bin/pkill")
+                stop.arguments = ["-f", "gpsfake -q -P \(port) "]
+                try? stop.run()
+            }
+            #expect(await daemonLog.waitFor(timeout: 30) { $0.contains { $0.text.hasPrefix("gpslocd: listening") } })
+            let fixes = EventCounter()
+            let app = BrokerLink(
+                path: socket, app: "outside", afterWelcome: [BrokerLine("WATCH").line],
+                onMessage: { if $0.messageClass == "FIX" { fixes.increment() } }, onState: { _ in })
+            defer { app.close() }
+            _ = try app.startAndWait()
+            let grant = try app.request(
+                {
+                    $0.add("app", "outside")
+                    $0.add("status", "authorizedAlways")
+                }, className: "GRANT", timeout: 10)
+            #expect(grant.bool("ok") == true)
+            // Through gpslocd's socket, locations flow from the gpsd inside.
+            #expect(await fixes.wait(hangLimit: 60) { $0 >= 3 })
+            // gpsd's port does not exist out here.
+            #expect(!FreePort.accepts(port: port))
+            // gpsd's shared-memory export ("GPSD", 0x47505344) exists inside, made by its gpsd …
+            let key = "1196446532"
+            let inside = try await runProgram(
+                "/usr/bin/nsenter", ["--target", String(daemon.processIdentifier), "--ipc", "cat", "/proc/sysvipc/shm"])
+            // /proc/sysvipc/shm: key shmid perms size cpid …
+            func rows(_ text: String) -> [[String]] {
+                text.split(separator: "\n").map { line in line.split(separator: " ").map(String.init) }
+                    .filter { $0.count > 4 }
+            }
+            // Every segment inside was made there (gpsd's NTP time export at least; its "GPSD"
+            // position export too once made) …
+            let made = Set(rows(inside.stdout).dropFirst().map { $0[4] })
+            #expect(!made.isEmpty, "gpsd made no segment inside: \(inside.stdout.prefix(300))")
+            let hasExport = rows(inside.stdout).contains { $0[0] == key }
+            // … and no segment outside was made by those processes.
+            let outside = try String(contentsOfFile: "/proc/sysvipc/shm", encoding: .utf8)
+            let leaked: Bool = rows(outside).dropFirst().contains { made.contains($0[4]) }
+            #expect(!leaked)
+            print(
+                "gpsd's shared memory (\(made.count) creator(s)\(hasExport ? ", the GPSD export among them" : "")) stays "
+                    + "inside the namespace; port \(port) is closed outside")
+            daemon.terminate()
+        }
     }
 }
