@@ -27,6 +27,8 @@ public final class BrokerLocationSource: LocationSource {
         self.sky = sky
     }
 
+    /// Connects to gpslocd on a thread of its own (reconnecting every second) and WATCHes;
+    /// returns at once.
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         var watch = BrokerLine("WATCH")
         watch.add("sky", sky)
@@ -70,6 +72,7 @@ public final class BrokerLocationSource: LocationSource {
         link.start()
     }
 
+    /// Closes the connection; no event reaches the handler after this returns.
     public func stop() {
         link.withLock { current in
             defer { current = nil }
