@@ -30,6 +30,26 @@ enum DoctorCommand {
             print("\(level.padding(toLength: 5, withPad: " ", startingAt: 0)) \(terminalSafe(message))")
         }
 
+        // Which mode apps are in: through gpslocd (it alone reads gpsd) or reading gpsd directly.
+        if let broker = BrokerProtocol.socketPath() {
+            let link = BrokerLink(path: broker, app: app, onMessage: { _ in }, onState: { _ in })
+            do {
+                let welcome = try link.startAndWait(timeout: 5)
+                report(
+                    "ok",
+                    "broker mode: gpslocd answers at \(broker) — apps get locations through it (\(app) is uid "
+                        + "\(welcome.uid)'s \(welcome.app): \(welcome.decision.status.name))")
+            } catch {
+                report("fail", "broker mode: \(error.description)")
+            }
+            link.close()
+        } else {
+            report(
+                "ok",
+                "direct mode: no gpslocd (no \(BrokerProtocol.defaultSocketPath), GPSLOCATION_BROKER unset) — apps read "
+                    + "gpsd themselves and their decisions are their user's files (docs/broker.md)")
+        }
+
         let installed = FileManager.default.isExecutableFile(atPath: "/usr/sbin/gpsd")
         if installed {
             report("ok", "gpsd is installed (/usr/sbin/gpsd)")

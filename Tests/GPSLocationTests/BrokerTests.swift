@@ -110,6 +110,21 @@ struct BrokerTests {
         #expect(who.stdout.contains("asker [label] uid \(geteuid())"), "\(who.stdout)")
     }
 
+    @Test("gpsloc doctor says which mode is in force: through gpslocd, with the app's decision there")
+    func doctorNamesTheMode() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        var environment = GPSLocBinary.environment()
+        environment["GPSLOCATION_BROKER"] = broker.socket
+        environment["GPSLOCATION_GPSD"] = "127.0.0.1:9"
+        let doctor = try await runProgram(GPSLocBinary.path, ["doctor"], environment: environment)
+        #expect(doctor.stdout.contains("broker mode: gpslocd answers at \(broker.socket)"), "\(doctor.stdout)")
+        #expect(doctor.stdout.contains("gpsloc: notDetermined"))
+        environment["GPSLOCATION_BROKER"] = broker.folder.appendingPathComponent("absent").path
+        let absent = try await runProgram(GPSLocBinary.path, ["doctor"], environment: environment)
+        #expect(absent.stdout.contains("fail  broker mode: gpslocd cannot be reached"), "\(absent.stdout)")
+    }
+
     @Test("only root decides for another uid; a malformed line is answered, not fatal")
     func permissions() async throws {
         let broker = try InProcessBroker()
