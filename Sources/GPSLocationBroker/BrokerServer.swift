@@ -53,20 +53,9 @@ package final class BrokerServer: Sendable {
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o755])
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let bound = BrokerProtocol.withSocketAddress(path, { bind(fd, $0, $1) }) else {
+            close(fd)
             throw Failure(description: "the socket path \(path) is too long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
         }
         guard bound == 0, chmod(path, 0o666) == 0, Glibc.listen(fd, 512) == 0 else {
             let reason = String(cString: strerror(errno))

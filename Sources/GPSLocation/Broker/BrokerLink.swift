@@ -238,21 +238,9 @@ package final class BrokerLink: Sendable {
         guard fd >= 0 else {
             return .failure(BrokerUnavailable(description: "socket: \(String(cString: strerror(errno)))"))
         }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let connected = BrokerProtocol.withSocketAddress(path, { Glibc.connect(fd, $0, $1) }) else {
             Glibc.close(fd)
             return .failure(BrokerUnavailable(description: "the broker socket path \(path) is too long"))
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
         }
         guard connected == 0 else {
             let reason = String(cString: strerror(errno))

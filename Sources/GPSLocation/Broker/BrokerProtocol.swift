@@ -25,6 +25,24 @@ package enum BrokerProtocol {
         return defaultSocketPath
     }
 
+    /// Calls `body` with the `sockaddr_un` of `path` and its length (connect, bind); nil when
+    /// the path is too long for one. The one place both sides build the address.
+    package static func withSocketAddress<Result>(
+        _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result
+    ) -> Result? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
     /// The statuses' names on the wire (the decision store's own names).
     package static func statusName(_ status: CLAuthorizationStatus) -> String { status.name }
     package static func status(named name: String) -> CLAuthorizationStatus? {
