@@ -15,6 +15,8 @@ enum LastCommand {
         --in-use), and under reduced accuracy only a reduced location. Replays are never cached;
         a cache folder open to other users is not read.
         Cache: $XDG_CACHE_HOME/gpslocation/last/APP.json (or ~/.cache/gpslocation/last/).
+        Where gpslocd is in force (GPSLOCATION_BROKER or /run/gpslocd/socket), the location is the
+        one gpslocd keeps for the app, shown only while gpslocd lets the app see it.
         Exit status: 0 with a location, 1 without one (the reason on stderr, or an NDJSON error).
         """
 
@@ -27,6 +29,12 @@ enum LastCommand {
         let app = arguments["app"] ?? "gpsloc"
         try AuthCommand.validate(app)
         let json = arguments.has("json") || isatty(STDOUT_FILENO) == 0
+        if let socket = BrokerProtocol.socketPath() {
+            if arguments.has("in-use") {
+                throw UsageError("--in-use is gpslocd's to judge (the foreground of a terminal) where it is in force")
+            }
+            return throughBroker(socket, app: app, json: json)
+        }
         let decision =
             LocationAuthorizer.resolve(app: app, store: DecisionStore(), policyPath: LocationPolicy.defaultPath)
             ?? AuthorizationDecision(status: .notDetermined)
@@ -49,15 +57,45 @@ enum LastCommand {
             } else {
                 why = "\(app) has reduced accuracy now, and its last location was precise: it is not shown"
             }
-            if json {
-                var writer = NDJSONWriter()
-                writer.error(code: "locationUnknown", message: "no last location: \(why)")
-                standardOutput(writer.buffer)
-            } else {
-                standardError("gpsloc: no last location: \(why)\n")
-            }
-            return 1
+            return fail(why, json: json)
         }
+        return show(location, app: app, json: json)
+    }
+
+    /// Behind gpslocd: the location it keeps for the app comes with its WELCOME, only while the
+    /// app may see it (gpslocd judges authorization, in use and reduced accuracy).
+    static func throughBroker(_ socket: String, app: String, json: Bool) -> Int32 {
+        let link = BrokerLink(path: socket, app: app, onMessage: { _ in }, onState: { _ in })
+        defer { link.close() }
+        let welcome: BrokerWelcome
+        do {
+            welcome = try link.startAndWait(timeout: 5)
+        } catch {
+            return fail("\(error.description)", json: json)
+        }
+        if let location = welcome.last { return show(location, app: welcome.app, json: json) }
+        let gate = AuthorizationState(
+            appID: welcome.app, status: welcome.decision.status, accuracy: welcome.decision.accuracy,
+            isInUse: welcome.inUse)
+        let why =
+            gate.refusal.map { "\($0.message) (gpslocd's decision)" }
+            ?? "gpslocd keeps no location \(welcome.app) may see: it has received none through gpslocd yet (or "
+            + "it has reduced accuracy now and its last one was precise) — run `gpsloc watch --app \(welcome.app)`"
+        return fail(why, json: json)
+    }
+
+    static func fail(_ why: String, json: Bool) -> Int32 {
+        if json {
+            var writer = NDJSONWriter()
+            writer.error(code: "locationUnknown", message: "no last location: \(why)")
+            standardOutput(writer.buffer)
+        } else {
+            standardError("gpsloc: no last location: \(terminalSafe(why))\n")
+        }
+        return 1
+    }
+
+    static func show(_ location: CLLocation, app: String, json: Bool) -> Int32 {
         let age = Date().timeIntervalSince(location.timestamp)
         if json {
             var writer = NDJSONWriter()

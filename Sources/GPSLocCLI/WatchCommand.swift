@@ -38,8 +38,10 @@ enum WatchCommand {
         let broker = BrokerProtocol.socketPath()
         if broker != nil && (!arguments.positionals.isEmpty || arguments["host"] != nil || arguments["port"] != nil) {
             throw UsageError(
-                "gpslocd is in force (\(broker!)): it alone reads gpsd, so watch takes no gpsd address — drop it, "
-                    + "or set GPSLOCATION_BROKER=none to read a gpsd directly")
+                "gpslocd is in force (\(broker!)): it alone reads gpsd, so watch takes no gpsd address — drop it"
+                    + (LocationPolicy.effective().brokerRequired
+                        ? " (the location policy requires gpslocd: there is no direct mode)"
+                        : ", or set GPSLOCATION_BROKER=none to read a gpsd directly"))
         }
         let authorizer: LocationAuthorizer
         if let broker {

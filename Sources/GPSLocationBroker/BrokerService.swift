@@ -42,6 +42,8 @@ package final class BrokerService: Sendable {
     }
     private let state = Locked(State())
     private let hub: GPSDLocationSource
+    /// What each app last received (for its WELCOME's `last`).
+    let lastFixes: LastFixes
 
     package init(
         stateDirectory: URL, endpoint: GPSDEndpoint, policyPath: String = LocationPolicy.defaultPath,
@@ -52,6 +54,9 @@ package final class BrokerService: Sendable {
         self.policyPath = policyPath
         self.promptTimeout = promptTimeout
         hub = GPSDLocationSource(endpoint: endpoint, sky: true)
+        lastFixes = LastFixes { uid in
+            stateDirectory.appendingPathComponent("users").appendingPathComponent(String(uid))
+        }
     }
 
     // MARK: Connections
@@ -70,6 +75,7 @@ package final class BrokerService: Sendable {
             return (state.reduced.removeValue(forKey: client.id), Array(orphaned.values))
         }
         session?.stop()
+        if let app = client.app { lastFixes.flush(uid: client.identity.uid, app: app) }
         for prompt in orphaned where prompt.requester !== client {
             reply(prompt.requester, prompt.requestID, ok: false, message: "the agent went away before it answered")
         }
@@ -107,9 +113,10 @@ package final class BrokerService: Sendable {
             return client.send(errorLine("app must be 1–128 letters, digits, '.', '_' or '-', not \"\(label)\""))
         }
         let app = client.identity.appID(label: label)
-        let decision = state.withLock { state -> AuthorizationDecision in
+        let (decision, mayKnow) = state.withLock { state -> (AuthorizationDecision, Bool) in
             client.app = app
-            return self.decision(Key(uid: client.identity.uid, app: app), in: &state)
+            let decided = self.decision(Key(uid: client.identity.uid, app: app), in: &state)
+            return (decided, authorization(of: client, app: app, in: &state).allowsDelivery)
         }
         var line = BrokerLine("WELCOME")
         line.add("version", BrokerProtocol.version)
@@ -119,6 +126,13 @@ package final class BrokerService: Sendable {
         line.add("inUse", client.identity.inUse)
         line.add("status", decision.status.name)
         line.add("accuracy", decision.accuracy.name)
+        // The last location the app received, while it may see it: authorized (and in use for
+        // When In Use) now, and under reduced accuracy only a reduced one.
+        if mayKnow, let last = lastFixes.entry(uid: client.identity.uid, app: app),
+            last.reduced || decision.accuracy == .fullAccuracy
+        {
+            line.addRaw("last", last.object)
+        }
         client.send(line.line)
         audit(
             "connect uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(app) identity=\(client.identity.kind)")
@@ -150,7 +164,7 @@ package final class BrokerService: Sendable {
         let session = ReducedSession(
             client: client, endpoint: endpoint,
             store: ReducedAccuracyStore(directory: userDirectory(client.identity.uid).appendingPathComponent("reduced"))
-        ) { [weak self] in self?.delivered(to: client) }
+        ) { [weak self] line in self?.delivered(line, to: client) }
         let kept = state.withLock { state -> Bool in
             guard state.clients[client.id] != nil, state.reduced[client.id] == nil else { return false }
             state.reduced[client.id] = session
@@ -182,12 +196,18 @@ package final class BrokerService: Sendable {
                 return true
             }
         }
-        for client in targets { client.send(line, droppable: audience == .full) }
+        for client in targets {
+            client.send(line, droppable: audience == .full)
+            if isFix, let app = client.app {
+                lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: false)
+            }
+        }
     }
 
-    private func delivered(to client: BrokerClient) {
+    private func delivered(_ line: String, to client: BrokerClient) {
         guard let app = client.app else { return }
         state.withLock { $0.lastDelivery[Key(uid: client.identity.uid, app: app)] = Date() }
+        lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: true)
     }
 
     // MARK: Decisions
@@ -226,6 +246,7 @@ package final class BrokerService: Sendable {
                 try store(key.uid).set(decision, for: key.app)
             } else {
                 try store(key.uid).remove(app: key.app)
+                lastFixes.remove(uid: key.uid, app: key.app)
             }
         }
         let affected = state.withLock { state -> [BrokerClient] in

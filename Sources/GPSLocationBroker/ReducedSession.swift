@@ -15,7 +15,7 @@ final class ReducedSession: Sendable {
 
     init(
         client: BrokerClient, endpoint: GPSDEndpoint, store: ReducedAccuracyStore,
-        delivered: @escaping @Sendable () -> Void
+        delivered: @escaping @Sendable (String) -> Void
     ) {
         let current = self.current
         let source = TappedLocationSource(GPSDLocationSource(endpoint: endpoint, sky: true)) { event in
@@ -27,8 +27,9 @@ final class ReducedSession: Sendable {
                     longitude: point.coordinate.longitude,
                     // eph is the 95 % figure: twice the horizontal accuracy.
                     errors: FixErrors(horizontal: point.horizontalAccuracy * 2))
-                client.send(BrokerProtocol.fixLine(reduced, reduced: true), droppable: true)
-                delivered()
+                let line = BrokerProtocol.fixLine(reduced, reduced: true)
+                client.send(line, droppable: true)
+                delivered(line)
             case .heading(var heading):
                 heading.magneticVariation = nil
                 heading.magneticHeading = nil

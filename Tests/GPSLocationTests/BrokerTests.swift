@@ -125,6 +125,123 @@ struct BrokerTests {
         #expect(absent.stdout.contains("fail  broker mode: gpslocd cannot be reached"), "\(absent.stdout)")
     }
 
+    @Test(
+        "gpslocd keeps each app's last location and gives it only while the app may see it (gpsloc last, manager.location)"
+    )
+    func lastLocationKeptByBroker() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        let uid = geteuid()
+        let service = broker.server.service
+        let precise = Fix(
+            mode: .threeDimensional, time: Date(timeIntervalSince1970: 1_781_510_405), latitude: 51.454094,
+            longitude: -2.596345, altitudeHAE: 87.3, errors: FixErrors(longitude: 3, latitude: 4), speed: 2)
+        let point = Fix(
+            mode: .twoDimensional, time: Date(timeIntervalSince1970: 1_781_510_400), latitude: 51.45,
+            longitude: -2.59, errors: FixErrors(horizontal: 6400))
+        service.lastFixes.record(uid: uid, app: "keeper", line: BrokerProtocol.fixLine(precise), reduced: false)
+        service.lastFixes.record(
+            uid: uid, app: "dimmed", line: BrokerProtocol.fixLine(point, reduced: true), reduced: true)
+        // Kept in gpslocd's state folder, 0600 — not in the user's cache.
+        let kept = broker.folder.appendingPathComponent("state/users/\(uid)/last/keeper.json")
+        #expect((try FileManager.default.attributesOfItem(atPath: kept.path)[.posixPermissions] as? Int) == 0o600)
+
+        var environment = GPSLocBinary.environment()
+        environment["GPSLOCATION_BROKER"] = broker.socket
+        // Not authorized: nothing, and the reason.
+        let refused = try await runProgram(GPSLocBinary.path, ["last", "--app", "keeper"], environment: environment)
+        // (stdout is no terminal here: the reason is an NDJSON error.)
+        #expect(refused.status == 1 && refused.stdout.contains("\"locationUnknown\""))
+        #expect(refused.stdout.contains("gpslocd's decision"), "\(refused.stdout)")
+        for (app, accuracy) in [("keeper", "--full"), ("dimmed", "--reduced")] {
+            let grant = try await runProgram(
+                GPSLocBinary.path, ["auth", "grant", app, "--always", accuracy], environment: environment)
+            #expect(grant.status == 0, "\(grant.stderr)")
+        }
+        let shown = try await runProgram(
+            GPSLocBinary.path, ["last", "--app", "keeper", "--json"], environment: environment)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdout.contains("51.454094") && shown.stdout.contains("-2.596345"), "\(shown.stdout)")
+        let approximate = try await runProgram(
+            GPSLocBinary.path, ["last", "--app", "dimmed", "--json"], environment: environment)
+        #expect(approximate.stdout.contains("51.45") && !approximate.stdout.contains("51.454"))
+        #expect(approximate.stdout.contains("\"reduced\":true"), "\(approximate.stdout)")
+        // A manager of the app shows it as `location` before updates start.
+        let authorizer = LocationAuthorizer.brokered(appID: "keeper", socketPath: broker.socket)
+        defer { authorizer.disconnect() }
+        let manager = CLLocationManager(
+            source: NMEAReplaySource(path: "/dev/null"), authorizer: authorizer,
+            delegateQueue: DispatchQueue(label: "last"))
+        #expect(manager.location?.coordinate.latitude == 51.454094)
+        #expect(manager.lastLocationCache == nil)
+        // Reduced now: the precise one is never shown.
+        let reduce = try await runProgram(
+            GPSLocBinary.path, ["auth", "grant", "keeper", "--always", "--reduced"], environment: environment)
+        #expect(reduce.status == 0)
+        let hidden = try await runProgram(GPSLocBinary.path, ["last", "--app", "keeper"], environment: environment)
+        #expect(hidden.status == 1 && !hidden.stdout.contains("51.45"), "\(hidden.stdout)")
+        // Reset forgets it, file and all.
+        let reset = try await runProgram(GPSLocBinary.path, ["auth", "reset", "keeper"], environment: environment)
+        #expect(reset.status == 0 && !FileManager.default.fileExists(atPath: kept.path))
+        // gpslocd restarted reads what it kept.
+        let again = LastFixes { _ in broker.folder.appendingPathComponent("state/users/\(uid)") }
+        #expect(again.entry(uid: uid, app: "dimmed")?.reduced == true)
+    }
+
+    @Test(
+        "a session with no agent, and one with no fix (gpsd absent behind gpslocd), each ends with an error — never a hang"
+    )
+    func noAgentNoFixEnds() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        var environment = GPSLocBinary.environment()
+        environment["GPSLOCATION_BROKER"] = broker.socket
+        // Not determined, no agent: gpslocd refuses the request with the command; watch ends.
+        let undecided = try await runProgram(
+            GPSLocBinary.path, ["watch", "--once", "--json", "--app", "lonely"], environment: environment)
+        #expect(undecided.status == 1)
+        #expect(undecided.stdout.contains("gpsloc auth grant lonely"), "\(undecided.stdout)")
+        #expect(!undecided.stdout.contains("\"type\":\"location\""))
+        // Granted, but gpsd is not there: gpslocd says so, and watch --once ends with that error.
+        let grant = try await runProgram(
+            GPSLocBinary.path, ["auth", "grant", "lonely", "--always"], environment: environment)
+        #expect(grant.status == 0, "\(grant.stderr)")
+        let noFix = try await runProgram(
+            GPSLocBinary.path, ["watch", "--once", "--json", "--timeout", "1", "--app", "lonely"],
+            environment: environment)
+        #expect(noFix.status == 1, "\(noFix.stdout)")
+        #expect(noFix.stdout.contains("127.0.0.1:9"), "\(noFix.stdout)")
+        #expect(!noFix.stdout.contains("\"type\":\"location\""))
+    }
+
+    @Test("policy brokerRequired: no direct mode — without gpslocd nothing is delivered and the error says to start it")
+    func brokerRequiredFailsClosed() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        var required = LocationPolicy()
+        required.brokerRequired = true
+        #expect(BrokerProtocol.socketPath(environment: [:], policy: required) == BrokerProtocol.defaultSocketPath)
+        #expect(
+            BrokerProtocol.socketPath(environment: ["GPSLOCATION_BROKER": "none"], policy: required)
+                == BrokerProtocol.defaultSocketPath)
+        #expect(BrokerProtocol.socketPath(environment: ["GPSLOCATION_BROKER": "none"], policy: LocationPolicy()) == nil)
+        // Through gpsloc, as an administrator's policy would make it (GPSLOCATION_POLICY adds it).
+        let policy = broker.folder.appendingPathComponent("policy-required.json")
+        try Data(#"{"brokerRequired": true}"#.utf8).write(to: policy)
+        #expect(LocationPolicy.load(path: policy.path).brokerRequired)
+        var environment = GPSLocBinary.environment()
+        environment["GPSLOCATION_POLICY"] = policy.path
+        environment["GPSLOCATION_BROKER"] = "none"
+        if FileManager.default.fileExists(atPath: BrokerProtocol.defaultSocketPath) { return }  // a real gpslocd
+        let watch = try await runProgram(GPSLocBinary.path, ["watch", "--once", "--json"], environment: environment)
+        #expect(watch.status == 1)
+        #expect(watch.stdout.contains("requires gpslocd (brokerRequired)"), "\(watch.stdout)")
+        #expect(watch.stdout.contains("systemctl start gpslocd.socket"))
+        #expect(!watch.stdout.contains("\"type\":\"location\""))
+        let doctor = try await runProgram(GPSLocBinary.path, ["doctor"], environment: environment)
+        #expect(doctor.stdout.contains("fail  broker mode: gpslocd cannot be reached"), "\(doctor.stdout)")
+    }
+
     @Test("only root decides for another uid; a malformed line is answered, not fatal")
     func permissions() async throws {
         let broker = try InProcessBroker()

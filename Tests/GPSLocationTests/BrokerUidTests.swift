@@ -94,9 +94,13 @@ extension RealGPSD.LaneC {
 
             // Root's own app, granted: the reference that fixes are flowing.
             let fixes = EventCounter()
+            let positions = EventCounter()
             let root = BrokerLink(
                 path: socket, app: "intruder", afterWelcome: [BrokerLine("WATCH").line],
-                onMessage: { if $0.messageClass == "FIX" { fixes.increment() } }, onState: { _ in })
+                onMessage: {
+                    if $0.messageClass == "FIX" { fixes.increment() }
+                    if $0.messageClass == "FIX" && $0.double("lat") != nil { positions.increment() }
+                }, onState: { _ in })
             defer { root.close() }
             _ = try root.startAndWait()
             func decide(_ app: String, uid: Int?, _ status: String, _ accuracy: String = "full") throws {
@@ -124,6 +128,14 @@ extension RealGPSD.LaneC {
             let before = fixes.value
             #expect(await fixes.wait(hangLimit: 60) { $0 >= before + 5 })
             #expect(!Self.parsed(otherLog).contains { $0.message.messageClass == "FIX" })
+            // What root's app last received is kept by gpslocd and comes with its next WELCOME;
+            // uid 12345's program of the same label had none (its WELCOME above has no `last`).
+            #expect(welcome.message.object("last") == nil)
+            #expect(await positions.wait(hangLimit: 60) { $0 >= 1 })
+            let later = BrokerLink(path: socket, app: "intruder", onMessage: { _ in }, onState: { _ in })
+            defer { later.close() }
+            let last = try #require(try later.startAndWait().last)
+            #expect(last.gnss?.reduced != true && last.horizontalAccuracy != 3200, "\(last)")
 
             // Granted by root for uid 12345: locations flow to it.
             try decide("intruder", uid: Self.uid, "authorizedAlways")

@@ -59,6 +59,10 @@ public final class LocationAuthorizer: Sendable {
         var requested = false
         /// The link to gpslocd that holds this app's decision (`brokered`).
         var broker: BrokerLink?
+        /// The last location gpslocd keeps for this app, from its latest WELCOME.
+        var brokerLast: CLLocation?
+        /// Why gpslocd cannot be reached (nil while it can, or when not brokered).
+        var brokerProblem: String?
     }
     private let locked: Locked<State>
 
@@ -120,8 +124,10 @@ public final class LocationAuthorizer: Sendable {
     /// What the location engine needs to know to gate locations for this app.
     package var state: AuthorizationState {
         locked.withLock {
-            AuthorizationState(
+            var state = AuthorizationState(
                 appID: appID, status: $0.decision.status, accuracy: $0.decision.accuracy, isInUse: $0.inUse)
+            state.unavailable = $0.brokerProblem
+            return state
         }
     }
 
@@ -163,12 +169,17 @@ public final class LocationAuthorizer: Sendable {
     /// True when gpslocd holds this app's decision (`brokered`).
     package var isBrokered: Bool { locked.withLock { $0.broker != nil } }
 
+    /// The last location gpslocd kept for this app, as its latest WELCOME gave it (only while
+    /// the app may see it; nil for an authorizer that is not brokered).
+    package var brokerLastLocation: CLLocation? { locked.withLock { $0.brokerLast } }
+
     /// An authorizer whose decision gpslocd holds (docs/broker.md): it connects to the socket,
     /// says which app it is, and follows the AUTHORIZATION lines gpslocd sends — a revocation
     /// reaches it at once. gpslocd judges whether the program is in use (the foreground of a
     /// terminal) and applies reduced accuracy itself; requests go to gpslocd, which asks the
     /// user's agent (`gpsloc agent`) or answers with the command to run. When gpslocd cannot be
-    /// reached the app is denied, said once on stderr, and the link keeps trying every second.
+    /// reached the app is denied — the gate's refusal says why (`brokerUnreachable`) — and the link
+    /// keeps trying every second.
     public static func brokered(
         appID: String, usageDescription: String? = nil, socketPath: String
     ) -> LocationAuthorizer {
@@ -185,6 +196,10 @@ public final class LocationAuthorizer: Sendable {
             },
             onState: { state in
                 guard case .connected(let welcome) = state, let authorizer = owner.value else { return }
+                authorizer.locked.withLock {
+                    $0.brokerLast = welcome.last
+                    $0.brokerProblem = nil
+                }
                 authorizer.isInUse = welcome.inUse
                 authorizer.set(welcome.decision)
             })
@@ -192,7 +207,8 @@ public final class LocationAuthorizer: Sendable {
         do {
             _ = try link.startAndWait(timeout: 5)
         } catch {
-            Diagnostics.standardError(LocationDiagnostic(code: "brokerUnreachable", message: "\(appID): \(error)"))
+            // Said to the app by the gate's refusal (`brokerUnreachable`), where it asks for locations.
+            authorizer.locked.withLock { $0.brokerProblem = "\(appID) gets no location: \(error)" }
             authorizer.set(AuthorizationDecision(status: .denied))
         }
         return authorizer

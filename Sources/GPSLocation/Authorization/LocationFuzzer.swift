@@ -197,7 +197,7 @@ package struct LocationFuzzer: Sendable {
         return (row, column, CLLocationCoordinate2D(latitude: latitude, longitude: longitude))
     }
 
-    private static func reducedLocation(
+    package static func reducedLocation(
         _ coordinate: CLLocationCoordinate2D, accuracy: Double, timestamp: Date, source: CLLocationSourceInformation?
     ) -> CLLocation {
         CLLocation(

@@ -7,7 +7,7 @@ import Foundation
 /// administrator restricted cannot escape by pointing the variable elsewhere.
 ///
 /// ```json
-/// { "locationServicesEnabled": true,
+/// { "locationServicesEnabled": true, "brokerRequired": false,
 ///   "restricted": ["untrusted-app"],
 ///   "granted": { "fleet-daemon": { "status": "authorizedAlways", "accuracy": "full" } } }
 /// ```
@@ -20,6 +20,10 @@ public struct LocationPolicy: Sendable, Equatable {
     public var restricted: Set<String> = []
     /// Apps authorized by the administrator, without asking (daemons).
     public var granted: [String: AuthorizationDecision] = [:]
+    /// True: apps get locations only through gpslocd (docs/broker.md) — the library has no
+    /// direct mode, and without gpslocd nothing is delivered and the error says to start it.
+    /// It binds programs that use the library; gpsd confined to gpslocd binds the rest.
+    public var brokerRequired = false
     /// Why the file could not be used, when it could not.
     public var problem: String?
 
@@ -43,6 +47,7 @@ public struct LocationPolicy: Sendable, Equatable {
         guard let additional, additional != path else { return policy }
         let extra = load(path: additional)
         if !extra.locationServicesEnabled { policy.locationServicesEnabled = false }
+        if extra.brokerRequired { policy.brokerRequired = true }
         policy.restricted.formUnion(extra.restricted)
         var problems = [policy.problem, extra.problem].compactMap { $0 }
         if !extra.granted.isEmpty {
@@ -76,13 +81,19 @@ public struct LocationPolicy: Sendable, Equatable {
             }
             // A misspelled key must not let a restriction lapse silently: unknown keys make the
             // policy invalid (services off), named in the report.
-            let unknown = Set(object.keys).subtracting(["locationServicesEnabled", "restricted", "granted"])
+            let unknown = Set(object.keys).subtracting([
+                "locationServicesEnabled", "restricted", "granted", "brokerRequired",
+            ])
             if !unknown.isEmpty {
                 throw PolicyError.unknownKeys(unknown.sorted())
             }
             if let enabled = object["locationServicesEnabled"] {
                 guard let flag = enabled as? Bool else { throw CocoaError(.fileReadCorruptFile) }
                 policy.locationServicesEnabled = flag
+            }
+            if let required = object["brokerRequired"] {
+                guard let flag = required as? Bool else { throw CocoaError(.fileReadCorruptFile) }
+                policy.brokerRequired = flag
             }
             if let restricted = object["restricted"] {
                 guard let names = restricted as? [String] else { throw CocoaError(.fileReadCorruptFile) }
@@ -111,7 +122,8 @@ public struct LocationPolicy: Sendable, Equatable {
             if case PolicyError.unknownKeys(let keys) = error {
                 policy.problem =
                     "the location policy \(path) has unknown key(s) \(keys.joined(separator: ", ")) (the keys are "
-                    + "locationServicesEnabled, restricted and granted, each grant with status and accuracy) — "
+                    + "locationServicesEnabled, brokerRequired, restricted and granted, each grant with status and "
+                    + "accuracy) — "
                     + "location services are treated as off until an administrator fixes it"
             } else {
                 policy.problem =

@@ -13,6 +13,10 @@ package struct BrokerWelcome: Sendable, Equatable {
     /// Whether gpslocd judges the program in use (the foreground process group of a terminal).
     package var inUse: Bool
     package var decision: AuthorizationDecision
+    /// The last location this app received through gpslocd (kept there, not in the app's files),
+    /// when it may see it now: authorized (and in use, for When In Use), and under reduced
+    /// accuracy only a reduced one. Its timestamp is the fix's own.
+    package var last: CLLocation?
 
     init?(_ message: BrokerMessage) {
         guard message.messageClass == "WELCOME", let uid = message.int("uid"), let app = message.string("app") else {
@@ -23,6 +27,7 @@ package struct BrokerWelcome: Sendable, Equatable {
         identity = message.string("identity") ?? "label"
         inUse = message.bool("inUse") ?? false
         decision = BrokerWelcome.decision(message)
+        last = message.object("last").flatMap(BrokerProtocol.lastLocation(from:))
     }
 
     /// The decision an AUTHORIZATION or WELCOME line carries (not determined when unreadable).
@@ -247,9 +252,8 @@ package final class BrokerLink: Sendable {
             Glibc.close(fd)
             return .failure(
                 BrokerUnavailable(
-                    description: "gpslocd cannot be reached at \(path) (\(reason)) — start it (`systemctl start "
-                        + "gpslocd.socket`, or `gpslocd --gpsd HOST:PORT --socket \(path) --state DIR`), or unset "
-                        + "GPSLOCATION_BROKER to read gpsd directly"))
+                    description: "gpslocd cannot be reached at \(path) (\(reason)) — "
+                        + BrokerProtocol.unreachableAdvice(path)))
         }
         var hello = BrokerLine("HELLO")
         hello.add("version", BrokerProtocol.version)

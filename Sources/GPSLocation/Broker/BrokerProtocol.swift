@@ -15,14 +15,40 @@ package enum BrokerProtocol {
 
     /// The broker in force: `GPSLOCATION_BROKER` when set (a path, or `none`/`off` for direct
     /// mode even where gpslocd runs), else the default socket when it exists, else nil (direct
-    /// mode: the library reads gpsd itself, for development and replay).
-    package static func socketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
-        if let named = environment["GPSLOCATION_BROKER"], !named.isEmpty {
-            return named == "none" || named == "off" ? nil : named
+    /// mode: the library reads gpsd itself, for development and replay). Where the location
+    /// policy says `brokerRequired`, there is no direct mode: the default socket is in force
+    /// whether or not it exists (`none` included), so without gpslocd nothing is delivered and
+    /// the error says to start it.
+    package static func socketPath(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        policy: @autoclosure () -> LocationPolicy = LocationPolicy.effective()
+    ) -> String? {
+        if let named = environment["GPSLOCATION_BROKER"], !named.isEmpty, named != "none", named != "off" {
+            return named
         }
+        if policy().brokerRequired { return defaultSocketPath }
+        if let named = environment["GPSLOCATION_BROKER"], !named.isEmpty { return nil }
         var status = stat()
         guard stat(defaultSocketPath, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
         return defaultSocketPath
+    }
+
+    /// What to do when gpslocd at `path` cannot be reached: start it, or (where the policy
+    /// allows direct mode) read gpsd directly.
+    package static func unreachableAdvice(
+        _ path: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
+        let start =
+            "start it (`systemctl start gpslocd.socket`, or `gpslocd --gpsd HOST:PORT --socket \(path) --state DIR`)"
+        let policy = LocationPolicy.effective()
+        if policy.brokerRequired {
+            return start
+                + "; the location policy requires gpslocd (brokerRequired), so nothing is delivered without it"
+        }
+        if environment["GPSLOCATION_BROKER"].map({ !$0.isEmpty }) == true {
+            return start + ", or unset GPSLOCATION_BROKER to read gpsd directly"
+        }
+        return start + ", or set GPSLOCATION_BROKER=none to read gpsd directly"
     }
 
     /// Calls `body` with the `sockaddr_un` of `path` and its length (connect, bind); nil when
@@ -172,6 +198,9 @@ package struct BrokerMessage: Sendable {
     package func bool(_ key: String) -> Bool? {
         if case .bool(let value) = fields[key] { value } else { nil }
     }
+    package func object(_ key: String) -> BrokerMessage? {
+        if case .object(let fields) = fields[key] { BrokerMessage(fields: fields) } else { nil }
+    }
     package func objects(_ key: String) -> [BrokerMessage] {
         guard case .array(let values) = fields[key] else { return [] }
         return values.compactMap { value in
@@ -284,6 +313,20 @@ extension BrokerProtocol {
             CLError.Code(rawValue: message.int("code") ?? 0) ?? .locationUnknown,
             message: message.string("message") ?? "gpslocd reported a problem",
             reason: message.string("reason").map(CLError.Reason.init))
+    }
+
+    /// The location a kept FIX object (a WELCOME's `last`) stands for, as the engine would have
+    /// made it: a `reduced` one is the grid point with reduced accuracy's fields.
+    package static func lastLocation(from message: BrokerMessage) -> CLLocation? {
+        guard case .fix(let fix) = event(from: message), let latitude = fix.latitude, let longitude = fix.longitude,
+            fix.time != nil
+        else { return nil }
+        if message.bool("reduced") == true {
+            return LocationFuzzer.reducedLocation(
+                CLLocationCoordinate2D(latitude: latitude, longitude: longitude),
+                accuracy: (fix.errors.horizontal ?? 6400) / 2, timestamp: fix.time!, source: .receiver)
+        }
+        return AccuracyStage().location(from: fix, source: .receiver)
     }
 
     /// The source event a line from gpslocd carries, or nil when it carries none.

@@ -39,7 +39,8 @@ extension CLLocationManager {
         let runner = EngineRunner(
             source: source, configuration: configuration, authorization: authorizer.state,
             fuzzer: authorizer.makeFuzzer(live: source.isLive),
-            lastLocationCache: .user, queue: nil, clock: clock
+            // Behind gpslocd the app's last location is kept there, not in the user's files.
+            lastLocationCache: authorizer.isBrokered ? nil : .user, queue: nil, clock: clock
         )
         runner.delivery = delivery
         return (runner, usesFallback)

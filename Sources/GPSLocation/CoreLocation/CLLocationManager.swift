@@ -68,13 +68,18 @@ open class CLLocationManager: NSObject {
         set { runner.withEngine { $0.configuration.minimumUpdateInterval = max(0, newValue) } }
     }
     /// The last location delivered to this manager; before any, the last one this app received
-    /// (the per-user `lastLocationCache`), with its own old timestamp — when the app is
-    /// authorized now, and with reduced accuracy only if that one was reduced too.
+    /// (the per-user `lastLocationCache`; behind gpslocd, the one gpslocd keeps for the app),
+    /// with its own old timestamp — when the app is authorized now, and with reduced accuracy
+    /// only if that one was reduced too.
     public var location: CLLocation? {
         if let delivered = runner.withEngine({ $0.lastDelivered }) { return delivered }
-        guard let cache = runner.lastLocationCache else { return nil }
         let decision = AuthorizationDecision(status: authorizer.status, accuracy: authorizer.accuracy)
         guard decision.status.isAuthorized else { return nil }
+        // Behind gpslocd the last location is kept there, and comes with the WELCOME.
+        if authorizer.isBrokered {
+            return authorizer.brokerLastLocation.flatMap { decision.permits(cached: $0) ? $0 : nil }
+        }
+        guard let cache = runner.lastLocationCache else { return nil }
         let entry: CLLocation?
         if let cached = state.withLock({ $0.cachedLocation }) {
             entry = cached

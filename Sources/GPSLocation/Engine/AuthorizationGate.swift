@@ -9,6 +9,9 @@ package struct AuthorizationState: Sendable, Equatable {
     package var accuracy: CLAccuracyAuthorization
     /// When-In-Use delivers only while this is true (see `LocationAuthorizer.isInUse`).
     package var isInUse: Bool
+    /// Why the decision cannot be known now (gpslocd unreachable: the app is denied meanwhile),
+    /// with what to do; the refusal says this instead of advising a grant.
+    package var unavailable: String?
 
     package init(
         appID: String, status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy,
@@ -36,6 +39,9 @@ package struct AuthorizationState: Sendable, Equatable {
     }
 
     package var refusal: CLError? {
+        if let unavailable, !allowsDelivery {
+            return CLError(.denied, message: unavailable, reason: .brokerUnreachable)
+        }
         switch status {
         case .authorizedAlways:
             return nil

@@ -1,0 +1,88 @@
+import Foundation
+import GNSSCore
+import GPSLocation
+
+/// The last location gpslocd sent each (uid, app): the FIX line as that app received it — gpsd's
+/// fix for full accuracy, the grid point for reduced — kept in memory and in
+/// `STATE/users/UID/last/APP.json` (gpslocd's files, 0600 in 0700 folders: the app reads it only
+/// through gpslocd, and only while it may see it). Written at most every `writeInterval` seconds
+/// per app while fixes come, and when the app's last program disconnects.
+final class LastFixes: Sendable {
+    struct Entry: Sendable {
+        /// The FIX object (a line without its newline).
+        var object: String
+        var reduced: Bool
+        var written: Date?
+    }
+    private struct Key: Hashable {
+        var uid: UInt32
+        var app: String
+    }
+    private let entries = Locked([Key: Entry]())
+    private let directory: @Sendable (UInt32) -> URL
+    let writeInterval: TimeInterval
+
+    /// `directory(uid)`: the uid's folder in the state folder.
+    init(writeInterval: TimeInterval = 30, directory: @escaping @Sendable (UInt32) -> URL) {
+        self.writeInterval = writeInterval
+        self.directory = directory
+    }
+
+    /// Records `line` (a FIX line) as what `app` of `uid` last received.
+    func record(uid: UInt32, app: String, line: String, reduced: Bool, now: Date = Date()) {
+        let object = line.hasSuffix("\n") ? String(line.dropLast()) : line
+        let key = Key(uid: uid, app: app)
+        let due = entries.withLock { entries -> Bool in
+            let written = entries[key]?.written
+            let due = written.map { now.timeIntervalSince($0) >= writeInterval } ?? true
+            entries[key] = Entry(object: object, reduced: reduced, written: due ? now : written)
+            return due
+        }
+        if due { save(key, Entry(object: object, reduced: reduced, written: now)) }
+    }
+
+    /// Writes `app`'s entry now (its program went away).
+    func flush(uid: UInt32, app: String) {
+        let key = Key(uid: uid, app: app)
+        guard let entry = entries.withLock({ $0[key] }) else { return }
+        save(key, entry)
+    }
+
+    /// What `app` of `uid` last received: from memory, else from its file.
+    func entry(uid: UInt32, app: String) -> Entry? {
+        let key = Key(uid: uid, app: app)
+        if let known = entries.withLock({ $0[key] }) { return known }
+        guard let url = file(key), let data = PrivateFile.read(url, maximumSize: 16_384),
+            let message = BrokerMessage(line: data), message.messageClass == "FIX",
+            let object = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines)
+        else { return nil }
+        let entry = Entry(object: object, reduced: message.bool("reduced") ?? false, written: nil)
+        entries.withLock { $0[key] = $0[key] ?? entry }
+        return entry
+    }
+
+    /// Forgets what `app` of `uid` received (its decision was reset).
+    func remove(uid: UInt32, app: String) {
+        let key = Key(uid: uid, app: app)
+        entries.withLock { $0[key] = nil }
+        if let url = file(key) { unlink(url.path) }
+    }
+
+    private func file(_ key: Key) -> URL? {
+        guard BrokerService.isValidLabel(key.app), !key.app.hasPrefix(".") else { return nil }
+        return directory(key.uid).appendingPathComponent("last").appendingPathComponent(key.app + ".json")
+    }
+
+    private func save(_ key: Key, _ entry: Entry) {
+        guard let url = file(key) else { return }
+        let folder = url.deletingLastPathComponent()
+        try? FileManager.default.createDirectory(
+            at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        do {
+            try PrivateFile.replace(url, with: Data((entry.object + "\n").utf8))
+        } catch {
+            // Not kept is a convenience lost, said on gpslocd's stderr (its journal).
+            FileHandle.standardError.write(Data("gpslocd: the last location is not kept: \(error)\n".utf8))
+        }
+    }
+}
