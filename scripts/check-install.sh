@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The installer as a user runs it, into an empty folder: a gpsloc that runs with no Swift on
-# PATH and no Swift runtime library loaded, a man page `man -l` renders, a bash completion
-# that registers, the udev rule, an idempotent second run, and a clean uninstall.
+# The installer as a user runs it, into an empty folder: a gpsloc and a gpslocd that run with no
+# Swift on PATH and no Swift runtime library loaded, man pages `man -l` renders, a bash completion
+# that registers, the udev rule, gpslocd's units (pointing at the installed gpslocd, verified by
+# systemd-analyze), an idempotent second run, and a clean uninstall.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix="$(mktemp -d)/gpsloc-prefix"
@@ -11,14 +12,34 @@ fail() { echo "check-install: FAIL: $*" >&2; exit 1; }
 scripts/install.sh --prefix "$prefix" > "$prefix.log" 2>&1 || { cat "$prefix.log" >&2; fail "install.sh failed"; }
 for file in bin/gpsloc share/man/man1/gpsloc.1 share/bash-completion/completions/gpsloc \
   share/zsh/site-functions/_gpsloc share/fish/vendor_completions.d/gpsloc.fish \
-  lib/udev/rules.d/61-gpslocation-gnss.rules; do
+  lib/udev/rules.d/61-gpslocation-gnss.rules bin/gpslocd share/man/man8/gpslocd.8 \
+  lib/systemd/system/gpslocd.service lib/systemd/system/gpslocd.socket lib/sysusers.d/gpslocd.conf; do
   [ -f "$prefix/$file" ] || fail "$file was not installed"
 done
 [ "$(stat -c %a "$prefix/bin/gpsloc")" = 755 ] || fail "gpsloc is not mode 755"
 
 # No Swift runtime or Foundation library is loaded: it runs where no Swift is installed.
-if ldd "$prefix/bin/gpsloc" | grep -E 'libswift|libFoundation|lib_FoundationICU|libdispatch|libBlocksRuntime'; then
-  fail "the installed gpsloc loads Swift runtime libraries"
+for program in gpsloc gpslocd; do
+  if ldd "$prefix/bin/$program" | grep -E 'libswift|libFoundation|lib_FoundationICU|libdispatch|libBlocksRuntime'; then
+    fail "the installed $program loads Swift runtime libraries"
+  fi
+done
+# gpslocd runs, and refuses a wrong invocation with its usage (exit 2).
+set +e
+env -i PATH=/usr/bin:/bin "$prefix/bin/gpslocd" --no-such-option > /dev/null 2> "$prefix.daemon"
+status=$?
+set -e
+[ "$status" = 2 ] && grep -q "usage: gpslocd" "$prefix.daemon" || fail "gpslocd did not run (exit $status)"
+# Its unit runs the installed gpslocd, and systemd accepts both units as written.
+grep -q "^ExecStart=$prefix/bin/gpslocd --gpsd" "$prefix/lib/systemd/system/gpslocd.service" \
+  || fail "gpslocd.service does not run $prefix/bin/gpslocd"
+if command -v systemd-analyze > /dev/null; then
+  systemd-analyze verify --man=no "$prefix/lib/systemd/system/gpslocd.socket" \
+    "$prefix/lib/systemd/system/gpslocd.service" > "$prefix.verify" 2>&1 \
+    || { cat "$prefix.verify" >&2; fail "systemd-analyze verify rejects gpslocd's units"; }
+  score="$(systemd-analyze security --offline=true --no-pager "$prefix/lib/systemd/system/gpslocd.service" 2>/dev/null \
+    | sed -n 's/.*Overall exposure level for gpslocd.service: \([0-9.]*\).*/\1/p')"
+  awk -v s="$score" 'BEGIN { exit !(s != "" && s <= 2.0) }' || fail "gpslocd.service's exposure is '$score', not ≤ 2.0"
 fi
 out="$(env -i PATH=/usr/bin:/bin HOME="$(dirname "$prefix")" "$prefix/bin/gpsloc" version)" || fail "gpsloc version failed"
 case "$out" in "gpsloc "*) ;; *) fail "unexpected version output: $out" ;; esac
@@ -27,6 +48,9 @@ lines="$(env -i PATH=/usr/bin:/bin HOME="$(dirname "$prefix")" "$prefix/bin/gpsl
 [ "$lines" = 7 ] || fail "the installed gpsloc replayed $lines region lines, not 7"
 
 # The man page renders without warnings and documents every command.
+MANWIDTH=80 man --warnings=w -l "$prefix/share/man/man8/gpslocd.8" > /dev/null 2> "$prefix.warn8" \
+  || fail "man -l gpslocd.8 failed"
+[ ! -s "$prefix.warn8" ] || { cat "$prefix.warn8" >&2; fail "man reports warnings for gpslocd.8"; }
 rendered="$(MANWIDTH=80 man --warnings=w -l "$prefix/share/man/man1/gpsloc.1" 2>"$prefix.warn")" || fail "man -l failed"
 # Within an 80-column terminal: no rendered line wider (characters, not bytes).
 wide="$(printf '%s\n' "$rendered" | python3 -c 'import sys; print(sum(1 for l in sys.stdin if len(l.rstrip("\n")) > 80))')"
@@ -68,5 +92,6 @@ scripts/install.sh --uninstall --prefix "$prefix" > "$prefix.log" 2>&1 || fail "
 [ -L "$prefix/share/man/man1/gpsloc.1" ] && [ "$(cat "$outside")" = keep ] || fail "uninstall followed a planted link"
 [ ! -e "$prefix/bin/gpsloc" ] || fail "uninstall kept the unchanged gpsloc"
 grep -q "kept .*changed since it was installed" "$prefix.log" || fail "uninstall did not say what it kept"
-echo "check-install: ok — static gpsloc without Swift libraries, man page, completion, udev rule, idempotent," \
-  "manifest uninstall (folders too; changed files and planted links kept)"
+echo "check-install: ok — static gpsloc and gpslocd without Swift libraries, man pages, completion, udev rule," \
+  "gpslocd's units (verified, exposure $score), idempotent, manifest uninstall (folders too; changed files and" \
+  "planted links kept)"

@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <poll.h>
 #include "CBrokerSupport.h"
 
 #include <errno.h>
@@ -37,7 +38,15 @@ int gpslocd_peer_pidfd(int fd) {
 
 int gpslocd_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
-int gpslocd_pidfd_alive(int pidfd) { return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0; }
+// A pidfd polls readable once its process has exited; that needs no permission over the process
+// (signal 0 through pidfd_send_signal would: EPERM for another uid's process when gpslocd runs as
+// its own user). 1: alive, 0: exited, -1: the poll failed.
+int gpslocd_pidfd_alive(int pidfd) {
+    struct pollfd entry = {.fd = pidfd, .events = POLLIN};
+    int ready = poll(&entry, 1, 0);
+    if (ready < 0) return -1;
+    return ready == 0 ? 1 : 0;
+}
 
 int gpslocd_accept(int listener) { return accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 

@@ -31,8 +31,9 @@ let brokerPythonClient = #"""
     """#
 
 extension RealGPSD.LaneC {
-    /// #34's boundary, with real processes under different uids: gpslocd as root, a real gpsd
-    /// (gpsfake), and a program of uid 12345 that connects to gpslocd's socket.
+    /// #34's boundary, with real processes under different uids: gpslocd as a user of its own
+    /// (uid 12346, as its unit runs it), a real gpsd (gpsfake), root's programs, and a program of
+    /// uid 12345 that connects to gpslocd's socket.
     @Suite(
         "gpslocd: another uid gets nothing without a grant, a location after it, nothing a second after a revoke",
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
@@ -43,6 +44,8 @@ extension RealGPSD.LaneC {
     struct BrokerUidTests {
         static let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/gpslocd").path
         static let uid = 12345
+        /// gpslocd's own user in the boundary test.
+        static let daemonUID = 12346
         static let unprivileged = [
             "/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
         ]
@@ -76,8 +79,16 @@ extension RealGPSD.LaneC {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             #expect(chmod(folder.path, 0o755) == 0)
-            let socket = folder.appendingPathComponent("socket").path
+            // gpslocd runs as a user of its own, as its unit runs it (User=gpslocd): its socket
+            // folder and its state are that user's, and every client is another uid to it.
+            let run = folder.appendingPathComponent("run")
             let state = folder.appendingPathComponent("state")
+            for owned in [run, state] {
+                try FileManager.default.createDirectory(at: owned, withIntermediateDirectories: true)
+                #expect(chown(owned.path, uid_t(Self.daemonUID), gid_t(Self.daemonUID)) == 0)
+            }
+            #expect(chmod(state.path, 0o700) == 0)
+            let socket = run.appendingPathComponent("socket").path
             let client = folder.appendingPathComponent("client.py")
             try brokerPythonClient.write(to: client, atomically: true, encoding: .utf8)
             #expect(chmod(client.path, 0o644) == 0)
@@ -86,8 +97,12 @@ extension RealGPSD.LaneC {
                 log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
             defer { server.stop() }
             let (daemon, daemonLog) = try launchReadingStderr(
-                Self.daemon,
-                ["--gpsd", "127.0.0.1:\(server.endpoint.port)", "--socket", socket, "--state", state.path],
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(Self.daemonUID)", "--regid=\(Self.daemonUID)", "--clear-groups", "--no-new-privs",
+                    Self.daemon, "--gpsd", "127.0.0.1:\(server.endpoint.port)", "--socket", socket, "--state",
+                    state.path,
+                ],
                 environment: ProcessInfo.processInfo.environment)
             defer { if daemon.isRunning { daemon.terminate() } }
             #expect(await daemonLog.waitFor(timeout: 30) { $0.contains { $0.text.hasPrefix("gpslocd: listening") } })

@@ -10,7 +10,8 @@ int gpslocd_peer_credentials(int fd, int *pid, unsigned *uid, unsigned *gid);
 int gpslocd_peer_pidfd(int fd);
 /// pidfd_open(pid): -1 with errno when the process is gone.
 int gpslocd_pidfd_open(int pid);
-/// 1 when the process a pidfd pins is still alive (pidfd_send_signal with signal 0).
+/// 1 when the process a pidfd pins is still alive (the pidfd does not poll readable), 0 when it
+/// exited, -1 on error; needs no permission over the process.
 int gpslocd_pidfd_alive(int pidfd);
 
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC.
