@@ -44,8 +44,6 @@ extension RealGPSD.LaneC {
     struct BrokerUidTests {
         static let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/gpslocd").path
         static let uid = 12345
-        /// gpslocd's own user in the boundary test.
-        static let daemonUID = 12346
         static let unprivileged = [
             "/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
         ]
@@ -75,37 +73,15 @@ extension RealGPSD.LaneC {
 
         @Test("the whole boundary: grant, revoke within a second, no self-written state, one reduced point per uid")
         func boundary() async throws {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-uid-\(UUID())")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: folder) }
-            #expect(chmod(folder.path, 0o755) == 0)
-            // gpslocd runs as a user of its own, as its unit runs it (User=gpslocd): its socket
-            // folder and its state are that user's, and every client is another uid to it.
-            let run = folder.appendingPathComponent("run")
-            let state = folder.appendingPathComponent("state")
-            for owned in [run, state] {
-                try FileManager.default.createDirectory(at: owned, withIntermediateDirectories: true)
-                #expect(chown(owned.path, uid_t(Self.daemonUID), gid_t(Self.daemonUID)) == 0)
-            }
-            #expect(chmod(state.path, 0o700) == 0)
-            let socket = run.appendingPathComponent("socket").path
-            let client = folder.appendingPathComponent("client.py")
-            try brokerPythonClient.write(to: client, atomically: true, encoding: .utf8)
-            #expect(chmod(client.path, 0o644) == 0)
-
             let server = try await GPSFakeServer.started(
                 log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
             defer { server.stop() }
-            let (daemon, daemonLog) = try launchReadingStderr(
-                "/usr/bin/setpriv",
-                [
-                    "--reuid=\(Self.daemonUID)", "--regid=\(Self.daemonUID)", "--clear-groups", "--no-new-privs",
-                    Self.daemon, "--gpsd", "127.0.0.1:\(server.endpoint.port)", "--socket", socket, "--state",
-                    state.path,
-                ],
-                environment: ProcessInfo.processInfo.environment)
-            defer { if daemon.isRunning { daemon.terminate() } }
-            #expect(await daemonLog.waitFor(timeout: 30) { $0.contains { $0.text.hasPrefix("gpslocd: listening") } })
+            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
+            defer { broker.stop() }
+            let (folder, socket, state) = (broker.folder, broker.socket, broker.state)
+            let client = folder.appendingPathComponent("client.py")
+            try brokerPythonClient.write(to: client, atomically: true, encoding: .utf8)
+            #expect(chmod(client.path, 0o644) == 0)
 
             // Root's own app, granted: the reference that fixes are flowing.
             let fixes = EventCounter()
@@ -222,7 +198,45 @@ extension RealGPSD.LaneC {
                 ],
                 mergeErrors: true)
             #expect(read.status != 0 && read.stdout.contains("Permission denied"))
-            daemon.terminate()
+        }
+
+        @Test("CLMonitor and liveUpdates through gpslocd: the same events as direct, and nothing before a grant")
+        func monitorAndLiveUpdates() async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea"), cycle: 0.01)
+            defer { server.stop() }
+            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
+            defer { broker.stop() }
+            let authorizer = LocationAuthorizer.brokered(appID: "fenced", socketPath: broker.socket)
+            defer { authorizer.disconnect() }
+            // Not determined: liveUpdates says so and delivers nothing.
+            for try await update in CLLocationUpdate.liveUpdates(
+                source: BrokerLocationSource(socketPath: broker.socket, appID: "fenced"), authorizer: authorizer)
+            {
+                #expect(update.location == nil)
+                break
+            }
+            let changed = EventCounter()
+            authorizer.addObserver { changed.increment() }
+            let grant = try await runProgram(
+                GPSLocBinary.path, ["auth", "grant", "fenced", "--always"],
+                environment: GPSLocBinary.environment().merging(["GPSLOCATION_BROKER": broker.socket]) { $1 })
+            #expect(grant.status == 0, "\(grant.stderr)")
+            #expect(await changed.wait(hangLimit: 10) { _ in authorizer.status == .authorizedAlways })
+            let monitor = await CLMonitor(
+                "depots", source: BrokerLocationSource(socketPath: broker.socket, appID: "fenced"),
+                authorizer: authorizer, store: nil)
+            await monitor.add(
+                CLMonitor.CircularGeographicCondition(
+                    center: CLLocationCoordinate2D(latitude: 51.453880, longitude: -2.591704), radius: 60),
+                identifier: "east")
+            var states: [String] = []
+            for try await event in await monitor.events {
+                states.append(event.state.description)
+                if states.count == 2 { break }
+            }
+            // The loop's first crossing, as the direct path gives it (MonitoringTests.monitor).
+            #expect(states == ["unsatisfied", "satisfied"], "\(states)")
         }
 
         @Test(
@@ -294,5 +308,45 @@ extension RealGPSD.LaneC {
                     + "inside the namespace; port \(port) is closed outside")
             daemon.terminate()
         }
+    }
+}
+
+/// gpslocd as a user of its own (uid 12346), as its unit runs it (User=gpslocd): its socket
+/// folder and its state are that user's, and every client is another uid to it.
+struct OwnUserBroker {
+    static let uid = 12346
+    let folder: URL
+    let socket: String
+    let state: URL
+    let daemon: Process
+    let log: LineReader
+
+    static func start(gpsdPort: Int) async throws -> OwnUserBroker {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-uid-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        #expect(chmod(folder.path, 0o755) == 0)
+        let run = folder.appendingPathComponent("run")
+        let state = folder.appendingPathComponent("state")
+        for owned in [run, state] {
+            try FileManager.default.createDirectory(at: owned, withIntermediateDirectories: true)
+            #expect(chown(owned.path, uid_t(uid), gid_t(uid)) == 0)
+        }
+        #expect(chmod(state.path, 0o700) == 0)
+        let socket = run.appendingPathComponent("socket").path
+        let (daemon, log) = try launchReadingStderr(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
+                RealGPSD.LaneC.BrokerUidTests.daemon, "--gpsd", "127.0.0.1:\(gpsdPort)", "--socket", socket,
+                "--state", state.path,
+            ],
+            environment: ProcessInfo.processInfo.environment)
+        #expect(await log.waitFor(timeout: 30) { $0.contains { $0.text.hasPrefix("gpslocd: listening") } })
+        return OwnUserBroker(folder: folder, socket: socket, state: state, daemon: daemon, log: log)
+    }
+
+    func stop() {
+        if daemon.isRunning { daemon.terminate() }
+        try? FileManager.default.removeItem(at: folder)
     }
 }
