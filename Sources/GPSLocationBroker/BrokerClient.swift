@@ -26,11 +26,18 @@ package final class BrokerClient: @unchecked Sendable {
     package var wantsSky = false
     package var isAgent = false
     package var connectedAt = Date()
+    /// In use now: the foreground of a terminal (asked again every second for When In Use).
+    package var inUse: Bool
 
     init(fd: Int32, id: Int, identity: PeerIdentity) {
         self.fd = fd
         self.id = id
         self.identity = identity
+        inUse = identity.inUse
+    }
+
+    deinit {
+        if identity.pidfd >= 0 { close(identity.pidfd) }
     }
 
     /// Queues `line`; `droppable` lines (locations, satellites) are dropped while the program is

@@ -42,12 +42,21 @@ package final class BrokerService: Sendable {
     }
     private let state = Locked(State())
     private let hub: GPSDLocationSource
+    /// Whether a program is in use now (nil: it has gone); tests replace it.
+    let inUseProbe: @Sendable (BrokerClient) -> Bool?
+    /// How often When In Use programs are asked again (`refreshInUse`).
+    static let inUseInterval: DispatchTimeInterval = .seconds(1)
+    /// Set once in init; DispatchSource is thread-safe (cancel from any thread).
+    private nonisolated(unsafe) let inUseTimer: DispatchSourceTimer
     /// What each app last received (for its WELCOME's `last`).
     let lastFixes: LastFixes
 
     package init(
         stateDirectory: URL, endpoint: GPSDEndpoint, policyPath: String = LocationPolicy.defaultPath,
-        promptTimeout: TimeInterval = 120
+        promptTimeout: TimeInterval = 120,
+        inUseProbe: @escaping @Sendable (BrokerClient) -> Bool? = { client in
+            PeerIdentity.isInUse(pid: client.identity.pid, pidfd: client.identity.pidfd)
+        }
     ) {
         self.stateDirectory = stateDirectory
         self.endpoint = endpoint
@@ -57,6 +66,11 @@ package final class BrokerService: Sendable {
         lastFixes = LastFixes { uid in
             stateDirectory.appendingPathComponent("users").appendingPathComponent(String(uid))
         }
+        self.inUseProbe = inUseProbe
+        inUseTimer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpslocd.in-use"))
+        inUseTimer.schedule(deadline: .now() + Self.inUseInterval, repeating: Self.inUseInterval)
+        inUseTimer.setEventHandler { [weak self] in self?.refreshInUse() }
+        inUseTimer.activate()
     }
 
     // MARK: Connections
@@ -123,7 +137,7 @@ package final class BrokerService: Sendable {
         line.add("uid", Int(client.identity.uid))
         line.add("app", app)
         line.add("identity", client.identity.kind)
-        line.add("inUse", client.identity.inUse)
+        line.add("inUse", client.inUse)
         line.add("status", decision.status.name)
         line.add("accuracy", decision.accuracy.name)
         // The last location the app received, while it may see it: authorized (and in use for
@@ -224,7 +238,7 @@ package final class BrokerService: Sendable {
     private func authorization(of client: BrokerClient, app: String, in state: inout State) -> AuthorizationState {
         let decided = decision(Key(uid: client.identity.uid, app: app), in: &state)
         return AuthorizationState(
-            appID: app, status: decided.status, accuracy: decided.accuracy, isInUse: client.identity.inUse)
+            appID: app, status: decided.status, accuracy: decided.accuracy, isInUse: client.inUse)
     }
 
     private func store(_ uid: UInt32) -> DecisionStore {
@@ -254,18 +268,46 @@ package final class BrokerService: Sendable {
             if temporary, let decision { state.decisions[key] = decision }
             return state.clients.values.filter { $0.identity.uid == key.uid && $0.app == key.app }
         }
-        for client in affected {
-            let current = state.withLock { state in authorization(of: client, app: key.app, in: &state) }
-            var line = BrokerLine("AUTHORIZATION")
-            line.add("status", current.status.name)
-            line.add("accuracy", current.accuracy.name)
-            line.add("inUse", current.isInUse)
-            client.send(line.line)
-            reconcile(client)
-        }
+        for client in affected { tellAuthorization(client, app: key.app) }
         audit(
             "decide uid=\(key.uid) app=\(key.app) status=\(decision?.status.name ?? "notDetermined") "
                 + "accuracy=\(decision?.accuracy.name ?? "-")\(temporary ? " once" : "")")
+    }
+
+    /// Sends `client` its authorization now, and starts or stops its reduced session to match.
+    private func tellAuthorization(_ client: BrokerClient, app: String) {
+        let current = state.withLock { state in authorization(of: client, app: app, in: &state) }
+        var line = BrokerLine("AUTHORIZATION")
+        line.add("status", current.status.name)
+        line.add("accuracy", current.accuracy.name)
+        line.add("inUse", current.isInUse)
+        client.send(line.line)
+        reconcile(client)
+    }
+
+    /// Asks again whether each When In Use program is in use (`inUseProbe`), and tells those
+    /// that changed: one that leaves the terminal's foreground stops receiving within a second
+    /// (`inUseInterval`), one that comes back starts again. Apple's When In Use is the same rule.
+    package func refreshInUse() {
+        let candidates = state.withLock { state -> [(BrokerClient, String)] in
+            state.clients.values.compactMap { client in
+                guard let app = client.app, !client.isAgent,
+                    decision(Key(uid: client.identity.uid, app: app), in: &state).status == .authorizedWhenInUse
+                else { return nil }
+                return (client, app)
+            }
+        }
+        for (client, app) in candidates {
+            guard let now = inUseProbe(client) else { continue }
+            let changed = state.withLock { _ -> Bool in
+                defer { client.inUse = now }
+                return client.inUse != now
+            }
+            if changed {
+                audit("inUse uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(app) \(now)")
+                tellAuthorization(client, app: app)
+            }
+        }
     }
 
     /// Who may change `uid`'s decisions: root, or the same uid outside a sandbox.
@@ -383,7 +425,7 @@ package final class BrokerService: Sendable {
         case .decided(let decision):
             reply(client, id, ok: true, message: "already decided", decision: decision)
         case .nobody:
-            let flag = always || !client.identity.inUse ? "--always" : "--when-in-use"
+            let flag = always || !client.inUse ? "--always" : "--when-in-use"
             reply(
                 client, id, ok: false,
                 message: "no one can be asked for location permission for \(app) (no agent is running for uid "
@@ -496,6 +538,7 @@ package final class BrokerService: Sendable {
             return Array(state.reduced.values)
         }
         for session in sessions { session.stop() }
+        inUseTimer.cancel()
         hub.stop()
     }
 }

@@ -25,8 +25,10 @@ package struct PeerIdentity: Sendable, Equatable {
     package var unit: String?
     /// The Flatpak application id, if the process is a Flatpak sandbox.
     package var flatpak: String?
-    /// The foreground of a terminal.
+    /// The foreground of a terminal (when it connected; see `isInUse`).
     package var inUse: Bool
+    /// The pidfd that pins the process, kept open while it is connected (-1: none).
+    package var pidfd: Int32 = -1
 
     package init(uid: UInt32, gid: UInt32, pid: Int32, unit: String? = nil, flatpak: String? = nil, inUse: Bool = false)
     {
@@ -64,8 +66,29 @@ package struct PeerIdentity: Sendable, Equatable {
         guard pidfd >= 0 else {
             throw Failure(description: "the connecting process (pid \(pid)) has already exited")
         }
-        defer { close(pidfd) }
-        return try read(pid: pid, uid: uid, gid: gid, pidfd: pidfd, startedNoLaterThan: exact ? nil : acceptedAt)
+        do {
+            var identity = try read(
+                pid: pid, uid: uid, gid: gid, pidfd: pidfd, startedNoLaterThan: exact ? nil : acceptedAt)
+            identity.pidfd = pidfd
+            return identity
+        } catch {
+            close(pidfd)
+            throw error
+        }
+    }
+
+    /// Whether the process `pidfd` pins is the foreground of a terminal now; nil once it has
+    /// exited (its pid may name another process by then). gpslocd asks again every second for
+    /// When In Use programs, so one that leaves the foreground stops receiving.
+    package static func isInUse(pid: Int32, pidfd: Int32) -> Bool? {
+        guard pidfd >= 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 5, let processGroup = Int(fields[2]), let tty = Int(fields[4]),
+            let foreground = Int(fields[5]), gpslocd_pidfd_alive(pidfd) == 1
+        else { return nil }
+        return tty != 0 && foreground == processGroup
     }
 
     /// Reads what `/proc` says of `pid`, pinned by `pidfd` (see the type). `startedNoLaterThan`:

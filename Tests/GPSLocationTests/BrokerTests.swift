@@ -15,7 +15,7 @@ final class InProcessBroker: Sendable {
     let server: BrokerServer
     private let finished = DispatchSemaphore(value: 0)
 
-    init(promptTimeout: TimeInterval = 120) throws {
+    init(promptTimeout: TimeInterval = 120, inUseProbe: (@Sendable (BrokerClient) -> Bool?)? = nil) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         socket = folder.appendingPathComponent("socket").path
@@ -24,7 +24,8 @@ final class InProcessBroker: Sendable {
             // Nothing listens there: the consent tests never WATCH.
             endpoint: GPSDEndpoint(host: "127.0.0.1", port: 9),
             policyPath: folder.appendingPathComponent("policy").path,
-            promptTimeout: promptTimeout)
+            promptTimeout: promptTimeout,
+            inUseProbe: inUseProbe ?? { PeerIdentity.isInUse(pid: $0.identity.pid, pidfd: $0.identity.pidfd) })
         server = try BrokerServer(service: service, socketPath: socket)
         let server = self.server
         let finished = self.finished
@@ -240,6 +241,40 @@ struct BrokerTests {
         #expect(!watch.stdout.contains("\"type\":\"location\""))
         let doctor = try await runProgram(GPSLocBinary.path, ["doctor"], environment: environment)
         #expect(doctor.stdout.contains("fail  broker mode: gpslocd cannot be reached"), "\(doctor.stdout)")
+    }
+
+    @Test(
+        "When In Use is judged again every second: leaving the terminal's foreground stops delivery, coming back restarts it"
+    )
+    func inUseFollowsTheForeground() async throws {
+        let foreground = Locked(false)
+        let broker = try InProcessBroker(inUseProbe: { _ in foreground.withLock { $0 } })
+        defer { broker.stop() }
+        var environment = GPSLocBinary.environment()
+        environment["GPSLOCATION_BROKER"] = broker.socket
+        let grant = try await runProgram(
+            GPSLocBinary.path, ["auth", "grant", "desk", "--when-in-use"], environment: environment)
+        #expect(grant.status == 0, "\(grant.stderr)")
+        let authorizer = LocationAuthorizer.brokered(appID: "desk", socketPath: broker.socket)
+        defer { authorizer.disconnect() }
+        let changes = EventCounter()
+        authorizer.addObserver { changes.increment() }
+        // This test has no terminal: not in use, nothing may flow.
+        #expect(authorizer.status == .authorizedWhenInUse, "\(authorizer.status)")
+        #expect(!authorizer.state.allowsDelivery, "\(authorizer.state)")
+        foreground.withLock { $0 = true }
+        broker.server.service.refreshInUse()
+        #expect(await changes.wait(hangLimit: 10) { _ in authorizer.isInUse })
+        #expect(authorizer.state.allowsDelivery)
+        foreground.withLock { $0 = false }
+        broker.server.service.refreshInUse()
+        #expect(await changes.wait(hangLimit: 10) { _ in !authorizer.isInUse })
+        #expect(!authorizer.state.allowsDelivery)
+        // The real probe: a process that has exited is never judged in use.
+        #expect(PeerIdentity.isInUse(pid: getpid(), pidfd: -1) == nil)
+        let own = PeerIdentity.openPidfd(getpid())
+        defer { close(own) }
+        #expect(PeerIdentity.isInUse(pid: getpid(), pidfd: own) != nil)
     }
 
     @Test("only root decides for another uid; a malformed line is answered, not fatal")

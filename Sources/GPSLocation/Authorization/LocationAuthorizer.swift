@@ -205,6 +205,7 @@ public final class LocationAuthorizer: Sendable {
             })
         authorizer.locked.withLock { $0.broker = link }
         do {
+            // The link's handler has taken the WELCOME's decision when this returns.
             _ = try link.startAndWait(timeout: 5)
         } catch {
             // Said to the app by the gate's refusal (`brokerUnreachable`), where it asks for locations.

@@ -207,15 +207,17 @@ package final class BrokerLink: Sendable {
         while !shared.withLock({ $0.closed }) {
             switch connect() {
             case .failure(let failure):
-                first?(.failure(failure))
                 if !reportedLoss {
                     reportedLoss = true
                     deliver { onState(.lost(failure)) }
                 }
+                first?(.failure(failure))
             case .success(let (fd, welcome, rest)):
                 reportedLoss = false
-                first?(.success(welcome))
+                // The handler hears of the connection before `startAndWait` returns: a caller
+                // then sees what the WELCOME said, and no later line is overtaken by it.
                 deliver { onState(.connected(welcome)) }
+                first?(.success(welcome))
                 for line in afterWelcome { send(line) }
                 let failure = read(fd, pending: rest)
                 shared.withLock { state in
