@@ -44,6 +44,8 @@ package final class BrokerService: Sendable {
     private let hub: GPSDLocationSource
     /// Whether a program is in use now (nil: it has gone); tests replace it.
     let inUseProbe: @Sendable (BrokerClient) -> Bool?
+    /// Follows the policy file (inotify): an administrator's edit reaches running programs.
+    private let policyWatcher = Locked<FileChangeWatcher?>(nil)
     /// How often When In Use programs are asked again (`refreshInUse`).
     static let inUseInterval: DispatchTimeInterval = .seconds(1)
     /// Set once in init; DispatchSource is thread-safe (cancel from any thread).
@@ -71,6 +73,31 @@ package final class BrokerService: Sendable {
         inUseTimer.schedule(deadline: .now() + Self.inUseInterval, repeating: Self.inUseInterval)
         inUseTimer.setEventHandler { [weak self] in self?.refreshInUse() }
         inUseTimer.activate()
+        let watcher = FileChangeWatcher(
+            paths: [policyPath],
+            onFailure: { why in
+                FileHandle.standardError.write(
+                    Data("gpslocd: the policy is no longer followed (\(why)); restart gpslocd after editing it\n".utf8))
+            }
+        ) { [weak self] in self?.policyChanged() }
+        policyWatcher.withLock { $0 = watcher }
+    }
+
+    /// The policy file changed: every decision is resolved again, and each program whose
+    /// authorization changed is told at once (a restriction cuts a live session).
+    package func policyChanged() {
+        let changed = state.withLock { state -> [(BrokerClient, String)] in
+            let before = state.clients.values.compactMap { client -> (BrokerClient, String, AuthorizationState)? in
+                guard let app = client.app else { return nil }
+                return (client, app, authorization(of: client, app: app, in: &state))
+            }
+            state.decisions = [:]
+            return before.compactMap { client, app, old in
+                authorization(of: client, app: app, in: &state) == old ? nil : (client, app)
+            }
+        }
+        if !changed.isEmpty { audit("policy changed: \(changed.count) program(s) told") }
+        for (client, app) in changed { tellAuthorization(client, app: app) }
     }
 
     // MARK: Connections
@@ -539,6 +566,7 @@ package final class BrokerService: Sendable {
         }
         for session in sessions { session.stop() }
         inUseTimer.cancel()
+        policyWatcher.withLock { $0 = nil }
         hub.stop()
     }
 }

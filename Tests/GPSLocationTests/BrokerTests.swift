@@ -277,6 +277,29 @@ struct BrokerTests {
         #expect(PeerIdentity.isInUse(pid: getpid(), pidfd: own) != nil)
     }
 
+    @Test("an edit of the policy reaches running programs through gpslocd: a restriction cuts a granted session")
+    func policyFollowedLive() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        var environment = GPSLocBinary.environment()
+        environment["GPSLOCATION_BROKER"] = broker.socket
+        let grant = try await runProgram(
+            GPSLocBinary.path, ["auth", "grant", "tracker", "--always"], environment: environment)
+        #expect(grant.status == 0, "\(grant.stderr)")
+        let authorizer = LocationAuthorizer.brokered(appID: "tracker", socketPath: broker.socket)
+        defer { authorizer.disconnect() }
+        #expect(authorizer.status == .authorizedAlways)
+        let changes = EventCounter()
+        authorizer.addObserver { changes.increment() }
+        try Data(#"{"restricted": ["tracker"]}"#.utf8).write(
+            to: broker.folder.appendingPathComponent("policy"), options: .atomic)
+        #expect(await changes.wait(hangLimit: 10) { _ in authorizer.status == .restricted })
+        // Lifted again: the user's grant holds once more.
+        try Data(#"{"restricted": []}"#.utf8).write(
+            to: broker.folder.appendingPathComponent("policy"), options: .atomic)
+        #expect(await changes.wait(hangLimit: 10) { _ in authorizer.status == .authorizedAlways })
+    }
+
     @Test("only root decides for another uid; a malformed line is answered, not fatal")
     func permissions() async throws {
         let broker = try InProcessBroker()
