@@ -78,8 +78,8 @@ package final class BrokerService: Sendable {
             onFailure: { why in
                 FileHandle.standardError.write(
                     Data("gpslocd: the policy is no longer followed (\(why)); restart gpslocd after editing it\n".utf8))
-            }
-        ) { [weak self] in self?.policyChanged() }
+            },
+            onChange: { [weak self] in self?.policyChanged() })
         policyWatcher.withLock { $0 = watcher }
     }
 
