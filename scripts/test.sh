@@ -87,13 +87,16 @@ other_checks() {
   step install scripts/check-install.sh || failed=1
   return "$failed"
 }
+# gpsd 3.22's whole regression corpus from Debian's source package (cached in .build; the
+# conformance test NMEADebianCorpusTests reads it): a second or two, once per clone.
+status=0
+step gpsd-corpus scripts/fetch-gpsd-corpus.sh || status=1
 tsan_checks > "$logs/tsan-checks.txt" 2>&1 &
 tsan=$!
 other_checks > "$logs/other-checks.txt" 2>&1 &
 others=$!
 # The suite in parallel; the real-gpsd suites run one at a time in each of four lanes (RealGPSD),
 # and every suite has a Swift Testing time limit, so a stuck test fails by itself.
-status=0
 step tests swift test --skip-build --parallel || status=1
 grep -E "^. Test run with" "$logs/tests.log" || true
 wait "$tsan" || status=1

@@ -328,3 +328,31 @@ public struct HeadingReading: Sendable, Equatable {
         self.device = device
     }
 }
+
+extension FixErrors {
+    /// The errors gpsd 3.22's UERE model (`gpsd_error_model`) makes from a DOP of 99 — NMEA's
+    /// "no solution" (99.9, 99.99) — and above: eph = HDOP × 19 m, epx/epy = X/Y DOP × 15 m,
+    /// epv = VDOP × 23 m, a quarter of each with DGPS. An error at or above these is the outage's,
+    /// never a fix's estimate (the engine's `NoSolutionErrors`, the NMEA engine's GST rule).
+    public struct NoSolution: Sendable {
+        /// The smallest DOP taken for "no solution".
+        public static let dilution = 99.0
+        public let horizontal: Double
+        public let axis: Double
+        public let vertical: Double
+
+        public init(dgps: Bool) {
+            let scale = dgps ? 0.25 : 1.0
+            horizontal = Self.dilution * 19 * scale
+            axis = Self.dilution * 15 * scale
+            vertical = Self.dilution * 23 * scale
+        }
+
+        /// True when `errors` has no horizontal estimate below the no-solution level.
+        public func lacksHorizontal(_ errors: FixErrors) -> Bool {
+            if let x = errors.longitude, let y = errors.latitude, x < axis, y < axis { return false }
+            if let eph = errors.horizontal, eph < horizontal { return false }
+            return true
+        }
+    }
+}

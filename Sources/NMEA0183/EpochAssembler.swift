@@ -15,7 +15,9 @@ import GNSSCore
 ///   position or the mode; then at the cycle's first ending sentence and again at each later
 ///   one of gpsd's ending types, so an epoch may be reported more than once and its last report
 ///   is the complete one (an app gets the first that carries an error estimate). Once a GST is
-///   seen after its cycle's report, cycles are reported at their last sentence, after the GST.
+///   seen after its cycle's report, cycles are reported at their last sentence, after the GST;
+///   a cycle whose ending sentence comes before its GST is reported at that GST (or, without
+///   one, at its close) — the engine's hold for the estimate on gpsd's path, here.
 /// - **Mode** is sticky across cycles and each sentence moves it as gpsd 3.22's does: GGA/GNS by
 ///   its satellites (≥ 4 with an altitude 3D, < 3 no fix, else 2D) and quality (0: no fix);
 ///   RMC `A`/GLL `A` 3D with more than three satellites used or an altitude in the cycle, else
@@ -126,10 +128,15 @@ public struct EpochAssembler: Sendable {
         var reported = false
         /// The report carried a position.
         var reportedPosition = false
+        /// The report's only horizontal error was a no-solution DOP's (`FixErrors.NoSolution`).
+        var reportedWithoutEstimate = false
         /// A GGA/GNS with a fix was seen: its mode outranks GSA's in this cycle.
         var ggaFix = false
         /// A sentence of one of gpsd's cycle enders was seen in this cycle.
         var gpsdEnded = false
+        /// The cycle reached its ending sentence before its GST, of a receiver whose GST follows
+        /// its fix: it is reported when the GST of its time comes (or at its close without one).
+        var awaitsEstimate = false
         /// gpsd's fix status as the cycle's sentences set it (2: DGPS, which lowers the UEREs).
         var status = 0
         /// A sentence of this cycle has set the fix mode.
@@ -264,7 +271,26 @@ public struct EpochAssembler: Sendable {
                 // reported at their last sentence, after the GST — as the engine, having seen
                 // the same on gpsd's path, holds each fix for its GST (`LocationEngine.held`).
                 // This module stands alone (no engine), so its fixes carry their GST themselves.
-                if cycle.reported, let current = cycle.time, abs(current - time) < 0.01 { estimateFollows = true }
+                if cycle.reported, let current = cycle.time, abs(current - time) < 0.01 {
+                    estimateFollows = true
+                    // Reported with no estimate but the outage's (a no-solution DOP): reported
+                    // again with its GST — the engine takes it in place of the first, as it
+                    // completes such a fix with gpsd's GST report on the other path.
+                    if cycle.reportedWithoutEstimate, let fix = makeFix() {
+                        cycle.reportedWithoutEstimate = false
+                        emit(fix)
+                    }
+                }
+                // The GST a reached cycle was waiting for: reported now, with it — the same rule as
+                // the engine's hold on gpsd's path (a GST after the cycle's last timed sentence, as
+                // SkyTraq's GGA…ZDA, GST, PSTI).
+                if cycle.awaitsEstimate, !cycle.reported, let current = cycle.time, abs(current - time) < 0.01,
+                    let fix = makeFix()
+                {
+                    cycle.awaitsEstimate = false
+                    markReported(fix)
+                    emit(fix)
+                }
             }
         case .gbs(let time, let latitude, let longitude, let altitude):
             // gpsd latches its time (it takes part in finding the cycle's end) and uses its errors
@@ -333,19 +359,35 @@ public struct EpochAssembler: Sendable {
                     || (cycleEnders.contains(type) && !cycle.reportedPosition && mode >= .twoDimensional
                         && cycle.latitude != nil)
                 : cycleEnders.contains(type) || (!estimateFollows && gpsdEnders.contains(type)),
+            !holdsForEstimate(),
             let fix = makeFix()
         {
-            cycle.reported = true
-            cycle.reportedPosition = fix.hasPosition
+            markReported(fix)
             emit(fix)
         } else if gpsdEnders.isEmpty && setsMode && cycle.time != nil, let fix = makeFix() {
             // Before gpsd has learned where cycles end it reports at every sentence that sets the
             // position or the mode (gpsd.c: no reliable cycle end), so the last report of a
             // first cycle is at its last such sentence: a PGRME after the GSA is not in it.
-            cycle.reported = true
-            cycle.reportedPosition = fix.hasPosition
+            markReported(fix)
             emit(fix)
         }
+    }
+
+    private mutating func markReported(_ fix: Fix) {
+        cycle.reported = true
+        cycle.reportedPosition = fix.hasPosition
+        cycle.reportedWithoutEstimate =
+            fix.hasPosition && fix.mode >= .twoDimensional
+            && FixErrors.NoSolution(dgps: cycle.status == 2).lacksHorizontal(fix.errors)
+    }
+
+    /// A cycle that reached its ending sentence, of a receiver whose GST follows its fix, waits
+    /// for the GST of its time (marked `awaitsEstimate`); true while it waits.
+    private mutating func holdsForEstimate() -> Bool {
+        guard estimateFollows, !cycle.reported, let time = cycle.time else { return false }
+        if let gst = estimate, abs(gst.time - time) < 0.01 { return false }
+        cycle.awaitsEstimate = true
+        return true
     }
 
     /// A sentence's mode, as gpsd 3.22's `nmea_parse` lets it through: a 3D fix is not lowered
@@ -389,7 +431,7 @@ public struct EpochAssembler: Sendable {
             cycle = Cycle()
             errors = GPSDCycleErrors()
         }
-        if cycle.reported || (!cycleEnders.isEmpty && !cycle.gpsdEnded) { return nil }
+        if cycle.reported || (!cycleEnders.isEmpty && !cycle.gpsdEnded && !cycle.awaitsEstimate) { return nil }
         return makeFix()
     }
 
@@ -465,7 +507,7 @@ public struct EpochAssembler: Sendable {
         // ending sentence never came is reported at its close when it had one of gpsd's enders
         // (gpsd reported it there: an RMC + GGA whose ZDA was cut off before a capture gap), and
         // not otherwise (gpsd did not report it either). While learning, at its close.
-        if !cycle.reported && (learning || cycle.gpsdEnded), let fix = makeFix() { emit(fix) }
+        if !cycle.reported && (learning || cycle.gpsdEnded || cycle.awaitsEstimate), let fix = makeFix() { emit(fix) }
         if teaches { learning = false }
         rememberCycle()
         cycle = Cycle()

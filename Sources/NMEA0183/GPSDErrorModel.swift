@@ -197,7 +197,7 @@ struct GPSDSatellitePicture: Sendable {
     }
 
     /// The diagonal of a 4 × 4 matrix's inverse (Gauss–Jordan with partial pivoting), or nil
-    /// when it is singular.
+    /// when it is singular by gpsd's test (|determinant| < 0.0001).
     static func inverseDiagonal(
         _ rows: (SIMD4<Double>, SIMD4<Double>, SIMD4<Double>, SIMD4<Double>)
     ) -> SIMD4<Double>? {
@@ -221,6 +221,9 @@ struct GPSDSatellitePicture: Sendable {
             default: (a.3, inverse.3) = value
             }
         }
+        // gpsd's `matrix_invert` (matrix.c) calls a matrix singular when its determinant is
+        // below 0.0001 — a poor four-satellite geometry gets no computed DOPs there, nor here.
+        var determinant = 1.0
         for column in 0..<4 {
             var pivot = column
             for candidate in column + 1..<4 where abs(row(candidate).0[column]) > abs(row(pivot).0[column]) {
@@ -231,9 +234,11 @@ struct GPSDSatellitePicture: Sendable {
                 let swapped = row(pivot)
                 set(pivot, row(column))
                 set(column, swapped)
+                determinant = -determinant
             }
             let (pivotRow, pivotInverse) = row(column)
             let scale = pivotRow[column]
+            determinant *= scale
             let normalized = (pivotRow / scale, pivotInverse / scale)
             set(column, normalized)
             for other in 0..<4 where other != column {
@@ -242,6 +247,7 @@ struct GPSDSatellitePicture: Sendable {
                 if factor != 0 { set(other, (r - normalized.0 * factor, i - normalized.1 * factor)) }
             }
         }
+        guard abs(determinant) >= 0.0001 else { return nil }
         return SIMD4(inverse.0[0], inverse.1[1], inverse.2[2], inverse.3[3])
     }
 

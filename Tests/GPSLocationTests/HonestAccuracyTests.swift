@@ -56,6 +56,64 @@ struct HonestAccuracyTests {
         #expect(LocationEngineTests.delivered(engine.handle(.fix(late), now: Self.start)).isEmpty, "held")
     }
 
+    @Test("#35: the first fix after an outage never takes the outage's no-solution DOP (949 m); its GST completes it")
+    func noSolutionDilution() {
+        var engine = Self.engine()
+        // The outage: a satellite report with NMEA's "no solution" DOPs.
+        let outage = DilutionOfPrecision(horizontal: 99.99, vertical: 99.99)
+        _ = engine.handle(.sky(SkyView(time: Self.start, satellites: [], dilution: outage)), now: Self.start)
+        // gpsd's first fix after it: eph = 99.99 × 19 m, epv = 99.99 × 23 m (its UERE model).
+        var first = Self.bare(at: 1, mode: .threeDimensional)
+        first.errors = FixErrors(horizontal: 1899.81, vertical: 2299.77, speed: 3799.6, climb: 4599.5)
+        #expect(LocationEngineTests.delivered(engine.handle(.fix(first), now: Self.start)).isEmpty, "held")
+        // Its own epoch's GST (1σ 1.2 m and 0.9 m): that is its accuracy.
+        let gst = ReceiverErrorEstimate(time: first.time, latitude: 1.2, longitude: 0.9, altitude: 2.0)
+        let delivered = LocationEngineTests.delivered(engine.handle(.errorEstimate(gst), now: Self.start))
+        #expect(delivered.count == 1)
+        #expect(abs((delivered.first?.horizontalAccuracy ?? 0) - 1.5) < 1e-9, "GST: √(1.2² + 0.9²)")
+        #expect(delivered.first?.speedAccuracy ?? 0 < 100, "no speed error made of the outage")
+        // Without a GST: delivered with its accuracy unknown, never the outage's.
+        var plain = Self.engine()
+        _ = plain.handle(.sky(SkyView(time: Self.start, satellites: [], dilution: outage)), now: Self.start)
+        var bare = Self.bare(at: 1)
+        bare.errors = FixErrors(horizontal: 1899.81)
+        var out = LocationEngineTests.delivered(plain.handle(.fix(bare), now: Self.start))
+        out += LocationEngineTests.delivered(plain.handle(.fix(Self.bare(at: 2)), now: Self.start))
+        #expect(out.first?.horizontalAccuracy == CLLocationDistanceMax, "\(out.map(\.horizontalAccuracy))")
+        // A DGPS fix's floor is a quarter: 99.99 × 4.75 m is no estimate either.
+        #expect(
+            NoSolutionErrors.cleaned(
+                {
+                    var fix = Self.bare(at: 3)
+                    fix.quality = .dgps
+                    fix.errors = FixErrors(horizontal: 474.95)
+                    return fix
+                }()
+            ).errors.horizontal == nil)
+        // A poor but real geometry (HDOP 20: 380 m) is kept.
+        var poor = Self.bare(at: 4)
+        poor.errors = FixErrors(horizontal: 380)
+        #expect(NoSolutionErrors.cleaned(poor).errors.horizontal == 380)
+    }
+
+    @Test("#35: through the NMEA engine, the drive's first fix after its no-fix start has its GST accuracy")
+    func noSolutionDilutionReplay() async throws {
+        let source = NMEAReplaySource(path: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path)
+        var locations: [CLLocation] = []
+        for try await update in CLLocationUpdate.liveUpdates(
+            source: source,
+            authorizer: LocationAuthorizer(
+                appID: "t", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true))
+        {
+            if let location = update.location { locations.append(location) }
+            if locations.count == 2 { break }
+        }
+        // gpsd reports this fix with 949.9 m (HDOP 99.99 from the no-fix start); its GST says 1.769 m.
+        #expect(
+            locations.first.map { abs($0.horizontalAccuracy - 1.769) < 0.001 } == true,
+            "\(locations.map(\.horizontalAccuracy))")
+    }
+
     @Test("a receiver that reports no estimate at all loses nothing and is delayed only at first")
     func noEstimatesEver() {
         var engine = Self.engine()

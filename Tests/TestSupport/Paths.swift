@@ -24,4 +24,25 @@ public enum Paths {
         }
         return result
     }
+
+    /// gpsd 3.22's whole regression corpus (Debian's source package), fetched by
+    /// `scripts/fetch-gpsd-corpus.sh` into `.build/gpsd-corpus` (or `GPSLOCATION_GPSD_CORPUS`).
+    public static var debianCorpus: URL {
+        if let named = ProcessInfo.processInfo.environment["GPSLOCATION_GPSD_CORPUS"], !named.isEmpty {
+            return URL(fileURLWithPath: named)
+        }
+        return packageRoot.appendingPathComponent(".build/gpsd-corpus")
+    }
+
+    /// Every NMEA log of the Debian gpsd corpus with its `.chk`, when it has been fetched.
+    public static func debianCorpusLogs() -> [(log: URL, chk: URL)] {
+        let directory = debianCorpus
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent(".complete").path) else {
+            return []
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.sorted().filter { $0.hasSuffix(".log") }.map {
+            (directory.appendingPathComponent($0), directory.appendingPathComponent($0 + ".chk"))
+        }
+    }
 }

@@ -21,8 +21,15 @@ extension LocationEngine {
     /// fix, and from then on each fix waits for it (`held`).
     mutating func handleEstimate(_ estimate: ReceiverErrorEstimate, now: Date) -> [Action] {
         latestEstimate = estimate
-        if let pending = held, pending.awaitsEstimate, Self.sameTime(pending.fix.time, estimate.time) {
+        // A fix held for its estimate — or held for having none (`NoSolutionErrors` removed the
+        // outage's) — is completed by the GST of its own time.
+        if let pending = held,
+            pending.awaitsEstimate || AccuracyStage.horizontalAccuracy(pending.fix.errors) == nil,
+            Self.sameTime(pending.fix.time, estimate.time)
+        {
             held = nil
+            // It came after its fix: this receiver's GST follows its fix.
+            estimateFollows = true
             return handleCheckedFix(Self.applying(estimate, to: pending.fix), now: now, uptime: pending.uptime)
         }
         if Self.sameTime(lastSourceFixTime, estimate.time) { estimateFollows = true }

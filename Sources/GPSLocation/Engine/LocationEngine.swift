@@ -454,7 +454,8 @@ package struct LocationEngine: Sendable {
                 }
             }
         }
-        fix = dilutionFallback.filled(fix)
+        // After the sky's fallback, which may bring the outage's DOPs too.
+        fix = NoSolutionErrors.cleaned(dilutionFallback.filled(fix))
         lastSourceFixTime = fix.time
         fix = Self.applying(latestEstimate, to: fix)
         var actions = notes

@@ -1,0 +1,50 @@
+import GNSSCore
+
+/// Stage: a receiver's "no solution" DOP (99.9, 99.99) never gives a fix its accuracy.
+///
+/// During an outage a receiver reports DOPs of 99.9 or 99.99 (NMEA's "no solution"). gpsd 3.22
+/// keeps them, and the first fix after the outage comes with errors made from them by its UERE
+/// model (`gpsd_error_model`, libgpsd_core.c: eph = HDOP × 19 m, epx/epy = X/Y DOP × 15 m,
+/// epv = VDOP × 23 m; a quarter of those with DGPS) — a fix whose own GGA says HDOP 0.9 arrives
+/// with 1,900 m (949 m of horizontal accuracy), and the next, 1.7 m away, would pass the
+/// distance filter as an "improvement". The NMEA engine builds the same errors (it follows
+/// gpsd), so the rule is here, once, for both paths: an error at the level of a DOP of 99 or
+/// more is removed, with the speed and climb errors made from it. What remains is the fix's
+/// own epoch's estimate: the receiver's GST for its time completes it (`handleEstimate`), else
+/// it is delivered with its accuracy unknown — never the outage's.
+package enum NoSolutionErrors {
+    /// `fix` without errors that stand for a no-solution DOP (`FixErrors.NoSolution`).
+    package static func cleaned(_ fix: Fix) -> Fix {
+        guard fix.mode >= .twoDimensional else { return fix }
+        let floors = FixErrors.NoSolution(dgps: fix.quality == .dgps)
+        var errors = fix.errors
+        var changed = false
+        if let eph = errors.horizontal, eph >= floors.horizontal {
+            errors.horizontal = nil
+            changed = true
+        }
+        if (errors.longitude ?? 0) >= floors.axis || (errors.latitude ?? 0) >= floors.axis {
+            errors.longitude = nil
+            errors.latitude = nil
+            changed = true
+        }
+        if let epv = errors.vertical, epv >= floors.vertical {
+            errors.vertical = nil
+            changed = true
+        }
+        // Speed, course and climb errors gpsd made from such a position error (over a second or
+        // less): hundreds of metres a second and more are no estimate either.
+        if let eps = errors.speed, eps >= floors.axis / 2 {
+            errors.speed = nil
+            changed = true
+        }
+        if let epc = errors.climb, epc >= floors.vertical / 2 {
+            errors.climb = nil
+            changed = true
+        }
+        guard changed else { return fix }
+        var cleaned = fix
+        cleaned.errors = errors
+        return cleaned
+    }
+}
