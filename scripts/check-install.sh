@@ -73,6 +73,15 @@ got="$(bash -c "source '$prefix/share/bash-completion/completions/gpsloc'
   COMP_WORDS=(gpsloc watch --reg); COMP_CWORD=2; _gpsloc; echo \${COMPREPLY[*]}")"
 [ "$got" = "--region" ] || fail "completing 'gpsloc watch --reg' gave '$got'"
 
+# --confine-gpsd adds gpsd's and gpslocd's namespace drop-ins, and they go with the rest.
+scripts/install.sh --confine-gpsd --prefix "$prefix" > "$prefix.log" 2>&1 || fail "install.sh --confine-gpsd failed"
+for file in gpsd.service.d/gpslocd.conf gpsd.socket.d/gpslocd.conf gpslocd.service.d/gpsd-namespace.conf; do
+  [ -f "$prefix/lib/systemd/system/$file" ] || fail "--confine-gpsd did not install $file"
+done
+grep -q "^PrivateNetwork=yes" "$prefix/lib/systemd/system/gpsd.service.d/gpslocd.conf" || fail "gpsd is not confined"
+scripts/install.sh --uninstall --prefix "$prefix" > "$prefix.log" 2>&1 || fail "uninstall after --confine-gpsd failed"
+[ ! -e "$prefix" ] || fail "uninstall left $(find "$prefix" | head -5)"
+
 # Idempotent, then a clean uninstall: every file and every folder it created.
 scripts/install.sh --prefix "$prefix" > "$prefix.log" 2>&1 || fail "a second install.sh failed"
 grep -q "^file [0-9a-f]\{64\} $prefix/bin/gpsloc$" "$prefix/share/gpslocation/install-manifest" \

@@ -39,27 +39,26 @@ while IFS= read -r patch; do
     || { echo "fetch-gpsd-corpus: Debian's patch $patch does not apply" >&2; exit 1; }
 done < "$work/gpsd-3.22/debian/patches/series"
 mkdir -p "$folder"
-kept=0
-skipped=()
-for log in "$work"/gpsd-3.22/test/daemon/*.log; do
-  name="$(basename "$log")"
-  [ -f "$log.chk" ] || continue
-  # NMEA: no NUL byte, and at least 80 % of the non-comment lines are sentences ($ or !).
-  if python3 - "$log" <<'PY'
-import sys
-data = open(sys.argv[1], "rb").read()
-lines = [l for l in data.split(b"\n") if l.strip() and not l.startswith(b"#")]
-ok = b"\0" not in data and lines and sum(l.lstrip()[:1] in (b"$", b"!") for l in lines) >= 0.8 * len(lines)
-sys.exit(0 if ok else 1)
+# NMEA: no NUL byte, and at least 80 % of the non-comment lines are sentences ($ or !). One
+# Python for all 154 logs; it copies the NMEA ones with their .chk and lists the others.
+python3 - "$work/gpsd-3.22/test/daemon" "$folder" <<'PY'
+import os, shutil, sys
+source, target = sys.argv[1], sys.argv[2]
+kept, skipped = 0, []
+for name in sorted(os.listdir(source)):
+    log = os.path.join(source, name)
+    if not name.endswith(".log") or not os.path.exists(log + ".chk"):
+        continue
+    data = open(log, "rb").read()
+    lines = [l for l in data.split(b"\n") if l.strip() and not l.startswith(b"#")]
+    if b"\0" not in data and lines and sum(l.lstrip()[:1] in (b"$", b"!") for l in lines) >= 0.8 * len(lines):
+        shutil.copy(log, target)
+        shutil.copy(log + ".chk", target)
+        kept += 1
+    else:
+        skipped.append(name)
+open(os.path.join(target, "binary-logs.txt"), "w").write("".join(n + "\n" for n in skipped))
+print(f"fetch-gpsd-corpus: {kept} NMEA logs with gpsd 3.22's .chk in {target} "
+      f"({len(skipped)} binary-protocol logs left out: {target}/binary-logs.txt)")
 PY
-  then
-    cp "$log" "$log.chk" "$folder/"
-    kept=$((kept + 1))
-  else
-    skipped+=("$name")
-  fi
-done
-printf '%s\n' "${skipped[@]}" > "$folder/binary-logs.txt"
 touch "$folder/.complete"
-echo "fetch-gpsd-corpus: $kept NMEA logs with gpsd 3.22's .chk in $folder" \
-  "(${#skipped[@]} binary-protocol logs left out: $folder/binary-logs.txt)"

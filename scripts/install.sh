@@ -7,6 +7,12 @@
 #
 #   scripts/install.sh [--prefix DIR] [--destdir DIR]     install (default prefix /usr/local)
 #   scripts/install.sh --uninstall [--prefix DIR] [--destdir DIR]
+#   scripts/install.sh --confine-gpsd [...]               also confine gpsd to gpslocd
+#
+# --confine-gpsd adds drop-ins for gpsd.service, gpsd.socket and gpslocd.service (systemd/
+# confine-gpsd/): gpsd in a network and IPC namespace of its own that only gpslocd joins, without
+# D-Bus. From gpsd's next restart, programs reach locations only through gpslocd — so enable
+# gpslocd.socket with it (docs/broker.md).
 #
 # --destdir stages the files under DIR (for packaging): nothing outside it is touched and udev
 # is not reloaded. Without it, a prefix that needs root is installed with sudo. Running it again
@@ -20,6 +26,7 @@ cd "$(dirname "$0")/.."
 prefix=/usr/local
 destdir=""
 uninstall=false
+confine=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix="${2:?--prefix needs a folder}"; shift 2 ;;
@@ -27,6 +34,7 @@ while [ $# -gt 0 ]; do
     --destdir) destdir="${2:?--destdir needs a folder}"; shift 2 ;;
     --destdir=*) destdir="${1#--destdir=}"; shift ;;
     --uninstall) uninstall=true; shift ;;
+    --confine-gpsd) confine=true; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -52,6 +60,11 @@ service="$units_dir/gpslocd.service"
 socket_unit="$units_dir/gpslocd.socket"
 sysusers_dir="$root/lib/sysusers.d"
 sysusers="$sysusers_dir/gpslocd.conf"
+confine_files=(
+  "$units_dir/gpsd.service.d/gpslocd.conf"
+  "$units_dir/gpsd.socket.d/gpslocd.conf"
+  "$units_dir/gpslocd.service.d/gpsd-namespace.conf"
+)
 # systemd-sysusers reads only /etc, /run and /usr/lib: under /usr/local the entry is linked.
 sysusers_link=/etc/sysusers.d/gpslocd.conf
 system_install=false
@@ -137,20 +150,21 @@ grep -q "^ExecStart=$prefix/bin/gpslocd " "$staging/gpslocd.service" || { echo "
 
 # The folders this install creates (kept in the manifest, for --uninstall).
 created=()
-for folder in "$root/bin" "$(dirname "$man")" "$(dirname "$completion")" "$(dirname "$zsh_completion")" \
-  "$(dirname "$fish_completion")" "$rules_dir" "$(dirname "$manifest")" "$(dirname "$daemon_man")" "$units_dir" \
-  "$sysusers_dir"; do
+folders=("$root/bin" "$(dirname "$man")" "$(dirname "$completion")" "$(dirname "$zsh_completion")"
+  "$(dirname "$fish_completion")" "$rules_dir" "$(dirname "$manifest")" "$(dirname "$daemon_man")" "$units_dir"
+  "$sysusers_dir")
+if $confine; then for file in "${confine_files[@]}"; do folders+=("$(dirname "$file")"); done; fi
+for folder in "${folders[@]}"; do
   missing=()
   probe="$folder"
   while [ ! -e "$probe" ]; do missing+=("$probe"); probe="$(dirname "$probe")"; done
   created+=("${missing[@]}")
 done
-$sudo install -d -m 0755 "$root/bin" "$(dirname "$man")" "$(dirname "$completion")" "$(dirname "$zsh_completion")" \
-  "$(dirname "$fish_completion")" "$rules_dir" "$(dirname "$manifest")" "$(dirname "$daemon_man")" "$units_dir" \
-  "$sysusers_dir"
+$sudo install -d -m 0755 "${folders[@]}"
 # A link planted where a file goes would be followed by install: refused.
 installed=("$bin" "$man" "$completion" "$zsh_completion" "$fish_completion" "$rule" "$daemon" "$daemon_man" "$service" \
   "$socket_unit" "$sysusers")
+if $confine; then installed+=("${confine_files[@]}"); fi
 for file in "${installed[@]}" "$manifest"; do
   if [ -L "$file" ] || ! inside_root "$file"; then
     echo "install.sh: $file is a link or its folder leads outside $root: refusing to write through it" >&2
@@ -168,6 +182,11 @@ $sudo install -m 0644 docs/gpslocd.8 "$daemon_man"
 $sudo install -m 0644 "$staging/gpslocd.service" "$service"
 $sudo install -m 0644 systemd/gpslocd.socket "$socket_unit"
 $sudo install -m 0644 systemd/gpslocd.sysusers "$sysusers"
+if $confine; then
+  for file in "${confine_files[@]}"; do
+    $sudo install -m 0644 "systemd/confine-gpsd/$(basename "$(dirname "$file")")/$(basename "$file")" "$file"
+  done
+fi
 # The manifest: each file with its checksum, each folder this install created (an earlier
 # install's folders are kept: a second install creates none).
 {
@@ -217,7 +236,12 @@ if $system_install; then
       if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
         $sudo systemctl daemon-reload
         echo "gpslocd is installed, not enabled: \`sudo systemctl enable --now gpslocd.socket\` puts every app" \
-          "behind it (docs/broker.md); confine gpsd to it with the override shown there"
+          "behind it (docs/broker.md)"
+        if $confine; then
+          echo "gpsd is confined to gpslocd from its next restart: sudo systemctl restart gpsd.socket gpsd gpslocd.socket"
+        else
+          echo "gpsd is still open to every program: install with --confine-gpsd to confine it to gpslocd"
+        fi
       else
         echo "systemd is not running here: gpslocd's units apply once it does (or run gpslocd by hand: gpslocd(8))"
       fi ;;

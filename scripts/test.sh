@@ -12,6 +12,11 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 # The house style (.swift-format): lint clean, or the run stops here and says where.
 swift format lint --strict -r Sources Tests Examples
+# gpsd 3.22's whole regression corpus from Debian's source package (cached in .build; the
+# conformance test NMEADebianCorpusTests reads it): fetched beside the build, once per clone.
+mkdir -p .build
+scripts/fetch-gpsd-corpus.sh > .build/gpsd-corpus.log 2>&1 &
+corpus=$!
 swift build --build-tests
 if [ "${1:-}" = "--stress" ]; then
   runs=${2:?usage: scripts/test.sh --stress N}
@@ -87,10 +92,14 @@ other_checks() {
   step install scripts/check-install.sh || failed=1
   return "$failed"
 }
-# gpsd 3.22's whole regression corpus from Debian's source package (cached in .build; the
-# conformance test NMEADebianCorpusTests reads it): a second or two, once per clone.
 status=0
-step gpsd-corpus scripts/fetch-gpsd-corpus.sh || status=1
+if wait "$corpus"; then
+  echo "step gpsd-corpus: passed beside the build ($(tail -n 1 .build/gpsd-corpus.log))"
+else
+  echo "step gpsd-corpus: FAILED (log: .build/gpsd-corpus.log)"
+  tail -n 5 .build/gpsd-corpus.log
+  status=1
+fi
 tsan_checks > "$logs/tsan-checks.txt" 2>&1 &
 tsan=$!
 other_checks > "$logs/other-checks.txt" 2>&1 &
