@@ -20,12 +20,21 @@ public struct Arguments: Equatable {
     /// - Parameters:
     ///   - valued: options that take a value (without the leading dashes).
     ///   - flags: options that take none.
+    /// gpsd's clients' short options (gpspipe's -n and -o, cgps's -u) and a few of gpsloc's own,
+    /// each standing for its long form where the command takes that one.
+    public static let shortForms: [String: String] = [
+        "-n": "count", "-o": "output", "-u": "units", "-j": "json", "-a": "app", "-t": "timeout",
+    ]
+
     public init(_ arguments: [String], valued: Set<String>, flags known: Set<String>) throws(UsageError) {
         var index = 0
         var optionsEnded = false
         while index < arguments.count {
-            let argument = arguments[index]
+            var argument = arguments[index]
             index += 1
+            if !optionsEnded, let long = Self.shortForms[argument], valued.contains(long) || known.contains(long) {
+                argument = "--" + long
+            }
             if optionsEnded || !argument.hasPrefix("--") || argument == "-" {
                 if !optionsEnded && argument.hasPrefix("-") && argument != "-" && argument != "-h" {
                     throw UsageError("unknown option \(argument)")

@@ -20,10 +20,14 @@ struct PipelineOptions {
     var visits = false
     /// Significant changes instead of every location.
     var significantChanges = false
+    /// `-n/--count N`: stop after N locations, exit status 0 (gpspipe's -n).
+    var count: Int?
+    /// `-o/--output FILE`: what would go to stdout goes to FILE (gpspipe's -o).
+    var output: String?
 
     static let valued: Set<String> = [
         "distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after", "min-interval", "region",
-        "monitor",
+        "monitor", "count", "output",
     ]
     static let flags: Set<String> = ["json", "visits", "significant-changes", "force"]
     /// `--force`: replace an existing regular file with the GPX track (never a link, never the
@@ -62,6 +66,9 @@ struct PipelineOptions {
             minimumInterval = interval
         }
         json = arguments.has("json")
+        count = try arguments.integer("count", in: 1...Int(Int32.max))
+        output = arguments["output"]
+        if output == "-" { output = nil }
         gpx = arguments["gpx"]
         visits = arguments.has("visits")
         force = arguments.has("force")
@@ -133,16 +140,21 @@ struct PipelineOptions {
           --desired-accuracy NAME    bestForNavigation, best (default), nearestTenMeters, hundredMeters,
                                      kilometer, threeKilometers — a hint, as on Apple: continuous updates
                                      still deliver every location, each labelled with its accuracyClass
-          --app ID                   the application identity the authorization gate checks (default gpsloc)
+          -a, --app ID               the application identity the authorization gate checks (default gpsloc)
           --max-age SECONDS          fixes older than this are stale and not delivered (default 10)
           --stale-after SECONDS      say so (once) when no usable fix has come for this long; the last
                                      location is kept (default: three receiver cycles, at least 1 s)
-          --json                     NDJSON, one object per line (the default when stdout is not a terminal)
+          -j, --json                 NDJSON, one object per line (the default when stdout is not a terminal)
+          -n, --count N              stop after N locations, exit status 0 (gpspipe's -n)
+          -o, --output FILE          write what would go to stdout to FILE instead (created mode 0600,
+                                     replaced if it is a regular file; never a link), as gpspipe -o
           --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
                                      file after every point, even if the process is killed); FILE must
                                      not exist yet (or --force replaces a regular file — never a link,
                                      never the recording being replayed), and is created mode 0600;
-                                     on a full disk it ends valid after its last whole point (exit 1)
+                                     on a full disk it ends valid after its last whole point (exit 1);
+                                     `--gpx -` writes the track to stdout instead of the locations
+                                     (as gpxlogger does), closed when the command ends
           --region ID=LAT,LON,RADIUS
                                      monitor a circle (repeatable): a "region" line when its state is first
                                      known ("determined") and on every "enter" and "exit"; a crossing needs
@@ -172,9 +184,14 @@ final class EngineSession: Sendable {
         var fixes = 0
         var delivered = 0
         var finished = false
+        var countReached = false
     }
+    /// `--count`: the run ends after this many locations.
+    private let countLimit: Int?
 
     var delivered: Int { counts.withLock { $0.delivered } }
+    /// The run ended because `--count` locations were delivered (a success).
+    var countReached: Bool { counts.withLock { $0.countReached } }
     var fixesSeen: Int { counts.withLock { $0.fixes } }
 
     /// - Parameter endingReasons: errors with these reasons end the command too (watch: gpsd
@@ -187,6 +204,7 @@ final class EngineSession: Sendable {
     ) {
         self.sink = sink
         self.ended = ended
+        countLimit = options.count
         let counts = Locked(Counts())
         self.counts = counts
         runner = EngineRunner(
@@ -251,8 +269,19 @@ final class EngineSession: Sendable {
         if counts.withLock({ $0.finished }) { return }
         switch output {
         case .locations(let locations):
-            counts.withLock { $0.delivered += locations.count }
-            for location in locations { sink.location(location) }
+            // With --count, no more than N are shown, and the Nth ends the run.
+            let shown = counts.withLock { counts -> Int in
+                let room = countLimit.map { max(0, $0 - counts.delivered) } ?? locations.count
+                let shown = min(room, locations.count)
+                counts.delivered += shown
+                if let countLimit, counts.delivered >= countLimit { counts.countReached = true }
+                return shown
+            }
+            for location in locations.prefix(shown) { sink.location(location) }
+            if countReached {
+                end(nil)
+                return
+            }
         case .failure(let error):
             if !isNormalEnd(error) { sink.error(error) }
             if error.endsUpdates { end(isNormalEnd(error) ? nil : error) }

@@ -66,8 +66,36 @@ public enum GPSLoc {
                 throw UsageError("unknown command \(command)")
             }
         } catch {
-            standardError("gpsloc: \(error.message)\n\n\(help)\n")
+            // The command's own usage, as gpsd's tools print theirs; the top-level list only
+            // when the command itself is unknown.
+            if let usage = usage(of: command) {
+                standardError(
+                    "gpsloc: \(error.message)\n\n\(usage)\n\n`gpsloc \(command) --help` explains every option.\n")
+            } else {
+                standardError("gpsloc: \(error.message)\n\n\(help)\n")
+            }
             return 2
         }
+    }
+
+    /// The usage lines (up to the first blank line) of `command`'s help, or nil for no command.
+    static func usage(of command: String) -> String? {
+        let text: String? =
+            switch command {
+            case "watch": WatchCommand.help
+            case "replay": ReplayCommand.help
+            case "auth": AuthCommand.help
+            case "agent": BrokerCommands.agentHelp
+            case "doctor": DoctorCommand.help
+            case "sky": SkyCommand.help
+            case "last": LastCommand.help
+            case "monitor": MonitorCommand.help
+            case "completion": ManualCommand.completionHelp
+            case "manpage": ManualCommand.manpageHelp
+            case "version", "--version", "-V": versionHelp
+            default: nil
+            }
+        guard let text else { return nil }
+        return text.components(separatedBy: "\n\n").first
     }
 }

@@ -57,14 +57,13 @@ func standardOutput(_ bytes: [UInt8]) {
     }
 }
 
-/// stdout failed: a reader that went away (EPIPE, e.g. `| head`) ends gpsloc with 141, the status
-/// a shell shows for a process ended by SIGPIPE; any other failure (a closed descriptor, a full
-/// disk) with 74 (EX_IOERR); each with one line on stderr saying which. Never 0: a supervisor
-/// (`Restart=on-failure`) must see that the output went nowhere.
+/// stdout failed: a reader that went away (EPIPE, e.g. `| head`) ends gpsloc quietly with 141,
+/// the status a shell shows for a process ended by SIGPIPE (gpspipe is silent there too: the
+/// reader left on purpose); any other failure (a closed descriptor, a full disk) with 74
+/// (EX_IOERR) and one line on stderr saying why. Never 0: a supervisor (`Restart=on-failure`)
+/// must see that the output went nowhere.
 func stdoutFailed(_ error: Int32) -> Never {
-    if error == EPIPE {
-        standardError("gpsloc: the reader of stdout went away (broken pipe); stopping — exit status 141\n")
-    } else {
+    if error != EPIPE {
         standardError("gpsloc: cannot write to stdout: \(String(cString: strerror(error))) — exit status 74\n")
     }
     exit(error == EPIPE ? 141 : 74)
@@ -242,6 +241,23 @@ final class TextSink: UpdateSink, Sendable {
     func finish() { stream.flush() }
 }
 
+/// Shows nothing on stdout (`--gpx -`, whose stdout is the track): errors and notes go to stderr.
+final class QuietSink: UpdateSink, Sendable {
+    func location(_ location: CLLocation) {}
+    func error(_ error: CLError) { standardError("gpsloc: \(terminalSafe(error.message))\n") }
+    func diagnostic(code: String, message: String) { standardError("gpsloc: \(terminalSafe(message))\n") }
+    func device(_ device: DeviceEvent) {}
+    func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {}
+    func sky(_ sky: SkyView) {}
+    func heading(_ heading: CLHeading) {}
+    var showsSky: Bool { false }
+    func region(_ event: RegionEvent) {}
+    func visit(_ visit: VisitRecord) {}
+    func show() {}
+    func finish() {}
+    var outputFailed: Bool { false }
+}
+
 /// Also records every delivered location in a GPX 1.1 track (`--gpx FILE`).
 final class GPXRecordingSink: UpdateSink, Sendable {
     private let inner: UpdateSink
@@ -298,16 +314,48 @@ final class GPXRecordingSink: UpdateSink, Sendable {
     func region(_ event: RegionEvent) { inner.region(event) }
     func visit(_ visit: VisitRecord) { inner.visit(visit) }
     func show() { inner.show() }
-    func finish() { inner.finish() }
+    func finish() {
+        track.withLock { $0.writer.finish() }
+        inner.finish()
+    }
 }
 
 extension PipelineOptions {
     /// The sink for these options: NDJSON or text, recording GPX when asked.
     /// `input`: the recording being replayed, which a track never replaces.
+    /// `-o FILE`: stdout becomes FILE (created 0600 or truncated if it is a regular file; never a
+    /// link, never the recording being replayed), so every writer of stdout writes there.
+    func redirectOutput(input: String?) throws(UsageError) {
+        guard let output else { return }
+        var existing = stat()
+        var recording = stat()
+        if lstat(output, &existing) == 0, let input, input != "-", stat(input, &recording) == 0,
+            existing.st_dev == recording.st_dev, existing.st_ino == recording.st_ino
+        {
+            throw UsageError("-o \(output) is the recording being replayed")
+        }
+        let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let why = errno == ELOOP ? "it is a symbolic link, never followed" : String(cString: strerror(errno))
+            standardError("gpsloc: cannot write \(output): \(why)\n")
+            exit(1)
+        }
+        dup2(descriptor, STDOUT_FILENO)
+        close(descriptor)
+    }
+
     func makeSink(live: Bool, trackName: String, table: Bool = false, input: String? = nil) throws(UsageError)
         -> UpdateSink
     {
+        try redirectOutput(input: input)
         let json = self.json || isatty(STDOUT_FILENO) == 0
+        if gpx == "-" {
+            // gpxlogger's habit: the track is what goes to stdout; notes go to stderr.
+            if output == nil && isatty(STDOUT_FILENO) != 0 {
+                throw UsageError("--gpx - writes XML to stdout: redirect it (> track.gpx) or use -o FILE")
+            }
+            return GPXRecordingSink(inner: QuietSink(), writer: GPXWriter(standardOutputNamed: trackName))
+        }
         guard let gpx else {
             if json { return NDJSONSink(live: live) }
             return table ? TableSink(title: trackName) as UpdateSink : TextSink()

@@ -68,6 +68,8 @@ enum WatchCommand {
         }
         let finished = DispatchSemaphore(value: 0)
         let exitStatus = ExitStatus()
+        // --count: the run's end is a success once N locations were shown.
+        let running = Locked<EngineSession?>(nil)
         // The command ends (exit 1) when no location can come: gpsd unreachable at start, or the
         // app not (or no longer) allowed. A lost gpsd is reconnected to.
         let session = EngineSession(
@@ -80,9 +82,10 @@ enum WatchCommand {
             fuzzer: authorizer.makeFuzzer(live: true),
             endingReasons: [.gpsdUnreachable, .brokerUnreachable, .notDetermined, .notInUse]
         ) { _ in
-            exitStatus.value = 1
+            if running.withLock({ $0?.countReached }) != true { exitStatus.value = 1 }
             finished.signal()
         }
+        running.withLock { $0 = session }
         authorizer.addObserver {
             sink.authorization(
                 status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")

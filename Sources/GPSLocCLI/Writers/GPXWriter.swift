@@ -10,6 +10,10 @@ public final class GPXWriter {
     public let path: String
     private let descriptor: Int32
     private var offset: off_t
+    /// Written to a stream (stdout, `--gpx -`): points go one after another and the closing tags
+    /// come once, at `finish()` — a pipe cannot be written back over.
+    private let streaming: Bool
+    private var finished = false
     private static let closing = Array("  </trkseg>\n </trk>\n</gpx>\n".utf8)
 
     public enum WriteError: Error, CustomStringConvertible {
@@ -28,6 +32,7 @@ public final class GPXWriter {
     /// earlier track) or a link is never opened: the track goes to a new name or nowhere.
     public init(path: String, name: String, creator: String = "gpsloc (GPSLocation)") throws(WriteError) {
         self.path = path
+        streaming = false
         descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let why =
@@ -36,22 +41,27 @@ public final class GPXWriter {
                 : String(cString: strerror(errno))
             throw .cannotOpen(path, why)
         }
-        let header = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <gpx version="1.1" creator="\(Self.escape(creator))" xmlns="http://www.topografix.com/GPX/1/1" \
-            xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
-            xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
-             <trk>
-              <name>\(Self.escape(name))</name>
-              <trkseg>
-
-            """
-        let bytes = Array(header.utf8)
         offset = 0
-        try write(bytes)
+        try write(Array(Self.header(name: name, creator: creator).utf8))
     }
 
-    deinit { close(descriptor) }
+    /// A track written to stdout (`--gpx -`, as gpxlogger writes): whole when `finish()` ran.
+    public init(standardOutputNamed name: String, creator: String = "gpsloc (GPSLocation)") {
+        path = "standard output"
+        streaming = true
+        descriptor = STDOUT_FILENO
+        offset = 0
+        try? write(Array(Self.header(name: name, creator: creator).utf8))
+    }
+
+    deinit { if !streaming { close(descriptor) } }
+
+    /// Closes a streamed track (its closing tags); a file is closed after every point already.
+    public func finish() {
+        guard streaming, !finished else { return }
+        finished = true
+        try? write(Self.closing)
+    }
 
     /// Points in the current segment, and whether the next point starts a new one.
     private var pointsInSegment = 0
@@ -85,6 +95,13 @@ public final class GPXWriter {
     /// tags go back over bytes that were already the file's, so this needs no new space — and the
     /// cut-off point is dropped: the file stays a valid GPX of every point before it.
     private func write(_ bytes: [UInt8]) throws(WriteError) {
+        if streaming {
+            if let error = DescriptorWrite.write(bytes, to: descriptor) {
+                if error == EPIPE { stdoutFailed(error) }
+                throw .cannotWrite(path, String(cString: strerror(error)))
+            }
+            return
+        }
         let chunk = bytes + Self.closing
         var done = 0
         var failure: Int32?
@@ -106,6 +123,19 @@ public final class GPXWriter {
         let repaired = Self.closing.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, offset) }
         if repaired == Self.closing.count { _ = ftruncate(descriptor, offset + off_t(Self.closing.count)) }
         throw .cannotWrite(path, String(cString: strerror(failure)))
+    }
+
+    private static func header(name: String, creator: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <gpx version="1.1" creator="\(Self.escape(creator))" xmlns="http://www.topografix.com/GPX/1/1" \
+        xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
+        xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
+         <trk>
+          <name>\(Self.escape(name))</name>
+          <trkseg>
+
+        """
     }
 
     private static func escape(_ text: String) -> String {
