@@ -24,10 +24,12 @@ struct PipelineOptions {
     var count: Int?
     /// `-o/--output FILE`: what would go to stdout goes to FILE (gpspipe's -o).
     var output: String?
+    /// `-u/--units`: the table's and text lines' units (NDJSON stays SI).
+    var units = Units.metric
 
     static let valued: Set<String> = [
         "distance-filter", "desired-accuracy", "app", "max-age", "gpx", "stale-after", "min-interval", "region",
-        "monitor", "count", "output",
+        "monitor", "count", "output", "units",
     ]
     static let flags: Set<String> = ["json", "visits", "significant-changes", "force"]
     /// `--force`: replace an existing regular file with the GPX track (never a link, never the
@@ -69,6 +71,7 @@ struct PipelineOptions {
         count = try arguments.integer("count", in: 1...Int(Int32.max))
         output = arguments["output"]
         if output == "-" { output = nil }
+        units = try Units.resolve(arguments["units"])
         gpx = arguments["gpx"]
         visits = arguments.has("visits")
         force = arguments.has("force")
@@ -148,6 +151,8 @@ struct PipelineOptions {
           -n, --count N              stop after N locations, exit status 0 (gpspipe's -n)
           -o, --output FILE          write what would go to stdout to FILE instead (created mode 0600,
                                      replaced if it is a regular file; never a link), as gpspipe -o
+          -u, --units NAME           metric (default), imperial or nautical for the table and text
+                                     lines (else GPSD_UNITS, as cgps); NDJSON and GPX stay SI
           --gpx FILE                 also record the delivered locations as a GPX 1.1 track (a valid
                                      file after every point, even if the process is killed); FILE must
                                      not exist yet (or --force replaces a regular file — never a link,

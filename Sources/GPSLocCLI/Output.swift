@@ -155,6 +155,8 @@ final class NDJSONSink: UpdateSink, Sendable {
 
 /// One readable line per event, for a person at a terminal. Each line is one write.
 final class TextSink: UpdateSink, Sendable {
+    private let units: Units
+    init(units: Units = .metric) { self.units = units }
     private struct Output {
         let stream = OutputStream(flushEachLine: true)
         /// The UTC date of the last line, printed again only when it changes.
@@ -181,10 +183,10 @@ final class TextSink: UpdateSink, Sendable {
         }
         let horizontal =
             location.horizontalAccuracy < CLLocationDistanceMax
-            ? String(format: "±%.1f m", location.horizontalAccuracy) : "± ?"
+            ? "±" + units.length(location.horizontalAccuracy) : "± ?"
         let tier = location.gnss.map { Self.shortTier($0.accuracyClass) } ?? "?"
-        let altitude = location.verticalAccuracy > 0 ? String(format: "alt %.1f m", location.altitude) : "alt —"
-        let speed = location.speed >= 0 ? String(format: "%.1f m/s", location.speed) : "— m/s"
+        let altitude = location.verticalAccuracy > 0 ? "alt " + units.length(location.altitude) : "alt —"
+        let speed = location.speed >= 0 ? units.speed(location.speed, brief: true) : "—"
         let course = location.course >= 0 ? String(format: "%.0f°", location.course) : "—°"
         let mode = location.gnss?.fixMode.description ?? ""
         let reduced = location.gnss?.reduced == true ? "  REDUCED" : ""
@@ -358,7 +360,7 @@ extension PipelineOptions {
         }
         guard let gpx else {
             if json { return NDJSONSink(live: live) }
-            return table ? TableSink(title: trackName) as UpdateSink : TextSink()
+            return table ? TableSink(title: trackName, units: units) as UpdateSink : TextSink(units: units)
         }
         var track = stat()
         if lstat(gpx, &track) == 0 {
@@ -385,7 +387,13 @@ extension PipelineOptions {
             unlink(gpx)
         }
         let base: UpdateSink =
-            if json { NDJSONSink(live: live) } else if table { TableSink(title: trackName) } else { TextSink() }
+            if json {
+                NDJSONSink(live: live)
+            } else if table {
+                TableSink(title: trackName, units: units)
+            } else {
+                TextSink(units: units)
+            }
         do {
             return GPXRecordingSink(inner: base, writer: try GPXWriter(path: gpx, name: trackName))
         } catch {

@@ -6,6 +6,7 @@ import GPSLocation
 /// and once a second (for the fix's age). `finish()` leaves the cursor below it, visible.
 final class TableSink: UpdateSink, Sendable {
     private let title: String
+    private let units: Units
     /// What the table shows, and its redraw timer.
     private struct Table {
         var location: CLLocation?
@@ -34,13 +35,14 @@ final class TableSink: UpdateSink, Sendable {
     private let output: @Sendable (String) -> Void
 
     /// A table on stdout, redrawn every second once shown.
-    convenience init(title: String) {
-        self.init(title: title, ticks: true) { standardOutput(Array($0.utf8)) }
+    convenience init(title: String, units: Units = .metric) {
+        self.init(title: title, ticks: true, units: units) { standardOutput(Array($0.utf8)) }
     }
 
     /// A table writing to `output`; `ticks`: redrawn every second (tests call `tick()` instead).
-    init(title: String, ticks: Bool, output: @escaping @Sendable (String) -> Void) {
+    init(title: String, ticks: Bool, units: Units = .metric, output: @escaping @Sendable (String) -> Void) {
         self.title = title
+        self.units = units
         self.output = output
         guard ticks else { return }
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpsloc.table"))
@@ -166,22 +168,17 @@ final class TableSink: UpdateSink, Sendable {
                     row(
                         "Altitude",
                         location.verticalAccuracy > 0
-                            ? String(
-                                format: "%.1f m MSL, %.1f m ellipsoid", location.altitude, location.ellipsoidalAltitude)
+                            ? "\(units.length(location.altitude)) MSL, \(units.length(location.ellipsoidalAltitude)) ellipsoid"
                             : "—"))
                 let horizontal =
                     location.horizontalAccuracy < CLLocationDistanceMax
-                    ? String(format: "±%.1f m", location.horizontalAccuracy) : "unknown"
+                    ? "±" + units.length(location.horizontalAccuracy) : "unknown"
                 lines.append(row("Horizontal", "\(horizontal)  [\(gnss?.accuracyClass.description ?? "?")]"))
                 lines.append(
                     row(
                         "Vertical",
-                        location.verticalAccuracy > 0 ? String(format: "±%.1f m", location.verticalAccuracy) : "—"))
-                lines.append(
-                    row(
-                        "Speed",
-                        location.speed >= 0
-                            ? String(format: "%.2f m/s (%.1f km/h)", location.speed, location.speed * 3.6) : "—"))
+                        location.verticalAccuracy > 0 ? "±" + units.length(location.verticalAccuracy) : "—"))
+                lines.append(row("Speed", location.speed >= 0 ? units.speed(location.speed) : "—"))
                 lines.append(row("Course", location.course >= 0 ? String(format: "%.1f°", location.course) : "—"))
                 if let heading = table.heading { lines.append(row("Heading", Self.describe(heading))) }
                 let fix =

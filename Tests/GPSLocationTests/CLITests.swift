@@ -669,6 +669,22 @@ extension RealGPSD.LaneD {
             #expect(track.stdout.hasPrefix("<?xml") && track.stdout.hasSuffix("</gpx>\n"))
             #expect(track.stdout.components(separatedBy: "<trkpt").count - 1 == 3)
             #expect(!track.stdout.contains("\"type\""))
+            // Units for the text lines and the table (cgps's -u, GPSD_UNITS); NDJSON stays SI.
+            let onTerminal = { (arguments: [String], environment: [String: String]) async throws -> String in
+                var merged = GPSLocBinary.environment()
+                merged.merge(environment) { $1 }
+                // On a terminal (script(1) gives it one): the text lines, not NDJSON.
+                let command = ([GPSLocBinary.path, "replay", drive, "--fast", "-n", "1"] + arguments).joined(
+                    separator: " ")
+                return try await runProgram("/usr/bin/script", ["-qc", command, "/dev/null"], environment: merged)
+                    .stdout
+            }
+            #expect(try await onTerminal(["-u", "imperial"], [:]).contains(" mph "))
+            #expect(try await onTerminal(["--units", "nautical"], [:]).contains(" kn "))
+            #expect(try await onTerminal([], ["GPSD_UNITS": "imperial"]).contains(" mph "))
+            #expect(try await onTerminal([], [:]).contains(" m/s "))
+            let badUnits = try await GPSLocBinary.run(["replay", drive, "-u", "furlongs"])
+            #expect(badUnits.status == 2 && badUnits.stderr.contains("metric, imperial or nautical"))
             // A usage mistake prints the command's usage, not the list of commands.
             let mistake = try await GPSLocBinary.run(["replay", drive, "--bogus"])
             #expect(mistake.status == 2)
