@@ -7,16 +7,17 @@ import GPSLocation
 /// permissions, and the app's authorization.
 enum DoctorCommand {
     static let help = """
-        usage: gpsloc doctor [HOST[:PORT]] [--app ID]
+        usage: gpsloc doctor [HOST[:PORT]] [--app ID] [--json]
 
         Checks, in order: gpsd installed; gpsd reachable; devices gpsd knows and a recent fix;
         receivers on this machine (/dev/gps*, /dev/ttyACM*, /dev/ttyUSB*, /dev/gnss*); their
         permissions; our udev rule and gpsd's USBAUTO; the app's location authorization. Each line is ok, warn or fail, with a fix.
+        With --json (-j), the same checks as NDJSON lines, {"type":"check","level":"ok","message":"…"}.
         Exit status 0 when nothing failed, 1 otherwise. gpsd: HOST[:PORT] as gpsd's clients take it (`cgps 10.0.0.7:2947`), else --host/--port, else $GPSLOCATION_GPSD, else 127.0.0.1:2947.
         """
 
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
-        let arguments = try Arguments(argv, valued: ["host", "port", "app"], flags: [])
+        let arguments = try Arguments(argv, valued: ["host", "port", "app"], flags: ["json"])
         if arguments.has("help") {
             print(HelpText.wrapped(help))
             return 0
@@ -24,8 +25,15 @@ enum DoctorCommand {
         let endpoint = try arguments.gpsdEndpoint("doctor")
         let app = arguments["app"] ?? "gpsloc"
         var failed = false
+        let json = arguments.has("json")
         func report(_ level: String, _ message: String) {
             if level == "fail" { failed = true }
+            if json {
+                var writer = NDJSONWriter()
+                writer.check(level: level, message: message)
+                standardOutput(writer.buffer)
+                return
+            }
             // Device paths, driver names and messages come from gpsd: made terminal-safe.
             print("\(level.padding(toLength: 5, withPad: " ", startingAt: 0)) \(terminalSafe(message))")
         }
@@ -46,8 +54,11 @@ enum DoctorCommand {
         } else {
             report(
                 "ok",
-                "direct mode: no gpslocd (no \(BrokerProtocol.defaultSocketPath), GPSLOCATION_BROKER unset) — apps read "
-                    + "gpsd themselves and their decisions are their user's files (docs/broker.md)")
+                "direct mode: "
+                    + (ProcessInfo.processInfo.environment["GPSLOCATION_BROKER"].map { !$0.isEmpty } == true
+                        ? "GPSLOCATION_BROKER=none"
+                        : "no gpslocd (no \(BrokerProtocol.defaultSocketPath), GPSLOCATION_BROKER unset)")
+                    + " — apps read gpsd themselves and their decisions are their user's files (docs/broker.md)")
         }
 
         let installed = FileManager.default.isExecutableFile(atPath: "/usr/sbin/gpsd")
@@ -57,12 +68,12 @@ enum DoctorCommand {
             report("fail", "gpsd is not installed — `sudo apt-get install gpsd gpsd-clients`")
         }
 
-        // gpsd reachable, and what it says in the first two seconds.
+        // gpsd reachable, and what it says within two of the receiver's cycles.
         let outcome = probe(endpoint)
         switch outcome {
         case .unreachable(let error):
             report("fail", error.description)
-        case .reached(let devices, let fix):
+        case .reached(let devices, let fix, let waited):
             report("ok", "gpsd answers at \(endpoint)")
             if devices.isEmpty {
                 report(
@@ -93,7 +104,10 @@ enum DoctorCommand {
                         ReceiverClock.offsetMessage(offset, fixTime: time, now: now, simulated: simulated))
                 }
             } else if !devices.isEmpty {
-                report("warn", "no position report within 2 s — the receiver may be starting; check `gpspipe -w -n 10`")
+                report(
+                    "warn",
+                    String(format: "no position report within %.1f s (two of the receiver's cycles) — ", waited)
+                        + "the receiver may be starting; check `gpspipe -w -n 10`")
             }
         }
 
@@ -182,10 +196,11 @@ enum DoctorCommand {
 
     enum Probe {
         case unreachable(GPSDError)
-        case reached(devices: [DeviceEvent], fix: Fix?)
+        case reached(devices: [DeviceEvent], fix: Fix?, waited: Double)
     }
 
-    /// Connects, watches for two seconds, and reports what gpsd said.
+    /// Connects, watches for two of the receiver's cycles (2–10 s, less once a position came),
+    /// and reports what gpsd said.
     static func probe(_ endpoint: GPSDEndpoint) -> Probe {
         let source = GPSDConnection(endpoint: endpoint, noDataTimeout: nil)
         let collected = Collected()
@@ -213,12 +228,28 @@ enum DoctorCommand {
                 break
             }
         }
-        _ = done.wait(timeout: .now() + 2)
+        // At least two of the receiver's cycles (gpsd's DEVICE `cycle`; 1 s when it gives none),
+        // and at least 2 s, at most 10: a receiver with a 1.8 s cycle is given 3.6 s before
+        // "no position report" is said. A position ends the wait at once.
+        let started = DispatchTime.now()
+        var window = 2.0
+        while true {
+            let state = collected.value
+            if state.error != nil || (state.fix?.hasPosition ?? false) { break }
+            window = waitWindow(cycles: state.devices.compactMap(\.cycle))
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+            if elapsed >= window { break }
+            _ = done.wait(timeout: .now() + min(0.1, window - elapsed))
+        }
         source.stop()
         let state = collected.value
         if let error = state.error, error.code == .unreachable { return .unreachable(error) }
-        return .reached(devices: state.devices, fix: state.fix)
+        return .reached(devices: state.devices, fix: state.fix, waited: window)
     }
+
+    /// How long doctor waits for a position: two of the slowest receiver's cycles (1 s when gpsd
+    /// gives none), at least 2 s, at most 10 s.
+    static func waitWindow(cycles: [Double]) -> Double { min(10, max(2, 2 * (cycles.max() ?? 1))) }
 
     final class Collected: Sendable {
         struct State {

@@ -685,6 +685,22 @@ extension RealGPSD.LaneD {
             #expect(try await onTerminal([], [:]).contains(" m/s "))
             let badUnits = try await GPSLocBinary.run(["replay", drive, "-u", "furlongs"])
             #expect(badUnits.status == 2 && badUnits.stderr.contains("metric, imperial or nautical"))
+            // doctor --json: the same checks, one NDJSON line each.
+            var plain = GPSLocBinary.environment()
+            plain["GPSLOCATION_BROKER"] = "none"
+            let doctorText = try await runProgram(GPSLocBinary.path, ["doctor", "127.0.0.1:9"], environment: plain)
+            let doctorJSON = try await runProgram(
+                GPSLocBinary.path, ["doctor", "-j", "127.0.0.1:9"], environment: plain)
+            let checks = GPSLocBinary.jsonLines(doctorJSON.stdout)
+            #expect(!checks.isEmpty && checks.allSatisfy { $0["type"] as? String == "check" })
+            #expect(checks.count == doctorText.stdout.split(separator: "\n").count, "\(doctorJSON.stdout)")
+            #expect(checks.contains { $0["level"] as? String == "fail" } && doctorJSON.status == 1)
+            // doctor waits for two of the receiver's cycles: 3.6 s for a 1.8 s cycle (it said
+            // "none within 2 s" there), at least 2 s, at most 10 s.
+            #expect(DoctorCommand.waitWindow(cycles: [1.8]) == 3.6)
+            #expect(DoctorCommand.waitWindow(cycles: []) == 2)
+            #expect(DoctorCommand.waitWindow(cycles: [0.1, 1]) == 2)
+            #expect(DoctorCommand.waitWindow(cycles: [30]) == 10)
             // A usage mistake prints the command's usage, not the list of commands.
             let mistake = try await GPSLocBinary.run(["replay", drive, "--bogus"])
             #expect(mistake.status == 2)

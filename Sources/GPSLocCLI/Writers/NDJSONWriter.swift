@@ -173,6 +173,15 @@ public struct NDJSONWriter: Sendable {
 
     public mutating func diagnostic(code: String, message: String) { codeAndMessage(type: "diagnostic", code, message) }
 
+    /// One of `gpsloc doctor --json`'s checks: `{"type":"check","level":"ok|warn|fail","message":…}`.
+    package mutating func check(level: String, message: String) {
+        append(#"{"type":"check","level":"#)
+        appendString(level)
+        append(#","message":"#)
+        appendString(message)
+        append("}\n")
+    }
+
     /// `{"type":TYPE,"code":…,"message":…}`: the shape errors and diagnostics share.
     private mutating func codeAndMessage(type: String, _ code: String, _ message: String) {
         append(#"{"type":""#)
