@@ -64,6 +64,7 @@ package enum PhysicalRanges {
     /// The sky with out-of-range satellite values and dilutions removed.
     package static func check(_ sky: SkyView) -> SkyView {
         var sky = sky
+        sky.satellites = merged(sky.satellites)
         for index in sky.satellites.indices {
             var satellite = sky.satellites[index]
             if let value = satellite.elevation, !Self.elevation.contains(value) { satellite.elevation = nil }
@@ -82,5 +83,32 @@ package enum PhysicalRanges {
         sky.dilution.time = dop(sky.dilution.time)
         sky.dilution.geometric = dop(sky.dilution.geometric)
         return sky
+    }
+
+    /// One entry per satellite. gpsd 3.22 lists a satellite once per signal — an NMEA 4.10
+    /// receiver's GSV set for L1 and again for L5 (`processGSV` zeroes its list only at a GPS
+    /// set without a signal id) — and twice when a constellation's GSV set repeats before the next
+    /// GPS set; `gpsloc sky` showed PRNs 23–29 twice, "13 used of 16 seen" for 10 satellites.
+    /// Entries of one (constellation, number) merge: the first elevation and azimuth, the
+    /// strongest signal, used if any signal was.
+    package static func merged(_ satellites: [Satellite]) -> [Satellite] {
+        var index: [Int: Int] = [:]
+        var result: [Satellite] = []
+        result.reserveCapacity(satellites.count)
+        for satellite in satellites {
+            let key = satellite.constellation.rawValue << 16 | (satellite.satelliteID & 0xFFFF)
+            guard let at = index[key] else {
+                index[key] = result.count
+                result.append(satellite)
+                continue
+            }
+            var kept = result[at]
+            kept.elevation = kept.elevation ?? satellite.elevation
+            kept.azimuth = kept.azimuth ?? satellite.azimuth
+            if let snr = satellite.signalToNoise, snr > (kept.signalToNoise ?? -1) { kept.signalToNoise = snr }
+            kept.used = kept.used || satellite.used
+            result[at] = kept
+        }
+        return result
     }
 }

@@ -1,0 +1,69 @@
+import Foundation
+import GPSDProcesses
+import TestSupport
+import Testing
+
+@testable import GPSLocCLI
+@testable import GPSLocation
+
+/// #36: `gpsloc sky` once showed PRNs 23–29 twice ("13 used of 16 seen" for 10 satellites). The
+/// cause is gpsd 3.22's `processGSV`: it starts a new satellite list only at the first part of a
+/// GPS GSV set, so a GLONASS (Galileo, BeiDou) GSV set that comes twice before the next GPS set
+/// is appended twice — gpsd's own SKY then lists those satellites twice (seen with gpspipe:
+/// `[23, 24, 25, 70, 71, 70, 71]`) — and `sky` kept the fullest report, exactly that one.
+enum SkyDuplicates {
+    static func sentence(_ body: String) -> String {
+        "$\(body)*" + String(format: "%02X", body.utf8.reduce(UInt8(0), ^)) + "\r\n"
+    }
+
+    /// Ten cycles: RMC, GGA, GSA, the GPS sky (23–25), the GLONASS sky (70, 71) — sent twice
+    /// every other cycle, the interleaving that makes gpsd list 70 and 71 twice.
+    static func recording() -> String {
+        var text = ""
+        for second in 0..<10 {
+            let time = String(format: "0800%02d.00", second)
+            text += sentence("GPRMC,\(time),A,5127.2400,N,00235.8000,W,0.0,0.0,150626,,,A")
+            text += sentence("GPGGA,\(time),5127.2400,N,00235.8000,W,1,05,0.9,40.0,M,48.0,M,,")
+            text += sentence("GNGSA,A,3,23,24,25,70,71,,,,,,,,1.6,0.9,1.3")
+            text += sentence("GPGSV,1,1,03,23,40,050,41,24,35,120,40,25,60,200,44")
+            text += sentence("GLGSV,1,1,02,70,40,050,41,71,35,120,40")
+            if second % 2 == 0 { text += sentence("GLGSV,1,1,02,70,40,050,41,71,35,120,40") }
+        }
+        return text
+    }
+}
+
+extension RealGPSD.LaneA {
+    @Suite(
+        "gpsloc sky never shows a satellite twice",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason), .timeLimit(.minutes(2)))
+    struct SkyDuplicateTests {
+        @Test("a GLONASS sky sent twice, through a real gpsd: each PRN once, used counted once")
+        func eachSatelliteOnce() async throws {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sky-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let log = folder.appendingPathComponent("glonass-twice.nmea")
+            try SkyDuplicates.recording().write(to: log, atomically: true, encoding: .utf8)
+            let server = try await GPSFakeServer.started(log: log, cycle: 0.05)
+            defer { server.stop() }
+            let run = try await GPSLocBinary.run(["sky", "127.0.0.1:\(server.endpoint.port)", "--json"])
+            let sky = try #require(GPSLocBinary.jsonLines(run.stdout).first { $0["type"] as? String == "sky" })
+            let prns = (sky["satellites"] as? [[String: Any]] ?? []).compactMap { $0["prn"] as? Int }
+            #expect(prns.sorted() == [23, 24, 25, 70, 71], "\(prns)")
+            // And the table: 5 used of 7 seen.
+            let table = SkyCommand.table(
+                PhysicalRanges.check(
+                    SkyView(
+                        time: nil,
+                        satellites: (23...29).flatMap { prn in
+                            (0..<2).map { _ in
+                                Satellite(
+                                    prn: prn, constellation: .gps, satelliteID: prn, signalToNoise: 40,
+                                    elevation: 30, azimuth: 100, used: prn <= 27)
+                            }
+                        }, dilution: DilutionOfPrecision())))
+            #expect(table.contains("5 used of 7 seen"), "\(table)")
+        }
+    }
+}
