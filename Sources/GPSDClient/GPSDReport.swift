@@ -16,6 +16,8 @@ public enum GPSDReport: Sendable, Equatable {
     case errorEstimate(ReceiverErrorEstimate)
     /// An ATT report with a heading.
     case heading(HeadingReading)
+    /// An ERROR report: gpsd refused a request, in its own words ("No such device as …").
+    case error(message: String)
     /// Another class (VERSION, WATCH, …), by name.
     case other(className: String)
 }

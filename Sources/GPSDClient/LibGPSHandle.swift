@@ -131,6 +131,9 @@ final class LibGPSHandle {
             GPSDRawJSON.classIs(kind, "TPV") || GPSDRawJSON.classIs(kind, "DEVICE")
             || GPSDRawJSON.classIs(kind, "DEVICES") || GPSDRawJSON.classIs(kind, "GST")
             || GPSDRawJSON.classIs(kind, "ATT") || (sky && GPSDRawJSON.classIs(kind, "SKY"))
+        if GPSDRawJSON.classIs(kind, "ERROR") {
+            return .error(message: GPSDRawJSON.stringField("\"message\":\"", in: bytes) ?? "(no message)")
+        }
         guard wanted else { return .other(className: String(decoding: kind, as: UTF8.self)) }
         line.withMemoryRebound(to: CChar.self, capacity: length + 1) { _ = cgps_unpack($0, data) }
         return currentReport(line: bytes, kind: kind)

@@ -80,7 +80,7 @@ enum WatchCommand {
                     reconnect: ReconnectPolicy(),
                     sky: sink.showsSky),
             fuzzer: authorizer.makeFuzzer(live: true),
-            endingReasons: [.gpsdUnreachable, .brokerUnreachable, .notDetermined, .notInUse]
+            endingReasons: [.gpsdUnreachable, .brokerUnreachable, .notDetermined, .notInUse, .gpsdRefused]
         ) { _ in
             if running.withLock({ $0?.countReached }) != true { exitStatus.value = 1 }
             finished.signal()

@@ -67,3 +67,29 @@ extension RealGPSD.LaneA {
         }
     }
 }
+
+extension RealGPSD.LaneA {
+    @Suite(
+        "a device gpsd does not read: gpsd's own words",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason), .timeLimit(.minutes(2)))
+    struct WrongDeviceTests {
+        /// #36: `HOST:PORT:DEVICE` naming a device gpsd does not read was reported as "the
+        /// receiver has no usable fix"; gpspipe prints gpsd's ERROR, "No such device as …".
+        @Test("watch and watch --once end at once with gpsd's ERROR, exit 1")
+        func noSuchDevice() async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+            defer { server.stop() }
+            let target = "127.0.0.1:\(server.endpoint.port):/dev/pts/99"
+            let config = try GPSLocBinary.makeConfigHome()
+            #expect(
+                try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config).status == 0)
+            for extra in [["--once"], []] {
+                let run = try await GPSLocBinary.run(["watch", target, "--json"] + extra, configHome: config)
+                #expect(run.status == 1, "\(extra): \(run.stdout)")
+                #expect(run.stdout.contains("No such device as /dev/pts/99"), "\(extra): \(run.stdout)")
+                #expect(!run.stdout.contains("no usable fix"))
+            }
+        }
+    }
+}

@@ -207,6 +207,9 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let gpsdSilent = Reason("gpsdSilent")
         /// gpsd has no receiver at all.
         public static let noDevice = Reason("noDevice")
+        /// gpsd refused the request with an `ERROR` report (e.g. "No such device as /dev/pts/9"
+        /// for a `HOST:PORT:DEVICE` it does not read); the message carries gpsd's own words.
+        public static let gpsdRefused = Reason("gpsdRefused")
         /// gpsd deactivated the receiver being followed (unplugged, `gpsdctl remove`).
         public static let receiverDeactivated = Reason("receiverDeactivated")
         /// Pinned to a receiver path that gpsd does not report while another one does.

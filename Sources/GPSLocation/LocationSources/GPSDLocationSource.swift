@@ -113,6 +113,18 @@ public final class GPSDLocationSource: LocationSource {
             return again ? [.notice(code: "reconnected", message: "connected to gpsd at \(endpoint) again")] : []
         case .report(.other):
             return []
+        case .report(.error(let message)):
+            // gpsd's own words, as gpspipe prints them; for a device it does not read, the fix.
+            let hint =
+                message.hasPrefix("No such device")
+                ? " — the DEVICE in HOST:PORT:DEVICE must be one gpsd reads (`gpsloc doctor` lists them)"
+                : ""
+            return [
+                .problem(
+                    CLError(
+                        .locationUnknown, message: "gpsd at \(endpoint): \(message)\(hint)", reason: .gpsdRefused),
+                    terminal: false)
+            ]
         case .report(.errorEstimate(let estimate)):
             return [.errorEstimate(estimate)]
         case .report(.fix(let fix)):
