@@ -14,6 +14,7 @@ enum ReplayCommand {
                                      gpsd: a real gpsd through gpsfake (needs gpsd and gpsd-clients)
           --speed X                  replay at X times real time
           --fast                     as fast as possible (the default when stdout is not a terminal)
+          --once                     the recording's first location, then exit 0 (as -n 1)
           --authorization S          notDetermined, restricted, denied, whenInUse or always (default always)
           --accuracy A               full (default) or reduced
         \(PipelineOptions.help)
@@ -27,7 +28,7 @@ enum ReplayCommand {
     static func run(_ argv: [String]) throws(UsageError) -> Int32 {
         let arguments = try Arguments(
             argv, valued: PipelineOptions.valued.union(["via", "speed", "authorization", "accuracy"]),
-            flags: PipelineOptions.flags.union(["fast"]))
+            flags: PipelineOptions.flags.union(["fast", "once"]))
         if arguments.has("help") {
             print(HelpText.wrapped(help))
             return 0
@@ -35,7 +36,13 @@ enum ReplayCommand {
         guard arguments.positionals.count == 1, let path = arguments.positionals.first else {
             throw UsageError("replay needs exactly one recording: a file, or - for standard input")
         }
-        let options = try PipelineOptions(arguments)
+        var options = try PipelineOptions(arguments)
+        // `--once` as `watch --once` takes it (scripts/run.sh passes it on to a replay when no
+        // receiver reports): the recording's first location, exit 0.
+        if arguments.has("once") {
+            if options.count != nil { throw UsageError("--once and --count cannot be combined") }
+            options.count = 1
+        }
         let via = arguments["via"] ?? "nmea"
         guard via == "nmea" || via == "gpsd" else { throw UsageError("--via must be nmea or gpsd, not \(via)") }
         if arguments.has("fast") && arguments["speed"] != nil {
