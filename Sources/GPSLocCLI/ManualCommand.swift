@@ -14,6 +14,37 @@ enum ManualCommand {
         ("completion", completionHelp), ("manpage", manpageHelp),
     ]
 
+    /// The man page's DESCRIPTION: prose, not the usage list (which SYNOPSIS and COMMANDS give).
+    static let description = """
+        .B gpsloc
+        shows what a program using the GPSLocation library receives from a GNSS receiver through
+        gpsd: the same locations, checked, classified by accuracy, distance-filtered and passed
+        through the authorization gate an app's locations pass.
+        .B watch
+        follows the receiver live, as a table on a terminal or as NDJSON for scripts;
+        .B replay
+        plays an NMEA recording through the same pipeline, with GPSLocation's own parser or a real
+        gpsd, for tests and CI without hardware;
+        .B sky
+        lists the satellites gpsd sees;
+        .B doctor
+        checks the machine's setup, one line a check with the command that fixes it.
+        .PP
+        Locations reach a program only with its user's consent:
+        .B auth
+        grants, revokes and lists it, and
+        .B last
+        shows the last location a program received. Where gpslocd, the system location service,
+        runs, these go through it and
+        .B agent
+        answers its prompts on your terminal.
+        .PP
+        gpsd is named as its own clients name it, HOST[:PORT[:DEVICE]], and gpsloc keeps their
+        habits: -n to stop after a count, -o to write to a file, --gpx - for a track on stdout,
+        -u for units.
+
+        """
+
     static let completionHelp = """
         usage: gpsloc completion bash|zsh|fish
 
@@ -89,7 +120,7 @@ enum ManualCommand {
         for (_, help) in commands {
             for line in usageLines(help) { page += ".B \(escape(line))\n.br\n" }
         }
-        page += ".SH DESCRIPTION\n" + block(GPSLoc.help)
+        page += ".SH DESCRIPTION\n" + description
         page += ".SH COMMANDS\n"
         for (name, help) in commands {
             page += ".SS \(escape(name))\n" + block(help)
@@ -98,9 +129,11 @@ enum ManualCommand {
         page += ".SH NDJSON OUTPUT\n" + block(ndjson)
         page += """
             .SH EXIT STATUS
-            0 on success; 1 on a runtime failure (gpsd unreachable at start, not authorized, an
-            unreadable file), with one sentence on stderr (or an NDJSON error line); 2 on a usage
-            mistake, with the command's help.
+            0 on success (also when -n/--count locations were shown); 1 on a runtime failure (gpsd
+            unreachable at start, a device gpsd does not read, not authorized, an unreadable file),
+            with one sentence on stderr (or an NDJSON error line); 2 on a usage mistake, with the
+            command's usage; 141, silently, when the reader of stdout went away; 74 when stdout
+            cannot be written.
             .SH FILES
             .TP
             .I $XDG_CONFIG_HOME/gpslocation/authorizations.json
