@@ -67,6 +67,37 @@ PY
   echo "docs: $module — $count public declarations without a doc comment" >&2
   undocumented=$((undocumented + count))
 done
+# Pages that teach (#36): every main type's page and every article has a code listing.
+python3 - "$out/archives" <<'PY' || exit 1
+import json, os, sys
+root = sys.argv[1]
+pages = {
+    "GPSLocation": ["cllocationmanager", "cllocation", "cllocationupdate", "clmonitor", "clgeocoder",
+                    "clservicesession", "nmeareplaysource", "locationauthorizer"],
+    "GPSLocationTesting": ["manuallocationsource"],
+}
+def listings(node):
+    if isinstance(node, dict):
+        return (node.get("type") == "codeListing") + sum(listings(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(listings(v) for v in node)
+    return 0
+missing, counted = [], 0
+for module, names in pages.items():
+    folder = os.path.join(root, f"{module}.doccarchive", "data", "documentation", module.lower())
+    articles = [n[:-5] for n in os.listdir(folder) if n.endswith(".json")
+                and json.load(open(os.path.join(folder, n))).get("metadata", {}).get("role") == "article"]
+    for name in names + articles:
+        page = json.load(open(os.path.join(folder, name + ".json")))
+        found = listings(page.get("primaryContentSections", [])) + listings(page.get("abstract", []))
+        counted += 1
+        if found == 0:
+            missing.append(f"{module}/{name}")
+if missing:
+    print("docs: no code listing on " + ", ".join(missing) + ": add an example", file=sys.stderr)
+    sys.exit(1)
+print(f"docs: {counted} main-type pages and articles, each with a code listing", file=sys.stderr)
+PY
 rm -rf "$out/site.doccarchive"
 docc merge "${archives[@]}" --output-path "$out/site.doccarchive" >&2
 docc process-archive transform-for-static-hosting "$out/site.doccarchive" --output-path "$out/site" >&2

@@ -8,6 +8,16 @@ import GPSLocation
 /// `sendToStoppedHandler` reproduces the race a shared connection has: an event that was
 /// already on its way to a handler when `stop()` ran still reaches that handler afterwards. A
 /// correct consumer ignores it.
+///
+/// ```swift
+/// let source = ManualLocationSource(isLive: false)
+/// let manager = CLLocationManager(
+///     source: source,
+///     authorizer: LocationAuthorizer(
+///         appID: "test", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true))
+/// manager.startUpdatingLocation()
+/// _ = source.send(.fix(Fix(mode: .threeDimensional, time: Date(), latitude: 51.45, longitude: -2.59)))
+/// ```
 public final class ManualLocationSource: LocationSource {
     /// As given to `init(isLive:)`.
     public let isLive: Bool

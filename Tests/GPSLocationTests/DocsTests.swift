@@ -15,6 +15,25 @@ struct DocsTests {
             + names.filter { $0.hasSuffix(".md") }.sorted().map { docs.appendingPathComponent($0) }
     }
 
+    /// The DocC articles (`GPSLocation.docc`): their Swift blocks build too.
+    static var articles: [URL] {
+        let folder = root.appendingPathComponent("Sources/GPSLocation/GPSLocation.docc")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.filter { $0.hasSuffix(".md") }.sorted().map { folder.appendingPathComponent($0) }
+    }
+
+    /// The sources of the main types, whose doc comments carry an example each (`scripts/docs.sh`
+    /// checks every such page has one; here they build).
+    static var documentedTypes: [URL] {
+        [
+            "GPSLocation/CoreLocation/CLLocationManager.swift", "GPSLocation/CoreLocation/CLLocation.swift",
+            "GPSLocation/CoreLocation/CLLocationUpdate.swift", "GPSLocation/CoreLocation/CLMonitor.swift",
+            "GPSLocation/CoreLocation/CLGeocoder.swift", "GPSLocation/CoreLocation/CLServiceSession.swift",
+            "GPSLocation/LocationSources/NMEAReplaySource.swift", "GPSLocation/Authorization/LocationAuthorizer.swift",
+            "GPSLocationTesting/ManualLocationSource.swift",
+        ].map { root.appendingPathComponent("Sources/" + $0) }
+    }
+
     /// The ```swift blocks of a page, in order.
     static func swiftBlocks(_ text: String) -> [String] {
         var blocks: [String] = []
@@ -42,7 +61,7 @@ struct DocsTests {
         #expect(firstBlock == "scripts/run.sh\nscripts/test.sh\n")
     }
 
-    @Test("every Swift block of the README and docs/ builds against the package")
+    @Test("every Swift block of the README, docs/ and the DocC articles builds against the package")
     func examplesBuild() async throws {
         let swiftc = try #require(
             ["/opt/swift/usr/bin/swiftc", "/usr/bin/swiftc"].first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -54,9 +73,22 @@ struct DocsTests {
                 .compactMap { $0 as? String }
                 .first { $0.hasSuffix("debug/CPseudoTerminal.build/module.modulemap") })
         var checked = 0
-        for page in Self.pages {
-            let text = try String(contentsOf: page, encoding: .utf8)
-            for (index, block) in Self.swiftBlocks(text).enumerated() {
+        for page in Self.pages + Self.articles + Self.documentedTypes {
+            var text = try String(contentsOf: page, encoding: .utf8)
+            var prefix = ""
+            if page.pathExtension == "swift" {
+                // The examples in a main type's doc comment (each of its page's code listings).
+                text = text.split(separator: "\n", omittingEmptySubsequences: false)
+                    .filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("///") }
+                    .map { line -> String in
+                        let body = line.trimmingCharacters(in: .whitespaces).dropFirst(3)
+                        return String(body.hasPrefix(" ") ? body.dropFirst() : body)
+                    }
+                    .joined(separator: "\n")
+                prefix = "import GPSLocation\nimport GPSLocationTesting\n"
+            }
+            for (index, found) in Self.swiftBlocks(text).enumerated() {
+                let block = prefix + found
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("docs-\(UUID().uuidString)")
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: folder) }

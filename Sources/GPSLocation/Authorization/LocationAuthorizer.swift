@@ -38,6 +38,13 @@ public typealias AuthorizationPrompt = @Sendable (_ appID: String, _ wantsAlways
 ///
 /// The authorizer holds the decision; gating each location is the `LocationEngine`'s job
 /// (`AuthorizationGate`), fed with `state` whenever observers hear of a change.
+///
+/// ```swift
+/// // A program's own decision, kept in the user's store and followed live:
+/// let authorizer = LocationAuthorizer.persistent(appID: "fleetd", usageDescription: "to report the van's position")
+/// let manager = CLLocationManager(authorizer: authorizer)
+/// manager.requestAlwaysAuthorization()  // a terminal prompt, or the `gpsloc auth grant` command to run
+/// ```
 public final class LocationAuthorizer: Sendable {
     /// The app's id: the key of its decision, its policy entry and its kept state.
     public let appID: String

@@ -139,6 +139,11 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
 ///
 /// Completion handlers run on a global queue (Apple uses the main queue, which a Linux program
 /// need not run).
+///
+/// ```swift
+/// let placemarks = try await CLGeocoder().reverseGeocodeLocation(CLLocation(latitude: 51.4545, longitude: -2.5879))
+/// print(placemarks.first?.locality ?? "no town near")  // "Bristol"
+/// ```
 public final class CLGeocoder: NSObject, Sendable {
     /// Apple's completion: placemarks, or the error.
     public typealias CompletionHandler = @Sendable ([CLPlacemark]?, (any Error)?) -> Void

@@ -133,6 +133,15 @@ public final class CLLocationSourceInformation: NSObject, Sendable {
 /// `horizontalAccuracy` < 0 means the coordinate is invalid; `verticalAccuracy` ≤ 0 means the
 /// altitudes are invalid (then `ellipsoidalAltitude` is 0); negative speed, course and their
 /// accuracies mean unknown. Accuracies are about one standard deviation (68 %), Apple's meaning.
+///
+/// ```swift
+/// let here = CLLocation(latitude: 51.4545, longitude: -2.5879)
+/// let there = CLLocation(latitude: 51.4500, longitude: -2.6000)
+/// print(here.distance(from: there))              // metres, on the WGS 84 ellipsoid
+/// if here.horizontalAccuracy >= 0, here.gnss?.fixMode == .threeDimensional {
+///     print(here.altitude, "±\(here.verticalAccuracy) m")
+/// }
+/// ```
 public final class CLLocation: NSObject, Sendable {
     /// Latitude and longitude, WGS 84.
     public let coordinate: CLLocationCoordinate2D

@@ -25,6 +25,25 @@ import GNSSCore
 /// and no authorization was ever requested reports `CLError.promptDeclined` (code 18) to the
 /// delegate and a diagnostic; starting without a delegate is a diagnostic too. Diagnostics go to
 /// `diagnosticsHandler` (default: one line on stderr).
+///
+/// ```swift
+/// final class Tracker: NSObject, CLLocationManagerDelegate {
+///     let manager = CLLocationManager()  // gpsd at $GPSLOCATION_GPSD, else 127.0.0.1:2947
+///     override init() {
+///         super.init()
+///         manager.delegate = self
+///         manager.distanceFilter = 10
+///         manager.requestWhenInUseAuthorization()
+///         manager.startUpdatingLocation()
+///     }
+///     func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+///         print(locations.last!.coordinate, locations.last!.horizontalAccuracy)
+///     }
+///     func locationManager(_ manager: CLLocationManager, didFailWithError error: Error) {
+///         print(error.localizedDescription)  // what is wrong, and the command that fixes it
+///     }
+/// }
+/// ```
 open class CLLocationManager: NSObject {
     // @unchecked Sendable: a non-final NSObject subclass cannot be checked. All mutable state is
     // in `state` and the runner (each behind one lock); delegate calls happen on `delegateQueue`.

@@ -2,6 +2,16 @@ import Foundation
 
 /// One element of `CLLocationUpdate.liveUpdates()` (Apple, iOS 17–18): a location, or
 /// diagnostics saying why there is none right now.
+///
+/// ```swift
+/// for try await update in CLLocationUpdate.liveUpdates() {
+///     if let location = update.location {
+///         print(location.coordinate)
+///     } else if update.authorizationDenied {
+///         print("not authorized: `gpsloc auth grant` allows it")
+///     }
+/// }
+/// ```
 public struct CLLocationUpdate: Sendable {
     /// The location, or nil when this update only reports a state (see the flags).
     public let location: CLLocation?

@@ -16,6 +16,13 @@ public protocol CLCondition: Sendable {}
 /// evaluated: each gets one event with state `unknown` and `accuracyLimited` (a crossing would
 /// reveal a finer position than the app may have). Without authorization, one `unknown` event
 /// per condition with `authorizationDenied`/`authorizationRestricted`/`insufficientlyInUse`.
+///
+/// ```swift
+/// let monitor = await CLMonitor("depots")
+/// let depot = CLLocationCoordinate2D(latitude: 51.4545, longitude: -2.5879)
+/// await monitor.add(CLMonitor.CircularGeographicCondition(center: depot, radius: 150), identifier: "depot")
+/// for try await event in await monitor.events { print(event.identifier, event.state, event.date) }
+/// ```
 public actor CLMonitor {
     /// Apple's name for a condition type.
     public typealias Condition = CLCondition

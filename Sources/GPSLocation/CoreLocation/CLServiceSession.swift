@@ -8,6 +8,13 @@ import Foundation
 ///
 /// On Linux no session is *required*: the authorization gate decides what is delivered, with or
 /// without sessions (`serviceSessionRequired` is always false).
+///
+/// ```swift
+/// let session = CLServiceSession(authorization: .whenInUse)  // asks, as the request would
+/// for try await diagnostic in session.diagnostics {
+///     if diagnostic.authorizationDenied { print("denied: `gpsloc auth grant` allows it") }
+/// }
+/// ```
 public final class CLServiceSession: Sendable {
     /// What the session asks for.
     public enum AuthorizationRequirement: Sendable {

@@ -41,6 +41,16 @@ public struct MonotonicReplayClock: ReplayClock {
 /// thread; "now" is the recording's clock (the latest fix time), so staleness and timeouts
 /// behave as they did live. When the recording ends the source reports a terminal
 /// `.problem(locationUnknown)` saying so.
+///
+/// ```swift
+/// let authorizer = LocationAuthorizer(
+///     appID: "ci", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true)
+/// for try await update in CLLocationUpdate.liveUpdates(
+///     source: NMEAReplaySource(path: "Tests/drive.nmea"), authorizer: authorizer)
+/// {
+///     if let location = update.location { print(location.timestamp, location.coordinate) }
+/// }  // ends with the recording
+/// ```
 public final class NMEAReplaySource: LocationSource, Sendable {
     /// The recording ("-": standard input).
     public let path: String
