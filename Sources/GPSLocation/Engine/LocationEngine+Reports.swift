@@ -18,7 +18,10 @@ extension LocationEngine {
         if code != lastRejection {
             lastRejection = code
             if clock.map({ repeats.allows(code, at: $0) }) ?? true {
-                actions.append(.diagnose(code: code, message: rejection.description))
+                // A replay runs minutes of recording in a moment: each stretch says when it was,
+                // so a second one (a later outage) does not read as the first said twice.
+                let when = !isLive ? clock.map { " (at \(iso8601Milliseconds($0)) in the recording)" } ?? "" : ""
+                actions.append(.diagnose(code: code, message: rejection.description + when))
             }
         }
         if let clock { actions.append(contentsOf: checkStaleness(clock: clock)) }
