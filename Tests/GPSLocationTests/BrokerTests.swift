@@ -208,7 +208,7 @@ struct BrokerTests {
             GPSLocBinary.path, ["auth", "grant", "lonely", "--always"], environment: environment)
         #expect(grant.status == 0, "\(grant.stderr)")
         let noFix = try await runProgram(
-            GPSLocBinary.path, ["watch", "--once", "--json", "--timeout", "1", "--app", "lonely"],
+            GPSLocBinary.path, ["watch", "--once", "--json", "--timeout", "30", "--app", "lonely"],
             environment: environment)
         #expect(noFix.status == 1, "\(noFix.stdout)")
         #expect(noFix.stdout.contains("127.0.0.1:9"), "\(noFix.stdout)")
