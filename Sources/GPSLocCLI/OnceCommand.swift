@@ -18,7 +18,7 @@ enum OnceCommand {
             sink: sink, options: options, authorization: authorizer.state,
             source: source,
             fuzzer: authorizer.makeFuzzer(live: true),
-            endingReasons: [.notDetermined, .notInUse, .gpsdRefused, .gpsdUnreachable, .brokerUnreachable]
+            endingReasons: [.notDetermined, .notInUse, .gpsdRefused]
         ) { _ in finished.signal() }
         authorizer.addObserver { session.authorizationChanged(authorizer.state) }
         let signals = SignalTrap { finished.signal() }
