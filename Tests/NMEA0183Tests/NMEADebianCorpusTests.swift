@@ -40,27 +40,7 @@ struct NMEADebianCorpusTests {
                 "  \(row.name): missing \(row.missing.prefix(3)) different \(row.different.prefix(2)) extra "
                     + "\(row.extra.prefix(3)) untimed missing \(row.untimedMissing.prefix(3))")
         }
-        print(
-            "log                                epochs "
-                + FieldAgreement.fields.map { $0.prefix(6).padding(toLength: 6, withPad: " ", startingAt: 0) }
-                .joined(separator: " ") + "  all")
-        for row in fields where row.percent < 100 { print(row) }
-        for row in fields where row.percent < 100 {
-            for (field, examples) in row.examples.sorted(by: { $0.key < $1.key }) {
-                print("  \(row.name) \(field): \(examples.joined(separator: "; "))")
-            }
-        }
-        var total = FieldAgreement(name: "all")
-        for row in fields {
-            total.epochs += row.epochs
-            total.falseDay += row.falseDay
-            total.noSolutionDOP += row.noSolutionDOP
-            for field in FieldAgreement.fields {
-                total.known[field, default: 0] += row.known[field, default: 0]
-                total.same[field, default: 0] += row.same[field, default: 0]
-            }
-        }
-        print(total)
+        let total = FieldAgreement.report(fields, onlyImperfect: true)
         let epochs = positions.reduce(0) { $0 + $1.gpsdEpochs }
         let matched = positions.reduce(0) { $0 + $1.matched }
         print(

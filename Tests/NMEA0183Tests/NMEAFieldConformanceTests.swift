@@ -215,27 +215,7 @@ struct NMEAFieldConformanceTests {
                     name: log.lastPathComponent, ours: fixes, gpsd: reference, estimates: receiver.estimates,
                     firstFollowing: receiver.firstFollowing))
         }
-        print(
-            "log                                epochs "
-                + FieldAgreement.fields.map { $0.prefix(6).padding(toLength: 6, withPad: " ", startingAt: 0) }
-                .joined(separator: " ") + "  all")
-        for row in rows { print(row) }
-        for row in rows where row.percent < 100 {
-            for (field, examples) in row.examples.sorted(by: { $0.key < $1.key }) {
-                print("  \(row.name) \(field): \(examples.joined(separator: "; "))")
-            }
-        }
-        var total = FieldAgreement(name: "all")
-        for row in rows {
-            total.epochs += row.epochs
-            total.falseDay += row.falseDay
-            total.noSolutionDOP += row.noSolutionDOP
-            for field in FieldAgreement.fields {
-                total.known[field, default: 0] += row.known[field, default: 0]
-                total.same[field, default: 0] += row.same[field, default: 0]
-            }
-        }
-        print(total)
+        let total = FieldAgreement.report(rows, onlyImperfect: false)
         print(
             String(
                 format: "field agreement with gpsd 3.22: %.2f%% (%d of %d values)", total.percent, total.sameTotal,
@@ -249,6 +229,33 @@ struct NMEAFieldConformanceTests {
 }
 
 extension FieldAgreement {
+    /// Prints the per-log table (every row, or only those below 100 %) and each row's differing
+    /// examples, and returns the total of every row.
+    static func report(_ rows: [FieldAgreement], onlyImperfect: Bool) -> FieldAgreement {
+        print(
+            "log                                epochs "
+                + fields.map { $0.prefix(6).padding(toLength: 6, withPad: " ", startingAt: 0) }.joined(separator: " ")
+                + "  all")
+        for row in rows where !onlyImperfect || row.percent < 100 { print(row) }
+        for row in rows where row.percent < 100 {
+            for (field, examples) in row.examples.sorted(by: { $0.key < $1.key }) {
+                print("  \(row.name) \(field): \(examples.joined(separator: "; "))")
+            }
+        }
+        var total = FieldAgreement(name: "all")
+        for row in rows {
+            total.epochs += row.epochs
+            total.falseDay += row.falseDay
+            total.noSolutionDOP += row.noSolutionDOP
+            for field in fields {
+                total.known[field, default: 0] += row.known[field, default: 0]
+                total.same[field, default: 0] += row.same[field, default: 0]
+            }
+        }
+        print(total)
+        return total
+    }
+
     /// The agreement the engine reaches now (raised as the rules come closer to gpsd's).
     static let floor = 99.0
 }
