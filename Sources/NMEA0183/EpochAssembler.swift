@@ -159,6 +159,7 @@ public struct EpochAssembler: Sendable {
         switch sentence {
         case .rmc(
             let time, let valid, let latitude, let longitude, let speed, let course, let rmcDate, let modeIndicator):
+            let opens = opensCycle(time)
             boundary(time, .rmc, emit)
             picture.otherSentence()
             if let rmcDate {
@@ -175,7 +176,7 @@ public struct EpochAssembler: Sendable {
                 cycle.rmcMotion = speed != nil
                 // gpsd 3.22 `processRMC`: at least 2D; 3D with more than three satellites used
                 // (the last GSA's) or an altitude already in the cycle's fix.
-                if picture.usedCount > 3 || cycle.altitudeMSL != nil {
+                if picture.usedCount > 3 || altitudeInFix(opens: opens) {
                     mode = .threeDimensional
                 } else if mode < .twoDimensional {
                     mode = .twoDimensional
@@ -222,6 +223,7 @@ public struct EpochAssembler: Sendable {
                 }
             }
         case .gll(let time, let latitude, let longitude, let valid):
+            let opens = opensCycle(time)
             boundary(time, .gll, emit)
             picture.otherSentence()
             cycle.positional = true
@@ -230,7 +232,7 @@ public struct EpochAssembler: Sendable {
                 cycle.longitude = longitude
                 // gpsd 3.22 `processGLL`: 3D with an altitude in the fix or more than three
                 // satellites used; 2D from no fix or when the previous cycle had no altitude.
-                if cycle.altitudeMSL != nil || picture.usedCount > 3 {
+                if altitudeInFix(opens: opens) || picture.usedCount > 3 {
                     mode = .threeDimensional
                 } else if mode < .twoDimensional || previous.altitudeHAE == nil {
                     setMode(.twoDimensional)
@@ -379,6 +381,21 @@ public struct EpochAssembler: Sendable {
         cycle.reportedWithoutEstimate =
             fix.hasPosition && fix.mode >= .twoDimensional
             && FixErrors.NoSolution(dgps: cycle.status == 2).lacksHorizontal(fix.errors)
+    }
+
+    /// Whether a sentence of time `time` starts a new cycle (its time differs from the open one's).
+    private func opensCycle(_ time: Double?) -> Bool {
+        guard let time else { return false }
+        guard cycle.open, let current = cycle.time else { return true }
+        return abs(current - time) >= 0.01
+    }
+
+    /// gpsd's "an altitude in the fix" (`gpsdata.fix.altHAE`/`altMSL` in `processRMC` and
+    /// `processGLL`): the fix gpsd has merged so far — the previous cycle's when this sentence
+    /// starts the cycle (gpsd clears it only after the sentence is parsed; a no-fix GGA's
+    /// altitude counts, so an RMC `A` right after it is 3D), else this cycle's.
+    private func altitudeInFix(opens: Bool) -> Bool {
+        opens ? previous.altitudeHAE != nil || cycle.altitudeMSL != nil : cycle.altitudeMSL != nil
     }
 
     /// A cycle that reached its ending sentence, of a receiver whose GST follows its fix, waits
