@@ -40,7 +40,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "holding a fix for its estimate (LocationEngine.held; NMEA0183 alone carries its own GST)",
             pattern: #"\.applied\(to:"#,
-            places: ["GPSLocation/Engine/LocationEngine+Holding.swift", "NMEA0183/EpochAssembler.swift"]),
+            places: ["GPSLocation/Engine/LocationEngine+Holding.swift", "NMEA0183/EpochAssembler+Fix.swift"]),
         Rule(
             name: "kept regions (RegionKeeper)",
             pattern: #"\.conditions\(monitor:|\.save\([^)]*monitor:|MonitorStore\.Condition\("#,
