@@ -173,6 +173,7 @@ package final class BrokerService: Sendable {
             last.reduced || decision.accuracy == .fullAccuracy
         {
             line.addRaw("last", last.object)
+            if let estimate = last.estimate { line.addRaw("lastEstimate", estimate) }
         }
         client.send(line.line)
         audit(
@@ -226,6 +227,7 @@ package final class BrokerService: Sendable {
         let line = BrokerProtocol.line(for: event)
         let isSky = if case .sky = event { true } else { false }
         let isFix = if case .fix(let fix) = event { fix.hasPosition } else { false }
+        let isEstimate = if case .errorEstimate = event { true } else { false }
         let targets = state.withLock { state -> [BrokerClient] in
             state.clients.values.filter { client in
                 guard client.watching, let app = client.app else { return false }
@@ -241,6 +243,8 @@ package final class BrokerService: Sendable {
             client.send(line, droppable: audience == .full)
             if isFix, let app = client.app {
                 lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: false)
+            } else if isEstimate, let app = client.app {
+                lastFixes.recordEstimate(uid: client.identity.uid, app: app, line: line)
             }
         }
     }

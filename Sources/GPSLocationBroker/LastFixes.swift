@@ -13,6 +13,10 @@ final class LastFixes: Sendable {
         var object: String
         var reduced: Bool
         var written: Date?
+        /// The receiver's last ESTIMATE object (GST) the app received after it, if any: the
+        /// client applies it when its time is the fix's (the engine's rule), so the kept location
+        /// has the accuracy the app was given.
+        var estimate: String?
     }
     private struct Key: Hashable {
         var uid: UInt32
@@ -41,6 +45,17 @@ final class LastFixes: Sendable {
         if due { save(key, Entry(object: object, reduced: reduced, written: now)) }
     }
 
+    /// Records `line` (an ESTIMATE line) beside what `app` of `uid` last received (full accuracy
+    /// only: a reduced program never receives one). Kept in memory; written with the next fix.
+    func recordEstimate(uid: UInt32, app: String, line: String) {
+        let object = line.hasSuffix("\n") ? String(line.dropLast()) : line
+        entries.withLock { entries in
+            guard var entry = entries[Key(uid: uid, app: app)], !entry.reduced else { return }
+            entry.estimate = object
+            entries[Key(uid: uid, app: app)] = entry
+        }
+    }
+
     /// Writes `app`'s entry now (its program went away).
     func flush(uid: UInt32, app: String) {
         let key = Key(uid: uid, app: app)
@@ -53,10 +68,17 @@ final class LastFixes: Sendable {
         let key = Key(uid: uid, app: app)
         if let known = entries.withLock({ $0[key] }) { return known }
         guard let url = file(key), let data = PrivateFile.read(url, maximumSize: 16_384),
-            let message = BrokerMessage(line: data), message.messageClass == "FIX",
-            let object = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = String(data: data, encoding: .utf8)
         else { return nil }
-        let entry = Entry(object: object, reduced: message.bool("reduced") ?? false, written: nil)
+        // The FIX object, then (full accuracy) the ESTIMATE object, one per line.
+        let lines = text.split(separator: "\n").map(String.init)
+        guard let object = lines.first, let message = BrokerMessage(line: Array(object.utf8)),
+            message.messageClass == "FIX"
+        else { return nil }
+        var entry = Entry(object: object, reduced: message.bool("reduced") ?? false, written: nil)
+        if lines.count > 1, BrokerMessage(line: Array(lines[1].utf8))?.messageClass == "ESTIMATE" {
+            entry.estimate = lines[1]
+        }
         entries.withLock { $0[key] = $0[key] ?? entry }
         return entry
     }
@@ -79,7 +101,8 @@ final class LastFixes: Sendable {
         try? FileManager.default.createDirectory(
             at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         do {
-            try PrivateFile.replace(url, with: Data((entry.object + "\n").utf8))
+            try PrivateFile.replace(
+                url, with: Data((entry.object + "\n" + (entry.estimate.map { $0 + "\n" } ?? "")).utf8))
         } catch {
             // Not kept is a convenience lost, said on gpslocd's stderr (its journal).
             FileHandle.standardError.write(Data("gpslocd: the last location is not kept: \(error)\n".utf8))

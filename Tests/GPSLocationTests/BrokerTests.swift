@@ -141,6 +141,12 @@ struct BrokerTests {
             mode: .twoDimensional, time: Date(timeIntervalSince1970: 1_781_510_400), latitude: 51.45,
             longitude: -2.59, errors: FixErrors(horizontal: 6400))
         service.lastFixes.record(uid: uid, app: "keeper", line: BrokerProtocol.fixLine(precise), reduced: false)
+        // The receiver's GST of that fix, as the app received it after the fix: kept beside it.
+        service.lastFixes.recordEstimate(
+            uid: uid, app: "keeper",
+            line: BrokerProtocol.line(
+                for: .errorEstimate(
+                    ReceiverErrorEstimate(time: precise.time, latitude: 1.2, longitude: 0.9, altitude: 2))))
         service.lastFixes.record(
             uid: uid, app: "dimmed", line: BrokerProtocol.fixLine(point, reduced: true), reduced: true)
         // Kept in gpslocd's state folder, 0600 — not in the user's cache.
@@ -163,6 +169,8 @@ struct BrokerTests {
             GPSLocBinary.path, ["last", "--app", "keeper", "--json"], environment: environment)
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.stdout.contains("51.454094") && shown.stdout.contains("-2.596345"), "\(shown.stdout)")
+        // With the accuracy the app was given: the GST's √(1.2² + 0.9²), not the DOP model's.
+        #expect(shown.stdout.contains("\"horizontalAccuracy\":1.500"), "\(shown.stdout)")
         let approximate = try await runProgram(
             GPSLocBinary.path, ["last", "--app", "dimmed", "--json"], environment: environment)
         #expect(approximate.stdout.contains("51.45") && !approximate.stdout.contains("51.454"))

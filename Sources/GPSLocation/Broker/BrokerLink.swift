@@ -27,7 +27,9 @@ package struct BrokerWelcome: Sendable, Equatable {
         identity = message.string("identity") ?? "label"
         inUse = message.bool("inUse") ?? false
         decision = BrokerWelcome.decision(message)
-        last = message.object("last").flatMap(BrokerProtocol.lastLocation(from:))
+        last = message.object("last").flatMap {
+            BrokerProtocol.lastLocation(from: $0, estimate: message.object("lastEstimate"))
+        }
     }
 
     /// The decision an AUTHORIZATION or WELCOME line carries (not determined when unreadable).

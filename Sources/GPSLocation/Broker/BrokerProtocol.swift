@@ -316,11 +316,15 @@ extension BrokerProtocol {
     }
 
     /// The location a kept FIX object (a WELCOME's `last`) stands for, as the engine would have
-    /// made it: a `reduced` one is the grid point with reduced accuracy's fields.
-    package static func lastLocation(from message: BrokerMessage) -> CLLocation? {
-        guard case .fix(let fix) = event(from: message), let latitude = fix.latitude, let longitude = fix.longitude,
+    /// made it: with the receiver's estimate of its time (`lastEstimate`) applied by the engine's
+    /// rule; a `reduced` one is the grid point with reduced accuracy's fields.
+    package static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> CLLocation? {
+        guard case .fix(var fix) = event(from: message), let latitude = fix.latitude, let longitude = fix.longitude,
             fix.time != nil
         else { return nil }
+        if let estimate, case .errorEstimate(let known) = event(from: estimate) {
+            fix = LocationEngine.applying(known, to: fix)
+        }
         if message.bool("reduced") == true {
             return LocationFuzzer.reducedLocation(
                 CLLocationCoordinate2D(latitude: latitude, longitude: longitude),
