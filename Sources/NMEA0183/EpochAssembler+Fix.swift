@@ -89,6 +89,7 @@ extension EpochAssembler {
     @inline(__always)
     mutating func settleAltitude() {
         guard cycle.altitudeHAE == nil, let msl = cycle.altitudeMSL else { return }
+        altitudeSeen = true
         if cycle.geoidSeparation == nil, let latitude = cycle.latitude, let longitude = cycle.longitude {
             cycle.geoidSeparation = GPSDGeoid.separation(latitude: latitude, longitude: longitude)
         }

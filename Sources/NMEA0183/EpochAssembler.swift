@@ -81,6 +81,9 @@ public struct EpochAssembler: Sendable {
     /// The previous cycle as it ended (gpsd's `oldfix`): for speed and climb where the
     /// receiver gives none.
     var previous = Previous()
+    /// Some cycle had an altitude (gpsd's `lastfix` keeps it: its fields are merged, never
+    /// cleared), so a 3D fix is not lowered to 2D by a later cycle without one.
+    var altitudeSeen = false
     /// gpsd's error model for the open cycle, run after each of its sentences (kept beside the
     /// cycle, not in it: updating a field of the large cycle value copied it twice a sentence).
     var errors = GPSDCycleErrors()
@@ -412,7 +415,7 @@ public struct EpochAssembler: Sendable {
     /// holding previous fix"); no fix always goes through.
     private mutating func setMode(_ new: FixMode) {
         if mode == .threeDimensional, new != .noFix, new < .threeDimensional,
-            cycle.altitudeMSL != nil || previous.altitudeHAE != nil
+            cycle.altitudeMSL != nil || previous.altitudeHAE != nil || altitudeSeen
         {
             return
         }
