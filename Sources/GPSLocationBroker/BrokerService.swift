@@ -39,6 +39,10 @@ package final class BrokerService: Sendable {
         var nextPrompt = 1
         var lastDelivery: [Key: Date] = [:]
         var hubStarted = false
+        /// gpsd's trouble as the shared connection last reported it (a PROBLEM line), until a
+        /// fix or a reconnection: a program that starts watching meanwhile is told at once,
+        /// not at the next once-a-minute notice.
+        var hubProblem: String?
     }
     private let state = Locked(State())
     private let hub: GPSDLocationSource
@@ -181,12 +185,13 @@ package final class BrokerService: Sendable {
     }
 
     private func watch(_ message: BrokerMessage, _ client: BrokerClient) {
-        let startHub = state.withLock { state -> Bool in
+        let (startHub, problem) = state.withLock { state -> (Bool, String?) in
             client.watching = message.bool("enable") ?? true
             client.wantsSky = message.bool("sky") ?? false
             defer { state.hubStarted = true }
-            return !state.hubStarted
+            return (!state.hubStarted, client.watching ? state.hubProblem : nil)
         }
+        if let problem { client.send(problem) }
         if startHub { hub.start { [weak self] event in self?.fromGPSD(event) } }
         reconcile(client)
     }
@@ -225,6 +230,12 @@ package final class BrokerService: Sendable {
         case .device, .notice, .problem: audience = .everyone
         }
         let line = BrokerProtocol.line(for: event)
+        switch event {
+        case .problem: state.withLock { $0.hubProblem = line }
+        case .fix(let fix) where fix.hasPosition: state.withLock { $0.hubProblem = nil }
+        case .notice(let code, _) where code == "reconnected": state.withLock { $0.hubProblem = nil }
+        default: break
+        }
         let isSky = if case .sky = event { true } else { false }
         let isFix = if case .fix(let fix) = event { fix.hasPosition } else { false }
         let isEstimate = if case .errorEstimate = event { true } else { false }

@@ -225,6 +225,40 @@ struct BrokerTests {
         #expect(!noFix.stdout.contains("\"type\":\"location\""))
     }
 
+    @Test("a program that starts watching while gpsd is down is told at once, not at the next once-a-minute notice")
+    func lateWatcherHearsTheProblem() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        func watcher(_ app: String) -> (BrokerLink, Locked<[BrokerMessage]>, EventCounter) {
+            let seen = Locked<[BrokerMessage]>([])
+            let count = EventCounter()
+            let link = BrokerLink(
+                path: broker.socket, app: app, afterWelcome: [BrokerLine("WATCH").line],
+                onMessage: { message in
+                    seen.withLock { $0.append(message) }
+                    count.increment()
+                }, onState: { _ in })
+            return (link, seen, count)
+        }
+        // The first program starts gpslocd's gpsd connection, which fails (nothing on port 9).
+        let (first, firstSeen, firstCount) = watcher("early")
+        defer { first.close() }
+        _ = try first.startAndWait()
+        #expect(
+            await firstCount.wait(hangLimit: 10) { _ in
+                firstSeen.withLock { $0.contains { $0.messageClass == "PROBLEM" } }
+            })
+        // A later one: its first line after the WELCOME is that problem (before this, it heard
+        // nothing until gpslocd's next reconnect notice, up to a minute away).
+        let (late, lateSeen, lateCount) = watcher("late")
+        defer { late.close() }
+        _ = try late.startAndWait()
+        #expect(await lateCount.wait(hangLimit: 10) { $0 >= 1 })
+        let firstLine = try #require(lateSeen.withLock { $0.first })
+        #expect(firstLine.messageClass == "PROBLEM", "\(firstLine.fields)")
+        #expect(firstLine.string("message")?.contains("127.0.0.1:9") == true)
+    }
+
     @Test("policy brokerRequired: no direct mode — without gpslocd nothing is delivered and the error says to start it")
     func brokerRequiredFailsClosed() async throws {
         let broker = try InProcessBroker()
