@@ -23,6 +23,10 @@ final class SharedGPSDConnections: Sendable {
         /// `subscribers`' handlers, kept as an array: each event copies it (a retain), not the
         /// dictionary's values.
         var handlers: [Handler] = []
+        /// The connection's trouble now (gpsd unreachable or lost while it retries, or silent),
+        /// until it connects or reports again: a subscriber that joins meanwhile hears it at once,
+        /// not at the next once-a-minute notice.
+        var trouble: GPSDEvent?
 
         init(source: GPSDConnection) { self.source = source }
 
@@ -41,9 +45,11 @@ final class SharedGPSDConnections: Sendable {
 
     func subscribe(_ key: Key, _ handler: @escaping Handler) -> UUID {
         let token = UUID()
+        var trouble: GPSDEvent?
         let started = entries.withLock { entries -> Entry? in
             if entries[key] != nil {
                 entries[key]!.set(token, handler)
+                trouble = entries[key]!.trouble
                 return nil
             }
             var entry = Entry(
@@ -60,6 +66,10 @@ final class SharedGPSDConnections: Sendable {
                 self?.fanOut(key, id, event)
             }
         }
+        if let trouble {
+            // Not from inside the caller's start(): its own state may be locked there.
+            DispatchQueue.global().async { handler(trouble) }
+        }
         return token
     }
 
@@ -74,7 +84,16 @@ final class SharedGPSDConnections: Sendable {
     }
 
     private func fanOut(_ key: Key, _ id: UUID, _ event: GPSDEvent) {
-        let handlers = entries.withLock { $0[key].map { $0.id == id ? $0.handlers : [] } ?? [] }
+        let handlers = entries.withLock { entries -> [Handler] in
+            guard let entry = entries[key], entry.id == id else { return [] }
+            switch event {
+            case .reconnecting(_, let attempt, _) where attempt == 1: entries[key]!.trouble = event
+            case .noData: entries[key]!.trouble = event
+            case .connected, .report: if entry.trouble != nil { entries[key]!.trouble = nil }
+            default: break
+            }
+            return entry.handlers
+        }
         for handler in handlers { handler(event) }
         if case .failed = event {
             // The connection is gone for good: the next subscriber opens a new one.

@@ -1,3 +1,5 @@
+// What gpsd says, told as it says it: a satellite once (sky), its own words for a device it does
+// not read, and its trouble to a subscriber that joins late.
 import Foundation
 import GPSDProcesses
 import TestSupport
@@ -91,5 +93,35 @@ extension RealGPSD.LaneA {
                 #expect(!run.stdout.contains("no usable fix"))
             }
         }
+    }
+}
+
+/// A program that joins a shared gpsd connection while gpsd is down hears so at once (found on
+/// gpslocd, whose late clients waited up to a minute for the next notice; the library's shared
+/// connections had the same gap).
+@Suite("a late subscriber to a failing gpsd connection is told at once", .timeLimit(.minutes(1)))
+struct LateSubscriberTests {
+    @Test("the second source on an unreachable gpsd gets the problem, not only reconnect notices")
+    func secondSourceHearsTheProblem() async throws {
+        let endpoint = GPSDEndpoint(host: "127.0.0.1", port: try FreePortForTests.unused())
+        func start() -> (GPSDLocationSource, Locked<[LocationSourceEvent]>, EventCounter) {
+            let source = GPSDLocationSource(endpoint: endpoint, reconnect: ReconnectPolicy(), sky: false)
+            let seen = Locked<[LocationSourceEvent]>([])
+            let count = EventCounter()
+            source.start { event in
+                seen.withLock { $0.append(event) }
+                count.increment()
+            }
+            return (source, seen, count)
+        }
+        @Sendable func problem(_ events: [LocationSourceEvent]) -> Bool {
+            events.contains { if case .problem(let error, _) = $0 { error.reason == .gpsdUnreachable } else { false } }
+        }
+        let (first, firstSeen, firstCount) = start()
+        defer { first.stop() }
+        #expect(await firstCount.wait(hangLimit: 10) { _ in problem(firstSeen.withLock { $0 }) })
+        let (second, secondSeen, secondCount) = start()
+        defer { second.stop() }
+        #expect(await secondCount.wait(hangLimit: 10) { _ in problem(secondSeen.withLock { $0 }) })
     }
 }
