@@ -230,17 +230,19 @@ package final class BrokerService: Sendable {
         case .device, .notice, .problem: audience = .everyone
         }
         let line = BrokerProtocol.line(for: event)
-        switch event {
-        case .problem: state.withLock { $0.hubProblem = line }
-        case .fix(let fix) where fix.hasPosition: state.withLock { $0.hubProblem = nil }
-        case .notice(let code, _) where code == "reconnected": state.withLock { $0.hubProblem = nil }
-        default: break
-        }
+        let isProblem = if case .problem = event { true } else { false }
+        let clearsProblem =
+            switch event {
+            case .fix(let fix): fix.hasPosition
+            case .notice(let code, _): code == "reconnected"
+            default: false
+            }
         let isSky = if case .sky = event { true } else { false }
         let isFix = if case .fix(let fix) = event { fix.hasPosition } else { false }
         let isEstimate = if case .errorEstimate = event { true } else { false }
         let targets = state.withLock { state -> [BrokerClient] in
-            state.clients.values.filter { client in
+            if isProblem { state.hubProblem = line } else if clearsProblem { state.hubProblem = nil }
+            return state.clients.values.filter { client in
                 guard client.watching, let app = client.app else { return false }
                 if audience == .everyone { return true }
                 if isSky && !client.wantsSky { return false }
@@ -583,5 +585,6 @@ package final class BrokerService: Sendable {
         inUseTimer.cancel()
         policyWatcher.withLock { $0 = nil }
         hub.stop()
+        lastFixes.waitForWrites()
     }
 }

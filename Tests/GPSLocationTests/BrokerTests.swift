@@ -149,6 +149,7 @@ struct BrokerTests {
                     ReceiverErrorEstimate(time: precise.time, latitude: 1.2, longitude: 0.9, altitude: 2))))
         service.lastFixes.record(
             uid: uid, app: "dimmed", line: BrokerProtocol.fixLine(point, reduced: true), reduced: true)
+        service.lastFixes.waitForWrites()
         // Kept in gpslocd's state folder, 0600 — not in the user's cache.
         let kept = broker.folder.appendingPathComponent("state/users/\(uid)/last/keeper.json")
         #expect((try FileManager.default.attributesOfItem(atPath: kept.path)[.posixPermissions] as? Int) == 0o600)
@@ -191,6 +192,7 @@ struct BrokerTests {
         #expect(hidden.status == 1 && !hidden.stdout.contains("51.45"), "\(hidden.stdout)")
         // Reset forgets it, file and all.
         let reset = try await runProgram(GPSLocBinary.path, ["auth", "reset", "keeper"], environment: environment)
+        service.lastFixes.waitForWrites()
         #expect(reset.status == 0 && !FileManager.default.fileExists(atPath: kept.path))
         // gpslocd restarted reads what it kept.
         let again = LastFixes { _ in broker.folder.appendingPathComponent("state/users/\(uid)") }
