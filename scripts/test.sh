@@ -60,22 +60,17 @@ step() { # step NAME COMMAND... : runs COMMAND, logs it, says how long it took
   fi
 }
 # The threading of the manager, the engine's drivers and timers, and the gpsd reader thread,
-# under Thread Sanitizer: built and run beside the suite.
-# The receiver rules run here through their stage and a manager fed fixes
-# (ReceiverSelectionStageTests); the real-gpsd receiver suite is left out: under TSan's
-# slowdown which receiver reports first is a race of its set-up, not of the code.
-tsan_filter="ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests|DriverRaceTests|SlowConsumerTests"
-# Two chains beside the suite: Thread Sanitizer (its build, then its tests), and the other checks
-# one after another (most of them use one core at a time: a single swiftc, a small package, DocC).
+# under Thread Sanitizer: built and run beside the suite, in a package of their own
+# (scripts/tsan.sh: only the threading suites' files are compiled under TSan, not the whole
+# test bundle). The receiver rules run there through their stage and a manager fed fixes
+# (ReceiverSelectionStageTests); the real-gpsd receiver suite is left out: under TSan's slowdown
+# which receiver reports first is a race of its set-up, not of the code.
 tsan_checks() {
-  # Its tests right after its build, beside the suite: no test waits on the wall clock any more,
-  # so they need no quiet machine, and the run does not wait for the suite to start them.
-  # Only the test bundle and what it needs (no examples, no benchmark); the tests take a sample
-  # of the data-heavy cases (GPSLOCATION_TSAN: a few fixtures, two accuracies), since Thread
+  # Its tests right after its build, beside the suite: no test waits on the wall clock, so they
+  # need no quiet machine. GPSLOCATION_TSAN: a sample of the data-heavy cases, since Thread
   # Sanitizer needs each path of the threading run, not each fixture through it.
-  step tsan-build swift build --sanitize=thread --scratch-path .build/tsan --product GPSLocationPackageTests || return 1
-  step tsan-tests env GPSLOCATION_TSAN=1 swift test --skip-build --sanitize=thread --scratch-path .build/tsan \
-    --filter "$tsan_filter"
+  step tsan-build scripts/tsan.sh --build-only || return 1
+  step tsan-tests scripts/tsan.sh
 }
 other_checks() {
   local failed=0

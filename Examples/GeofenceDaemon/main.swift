@@ -89,8 +89,10 @@ let running = Mutex<Task<Void, any Error>?>(nil)
 let stopping = Mutex(false)
 let signalQueue = DispatchQueue(label: "geofenced.signals")
 var signalSources: [any DispatchSourceSignal] = []
+// No `signal(number, SIG_IGN)` first (the macOS recipe): on Linux, libdispatch installs its
+// handler a moment after `resume()`, and a signal ignored in that moment would be lost; left at
+// the default action, it ends the daemon, which is what it asked for.
 for number in [SIGTERM, SIGINT] {
-    signal(number, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
     // Not the main actor's (as a closure here would be by default): it runs on `signalQueue`.
     source.setEventHandler { @Sendable in

@@ -36,6 +36,14 @@ final class LibGPSHandle {
             throw GPSDError(
                 code: .unreachable, endpoint: endpoint, libgpsCode: code, libgpsMessage: Self.errorText(code))
         }
+        // A port in the kernel's ephemeral range with nothing listening can be reached by a
+        // connection to itself (TCP simultaneous open): that is "nothing listens", not a gpsd.
+        if SelfConnection.check(cgps_fd(data)) {
+            _ = cgps_close(data)
+            throw GPSDError(
+                code: .unreachable, endpoint: endpoint, libgpsCode: ECONNREFUSED,
+                libgpsMessage: Self.errorText(ECONNREFUSED))
+        }
         isOpen = true
     }
 

@@ -177,6 +177,15 @@ public final class GPSFakeServer: Sendable {
     public var watcherOutput: String { (try? String(contentsOf: watcherFile, encoding: .utf8)) ?? "" }
 
     private var stderr: String { daemonMessages(in: workDirectory.appendingPathComponent("stderr.txt")) }
+
+    /// When gpsfake has exited with a failure status: that status and what it wrote on stderr
+    /// (gpsfake's "Test timed out" when gpsd never reported its device gone); nil while it runs
+    /// or after a clean exit.
+    public var failure: String? {
+        guard let status = child.exited, status != 0 else { return nil }
+        let text = stderr
+        return "gpsfake exited with status \(status)" + (text.isEmpty ? "" : ": \(text)")
+    }
 }
 
 public enum GPSFakeError: Error, Sendable, CustomStringConvertible {
@@ -208,49 +217,114 @@ func daemonMessages(in file: URL) -> String {
 }
 
 /// Loopback port helpers.
+///
+/// The ports handed out lie *below* the kernel's ephemeral range
+/// (`/proc/sys/net/ipv4/ip_local_port_range`, 32768–60999 on Debian), picked at random and
+/// checked free on 127.0.0.1 and ::1 (gpsd binds both). A port from that range (what `bind` to
+/// port 0 gives) is one the kernel may also hand to an outgoing connection as its source port,
+/// and a connection to it while nothing listens can, in principle, connect to itself (TCP's
+/// simultaneous open). Linux makes that rare (connect prefers even source ports, bind(0) odd
+/// ones; 60,000 connects to such a port here never reached themselves), so this is a defence,
+/// not the proven cause of a failure: ports a test gives gpsd simply never meet a client's.
 package enum FreePort {
-    /// A port the kernel just handed out on 127.0.0.1 (bind to 0, read it back, close).
+    /// A port that is free on 127.0.0.1 (and on ::1, where gpsd also listens) and lies outside
+    /// the ephemeral range, picked at random so that concurrent callers rarely try the same one.
     package static func find() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
+        let candidates = candidateRange()
+        for _ in 0..<200 {
+            let port = Int.random(in: candidates)
+            if isFree(port: port) { return port }
         }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
+        throw POSIXError(.EADDRINUSE)
     }
 
-    /// True when something accepts a TCP connection on 127.0.0.1:port.
-    package static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// The ports below the ephemeral range (above it when that leaves too few below).
+    package static func candidateRange() -> ClosedRange<Int> {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let bounds = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
+        let low = bounds.count == 2 ? bounds[0] : 32768
+        let high = bounds.count == 2 ? bounds[1] : 60999
+        if low - 1 >= 20000 { return 20000...(low - 1) }
+        if high + 1 <= 64000 { return (high + 1)...65535 }
+        return 20000...32767
+    }
+
+    /// True when both loopback addresses can bind `port` now (SO_REUSEADDR, as gpsd binds).
+    package static func isFree(port: Int) -> Bool {
+        guard canBind(family: AF_INET, port: port) else { return false }
+        // ::1 may not exist (IPv6 disabled): then only 127.0.0.1 matters.
+        return canBind(family: AF_INET6, port: port) || !hasIPv6Loopback
+    }
+
+    private static let hasIPv6Loopback: Bool = {
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var address = loopback(port: port)
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_addr = in6addr_loopback
         return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+            }
+        }
+    }()
+
+    private static func canBind(family: Int32, port: Int) -> Bool {
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        if family == AF_INET {
+            var address = loopback(port: port)
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+        }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_addr = in6addr_loopback
+        address.sin6_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+            }
+        }
+    }
+
+    /// Connects a new socket to 127.0.0.1:port; nil when nothing accepts there, or when the
+    /// socket connected to itself (its own address is the peer's: nothing listens at all).
+    private static func connected(port: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = loopback(port: port)
+        let ok = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
+        guard ok, !SelfConnection.check(fd) else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// True when something other than the probe itself accepts a TCP connection on 127.0.0.1:port.
+    package static func accepts(port: Int) -> Bool {
+        guard let fd = connected(port: port) else { return false }
+        close(fd)
+        return true
     }
 
     /// True when the gpsd on 127.0.0.1:port answers `?DEVICES;` with at least one device
     /// (within 300 ms).
     package static func gpsdListsDevice(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
+        guard let fd = connected(port: port) else { return false }
         defer { close(fd) }
-        var address = loopback(port: port)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else { return false }
         let query = Array("?DEVICES;\n".utf8)
         guard write(fd, query, query.count) == query.count else { return false }
         var received: [UInt8] = []

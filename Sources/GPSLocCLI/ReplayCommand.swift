@@ -165,7 +165,12 @@ enum ReplayCommand {
         // gpsfake ends its gpsd when the recording is over: the lost connection is the normal end.
         let source = GPSDLocationSource(
             endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false, sky: sink.showsSky)
-        return play(source, sink: sink, options: options, authorization: authorization)
+        let run = play(source, sink: sink, options: options, authorization: authorization)
+        // gpsfake's own complaint, when it failed: the one clue to a replay that delivered nothing.
+        if run.delivered == 0, let failure = server.failure {
+            sink.diagnostic(code: "gpsfake", message: failure)
+        }
+        return run
     }
 
     static func replayThroughParser(

@@ -148,23 +148,17 @@ final class SignalTrap {
     static let gracePeriod = 0.1
 
     init(_ handler: @escaping @Sendable () -> Void) {
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                handler()
-                DispatchQueue.global().asyncAfter(deadline: .now() + Self.gracePeriod) {
-                    // Leave a terminal's cursor visible (the table hides it); never block on it.
-                    if isatty(STDOUT_FILENO) != 0 {
-                        let flags = fcntl(STDOUT_FILENO, F_GETFL)
-                        _ = fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK)
-                        _ = "\u{1B}[?25h\n".withCString { write(STDOUT_FILENO, $0, 7) }
-                    }
-                    _exit(128 + number)
+        sources = SignalSources.install([SIGINT, SIGTERM]) { number in
+            handler()
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.gracePeriod) {
+                // Leave a terminal's cursor visible (the table hides it); never block on it.
+                if isatty(STDOUT_FILENO) != 0 {
+                    let flags = fcntl(STDOUT_FILENO, F_GETFL)
+                    _ = fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK)
+                    _ = "\u{1B}[?25h\n".withCString { write(STDOUT_FILENO, $0, 7) }
                 }
+                _exit(128 + number)
             }
-            source.resume()
-            sources.append(source)
         }
     }
 

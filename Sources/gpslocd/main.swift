@@ -68,15 +68,10 @@ do {
     FileHandle.standardError.write(Data("gpslocd: \(error.description)\n".utf8))
     exit(1)
 }
-/// SIGINT and SIGTERM end the loop (the handlers run on a global queue, not the main actor).
+/// SIGINT and SIGTERM end the loop (the handlers run on a global queue, not the main actor);
+/// live before gpslocd says it listens (a stop at start-up is never lost).
 nonisolated func stopOnSignals(_ server: BrokerServer) -> [any DispatchSourceSignal] {
-    [SIGINT, SIGTERM].map { signalNumber in
-        signal(signalNumber, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-        source.setEventHandler { server.stop() }
-        source.resume()
-        return source
-    }
+    SignalSources.install([SIGINT, SIGTERM]) { _ in server.stop() }
 }
 // Kept for the life of the process: a released signal source is cancelled.
 let signalSources = stopOnSignals(server)

@@ -197,6 +197,23 @@ struct SignalTests {
     // once with builds running beside a busy CI run), the bound only separates "ends at once"
     // from the ten minutes the paced recording runs, or a stalled pipe's for ever (STYLE:
     // performance is measured, not asserted).
+    /// The cause of a paced replay that ran on after SIGINT (`pacedReplay` failed in a serial
+    /// run; the stuck gpsloc had SIGINT caught by then, so the signal had come while it was
+    /// still ignored): libdispatch installs a signal source's handler a moment after `resume()`.
+    /// `SignalSources.install` returns only when the handlers are in place (SIGUSR2 here: the
+    /// test process's own SIGINT stays the runner's).
+    @Test("signal sources are live when install returns, and a signal then reaches the handler")
+    func signalSourcesLiveOnReturn() async throws {
+        // Ignored until then, so that a failure here cannot end the test process.
+        signal(SIGUSR2, SIG_IGN)
+        let heard = ExitLatch()
+        let sources = SignalSources.install([SIGUSR2]) { _ in heard.finish(0) }
+        defer { for source in sources { source.cancel() } }
+        try #require(SignalSources.hasHandler(SIGUSR2), "install returned before libdispatch's handler was in place")
+        kill(getpid(), SIGUSR2)
+        await heard.wait()
+    }
+
     @Test("a paced replay (--speed 1) ends on SIGINT and on SIGTERM", arguments: [SIGINT, SIGTERM])
     func pacedReplay(signal number: Int32) async throws {
         let result = try await Self.signalled(

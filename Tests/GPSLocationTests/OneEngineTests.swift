@@ -10,48 +10,6 @@ import Testing
 extension RealGPSD.LaneB {
     @Suite("one engine: gpsloc and CLLocationManager agree")
     struct OneEngineTests {
-        /// What the app (or gpsloc) received, in a form both paths can produce.
-        struct Received: Equatable {
-            var locations: [String] = []
-            var errors: [String] = []
-            var diagnostics: [String] = []
-        }
-
-        /// timestamp, position (1e-9°) and accuracy of one location.
-        static func key(timestamp: Date, latitude: Double, longitude: Double, horizontal: Double?) -> String {
-            String(
-                format: "%@ %.9f %.9f %.3f", iso8601Milliseconds(timestamp), latitude, longitude, horizontal ?? -1)
-        }
-
-        /// Each run has its own gpsfake port.
-        static func withoutPort(_ message: String) -> String {
-            message.replacingOccurrences(of: #"127\.0\.0\.1:\d+"#, with: "127.0.0.1:PORT", options: .regularExpression)
-                .replacingOccurrences(of: #"/dev/pts/\d+"#, with: "/dev/pts/N", options: .regularExpression)
-        }
-
-        static func fromNDJSON(_ text: String) -> Received {
-            var received = Received()
-            for line in GPSLocBinary.jsonLines(text) {
-                switch line["type"] as? String {
-                case "location":
-                    let timestamp = ISO8601.parse(line["timestamp"] as! String)!
-                    received.locations.append(
-                        key(
-                            timestamp: timestamp, latitude: line["latitude"] as! Double,
-                            longitude: line["longitude"] as! Double, horizontal: line["horizontalAccuracy"] as? Double))
-                case "error":
-                    received.errors.append(withoutPort(line["message"] as! String))
-                case "diagnostic":
-                    let code = line["code"] as! String
-                    // The replay's own labels and input statistics are the command's, not the engine's.
-                    if !["replay", "pacing"].contains(code) { received.diagnostics.append(code) }
-                default:
-                    break
-                }
-            }
-            return received
-        }
-
         /// Runs a manager on `source` until it ends; `authorization` as gpsloc replay simulates it.
         static func throughManager(
             _ source: any LocationSource, status: CLAuthorizationStatus = .authorizedAlways,
@@ -75,13 +33,13 @@ extension RealGPSD.LaneB {
             manager.stopUpdatingLocation()
             var received = Received()
             received.locations = delegate.locations.map {
-                key(
+                Received.key(
                     timestamp: $0.timestamp, latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude,
                     horizontal: $0.horizontalAccuracy < CLLocationDistanceMax ? $0.horizontalAccuracy : nil)
             }
             // The end of the recording is the replay's normal end: gpsloc does not print it.
             received.errors = delegate.errors.filter { $0.reason != .sourceEnded && $0.reason != .gpsdLost }.map {
-                withoutPort($0.message)
+                Received.withoutPort($0.message)
             }
             received.diagnostics = diagnostics.codes
             return received
@@ -100,7 +58,7 @@ extension RealGPSD.LaneB {
             arguments: ["drive-1hz-gp.nmea", "drive-10hz-multi.nmea"])
         func nmeaPath(fixture: String) async throws {
             let path = Paths.fixtures.appendingPathComponent(fixture).path
-            let cli = Self.fromNDJSON(
+            let cli = Received.fromNDJSON(
                 try await GPSLocBinary.run([
                     "replay", path, "--json", "--distance-filter", "5", "--max-age", "1000000000",
                 ])
@@ -120,7 +78,7 @@ extension RealGPSD.LaneB {
             .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason), arguments: [0.0, 0.01])
         func gpsdPath(callbackDelay: Double) async throws {
             let log = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea")
-            let cli = Self.fromNDJSON(
+            let cli = Received.fromNDJSON(
                 try await GPSLocBinary.run(["replay", log.path, "--via", "gpsd", "--json", "--max-age", "1000000000"])
                     .stdout)
             let server = try await GPSFakeServer.started(log: log)
@@ -143,7 +101,7 @@ extension RealGPSD.LaneB {
         func refusals() async throws {
             let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
             for (name, status) in [("denied", CLAuthorizationStatus.denied), ("restricted", .restricted)] {
-                let cli = Self.fromNDJSON(
+                let cli = Received.fromNDJSON(
                     try await GPSLocBinary.run(["replay", path, "--json", "--authorization", name]).stdout)
                 let authorizer = LocationAuthorizer(
                     appID: "gpsloc", initial: AuthorizationDecision(status: status), isInUse: true)

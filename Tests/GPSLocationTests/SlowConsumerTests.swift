@@ -12,7 +12,6 @@ import Testing
 /// what `gpsloc replay` prints, on every fixture (the source waits for them; nothing is dropped).
 @Suite("a slow app gets every location of a recording", .timeLimit(.minutes(5)))
 struct SlowConsumerTests {
-    typealias Received = RealGPSD.LaneB.OneEngineTests.Received
 
     /// Every fixture; under Thread Sanitizer a 10 Hz drive, the stop-and-go log whose
     /// hold-and-release found a race there, and a receiver restart.
@@ -22,7 +21,7 @@ struct SlowConsumerTests {
     ) { ["drive-10hz-multi.nmea", "stops-1hz-gp.nmea", "clock-restart-1hz-gp.nmea"].contains($0) }
 
     static func key(_ location: CLLocation) -> String {
-        RealGPSD.LaneB.OneEngineTests.key(
+        Received.key(
             timestamp: location.timestamp, latitude: location.coordinate.latitude,
             longitude: location.coordinate.longitude,
             horizontal: location.horizontalAccuracy < CLLocationDistanceMax ? location.horizontalAccuracy : nil)
@@ -58,7 +57,7 @@ struct SlowConsumerTests {
     @Test("delegate, locations() stream and gpsloc replay agree exactly", arguments: fixtures)
     func agree(fixture: String) async throws {
         let path = Paths.fixtures.appendingPathComponent(fixture).path
-        let cli = RealGPSD.LaneB.OneEngineTests.fromNDJSON(
+        let cli = Received.fromNDJSON(
             try await GPSLocBinary.run(["replay", path, "--json", "--max-age", "1000000000"]).stdout)
         #expect(cli.locations.count > 50, "\(fixture)")
 
@@ -93,7 +92,7 @@ struct SlowConsumerTests {
     @Test("liveUpdates on a recording: every location, in order, for a slow reader")
     func liveUpdatesLossless() async throws {
         let path = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-        let cli = RealGPSD.LaneB.OneEngineTests.fromNDJSON(
+        let cli = Received.fromNDJSON(
             try await GPSLocBinary.run(["replay", path, "--json", "--max-age", "1000000000"]).stdout)
         let manager = ManagerReference(value: Self.manager(path))
         let pace = SourcePace(manager.value)

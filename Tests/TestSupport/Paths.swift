@@ -3,7 +3,11 @@ import Foundation
 /// (A support target shared by the test targets: Foundation only.)
 /// Locations of the project's fixtures and the shared real-receiver corpus, relative to this file.
 public enum Paths {
-    public static let packageRoot = URL(fileURLWithPath: #filePath)
+    /// The checkout: where this file is, or `GPSLOCATION_PACKAGE_ROOT` when the tests were built
+    /// elsewhere (scripts/tsan.sh builds the threading suites in a package of their own).
+    public static let packageRoot =
+        ProcessInfo.processInfo.environment["GPSLOCATION_PACKAGE_ROOT"].map { URL(fileURLWithPath: $0) }
+        ?? URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     public static let fixtures = packageRoot.appendingPathComponent("fixtures")
     /// `../shared/corpus` beside the checkout (present for developers and CI, absent in a user's clone).

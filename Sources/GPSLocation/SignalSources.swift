@@ -1,0 +1,40 @@
+import Dispatch
+import Glibc
+
+/// Dispatch signal sources that are live when `install` returns (for gpsloc and gpslocd).
+///
+/// On Linux, libdispatch registers a signal source on its manager thread after `resume()`: it
+/// installs its own `sigaction` handler a moment later. The usual recipe — `signal(n, SIG_IGN)`,
+/// then the source — leaves a window in which the signal is *ignored*: a SIGINT or SIGTERM that
+/// arrives then is lost, and the program runs on (seen: `gpsloc replay --speed 1` interrupted
+/// just after its first line ran to its end, one run in a few dozen). Here the default action stays
+/// until libdispatch's handler is in place (a signal in that moment ends the program, as it
+/// would have anyway), and `install` waits for the handler before it returns.
+package enum SignalSources {
+    /// Sources for `signals`, each calling `handler(signal)` on `queue`, registered before
+    /// this returns. Keep them: a released source is cancelled.
+    package static func install(
+        _ signals: [Int32], queue: DispatchQueue = .global(), handler: @escaping @Sendable (Int32) -> Void
+    ) -> [any DispatchSourceSignal] {
+        let sources = signals.map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { handler(number) }
+            source.resume()
+            return source
+        }
+        // Registration takes microseconds; the bound only keeps a broken libdispatch from
+        // hanging start-up (the sources then still work once registered).
+        for number in signals {
+            for _ in 0..<20_000 where !hasHandler(number) { usleep(100) }
+        }
+        return sources
+    }
+
+    /// True when `number` has a handler installed (neither the default action nor ignored).
+    static func hasHandler(_ number: Int32) -> Bool {
+        var current = sigaction()
+        sigaction(number, nil, &current)
+        let handler = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+        return handler != unsafeBitCast(SIG_DFL, to: Int.self) && handler != unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import GPSLocationTesting
+
+/// Collects a pipe's lines with the time each arrived.
+final class LineReader: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [(time: Date, text: String)] = []
+    private var partial = ""
+    private let done = ExitLatch()
+    private let changes = ChangeWaiters()
+
+    /// Reads `handle` to its end on a thread of its own (not a concurrency thread); every new
+    /// line wakes the waits whose condition it makes true.
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                let now = Date()
+                lock.withLock {
+                    partial += String(decoding: data, as: UTF8.self)
+                    while let newline = partial.firstIndex(of: "\n") {
+                        lines.append((now, String(partial[..<newline])))
+                        partial = String(partial[partial.index(after: newline)...])
+                    }
+                }
+                changes.changed()
+            }
+            done.finish(0)
+            changes.end()
+        }
+    }
+
+    /// Suspends until `condition` holds of the lines so far (true), or the output ends or
+    /// `timeout` seconds pass without it (false; the bound only ends a hang).
+    func waitFor(timeout: Double, _ condition: @escaping @Sendable ([(time: Date, text: String)]) -> Bool) async -> Bool
+    {
+        await changes.wait(hangLimit: timeout) { [self] in lock.withLock { condition(lines) } }
+    }
+
+    /// The lines so far.
+    var snapshot: [(time: Date, text: String)] { lock.withLock { lines } }
+
+    /// Every line, once the output has ended.
+    func finish() async -> [(time: Date, text: String)] {
+        await done.wait()
+        return lock.withLock { lines }
+    }
+}
