@@ -5,18 +5,36 @@ import Foundation
 /// Why not `Synchronization.Mutex`: on Linux its lock is built from atomics in a module that
 /// Thread Sanitizer does not instrument, so every access it guards is reported as a race
 /// (measured here: `swift test --sanitize=thread` flagged the manager's pending queue, which is
-/// only touched inside `withLock`). `NSLock` is a pthread mutex, which TSan understands, so the
-/// sanitizer run stays meaningful.
+/// only touched inside `withLock`). A pthread mutex is what TSan understands, so the sanitizer
+/// run stays meaningful.
+///
+/// The value and the mutex live in memory of their own rather than in stored properties: an
+/// `inout` access to a class's stored property is checked for exclusivity at run time (two
+/// runtime calls), and a fast replay takes this lock about 17 times per location — those checks
+/// were 4 % of its instructions. The lock already makes every access exclusive.
 package final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only reached through `withLock`.
-    private var value: Value
-    private let lock = NSLock()
+    private let value: UnsafeMutablePointer<Value>
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    package init(_ value: Value) { self.value = value }
+    package init(_ value: Value) {
+        self.value = .allocate(capacity: 1)
+        self.value.initialize(to: value)
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        value.deinitialize(count: 1)
+        value.deallocate()
+    }
 
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value.pointee)
     }
 }

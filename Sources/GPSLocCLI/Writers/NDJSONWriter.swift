@@ -43,7 +43,7 @@ public struct NDJSONWriter: Sendable {
         append(#","fixMode":""#)
         append(gnss?.fixMode == .threeDimensional ? "3d" : "2d")
         append(#"","accuracyClass":""#)
-        append(location.accuracyClass.description)
+        appendText(location.accuracyClass.description)
         append(#"","reduced":"#)
         append(gnss?.reduced == true ? "true" : "false")
         append(#","simulated":"#)
@@ -57,15 +57,15 @@ public struct NDJSONWriter: Sendable {
         append(#"{"type":"region","identifier":"#)
         appendString(event.identifier)
         append(#","event":""#)
-        append(event.kind.rawValue)
+        appendText(event.kind.rawValue)
         append(#"","state":""#)
-        append(event.state.rawValue)
+        appendText(event.state.rawValue)
         append(#"","timestamp":""#)
         appendTimestamp(event.timestamp)
         append("\"")
         if let limitation = event.limitation {
             append(#","limitation":""#)
-            append(limitation.rawValue)
+            appendText(limitation.rawValue)
             append("\"")
         }
         append("}\n")
@@ -147,7 +147,7 @@ public struct NDJSONWriter: Sendable {
         } else {
             append("null")
         }
-        append(#","satellitesVisible":\#(sky.satellitesVisible),"satellitesUsed":\#(sky.satellitesUsed),"hdop":"#)
+        appendText(#","satellitesVisible":\#(sky.satellitesVisible),"satellitesUsed":\#(sky.satellitesUsed),"hdop":"#)
         appendOptional(sky.dilution.horizontal, decimals: 2)
         append(#","vdop":"#)
         appendOptional(sky.dilution.vertical, decimals: 2)
@@ -156,9 +156,9 @@ public struct NDJSONWriter: Sendable {
         append(#","satellites":["#)
         for (index, satellite) in sky.satellites.enumerated() {
             if index > 0 { append(",") }
-            append(#"{"prn":\#(satellite.prn),"constellation":"#)
+            appendText(#"{"prn":\#(satellite.prn),"constellation":"#)
             appendString(satellite.constellation.description)
-            append(#","svid":\#(satellite.satelliteID),"elevation":"#)
+            appendText(#","svid":\#(satellite.satelliteID),"elevation":"#)
             appendOptional(satellite.elevation, decimals: 1)
             append(#","azimuth":"#)
             appendOptional(satellite.azimuth, decimals: 1)
@@ -185,7 +185,7 @@ public struct NDJSONWriter: Sendable {
     /// `{"type":TYPE,"code":…,"message":…}`: the shape errors and diagnostics share.
     private mutating func codeAndMessage(type: String, _ code: String, _ message: String) {
         append(#"{"type":""#)
-        append(type)
+        appendText(type)
         append(#"","code":"#)
         appendString(code)
         append(#","message":"#)
@@ -195,7 +195,13 @@ public struct NDJSONWriter: Sendable {
 
     // MARK: - Formatting
 
-    @inline(__always) private mutating func append(_ text: String) { buffer.append(contentsOf: text.utf8) }
+    /// A literal (the keys and punctuation): its bytes copied at once, with no String in between.
+    @inline(__always) private mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { buffer.append(contentsOf: $0) }
+    }
+
+    /// A value's text (an enum's name, a type).
+    @inline(__always) private mutating func appendText(_ text: String) { buffer.append(contentsOf: text.utf8) }
 
     private mutating func appendOptional(_ value: Double?, decimals: Int) {
         if let value, value.isFinite { appendFixed(value, decimals: decimals) } else { append("null") }
@@ -211,27 +217,26 @@ public struct NDJSONWriter: Sendable {
             return
         }
         var scaled = Int64((abs(value) * scale).rounded())
-        if value < 0 && scaled != 0 { buffer.append(UInt8(ascii: "-")) }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { temporary in
-            var count = 0
-            repeat {
-                temporary[count] = UInt8(truncatingIfNeeded: scaled % 10) + 48
+        let negative = value < 0 && scaled != 0
+        // Laid out right to left in a stack buffer, then appended at once (a byte-by-byte append
+        // checks the array's capacity and uniqueness for each digit).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            var start = 24
+            func put(_ byte: UInt8) {
+                start -= 1
+                text[start] = byte
+            }
+            for _ in 0..<decimals {
+                put(UInt8(truncatingIfNeeded: scaled % 10) + 48)
                 scaled /= 10
-                count += 1
-            } while scaled > 0 || count <= decimals
-            // temporary holds the digits reversed; the last `decimals` of them are the fraction.
-            var index = count - 1
-            while index >= decimals {
-                buffer.append(temporary[index])
-                index -= 1
             }
-            if decimals > 0 {
-                buffer.append(UInt8(ascii: "."))
-                while index >= 0 {
-                    buffer.append(temporary[index])
-                    index -= 1
-                }
-            }
+            if decimals > 0 { put(UInt8(ascii: ".")) }
+            repeat {
+                put(UInt8(truncatingIfNeeded: scaled % 10) + 48)
+                scaled /= 10
+            } while scaled > 0
+            if negative { put(UInt8(ascii: "-")) }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: text[start..<24]))
         }
     }
 
