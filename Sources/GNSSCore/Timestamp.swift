@@ -12,6 +12,15 @@ public func iso8601Milliseconds(_ date: Date) -> String {
 /// Appends `date` as `iso8601Milliseconds` does, without Foundation's formatters (this runs
 /// for every NDJSON line).
 public func appendISO8601Milliseconds(_ date: Date, to buffer: inout [UInt8]) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+        let count = writeISO8601Milliseconds(date, to: text.baseAddress!)
+        buffer.append(contentsOf: UnsafeBufferPointer(start: text.baseAddress!, count: count))
+    }
+}
+
+/// Writes `date` as `iso8601Milliseconds` does into `text`, which has room for 24 bytes;
+/// returns the count written (24).
+public func writeISO8601Milliseconds(_ date: Date, to text: UnsafeMutablePointer<UInt8>) -> Int {
     let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
     var seconds = milliseconds / 1000
     var millis = milliseconds % 1000
@@ -35,9 +44,9 @@ public func appendISO8601Milliseconds(_ date: Date, to buffer: inout [UInt8]) {
     let day = dayOfYear - (153 * mp + 2) / 5 + 1
     let month = mp < 10 ? mp + 3 : mp - 9
     let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-    // The 24 bytes are laid out on the stack and appended at once (a byte-by-byte append checks
-    // the array's capacity and uniqueness 24 times: 2 % of a fast replay's instructions).
-    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+    // Written into memory the caller holds (a byte-by-byte append to an array checks its
+    // capacity and uniqueness 24 times: 2 % of a fast replay's instructions).
+    do {
         var at = 0
         // The last `count` decimal digits of `value`, most significant first.
         func digits(_ value: Int64, _ count: Int) {
@@ -68,6 +77,6 @@ public func appendISO8601Milliseconds(_ date: Date, to buffer: inout [UInt8]) {
         byte(".")
         digits(millis, 3)
         byte("Z")
-        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: text[0..<at]))
+        return at
     }
 }

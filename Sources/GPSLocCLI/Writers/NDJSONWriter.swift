@@ -14,41 +14,54 @@ public struct NDJSONWriter: Sendable {
     public mutating func removeAll() { buffer.removeAll(keepingCapacity: true) }
 
     public mutating func location(_ location: CLLocation) {
+        // A location line has a bounded length (fixed keys, 14 numbers of at most 21 bytes, a
+        // timestamp, short enum names): it is laid out on the stack and appended at once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.locationLineCapacity) { scratch in
+            var line = ByteCursor(scratch.baseAddress!)
+            Self.location(location, into: &line)
+            buffer.append(contentsOf: UnsafeBufferPointer(start: scratch.baseAddress!, count: line.count))
+        }
+    }
+
+    /// More than the longest location line (about 700 bytes).
+    private static let locationLineCapacity = 1024
+
+    private static func location(_ location: CLLocation, into line: inout ByteCursor) {
         let gnss = location.gnss
-        append(#"{"type":"location","timestamp":""#)
-        appendTimestamp(location.timestamp)
-        append(#"","latitude":"#)
-        appendFixed(location.coordinate.latitude, decimals: 9)
-        append(#","longitude":"#)
-        appendFixed(location.coordinate.longitude, decimals: 9)
+        line.put(#"{"type":"location","timestamp":""#)
+        line.putTimestamp(location.timestamp)
+        line.put(#"","latitude":"#)
+        line.putFixed(location.coordinate.latitude, decimals: 9)
+        line.put(#","longitude":"#)
+        line.putFixed(location.coordinate.longitude, decimals: 9)
         let altitudeValid = location.verticalAccuracy > 0
-        append(#","altitude":"#)
-        appendOptional(altitudeValid ? location.altitude : nil, decimals: 3)
-        append(#","ellipsoidalAltitude":"#)
-        appendOptional(altitudeValid ? location.ellipsoidalAltitude : nil, decimals: 3)
-        append(#","horizontalAccuracy":"#)
+        line.put(#","altitude":"#)
+        line.putOptional(altitudeValid ? location.altitude : nil, decimals: 3)
+        line.put(#","ellipsoidalAltitude":"#)
+        line.putOptional(altitudeValid ? location.ellipsoidalAltitude : nil, decimals: 3)
+        line.put(#","horizontalAccuracy":"#)
         let horizontal = location.horizontalAccuracy
-        appendOptional(horizontal >= 0 && horizontal < CLLocationDistanceMax ? horizontal : nil, decimals: 3)
-        append(#","verticalAccuracy":"#)
+        line.putOptional(horizontal >= 0 && horizontal < CLLocationDistanceMax ? horizontal : nil, decimals: 3)
+        line.put(#","verticalAccuracy":"#)
         let vertical = location.verticalAccuracy
-        appendOptional(altitudeValid && vertical < CLLocationDistanceMax ? vertical : nil, decimals: 3)
-        append(#","speed":"#)
-        appendOptional(location.speed >= 0 ? location.speed : nil, decimals: 3)
-        append(#","speedAccuracy":"#)
-        appendOptional(location.speedAccuracy >= 0 ? location.speedAccuracy : nil, decimals: 3)
-        append(#","course":"#)
-        appendOptional(location.course >= 0 ? location.course : nil, decimals: 3)
-        append(#","courseAccuracy":"#)
-        appendOptional(location.courseAccuracy >= 0 ? location.courseAccuracy : nil, decimals: 3)
-        append(#","fixMode":""#)
-        append(gnss?.fixMode == .threeDimensional ? "3d" : "2d")
-        append(#"","accuracyClass":""#)
-        appendText(location.accuracyClass.description)
-        append(#"","reduced":"#)
-        append(gnss?.reduced == true ? "true" : "false")
-        append(#","simulated":"#)
-        append(location.sourceInformation?.isSimulatedBySoftware == true ? "true" : "false")
-        append("}\n")
+        line.putOptional(altitudeValid && vertical < CLLocationDistanceMax ? vertical : nil, decimals: 3)
+        line.put(#","speed":"#)
+        line.putOptional(location.speed >= 0 ? location.speed : nil, decimals: 3)
+        line.put(#","speedAccuracy":"#)
+        line.putOptional(location.speedAccuracy >= 0 ? location.speedAccuracy : nil, decimals: 3)
+        line.put(#","course":"#)
+        line.putOptional(location.course >= 0 ? location.course : nil, decimals: 3)
+        line.put(#","courseAccuracy":"#)
+        line.putOptional(location.courseAccuracy >= 0 ? location.courseAccuracy : nil, decimals: 3)
+        line.put(#","fixMode":""#)
+        line.put(gnss?.fixMode == .threeDimensional ? "3d" : "2d")
+        line.put(#"","accuracyClass":""#)
+        line.put(location.accuracyClass.literal)
+        line.put(#"","reduced":"#)
+        line.put(gnss?.reduced == true ? "true" : "false")
+        line.put(#","simulated":"#)
+        line.put(location.sourceInformation?.isSimulatedBySoftware == true ? "true" : "false")
+        line.put("}\n")
     }
 
     /// `{"type":"region","identifier":ID,"event":"determined"|"enter"|"exit","state":"inside"|"outside"|"unknown","timestamp":ISO}`,
@@ -207,36 +220,12 @@ public struct NDJSONWriter: Sendable {
         if let value, value.isFinite { appendFixed(value, decimals: decimals) } else { append("null") }
     }
 
-    private static let powers: [Double] = [1, 10, 100, 1000, 10_000, 100_000, 1e6, 1e7, 1e8, 1e9]
-
-    /// `value` rounded to `decimals` places, without exponent (|value| < 9e9).
+    /// `value` rounded to `decimals` places, without exponent; `null` when not finite or too large.
     mutating func appendFixed(_ value: Double, decimals: Int) {
-        let scale = Self.powers[decimals]
-        guard value.isFinite, abs(value) * scale < 9e18 else {
-            append("null")
-            return
-        }
-        var scaled = Int64((abs(value) * scale).rounded())
-        let negative = value < 0 && scaled != 0
-        // Laid out right to left in a stack buffer, then appended at once (a byte-by-byte append
-        // checks the array's capacity and uniqueness for each digit).
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
-            var start = 24
-            func put(_ byte: UInt8) {
-                start -= 1
-                text[start] = byte
-            }
-            for _ in 0..<decimals {
-                put(UInt8(truncatingIfNeeded: scaled % 10) + 48)
-                scaled /= 10
-            }
-            if decimals > 0 { put(UInt8(ascii: ".")) }
-            repeat {
-                put(UInt8(truncatingIfNeeded: scaled % 10) + 48)
-                scaled /= 10
-            } while scaled > 0
-            if negative { put(UInt8(ascii: "-")) }
-            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: text[start..<24]))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: ByteCursor.fixedCapacity) { scratch in
+            var cursor = ByteCursor(scratch.baseAddress!)
+            cursor.putFixed(value, decimals: decimals)
+            buffer.append(contentsOf: UnsafeBufferPointer(start: scratch.baseAddress!, count: cursor.count))
         }
     }
 
@@ -263,4 +252,68 @@ public struct NDJSONWriter: Sendable {
         }
         buffer.append(UInt8(ascii: "\""))
     }
+}
+
+/// Writes into memory its owner sized for what is written (a stack buffer): no capacity or
+/// uniqueness checks per byte, as an array append makes.
+struct ByteCursor {
+    private let start: UnsafeMutablePointer<UInt8>
+    private var next: UnsafeMutablePointer<UInt8>
+
+    init(_ start: UnsafeMutablePointer<UInt8>) {
+        self.start = start
+        next = start
+    }
+
+    /// Bytes written so far.
+    var count: Int { next - start }
+
+    /// The most `putFixed` writes: `-`, 19 digits, `.`.
+    static let fixedCapacity = 24
+
+    @inline(__always) mutating func put(_ text: StaticString) {
+        let length = text.utf8CodeUnitCount
+        next.update(from: text.utf8Start, count: length)
+        next += length
+    }
+
+    @inline(__always) mutating func put(byte: UInt8) {
+        next.pointee = byte
+        next += 1
+    }
+
+    private static let powers: [Double] = [1, 10, 100, 1000, 10_000, 100_000, 1e6, 1e7, 1e8, 1e9]
+
+    /// `value` rounded to `decimals` places (≤ 9), without exponent; `null` when it is not
+    /// finite or its scaled value passes 9e18. At most `fixedCapacity` bytes.
+    mutating func putFixed(_ value: Double, decimals: Int) {
+        let scale = Self.powers[decimals]
+        guard value.isFinite, abs(value) * scale < 9e18 else {
+            put("null")
+            return
+        }
+        var scaled = Int64((abs(value) * scale).rounded())
+        let negative = value < 0 && scaled != 0
+        // Right to left (fraction, point, integer part, sign), then turned around.
+        let first = next
+        for _ in 0..<decimals {
+            put(byte: UInt8(truncatingIfNeeded: scaled % 10) + 48)
+            scaled /= 10
+        }
+        if decimals > 0 { put(byte: UInt8(ascii: ".")) }
+        repeat {
+            put(byte: UInt8(truncatingIfNeeded: scaled % 10) + 48)
+            scaled /= 10
+        } while scaled > 0
+        if negative { put(byte: UInt8(ascii: "-")) }
+        var digits = UnsafeMutableBufferPointer(start: first, count: next - first)
+        digits.reverse()
+    }
+
+    mutating func putOptional(_ value: Double?, decimals: Int) {
+        if let value, value.isFinite { putFixed(value, decimals: decimals) } else { put("null") }
+    }
+
+    /// `2026-06-15T08:00:00.100Z` (24 bytes).
+    mutating func putTimestamp(_ date: Date) { next += writeISO8601Milliseconds(date, to: next) }
 }

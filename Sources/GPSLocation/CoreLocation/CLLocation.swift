@@ -51,7 +51,10 @@ public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomString
     }
 
     /// The `kCLLocationAccuracy*` name without its prefix (`nearestTenMeters`), or `coarse`.
-    public var description: String {
+    public var description: String { literal.description }
+
+    /// The name as a literal: the NDJSON writer copies its bytes with no String in between.
+    package var literal: StaticString {
         switch self {
         case .bestForNavigation: "bestForNavigation"
         case .best: "best"
