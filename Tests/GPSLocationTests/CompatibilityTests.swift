@@ -197,7 +197,7 @@ struct CompatibilityTests {
     }
 }
 
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneA {
     /// #23: `isSimulatedBySoftware` for every replay, a gpsfake the user started included.
     @Suite("where a location came from: a gpsd that gpsfake started, and one it did not")
     struct GPSFakeDetectionTests {

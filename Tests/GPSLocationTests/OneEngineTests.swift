@@ -7,7 +7,7 @@ import Testing
 
 /// `gpsloc` and `CLLocationManager` run the same `LocationEngine`, so the same input gives the
 /// same locations, errors and diagnostics — compared here field by field.
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneA {
     @Suite("one engine: gpsloc and CLLocationManager agree")
     struct OneEngineTests {
         /// Runs a manager on `source` until it ends; `authorization` as gpsloc replay simulates it.

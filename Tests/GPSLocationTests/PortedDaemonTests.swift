@@ -5,7 +5,7 @@ import Testing
 
 @testable import GPSLocation
 
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneA {
     /// `Examples/PortedDaemon`: unchanged CoreLocation daemon code (`CLLocationManager()`,
     /// `requestAlwaysAuthorization()`, delegate methods, `error.localizedDescription`,
     /// `(error as NSError).domain`) against a real gpsd, with a private decision store: told in

@@ -10,7 +10,7 @@ import Testing
 /// written for Apple platforms but for the import, built here and run against a real gpsd fed
 /// by gpsfake — the way a ported app meets a receiver. Serialized in lane B: they point the
 /// process-wide default source and shared authorizer at that gpsd.
-extension RealGPSD.LaneC {
+extension RealGPSD.LaneD {
     @Suite(
         "ported programs against a real gpsd", .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
         .timeLimit(.minutes(5)))

@@ -8,13 +8,18 @@ import Testing
 /// lanes are balanced by measured time (docs/testing.md). Each suite carries its own time limit.
 @Suite("real gpsd (four lanes, one at a time in each)", .tags(.integration), .timeLimit(.minutes(10)))
 enum RealGPSD {
-    /// The real-receiver corpus and monitoring through gpsd.
+    // Balanced on ci20f's times (session 20): A 98 s, B 163, C 163, D 116 before; about 134,
+    // 119, 135 and 143 after.
+    /// The real-receiver corpus, monitoring through gpsd, one engine, staleness, the unit
+    /// sandbox, the ported daemon, where a location came from.
     @Suite("real gpsd, lane A", .serialized) enum LaneA {}
-    /// gpsloc against gpsd, staleness, one engine, heading, accuracy, the receiver clock.
+    /// gpsloc against gpsd, the fleet recipe and the daemon under systemd, heading, accuracy,
+    /// the receiver clock.
     @Suite("real gpsd, lane B", .serialized) enum LaneB {}
-    /// Kill-and-restart resilience, shared connections, receivers, ported programs.
+    /// Kill-and-restart resilience, shared connections, receivers, gpslocd as another uid.
     @Suite("real gpsd, lane C", .serialized) enum LaneC {}
-    /// The project's fixtures through gpsd, gpsloc replay --via gpsd, app-shaped programs.
+    /// The project's fixtures through gpsd, gpsloc replay --via gpsd, app-shaped programs,
+    /// ported programs.
     @Suite("real gpsd, lane D", .serialized) enum LaneD {}
 }
 

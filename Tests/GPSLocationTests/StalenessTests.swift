@@ -5,7 +5,7 @@ import Testing
 
 @testable import GPSLocation
 
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneA {
     @Suite("staleness: no usable fix for a few receiver cycles")
     struct StalenessTests {
         let t0 = Date(timeIntervalSince1970: 1_781_510_400)

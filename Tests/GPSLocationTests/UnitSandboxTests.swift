@@ -3,7 +3,7 @@ import GPSDProcesses
 import TestSupport
 import Testing
 
-extension RealGPSD.LaneB {
+extension RealGPSD.LaneA {
     /// #33: the example unit is hardened to `systemd-analyze security` ≤ 2.0, and nothing the
     /// service needs is taken away. No systemd runs here (nor in CI), so the sandbox is checked
     /// piece by piece: geofenced runs as an unprivileged user with no capabilities and no new
