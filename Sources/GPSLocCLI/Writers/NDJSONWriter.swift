@@ -271,10 +271,14 @@ struct ByteCursor {
     /// The most `putFixed` writes: `-`, 19 digits, `.`.
     static let fixedCapacity = 24
 
+    /// (Through `withUTF8Buffer`: a one-character literal may be stored as a scalar, with no
+    /// `utf8Start` to copy from.)
     @inline(__always) mutating func put(_ text: StaticString) {
-        let length = text.utf8CodeUnitCount
-        next.update(from: text.utf8Start, count: length)
-        next += length
+        text.withUTF8Buffer { bytes in
+            guard let base = bytes.baseAddress else { return }
+            next.update(from: base, count: bytes.count)
+            next += bytes.count
+        }
     }
 
     @inline(__always) mutating func put(byte: UInt8) {
