@@ -411,7 +411,10 @@ public struct NMEAParser: Sendable {
                         digits += 1
                     } else if byte == UInt8(ascii: ".") {
                         points += 1
-                    } else if !(offset == 0 && byte == UInt8(ascii: "-")) {
+                    } else if !(offset == 0 && (byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+"))) {
+                        // A sign may lead (ZDA's local zone hours are "+00" to "+13" on receivers
+                        // that write it: an HP 58534A in gpsd's corpus, whose undated fixes
+                        // this rejection left without any date).
                         return false
                     }
                 }

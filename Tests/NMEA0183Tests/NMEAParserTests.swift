@@ -83,6 +83,21 @@ struct NMEAParserTests {
         #expect(stats.sentences == lines - 4, "every good line decoded")
     }
 
+    @Test("a sentence without a checksum may carry a signed field (ZDA's zone as +00), as gpsd reads it")
+    func signedFieldWithoutChecksum() {
+        // gpsd's corpus, hp58534a.log: every line without a checksum, ZDA's zone hours "+00".
+        let lines = "$GPZDA,222449,25,10,2010,+00,00\r\n$GPZDA,222450,25,10,2010,-03,00\r\n"
+        let (sentences, stats) = Self.parse(Array(lines.utf8), chunk: 0)
+        #expect(
+            sentences == [
+                .zda(time: 80689, day: 25, month: 10, year: 2010), .zda(time: 80690, day: 25, month: 10, year: 2010),
+            ])
+        #expect(stats.missingChecksum == 0)
+        // A sign anywhere else is still malformed.
+        let (bad, badStats) = Self.parse(Array("$GPZDA,222449,25,10,20+10,00,00\r\n".utf8), chunk: 0)
+        #expect(bad.isEmpty && badStats.missingChecksum == 1)
+    }
+
     @Test("faults never produce a position and never hide the next sentence")
     func faultsInIsolation() {
         let good = Self.sentence("GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
