@@ -165,7 +165,9 @@ public struct EpochAssembler: Sendable {
             let opens = opensCycle(time)
             boundary(time, .rmc, emit)
             picture.otherSentence()
-            if let rmcDate {
+            // gpsd merges an RMC's date only from a valid one (a receiver's "V" RMCs before its
+            // first fix may carry a default date: the RGM-3800's 1980-01-05).
+            if let rmcDate, valid {
                 setDate(
                     year: rmcDate.year < 80 ? 2000 + rmcDate.year : 1900 + rmcDate.year, month: rmcDate.month,
                     day: rmcDate.day, time: time)
@@ -350,7 +352,7 @@ public struct EpochAssembler: Sendable {
                 xdop: dop.x, ydop: dop.y, vdop: dop.vertical, hdop: dop.horizontal, mode: mode,
                 dgps: cycle.status == 2)
         }
-        if let type = Self.timedType(sentence), type != .zda {
+        if let type = Self.timedType(sentence), type != .zda, Self.gpsdLatchesTime(sentence) {
             if gpsdEnders.contains(type) { cycle.gpsdEnded = true }
             lastLatched = type
         }
@@ -376,6 +378,16 @@ public struct EpochAssembler: Sendable {
             markReported(fix)
             emit(fix)
         }
+    }
+
+    /// Whether gpsd 3.22 registers this sentence's time for its cycle detector
+    /// (`register_fractional_time`): `processRMC` does only for a valid ("A"/"D") RMC whose time
+    /// and date both parse, so a receiver's leading "V" RMCs leave its GGA the first timed
+    /// sentence, which gpsd then tags as a cycle ender too (`tr737A+.log`: a last cycle cut off
+    /// after its GGA is reported there).
+    private static func gpsdLatchesTime(_ sentence: NMEASentence) -> Bool {
+        if case .rmc(_, let valid, _, _, _, _, let date, _) = sentence { return valid && date != nil }
+        return true
     }
 
     private mutating func markReported(_ fix: Fix) {

@@ -59,6 +59,35 @@ struct EndOfInputTests {
         #expect(fixes == NMEADecoder.fixes(in: cut).fixes)
     }
 
+    /// gpsd 3.22's `processRMC` takes an RMC's time for its cycle detector, and its date, only
+    /// from a valid RMC with a date: a receiver whose first RMCs are "V" has its GGA learned as a
+    /// cycle ender too, so a last cycle cut after its GGA is reported (`tr737A+.log`), and a "V"
+    /// RMC's default date never dates a fix (`rgm3800.log`: 1980-01-05, which gave the next
+    /// cycle a climb error over 28 years).
+    @Test("\"V\" RMCs: neither their time teaches gpsd's cycle end nor their date dates a fix")
+    func invalidRMCs() {
+        var text = ""
+        for second in 30...31 {
+            text += NMEAParserTests.sentence("GPRMC,0717\(second).929,V,0000.0000,N,00000.0000,E,,0.00,050180,,,N")
+            text += NMEAParserTests.sentence("GPGGA,0717\(second + 1).929,0000.0000,N,00000.0000,E,0,0,,,M,,M,,")
+        }
+        for second in 40...42 {
+            text += NMEAParserTests.sentence(
+                "GPGGA,0717\(second).000,4404.1316,N,12118.8473,W,1,4,5.20,1135.3,M,-19.6,M,,")
+            text += NMEAParserTests.sentence("GPGSA,A,3,23,13,32,20,,,,,,,,,5.29,5.20,0.98")
+            if second < 42 {
+                text += NMEAParserTests.sentence(
+                    "GPRMC,0717\(second).000,A,4404.1316,N,12118.8473,W,0.08,0.00,111111,,,A")
+            }
+        }
+        let fixes = lastPerEpoch(NMEADecoder.fixes(in: Data(text.utf8)).fixes).filter(\.hasPosition)
+        // The last cycle, cut after its GGA and GSA, is reported (gpsd reported it at its GGA).
+        #expect(fixes.compactMap(\.time).map(iso8601Milliseconds).last == "2011-11-11T07:17:42.000Z")
+        // No fix is dated 1980, and the first dated one has no climb error over decades.
+        #expect(fixes.allSatisfy { ($0.time ?? .distantFuture) > Date(timeIntervalSince1970: 1e9) })
+        #expect(fixes.allSatisfy { $0.errors.climb.map { $0 > 0.01 } ?? true })
+    }
+
     @Test("a cycle that gpsd ends with GLL, cut before its GLL, is not reported (nor by gpsd)")
     func cutBeforeGPSDEnder() {
         // Garmin-style: RMC, GGA, GSA, GLL per cycle; the last cycle stops after its GSA.
