@@ -46,37 +46,35 @@ public func writeISO8601Milliseconds(_ date: Date, to text: UnsafeMutablePointer
     let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
     // Written into memory the caller holds (a byte-by-byte append to an array checks its
     // capacity and uniqueness 24 times: 2 % of a fast replay's instructions).
-    do {
-        var at = 0
-        // The last `count` decimal digits of `value`, most significant first.
-        func digits(_ value: Int64, _ count: Int) {
-            var remaining = value
-            var index = at + count - 1
-            while index >= at {
-                text[index] = UInt8(truncatingIfNeeded: remaining % 10) + 48
-                remaining /= 10
-                index -= 1
-            }
-            at += count
+    var at = 0
+    // The last `count` decimal digits of `value`, most significant first.
+    func digits(_ value: Int64, _ count: Int) {
+        var remaining = value
+        var index = at + count - 1
+        while index >= at {
+            text[index] = UInt8(truncatingIfNeeded: remaining % 10) + 48
+            remaining /= 10
+            index -= 1
         }
-        func byte(_ ascii: Unicode.Scalar) {
-            text[at] = UInt8(ascii: ascii)
-            at += 1
-        }
-        digits(year, 4)
-        byte("-")
-        digits(month, 2)
-        byte("-")
-        digits(day, 2)
-        byte("T")
-        digits(secondOfDay / 3600, 2)
-        byte(":")
-        digits(secondOfDay / 60 % 60, 2)
-        byte(":")
-        digits(secondOfDay % 60, 2)
-        byte(".")
-        digits(millis, 3)
-        byte("Z")
-        return at
+        at += count
     }
+    func byte(_ ascii: Unicode.Scalar) {
+        text[at] = UInt8(ascii: ascii)
+        at += 1
+    }
+    digits(year, 4)
+    byte("-")
+    digits(month, 2)
+    byte("-")
+    digits(day, 2)
+    byte("T")
+    digits(secondOfDay / 3600, 2)
+    byte(":")
+    digits(secondOfDay / 60 % 60, 2)
+    byte(":")
+    digits(secondOfDay % 60, 2)
+    byte(".")
+    digits(millis, 3)
+    byte("Z")
+    return at
 }

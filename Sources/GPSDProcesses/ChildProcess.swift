@@ -67,6 +67,11 @@ package final class ChildProcess: Sendable {
 
     package var isRunning: Bool { exited == nil }
 
+    /// A wait status (`exited`) in words: "exit status 1", "killed by signal 9".
+    package static func describe(_ status: Int32) -> String {
+        status & 0x7F == 0 ? "exit status \((status >> 8) & 0xFF)" : "killed by signal \(status & 0x7F)"
+    }
+
     /// Waits (without blocking a thread) until the child exits or `timeout` passes.
     @discardableResult
     package func waitForExit(timeout: Duration) async -> Bool {

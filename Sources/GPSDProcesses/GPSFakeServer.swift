@@ -107,7 +107,7 @@ public final class GPSFakeServer: Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if FreePort.accepts(port: endpoint.port) { return }
-            if let status = child.exited { throw .exitedEarly("exit status \(status); \(stderr)") }
+            if let status = child.exited { throw .exitedEarly("\(ChildProcess.describe(status)); \(stderr)") }
             try? await Task.sleep(for: .milliseconds(10))
         }
         throw .notListening(endpoint.port)
@@ -119,7 +119,7 @@ public final class GPSFakeServer: Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if FreePort.accepts(port: endpoint.port) { return }
-            if let status = child.exited { throw .exitedEarly("exit status \(status); \(stderr)") }
+            if let status = child.exited { throw .exitedEarly("\(ChildProcess.describe(status)); \(stderr)") }
             usleep(10_000)
         }
         throw .notListening(endpoint.port)
@@ -178,13 +178,17 @@ public final class GPSFakeServer: Sendable {
 
     private var stderr: String { daemonMessages(in: workDirectory.appendingPathComponent("stderr.txt")) }
 
-    /// When gpsfake has exited with a failure status: that status and what it wrote on stderr
-    /// (gpsfake's "Test timed out" when gpsd never reported its device gone); nil while it runs
-    /// or after a clean exit.
-    public var failure: String? {
+    /// After the replay: gpsfake's failure, when it ended with one — its exit status and what it
+    /// wrote on stderr (its "Test timed out" when gpsd never reported its device gone). gpsfake
+    /// stops its gpsd before it exits, so a client that saw gpsd go may ask before gpsfake is
+    /// gone: this waits for it up to `timeout` (blocking; for command-line tools). Nil after a
+    /// clean exit, or while it still runs.
+    public func failureAfterExit(timeout: Duration = .seconds(2)) -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while child.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
         guard let status = child.exited, status != 0 else { return nil }
         let text = stderr
-        return "gpsfake exited with status \(status)" + (text.isEmpty ? "" : ": \(text)")
+        return "gpsfake ended with \(ChildProcess.describe(status))" + (text.isEmpty ? "" : ": \(text)")
     }
 }
 

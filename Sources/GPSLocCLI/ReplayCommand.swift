@@ -167,7 +167,7 @@ enum ReplayCommand {
             endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false, sky: sink.showsSky)
         let run = play(source, sink: sink, options: options, authorization: authorization)
         // gpsfake's own complaint, when it failed: the one clue to a replay that delivered nothing.
-        if run.delivered == 0, let failure = server.failure {
+        if run.delivered == 0, let failure = server.failureAfterExit() {
             sink.diagnostic(code: "gpsfake", message: failure)
         }
         return run

@@ -12,7 +12,9 @@ import Glibc
 /// would have anyway), and `install` waits for the handler before it returns.
 package enum SignalSources {
     /// Sources for `signals`, each calling `handler(signal)` on `queue`, registered before
-    /// this returns. Keep them: a released source is cancelled.
+    /// this returns. Keep them: a released source is cancelled. (Once per process: libdispatch
+    /// leaves its handler installed when a source is cancelled, so a second `install` of the
+    /// same signal could not see its own registration.)
     package static func install(
         _ signals: [Int32], queue: DispatchQueue = .global(), handler: @escaping @Sendable (Int32) -> Void
     ) -> [any DispatchSourceSignal] {

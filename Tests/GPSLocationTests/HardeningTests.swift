@@ -201,7 +201,10 @@ struct SignalTests {
     /// run; the stuck gpsloc had SIGINT caught by then, so the signal had come while it was
     /// still ignored): libdispatch installs a signal source's handler a moment after `resume()`.
     /// `SignalSources.install` returns only when the handlers are in place (SIGUSR2 here: the
-    /// test process's own SIGINT stays the runner's).
+    /// test process's own SIGINT stays the runner's). The race itself cannot be shown in this
+    /// process: libdispatch's manager thread is already running here, so registration is quick
+    /// and this test passes even without the wait (checked). A fresh process is where it showed:
+    /// a handler still the default right after `resume()`, installed one 100-µs wait later.
     @Test("signal sources are live when install returns, and a signal then reaches the handler")
     func signalSourcesLiveOnReturn() async throws {
         // Ignored until then, so that a failure here cannot end the test process.

@@ -216,15 +216,21 @@ public struct NDJSONWriter: Sendable {
     /// A value's text (an enum's name, a type).
     @inline(__always) private mutating func appendText(_ text: String) { buffer.append(contentsOf: text.utf8) }
 
+    /// `value` as `ByteCursor.putOptional` writes it (`null` when nil or not finite).
     private mutating func appendOptional(_ value: Double?, decimals: Int) {
-        if let value, value.isFinite { appendFixed(value, decimals: decimals) } else { append("null") }
+        appendFormatted { $0.putOptional(value, decimals: decimals) }
     }
 
     /// `value` rounded to `decimals` places, without exponent; `null` when not finite or too large.
     mutating func appendFixed(_ value: Double, decimals: Int) {
+        appendFormatted { $0.putFixed(value, decimals: decimals) }
+    }
+
+    /// One number, laid out on the stack by `ByteCursor` (the one formatter) and appended once.
+    private mutating func appendFormatted(_ put: (inout ByteCursor) -> Void) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: ByteCursor.fixedCapacity) { scratch in
             var cursor = ByteCursor(scratch.baseAddress!)
-            cursor.putFixed(value, decimals: decimals)
+            put(&cursor)
             buffer.append(contentsOf: UnsafeBufferPointer(start: scratch.baseAddress!, count: cursor.count))
         }
     }

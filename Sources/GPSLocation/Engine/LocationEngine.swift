@@ -373,11 +373,19 @@ package struct LocationEngine: Sendable {
             let lost = receivers.deviceChanged(device)
             guard !device.activated, lost || receivers.selected == nil else { return actions }
             staleness.reportedElsewhere()
-            var message = "gpsd deactivated the receiver \(device.path) (unplugged, or removed with `gpsdctl remove`)"
-            if let last = lastDelivered?.timestamp {
-                message += "; the last location (\(iso8601Milliseconds(last))) is kept"
+            var message: String
+            if isLive {
+                message = "gpsd deactivated the receiver \(device.path) (unplugged, or removed with `gpsdctl remove`)"
+                if let last = lastDelivered?.timestamp {
+                    message += "; the last location (\(iso8601Milliseconds(last))) is kept"
+                }
+                message +=
+                    " — locations resume when it or another receiver is back; check the cable and `gpsloc doctor`"
+            } else {
+                // A recording played through gpsd (gpsfake): its receiver goes when the recording
+                // ends — no cable to check.
+                message = "gpsd closed the receiver \(device.path) it was replaying: the recording has ended"
             }
-            message += " — locations resume when it or another receiver is back; check the cable and `gpsloc doctor`"
             actions.append(.fail(CLError(.locationUnknown, message: message, reason: .receiverDeactivated)))
             return actions
         case .problem(let error, let terminal):
