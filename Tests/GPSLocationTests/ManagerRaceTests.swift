@@ -85,4 +85,98 @@ struct ManagerRaceTests {
         #expect(!delegate.locations.isEmpty)
         #expect(delegate.overlap == 0)
     }
+
+    /// A source whose next `stop()` waits, on the thread that calls it, until the test lets it go.
+    final class HeldStopSource: LocationSource {
+        private let state = Locked<(handler: (@Sendable (LocationSourceEvent) -> Void)?, holdNextStop: Bool)>(
+            (nil, false))
+        let stopEntered = DispatchSemaphore(value: 0)
+        let stopReleased = DispatchSemaphore(value: 0)
+        var isLive: Bool { true }
+        var isSimulated: Bool { true }
+        func holdNextStop() { state.withLock { $0.holdNextStop = true } }
+        func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+            state.withLock { $0.handler = handler }
+        }
+        func stop() {
+            let hold = state.withLock { state in
+                defer { state.holdNextStop = false }
+                return state.holdNextStop
+            }
+            if hold {
+                stopEntered.signal()
+                stopReleased.wait()
+            }
+            state.withLock { $0.handler = nil }
+        }
+        var isRunning: Bool { state.withLock { $0.handler != nil } }
+        @discardableResult
+        func send(_ event: LocationSourceEvent) -> Bool {
+            guard let handler = state.withLock({ $0.handler }) else { return false }
+            handler(event)
+            return true
+        }
+    }
+
+    /// Asks for the next location from inside the callback of the last, as async wrappers do.
+    final class AskAgainDelegate: NSObject, CLLocationManagerDelegate, @unchecked Sendable {
+        // @unchecked Sendable: called on the manager's serial delegate queue only.
+        weak var manager: CLLocationManager?
+        var count = 0
+        let asked = ExitLatch()
+        let second = ExitLatch()
+        func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+            count += 1
+            if count == 1 {
+                manager.requestLocation()
+                asked.finish(0)
+            } else {
+                second.finish(0)
+            }
+        }
+        func locationManager(_ manager: CLLocationManager, didFailWithError error: Error) {}
+    }
+
+    /// Found in a busy suite run of `app-shapes async-wrapper` (two requestLocation() calls in a
+    /// row stalled with neither location nor error): the one-shot ends on the source's thread,
+    /// whose stop of the source came after — not before — the next request's start, made from
+    /// the delegate callback the first location reached through a drain already under way. The
+    /// source was then stopped while the engine waited for it. Here the interleaving is forced:
+    /// the source's stop is held until the delegate has asked again.
+    @Test("requestLocation() asked again from the callback while the last one's source stop is under way")
+    func requestAgainDuringStop() async throws {
+        let source = HeldStopSource()
+        let delegate = AskAgainDelegate()
+        let queue = DispatchQueue(label: "delegate")
+        let manager = CLLocationManager(
+            source: source, authorizer: grantedAuthorizer(.authorizedAlways), delegateQueue: queue)
+        manager.diagnosticsHandler = Diagnostics.discard
+        manager.maximumLocationAge = 1e9
+        // No last location of another test's "test" app answers the request from the cache.
+        manager.lastLocationCache = nil
+        manager.delegate = delegate
+        delegate.manager = manager
+        manager.requestLocation()
+        #expect(source.isRunning)
+        // A drain is under way (held on the delegate queue) when the one-shot's location comes:
+        // the start's own callbacks have been handed over first, so the notice schedules a
+        // new drain, behind the gate.
+        _ = try await offConcurrencyThreads { queue.sync {} }
+        let gate = DispatchSemaphore(value: 0)
+        queue.async { gate.wait() }
+        source.send(.notice(code: "test", message: "a diagnostic before the fix"))
+        source.holdNextStop()
+        let firstSent = Self.send(1) { _ in source.send(.fix(Self.fix(0))) }
+        _ = try await offConcurrencyThreads { source.stopEntered.wait() }
+        gate.signal()
+        await delegate.asked.wait()
+        source.stopReleased.signal()
+        await firstSent.wait()
+        #expect(source.isRunning, "the source was left stopped while the second requestLocation() waits for it")
+        // Only waited for when it can come: a failed expectation never hangs the suite.
+        let sent = source.send(.fix(Self.fix(1)))
+        #expect(sent)
+        if sent { await delegate.second.wait() }
+        manager.stopUpdatingLocation()
+    }
 }

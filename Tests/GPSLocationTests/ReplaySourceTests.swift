@@ -81,4 +81,41 @@ struct ReplaySourceTests {
         #expect(before.first == 0 && before.count == 3)
         #expect(before.count == 3 && before[1] > 0 && before[1] < delegate.locations.count)
     }
+
+    /// A stop and a start made from the reading thread's own callback (the engine does so when a
+    /// one-shot ends and the delegate asks again at once): the first run stops, and only the new
+    /// one reads — before, the old thread read on, because `running` was true again.
+    @Test("a restart from the reading thread's own callback leaves one thread reading")
+    func restartFromOwnThread() async throws {
+        let source = NMEAReplaySource(path: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path)
+        let counts = Locked((old: 0, new: 0, oldAfterRestart: 0, restarted: false))
+        let done = ExitLatch()
+        let fresh: @Sendable (LocationSourceEvent) -> Void = { event in
+            switch event {
+            case .fix: counts.withLock { $0.new += 1 }
+            case .problem(_, terminal: true): done.finish(0)
+            default: break
+            }
+        }
+        source.start { event in
+            guard case .fix = event else { return }
+            let restart = counts.withLock { counts -> Bool in
+                counts.old += 1
+                if counts.restarted { counts.oldAfterRestart += 1 }
+                return !counts.restarted
+            }
+            if restart {
+                source.stop()
+                source.start(fresh)
+                counts.withLock { $0.restarted = true }
+            }
+        }
+        await done.wait()
+        source.stop()
+        let (old, new, oldAfterRestart, _) = counts.withLock { $0 }
+        #expect(old == 1 && oldAfterRestart == 0, "the first run read on after its restart")
+        #expect(new > 10)
+        // The second run's end is what waitUntilFinished() waits for, and it has come.
+        source.waitUntilFinished()
+    }
 }

@@ -29,6 +29,8 @@ package final class EngineRunner: Sendable {
         /// Where outputs are handed over.
         var delivery: Delivery
         var consumer: (@Sendable (Output) -> Void)?
+        /// Whether the source should run, as the engine last decided (`reconcileSource` makes
+        /// it so; `SourceControl` holds whether it does).
         var sourceRunning = false
         /// Bumped by `stop()`: events, timers and outputs of an older generation are dropped.
         var generation = 0
@@ -55,17 +57,27 @@ package final class EngineRunner: Sendable {
 
     /// What the engine's actions leave to do once the lock is released.
     private struct Effects {
-        var arm: [(LocationEngine.Timer, TimeInterval)] = []
-        var cancel: [LocationEngine.Timer] = []
-        var stopSource = false
-        var startSource = false
-        var generation = 0
+        var sourceChanged = false
         var delivered: CLLocation?
+    }
+
+    /// Whether the source runs, and for which generation, as `reconcileSource` left it. Only the
+    /// thread that holds `busy` starts or stops the source; one that finds it busy sets `dirty`,
+    /// and the holder looks again before it lets go. So the source's start and stop calls
+    /// follow the engine's decisions in the order they were made under the lock — never a
+    /// one-shot's late `stop()` after the next request's `start()` (the source would then be
+    /// stopped while the engine waits for it) — and no thread waits for another to do so.
+    private struct SourceControl {
+        var busy = false
+        var dirty = false
+        var running = false
+        var generation = 0
     }
 
     package let source: any LocationSource
     package let appID: String
     private let state: Locked<State>
+    private let control = Locked(SourceControl())
     private let timers: EngineTimers
     /// "Now" for the engine and the timers' time: the system's, or a test's `ManualEngineClock`.
     package let clock: any EngineClock
@@ -116,7 +128,7 @@ package final class EngineRunner: Sendable {
         timers.cancelAll()
         clock.cancelAll(ObjectIdentifier(self))
         if case .runLoop(let target) = state.withLock({ $0.delivery }) { target.release() }
-        if state.withLock({ $0.sourceRunning }) { source.stop() }
+        if control.withLock({ $0.running }) { source.stop() }
     }
 
     // MARK: Settings
@@ -221,26 +233,30 @@ package final class EngineRunner: Sendable {
 
     // MARK: Driving
 
-    /// Runs `step` on the engine under the lock, queues its outputs, and performs the rest
-    /// (timers, the source, the cache) after the lock is released. Dropped when
-    /// `generation` is given and a `stop()` came since.
+    /// Runs `step` on the engine under the lock, queues its outputs, arms and cancels its timers
+    /// (under the lock too: a one-shot's cancel decided before the next request's arm is done
+    /// before it), and brings the source and the cache in line after the lock is released.
+    /// Dropped when `generation` is given and a `stop()` came since.
     package func drive(generation expected: Int? = nil, _ step: (inout LocationEngine) -> [LocationEngine.Action]) {
         let effects = state.withLock { state -> Effects? in
             if let expected, expected != state.generation { return nil }
             let actions = step(&state.engine)
-            var effects = Effects(generation: state.generation)
+            var effects = Effects()
             var outputs: [Output] = []
+            var stoppedSource = false
             for action in actions {
                 switch action {
                 case .emit(let output):
                     outputs.append(output)
                     if case .locations(let batch) = output, let location = batch.last { effects.delivered = location }
-                case .arm(let timer, let seconds): effects.arm.append((timer, seconds))
-                case .cancel(let timer): effects.cancel.append(timer)
+                // Timers only enqueue when they fire: arming one under the lock waits for nothing.
+                case .arm(let timer, let seconds): timers.arm(timer, after: seconds)
+                case .cancel(let timer): timers.cancel(timer)
                 case .stopSource:
+                    stoppedSource = true
                     if state.sourceRunning {
                         state.sourceRunning = false
-                        effects.stopSource = true
+                        effects.sourceChanged = true
                     }
                 }
             }
@@ -255,26 +271,54 @@ package final class EngineRunner: Sendable {
                     Self.append(output, to: &state)
                 }
             }
-            if state.engine.isRunning && !state.sourceRunning && !effects.stopSource {
+            if state.engine.isRunning && !state.sourceRunning && !stoppedSource {
                 state.sourceRunning = true
-                effects.startSource = true
+                effects.sourceChanged = true
             }
             return effects
         }
         guard let effects else { return }
-        perform(effects)
-    }
-
-    private func perform(_ effects: Effects) {
-        for timer in effects.cancel { timers.cancel(timer) }
-        for (timer, seconds) in effects.arm { timers.arm(timer, after: seconds) }
-        if effects.stopSource { source.stop() }
-        if effects.startSource {
-            let generation = effects.generation
-            source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
-        }
+        if effects.sourceChanged { reconcileSource() }
         if let location = effects.delivered, let cache = lastLocationCache { cache.record(location, for: appID) }
         scheduleDrain()
+    }
+
+    /// Starts or stops the source until it does what the engine last decided (see
+    /// `SourceControl`). Returns at once when another thread is doing it: that thread looks again.
+    private func reconcileSource() {
+        let claimed = control.withLock { control -> Bool in
+            if control.busy {
+                control.dirty = true
+                return false
+            }
+            control.busy = true
+            return true
+        }
+        guard claimed else { return }
+        while true {
+            control.withLock { $0.dirty = false }
+            let (wanted, generation) = state.withLock { ($0.sourceRunning, $0.generation) }
+            let (running, runningGeneration) = control.withLock { ($0.running, $0.generation) }
+            // A source started for an older generation hands its events to a handler that drops
+            // them: it is restarted.
+            if running && (!wanted || runningGeneration != generation) {
+                source.stop()
+                control.withLock { $0.running = false }
+            }
+            if wanted && !(running && runningGeneration == generation) {
+                control.withLock {
+                    $0.running = true
+                    $0.generation = generation
+                }
+                source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
+            }
+            let again = control.withLock { control -> Bool in
+                if control.dirty { return true }
+                control.busy = false
+                return false
+            }
+            if !again { return }
+        }
     }
 
     /// Blocks until the steps of timers fired so far have run and their outputs have been handed
@@ -322,7 +366,10 @@ package final class EngineRunner: Sendable {
 
     /// Stops everything: the engine's updates, the timers, the source. Outputs not yet handed
     /// over are dropped; one being handed over when this returns has finished (unless this is
-    /// called from the adapter's own callback). The newest location goes to the cache.
+    /// called from the adapter's own callback). The source is stopped before this returns, or,
+    /// when another thread is starting or stopping it at that moment, by that thread as soon as
+    /// it has (`reconcileSource`); its events are dropped either way. The newest location goes
+    /// to the cache.
     /// With `keepingMonitoring`, monitoring services (regions, visits) go on if they run.
     package func stop(keepingMonitoring: Bool = false) {
         let (wasRunning, last) = state.withLock { state -> (Bool, CLLocation?) in
@@ -332,6 +379,8 @@ package final class EngineRunner: Sendable {
                 state.pending.removeAll { if case .locations = $0 { true } else { false } }
                 state.pendingLocations = 0
                 state.locationGeneration += 1
+                timers.cancel(.staleness)
+                timers.cancel(.requestLocation)
                 return (false, state.engine.lastDelivered)
             }
             state.generation += 1
@@ -339,17 +388,17 @@ package final class EngineRunner: Sendable {
             state.pendingLocations = 0
             let wasRunning = state.sourceRunning
             state.sourceRunning = false
+            if wasRunning {
+                timers.cancelAll()
+            } else {
+                timers.cancel(.staleness)
+                timers.cancel(.requestLocation)
+            }
             return (wasRunning, state.engine.lastDelivered)
         }
         // A recording's thread waiting for the adapter goes on (and sees it was stopped).
         FlowControl.changed()
-        if wasRunning {
-            timers.cancelAll()
-            source.stop()
-        } else {
-            timers.cancel(.staleness)
-            timers.cancel(.requestLocation)
-        }
+        reconcileSource()
         if wasRunning, let last, let cache = lastLocationCache { cache.record(last, for: appID, force: true) }
         flush()
     }

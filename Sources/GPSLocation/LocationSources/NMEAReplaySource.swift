@@ -60,12 +60,17 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     private struct State {
         var running = false
         var thread: Thread?
+        /// Bumped by each `start`: a reading thread goes on only while its number is current, so
+        /// a restart (a `stop` and `start` from the reading thread's own callback) never leaves
+        /// two threads reading.
+        var run = 0
+        /// Signalled when the current run's thread has ended.
+        var finished = DispatchSemaphore(value: 0)
         var progress: (@Sendable (Int, Int?) -> Void)?
         var statistics = NMEAStatistics()
     }
     /// The reading thread owns the decoder; everything shared is here.
     private let state = Locked(State())
-    private let finished = DispatchSemaphore(value: 0)
     /// What the recording held (known once it has been read to its end).
     public var statistics: NMEAStatistics { state.withLock { $0.statistics } }
 
@@ -84,40 +89,46 @@ public final class NMEAReplaySource: LocationSource, Sendable {
 
     /// Starts reading on a thread of its own.
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
-        let alreadyRunning = state.withLock { state in
-            defer { state.running = true }
-            return state.running
+        let started = state.withLock { state -> (number: Int, finished: DispatchSemaphore)? in
+            if state.running { return nil }
+            state.running = true
+            if state.run > 0 { state.finished = DispatchSemaphore(value: 0) }
+            state.run += 1
+            return (state.run, state.finished)
         }
-        if alreadyRunning { return }
+        guard let started else { return }
         let thread = Thread { [self] in
-            run(handler)
-            finished.signal()
+            run(handler, number: started.number)
+            started.finished.signal()
         }
         thread.name = "gpslocation.replay"
-        state.withLock { $0.thread = thread }
+        state.withLock { if $0.run == started.number { $0.thread = thread } }
         thread.start()
     }
 
     /// Stops reading; returns once the reading thread has handed over its last fix.
     public func stop() {
-        let (wasRunning, thread) = state.withLock { state in
+        let (wasRunning, thread, finished) = state.withLock { state in
             defer { state.running = false }
-            return (state.running && state.thread != nil, state.thread)
+            return (state.running && state.thread != nil, state.thread, state.finished)
         }
-        if wasRunning && Thread.current != thread { finished.wait() }
+        if wasRunning && Thread.current != thread {
+            finished.wait()
+            finished.signal()
+        }
     }
 
     public var isLive: Bool { false }
 
     /// Blocks until the recording has been read to the end (or `stop()`).
     public func waitUntilFinished() {
+        let finished = state.withLock { $0.finished }
         finished.wait()
         finished.signal()
     }
 
-    private var isRunning: Bool { state.withLock { $0.running } }
-
-    private func run(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+    private func run(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void, number: Int) {
+        let isRunning: () -> Bool = { [state] in state.withLock { $0.running && $0.run == number } }
         let descriptor = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let cause = String(cString: strerror(errno))
@@ -148,7 +159,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
                         let due = firstClock + time.timeIntervalSince(first) / speed
                         // In slices of at most 20 ms, so `stop()` ends a paced replay at once
                         // instead of after the rest of the recording's time.
-                        while isRunning {
+                        while isRunning() {
                             let wait = due - clock.now()
                             if wait <= 0 { break }
                             clock.sleep(seconds: min(wait, 0.02))
@@ -159,12 +170,12 @@ public final class NMEAReplaySource: LocationSource, Sendable {
                     }
                 }
             }
-            if isRunning { handler(.fix(fix)) }
+            if isRunning() { handler(.fix(fix)) }
         }
-        let deliverHeading: (HeadingReading) -> Void = { [self] heading in
-            if isRunning { handler(.heading(heading)) }
+        let deliverHeading: (HeadingReading) -> Void = { heading in
+            if isRunning() { handler(.heading(heading)) }
         }
-        while isRunning {
+        while isRunning() {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
@@ -187,7 +198,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
         decoder.finish(deliver)
         let statistics = decoder.statistics
         state.withLock { $0.statistics = statistics }
-        guard isRunning else { return }
+        guard isRunning() else { return }
         for (code, message) in Self.inputNotes(decoder.statistics) { handler(.notice(code: code, message: message)) }
         handler(
             .problem(
