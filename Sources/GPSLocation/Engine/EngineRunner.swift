@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GNSSCore
+import Synchronization
 
 /// The one driver of `LocationEngine`. `CLLocationManager`, `CLMonitor`, `CLLocationUpdate`,
 /// `CLServiceSession` and every `gpsloc` command adapt it; none of them runs the engine itself.
@@ -59,6 +60,20 @@ package final class EngineRunner: Sendable {
     private struct Effects {
         var sourceChanged = false
         var delivered: CLLocation?
+        /// Where `delivered` goes (read under the same lock as the step).
+        var cache: LastLocationCache?
+        /// Outputs taken for inline delivery in the step's own critical section.
+        var batch: Batch?
+        /// The adapter was `maximumBatch` locations behind after the step.
+        var behind = false
+    }
+
+    /// Outputs taken from `pending` to be handed over, with the generations they belong to.
+    private struct Batch {
+        var outputs: [Output]
+        var generation: Int
+        var locationGeneration: Int
+        var consumer: (@Sendable (Output) -> Void)?
     }
 
     /// Whether the source runs, and for which generation, as `reconcileSource` left it. Only the
@@ -77,6 +92,10 @@ package final class EngineRunner: Sendable {
     package let source: any LocationSource
     package let appID: String
     private let state: Locked<State>
+    /// `State.generation` and `State.locationGeneration`, stored under the lock whenever they
+    /// change and read without it by the hand-over loop: one atomic load per output, not a lock.
+    private let generations = Atomic<Int>(0)
+    private let locationGenerations = Atomic<Int>(0)
     private let control = Locked(SourceControl())
     private let timers: EngineTimers
     /// "Now" for the engine and the timers' time: the system's, or a test's `ManualEngineClock`.
@@ -238,6 +257,13 @@ package final class EngineRunner: Sendable {
     /// before it), and brings the source and the cache in line after the lock is released.
     /// Dropped when `generation` is given and a `stop()` came since.
     package func drive(generation expected: Int? = nil, _ step: (inout LocationEngine) -> [LocationEngine.Action]) {
+        _ = driveStep(generation: expected, step)
+    }
+
+    /// `drive`; true when the adapter is `maximumBatch` locations behind afterwards.
+    private func driveStep(generation expected: Int?, _ step: (inout LocationEngine) -> [LocationEngine.Action])
+        -> Bool
+    {
         let effects = state.withLock { state -> Effects? in
             if let expected, expected != state.generation { return nil }
             let actions = step(&state.engine)
@@ -275,12 +301,28 @@ package final class EngineRunner: Sendable {
                 state.sourceRunning = true
                 effects.sourceChanged = true
             }
+            if effects.delivered != nil { effects.cache = state.lastLocationCache }
+            // Inline delivery with no hand-over under way: the outputs are taken here, in the
+            // step's own critical section, and handed over by this thread below.
+            if case .inline = state.delivery, !state.drainScheduled, !state.pending.isEmpty {
+                state.drainScheduled = true
+                state.drainsStarted += 1
+                effects.batch = Self.take(&state)
+            }
+            effects.behind = state.pendingLocations >= state.maximumBatch
             return effects
         }
-        guard let effects else { return }
+        guard let effects else { return false }
         if effects.sourceChanged { reconcileSource() }
-        if let location = effects.delivered, let cache = lastLocationCache { cache.record(location, for: appID) }
-        scheduleDrain()
+        if let location = effects.delivered, let cache = effects.cache { cache.record(location, for: appID) }
+        if let batch = effects.batch {
+            delivering.lock()
+            defer { delivering.unlock() }
+            handOver(batch)
+        } else {
+            scheduleDrain()
+        }
+        return effects.behind
     }
 
     /// Starts or stops the source until it does what the engine last decided (see
@@ -342,15 +384,19 @@ package final class EngineRunner: Sendable {
     /// adapter is `maximumBatch` locations behind.
     private func sourceEvent(_ event: LocationSourceEvent, generation: Int) {
         let uptime = source.isLive ? clock.uptime : nil
-        let observer = state.withLock { $0.flowObserver }
-        if let observer, case .problem(_, terminal: true) = event { observer(.ended) }
-        drive(generation: generation) { engine in engine.handle(event, now: clock.now, uptime: uptime) }
-        guard source.waitsForConsumer, !isOnQueue else { return }
+        if case .problem(_, terminal: true) = event, let observer = state.withLock({ $0.flowObserver }) {
+            observer(.ended)
+        }
+        let behindAfterStep = driveStep(generation: generation) { engine in
+            engine.handle(event, now: clock.now, uptime: uptime)
+        }
+        // Nearly always the adapter keeps up: no wait, and no process-wide condition to take.
+        guard behindAfterStep, source.waitsForConsumer, !isOnQueue else { return }
         let behind = { [self] in
             state.withLock { $0.generation == generation && $0.pendingLocations >= $0.maximumBatch }
         }
-        // Nearly always the adapter keeps up: no wait, and no process-wide condition to take.
         if behind() {
+            let observer = state.withLock { $0.flowObserver }
             observer?(.heldBack)
             FlowControl.wait { !behind() }
             observer?(.released)
@@ -379,11 +425,13 @@ package final class EngineRunner: Sendable {
                 state.pending.removeAll { if case .locations = $0 { true } else { false } }
                 state.pendingLocations = 0
                 state.locationGeneration += 1
+                locationGenerations.store(state.locationGeneration, ordering: .releasing)
                 timers.cancel(.staleness)
                 timers.cancel(.requestLocation)
                 return (false, state.engine.lastDelivered)
             }
             state.generation += 1
+            generations.store(state.generation, ordering: .releasing)
             state.pending.removeAll()
             state.pendingLocations = 0
             let wasRunning = state.sourceRunning
@@ -493,43 +541,64 @@ package final class EngineRunner: Sendable {
     private func drain() {
         delivering.lock()
         defer { delivering.unlock() }
-        state.withLock { $0.drainsStarted += 1 }
+        let batch = state.withLock { state -> Batch? in
+            state.drainsStarted += 1
+            return Self.takeOrFinish(&state)
+        }
+        if let batch { handOver(batch) }
+    }
+
+    /// Hands `batch` to the adapter, then whatever was queued meanwhile, until nothing is
+    /// pending. Called holding `delivering`, with `drainScheduled` set.
+    private func handOver(_ first: Batch) {
+        var batch = first
         while true {
-            let (outputs, taken, takenLocations, consumer) = state.withLock {
-                state -> ([Output], Int, Int, (@Sendable (Output) -> Void)?) in
-                guard !state.pending.isEmpty else {
-                    state.drainScheduled = false
-                    return ([], state.generation, state.locationGeneration, nil)
-                }
-                var outputs = state.pending
-                if state.dropped > 0 {
-                    outputs.insert(
-                        .diagnostic(
-                            LocationDiagnostic(
-                                code: "droppedLocations",
-                                message: "\(state.dropped) live location(s) dropped: the app took longer to handle "
-                                    + "locations than the receiver takes to make them (at most \(state.maximumBatch) wait)"
-                            )
-                        ), at: 0)
-                    state.dropped = 0
-                }
-                state.pending.removeAll()
-                state.pendingLocations = 0
-                return (outputs, state.generation, state.locationGeneration, state.consumer)
-            }
-            if outputs.isEmpty { return }
             FlowControl.changed()
-            for output in outputs {
+            for output in batch.outputs {
                 // Checked under `delivering`, which `stop()`'s flush takes: what a stop ended
                 // is not handed over after it returns.
-                let (current, locationsCurrent) = state.withLock {
-                    (taken == $0.generation, takenLocations == $0.locationGeneration)
+                if generations.load(ordering: .acquiring) != batch.generation { break }
+                if case .locations = output,
+                    locationGenerations.load(ordering: .acquiring) != batch.locationGeneration
+                {
+                    continue
                 }
-                if !current { break }
-                if case .locations = output, !locationsCurrent { continue }
-                consumer?(output)
+                batch.consumer?(output)
             }
+            guard let next = state.withLock({ Self.takeOrFinish(&$0) }) else { return }
+            batch = next
         }
+    }
+
+    /// What is pending, taken; or nil, and the hand-over marked finished, when nothing is.
+    private static func takeOrFinish(_ state: inout State) -> Batch? {
+        guard !state.pending.isEmpty else {
+            state.drainScheduled = false
+            return nil
+        }
+        return take(&state)
+    }
+
+    /// Takes what is pending (a `droppedLocations` diagnostic first when live locations were
+    /// dropped) with the generations it belongs to.
+    private static func take(_ state: inout State) -> Batch {
+        var outputs = state.pending
+        if state.dropped > 0 {
+            outputs.insert(
+                .diagnostic(
+                    LocationDiagnostic(
+                        code: "droppedLocations",
+                        message: "\(state.dropped) live location(s) dropped: the app took longer to handle "
+                            + "locations than the receiver takes to make them (at most \(state.maximumBatch) wait)"
+                    )
+                ), at: 0)
+            state.dropped = 0
+        }
+        state.pending.removeAll()
+        state.pendingLocations = 0
+        return Batch(
+            outputs: outputs, generation: state.generation, locationGeneration: state.locationGeneration,
+            consumer: state.consumer)
     }
 }
 
@@ -545,15 +614,26 @@ private final class WeakRunner: @unchecked Sendable {
 /// is never taken while a state lock is held, so the two cannot deadlock.
 package enum FlowControl {
     private static let condition = NSCondition()
+    /// Threads inside `wait`. `changed()` takes the condition only when there are any: a waiter
+    /// counts itself (holding the condition) before it checks `ready()`, and a changer changes
+    /// its state before it reads the count, so either the waiter sees the change or the changer
+    /// sees the waiter — and then broadcasts once the waiter sleeps (it holds the condition
+    /// until then).
+    private static let waiters = Atomic<Int>(0)
 
     /// Blocks the calling thread until `ready()` is true. Never call it on a concurrency thread.
     package static func wait(until ready: () -> Bool) {
         condition.lock()
-        defer { condition.unlock() }
+        waiters.add(1, ordering: .sequentiallyConsistent)
+        defer {
+            waiters.subtract(1, ordering: .sequentiallyConsistent)
+            condition.unlock()
+        }
         while !ready() { condition.wait() }
     }
 
     package static func changed() {
+        guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         condition.lock()
         condition.broadcast()
         condition.unlock()
