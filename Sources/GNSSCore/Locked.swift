@@ -14,8 +14,8 @@ import Foundation
 /// were 4 % of its instructions. The lock already makes every access exclusive.
 package final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only reached through `withLock`.
-    private let value: UnsafeMutablePointer<Value>
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let value: UnsafeMutablePointer<Value>
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     package init(_ value: Value) {
         self.value = .allocate(capacity: 1)
@@ -32,6 +32,10 @@ package final class Locked<Value>: @unchecked Sendable {
         value.deallocate()
     }
 
+    /// Inlinable, so each caller gets a copy specialized for its value and result: the generic
+    /// version moved every result through value witnesses (a retain and a release per class
+    /// reference in it), once per lock taken.
+    @inlinable
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

@@ -1,6 +1,7 @@
 import Foundation
 import GNSSCore
 import GPSLocation
+import Synchronization
 
 /// Options shared by `watch` and `replay`: they become the engine's configuration.
 struct PipelineOptions {
@@ -179,17 +180,21 @@ final class EngineSession: Sendable {
     let sink: UpdateSink
     private let runner: EngineRunner
     private let counts: Locked<Counts>
-    /// A one-shot request: the run is over when the engine has stopped.
-    private let oneShot = Locked(false)
+    /// Fixes the source passed on (counted on the source's thread: an atomic, not the lock).
+    private let fixes = FixCounter()
+    final class FixCounter: Sendable {
+        let value = Atomic<Int>(0)
+    }
     /// Called once when the run is over (the source ended, or an error ended updates), with the
     /// error that ended it, if any.
     private let ended: @Sendable (CLError?) -> Void
 
     struct Counts {
-        var fixes = 0
         var delivered = 0
         var finished = false
         var countReached = false
+        /// A one-shot request: the run is over when the engine has stopped.
+        var oneShot = false
     }
     /// `--count`: the run ends after this many locations.
     private let countLimit: Int?
@@ -197,7 +202,7 @@ final class EngineSession: Sendable {
     var delivered: Int { counts.withLock { $0.delivered } }
     /// The run ended because `--count` locations were delivered (a success).
     var countReached: Bool { counts.withLock { $0.countReached } }
-    var fixesSeen: Int { counts.withLock { $0.fixes } }
+    var fixesSeen: Int { fixes.value.load(ordering: .relaxed) }
 
     /// - Parameter endingReasons: errors with these reasons end the command too (watch: gpsd
     ///   unreachable at start, an app that cannot be asked).
@@ -210,12 +215,12 @@ final class EngineSession: Sendable {
         self.sink = sink
         self.ended = ended
         countLimit = options.count
-        let counts = Locked(Counts())
-        self.counts = counts
+        counts = Locked(Counts())
+        let fixes = fixes
         runner = EngineRunner(
             // The fixes it passes on are counted for the command's closing summary.
             source: TappedLocationSource(source) { event in
-                if case .fix = event { counts.withLock { $0.fixes += 1 } }
+                if case .fix = event { fixes.value.add(1, ordering: .relaxed) }
             }, configuration: options.configuration,
             authorization: authorization, fuzzer: fuzzer, lastLocationCache: cache, queue: nil)
         runner.endingReasons = endingReasons
@@ -248,7 +253,7 @@ final class EngineSession: Sendable {
 
     /// Starts the engine's one-shot request (`requestLocation()`), ending at `timeout` seconds.
     func startOneShot(timeout: TimeInterval) {
-        oneShot.withLock { $0 = true }
+        counts.withLock { $0.oneShot = true }
         runner.drive { engine in
             engine.configuration.requestLocationTimeout = timeout
             return engine.start(.oneShot, now: Date())
@@ -271,19 +276,23 @@ final class EngineSession: Sendable {
     private func write(_ output: EngineRunner.Output) {
         // After the error that ended the run nothing more is shown: a "reconnecting" note behind
         // an error gpsloc exits on would say the opposite of what happens.
-        if counts.withLock({ $0.finished }) { return }
+        // One lock per output: whether the run is over, how many of a batch to show, whether
+        // that reaches --count, and whether this is a one-shot.
+        let locationCount = if case .locations(let locations) = output { locations.count } else { 0 }
+        let (finished, shown, reached, oneShot) = counts.withLock { counts -> (Bool, Int, Bool, Bool) in
+            if counts.finished { return (true, 0, false, false) }
+            // With --count, no more than N are shown, and the Nth ends the run.
+            let room = countLimit.map { max(0, $0 - counts.delivered) } ?? locationCount
+            let shown = min(room, locationCount)
+            counts.delivered += shown
+            if let countLimit, counts.delivered >= countLimit { counts.countReached = true }
+            return (false, shown, counts.countReached, counts.oneShot)
+        }
+        if finished { return }
         switch output {
         case .locations(let locations):
-            // With --count, no more than N are shown, and the Nth ends the run.
-            let shown = counts.withLock { counts -> Int in
-                let room = countLimit.map { max(0, $0 - counts.delivered) } ?? locations.count
-                let shown = min(room, locations.count)
-                counts.delivered += shown
-                if let countLimit, counts.delivered >= countLimit { counts.countReached = true }
-                return shown
-            }
             for location in locations.prefix(shown) { sink.location(location) }
-            if countReached {
+            if reached {
                 end(nil)
                 return
             }
@@ -305,7 +314,7 @@ final class EngineSession: Sendable {
         case .adapter: break
         }
         // The engine stopped the request (settled with a location or failed): the run is over.
-        if oneShot.withLock({ $0 }) && !runner.isRunning { end(nil) }
+        if oneShot && !runner.isRunning { end(nil) }
     }
 
     /// Calls `ended` the first time only.

@@ -264,17 +264,26 @@ package final class EngineRunner: Sendable {
     private func driveStep(generation expected: Int?, _ step: (inout LocationEngine) -> [LocationEngine.Action])
         -> Bool
     {
-        let effects = state.withLock { state -> Effects? in
-            if let expected, expected != state.generation { return nil }
+        // Filled inside the lock and used after it (not returned from it: a returned struct of
+        // references was copied and destroyed once more, a retain and a release each).
+        var effects = Effects()
+        let stepped = state.withLock { state -> Bool in
+            if let expected, expected != state.generation { return false }
             let actions = step(&state.engine)
-            var effects = Effects()
-            var outputs: [Output] = []
+            // Which errors end updates is decided here, once: those after which the engine
+            // runs no more, and those the adapter named.
+            let stopped = !state.engine.isRunning
             var stoppedSource = false
             for action in actions {
                 switch action {
                 case .emit(let output):
-                    outputs.append(output)
                     if case .locations(let batch) = output, let location = batch.last { effects.delivered = location }
+                    if case .failure(var error) = output {
+                        error.endsUpdates = stopped || error.reason.map(state.endingReasons.contains) == true
+                        Self.append(.failure(error), to: &state)
+                    } else {
+                        Self.append(output, to: &state)
+                    }
                 // Timers only enqueue when they fire: arming one under the lock waits for nothing.
                 case .arm(let timer, let seconds): timers.arm(timer, after: seconds)
                 case .cancel(let timer): timers.cancel(timer)
@@ -284,17 +293,6 @@ package final class EngineRunner: Sendable {
                         state.sourceRunning = false
                         effects.sourceChanged = true
                     }
-                }
-            }
-            // Which errors end updates is decided here, once: those after which the engine
-            // runs no more, and those the adapter named.
-            let stopped = !state.engine.isRunning
-            for output in outputs {
-                if case .failure(var error) = output {
-                    error.endsUpdates = stopped || error.reason.map(state.endingReasons.contains) == true
-                    Self.append(.failure(error), to: &state)
-                } else {
-                    Self.append(output, to: &state)
                 }
             }
             if state.engine.isRunning && !state.sourceRunning && !stoppedSource {
@@ -310,9 +308,9 @@ package final class EngineRunner: Sendable {
                 effects.batch = Self.take(&state)
             }
             effects.behind = state.pendingLocations >= state.maximumBatch
-            return effects
+            return true
         }
-        guard let effects else { return false }
+        guard stepped else { return false }
         if effects.sourceChanged { reconcileSource() }
         if let location = effects.delivered, let cache = effects.cache { cache.record(location, for: appID) }
         if let batch = effects.batch {

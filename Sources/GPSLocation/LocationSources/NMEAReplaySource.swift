@@ -1,5 +1,6 @@
 import Foundation
 import GNSSCore
+import Synchronization
 
 /// How fast a replay runs.
 public enum ReplayPacing: Sendable, Equatable {
@@ -71,6 +72,9 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     }
     /// The reading thread owns the decoder; everything shared is here.
     private let state = Locked(State())
+    /// The number of the run that may read (0: none), stored under `state`'s lock and read by the
+    /// reading thread at each fix without it.
+    private let currentRun = Atomic<Int>(0)
     /// What the recording held (known once it has been read to its end).
     public var statistics: NMEAStatistics { state.withLock { $0.statistics } }
 
@@ -94,6 +98,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             state.running = true
             if state.run > 0 { state.finished = DispatchSemaphore(value: 0) }
             state.run += 1
+            currentRun.store(state.run, ordering: .releasing)
             return (state.run, state.finished)
         }
         guard let started else { return }
@@ -109,7 +114,10 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     /// Stops reading; returns once the reading thread has handed over its last fix.
     public func stop() {
         let (wasRunning, thread, finished) = state.withLock { state in
-            defer { state.running = false }
+            defer {
+                state.running = false
+                currentRun.store(0, ordering: .releasing)
+            }
             return (state.running && state.thread != nil, state.thread, state.finished)
         }
         if wasRunning && Thread.current != thread {
@@ -128,7 +136,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     }
 
     private func run(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void, number: Int) {
-        let isRunning: () -> Bool = { [state] in state.withLock { $0.running && $0.run == number } }
+        let isRunning: () -> Bool = { self.currentRun.load(ordering: .acquiring) == number }
         let descriptor = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let cause = String(cString: strerror(errno))
