@@ -552,20 +552,29 @@ package final class EngineRunner: Sendable {
         var batch = first
         while true {
             FlowControl.changed()
-            for output in batch.outputs {
+            guard let consumer = batch.consumer else { return drop(batch) }
+            // By index: each output is lent to the consumer, not copied out of the batch first.
+            let outputs = batch.outputs
+            for index in outputs.indices {
                 // Checked under `delivering`, which `stop()`'s flush takes: what a stop ended
                 // is not handed over after it returns.
                 if generations.load(ordering: .acquiring) != batch.generation { break }
-                if case .locations = output,
+                if case .locations = outputs[index],
                     locationGenerations.load(ordering: .acquiring) != batch.locationGeneration
                 {
                     continue
                 }
-                batch.consumer?(output)
+                consumer(outputs[index])
             }
             guard let next = state.withLock({ Self.takeOrFinish(&$0) }) else { return }
             batch = next
         }
+    }
+
+    /// No consumer yet: what was taken is dropped (as before one is set), and the rest too.
+    private func drop(_ batch: Batch) {
+        var next: Batch? = batch
+        while next != nil { next = state.withLock { Self.takeOrFinish(&$0) } }
     }
 
     /// What is pending, taken; or nil, and the hand-over marked finished, when nothing is.
