@@ -88,19 +88,24 @@ struct ManagerRaceTests {
 
     /// A source whose next `stop()` waits, on the thread that calls it, until the test lets it go.
     final class HeldStopSource: LocationSource {
-        private let state = Locked<(handler: (@Sendable (LocationSourceEvent) -> Void)?, holdNextStop: Bool)>(
-            (nil, false))
+        private let state = Locked<
+            (handler: (@Sendable (LocationSourceEvent) -> Void)?, holdNextStop: Bool, log: [String])
+        >((nil, false, []))
         let stopEntered = DispatchSemaphore(value: 0)
         let stopReleased = DispatchSemaphore(value: 0)
         var isLive: Bool { true }
         var isSimulated: Bool { true }
         func holdNextStop() { state.withLock { $0.holdNextStop = true } }
         func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
-            state.withLock { $0.handler = handler }
+            state.withLock {
+                $0.handler = handler
+                $0.log.append("start")
+            }
         }
         func stop() {
             let hold = state.withLock { state in
                 defer { state.holdNextStop = false }
+                state.log.append(state.holdNextStop ? "stop (held)" : "stop")
                 return state.holdNextStop
             }
             if hold {
@@ -110,6 +115,8 @@ struct ManagerRaceTests {
             state.withLock { $0.handler = nil }
         }
         var isRunning: Bool { state.withLock { $0.handler != nil } }
+        /// Starts and stops so far, in order (for a failure's message).
+        var log: [String] { state.withLock { $0.log } }
         @discardableResult
         func send(_ event: LocationSourceEvent) -> Bool {
             guard let handler = state.withLock({ $0.handler }) else { return false }
@@ -123,18 +130,21 @@ struct ManagerRaceTests {
         // @unchecked Sendable: called on the manager's serial delegate queue only.
         weak var manager: CLLocationManager?
         var count = 0
-        let asked = ExitLatch()
-        let second = ExitLatch()
+        let asked = DispatchSemaphore(value: 0)
+        let second = DispatchSemaphore(value: 0)
         func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
             count += 1
             if count == 1 {
                 manager.requestLocation()
-                asked.finish(0)
+                asked.signal()
             } else {
-                second.finish(0)
+                second.signal()
             }
         }
-        func locationManager(_ manager: CLLocationManager, didFailWithError error: Error) {}
+        let errors = Locked<[String]>([])
+        func locationManager(_ manager: CLLocationManager, didFailWithError error: Error) {
+            errors.withLock { $0.append("\(error)") }
+        }
     }
 
     /// Found in a busy suite run of `app-shapes async-wrapper` (two requestLocation() calls in a
@@ -148,8 +158,14 @@ struct ManagerRaceTests {
         let source = HeldStopSource()
         let delegate = AskAgainDelegate()
         let queue = DispatchQueue(label: "delegate")
+        // An app of its own: no other test's decisions or last location reach it. A manual clock:
+        // on a busy machine the test's steps may take longer than the one-shot's 10-s timeout,
+        // which would then end the request before its fix is sent (seen in a busy suite run).
         let manager = CLLocationManager(
-            source: source, authorizer: grantedAuthorizer(.authorizedAlways), delegateQueue: queue)
+            source: source,
+            authorizer: LocationAuthorizer(
+                appID: "request-again", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true),
+            delegateQueue: queue, clock: ManualEngineClock())
         manager.diagnosticsHandler = Diagnostics.discard
         manager.maximumLocationAge = 1e9
         // No last location of another test's "test" app answers the request from the cache.
@@ -166,17 +182,34 @@ struct ManagerRaceTests {
         queue.async { gate.wait() }
         source.send(.notice(code: "test", message: "a diagnostic before the fix"))
         source.holdNextStop()
-        let firstSent = Self.send(1) { _ in source.send(.fix(Self.fix(0))) }
-        _ = try await offConcurrencyThreads { source.stopEntered.wait() }
+        let firstAccepted = Locked(false)
+        let firstSent = Self.send(1) { _ in firstAccepted.withLock { $0 = source.send(.fix(Self.fix(0))) } }
+        // Bounded, so that a failure reports what happened instead of hanging the suite.
+        let entered = try await offConcurrencyThreads { source.stopEntered.wait(timeout: .now() + 60) == .success }
+        guard entered else {
+            gate.signal()
+            let taken = firstAccepted.withLock { $0 }
+            let errors = delegate.errors.withLock { $0 }
+            Issue.record(
+                Comment(
+                    rawValue:
+                        "the one-shot's fix never stopped the source: fix taken \(taken), source \(source.log), errors \(errors)"
+                ))
+            return
+        }
         gate.signal()
-        await delegate.asked.wait()
+        let asked = try await offConcurrencyThreads { delegate.asked.wait(timeout: .now() + 60) == .success }
         source.stopReleased.signal()
+        #expect(asked, "the first location never reached the delegate: errors \(delegate.errors.withLock { $0 })")
         await firstSent.wait()
         #expect(source.isRunning, "the source was left stopped while the second requestLocation() waits for it")
         // Only waited for when it can come: a failed expectation never hangs the suite.
         let sent = source.send(.fix(Self.fix(1)))
         #expect(sent)
-        if sent { await delegate.second.wait() }
+        if sent {
+            let second = try await offConcurrencyThreads { delegate.second.wait(timeout: .now() + 60) == .success }
+            #expect(second, "the second request's location never came: errors \(delegate.errors.withLock { $0 })")
+        }
         manager.stopUpdatingLocation()
     }
 }

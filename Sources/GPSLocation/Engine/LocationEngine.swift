@@ -499,6 +499,9 @@ package struct LocationEngine: Sendable {
             held = (fix, uptime, true)
             return actions
         }
+        // Nearly always nothing came before: the checked fix's actions are returned as they are,
+        // not copied into a new array.
+        if actions.isEmpty { return handleCheckedFix(fix, now: now, uptime: uptime) }
         return actions + handleCheckedFix(fix, now: now, uptime: uptime)
     }
 
