@@ -132,9 +132,14 @@ extension RealGPSD.LaneC {
                 // (Bounds separate "reconnected" from "stuck": seconds from minutes. Under load on
                 // a busy CI machine gpsfake itself starts late; the figures printed below are for
                 // reading, the benchmark is where speed is measured.)
+                // On failure, what the manager said meanwhile (seen once in a busy full run: gpsd's
+                // "no position fix", then nothing for 30 s).
+                let errorsBefore0 = delegate.errorCount
+                let resumed = await delegate.wait(timeout: 30) { $0.locationCount >= before + 5 }
                 #expect(
-                    await delegate.wait(timeout: 30) { $0.locationCount >= before + 5 },
-                    "segment \(index): no locations")
+                    resumed,
+                    "segment \(index): \(delegate.locationCount - before) locations in 30 s; errors since: \(delegate.errors.dropFirst(errorsBefore0).map(\.localizedDescription))"
+                )
                 resumeDelays.append(
                     (delegate.arrival(of: before) ?? Date()).timeIntervalSince(listening) - 1.4)
                 // One connection while data flows (the count below is known to see it).
