@@ -31,7 +31,7 @@ package final class EngineRunner: Sendable {
         var delivery: Delivery
         var consumer: (@Sendable (Output) -> Void)?
         /// Whether the source should run, as the engine last decided (`reconcileSource` makes
-        /// it so; `SourceControl` holds whether it does).
+        /// it so; `SourceReconciler` holds whether it does).
         var sourceRunning = false
         /// Bumped by `stop()`: events, timers and outputs of an older generation are dropped.
         var generation = 0
@@ -76,19 +76,6 @@ package final class EngineRunner: Sendable {
         var consumer: (@Sendable (Output) -> Void)?
     }
 
-    /// Whether the source runs, and for which generation, as `reconcileSource` left it. Only the
-    /// thread that holds `busy` starts or stops the source; one that finds it busy sets `dirty`,
-    /// and the holder looks again before it lets go. So the source's start and stop calls
-    /// follow the engine's decisions in the order they were made under the lock — never a
-    /// one-shot's late `stop()` after the next request's `start()` (the source would then be
-    /// stopped while the engine waits for it) — and no thread waits for another to do so.
-    private struct SourceControl {
-        var busy = false
-        var dirty = false
-        var running = false
-        var generation = 0
-    }
-
     package let source: any LocationSource
     package let appID: String
     private let state: Locked<State>
@@ -96,7 +83,7 @@ package final class EngineRunner: Sendable {
     /// change and read without it by the hand-over loop: one atomic load per output, not a lock.
     private let generations = Atomic<Int>(0)
     private let locationGenerations = Atomic<Int>(0)
-    private let control = Locked(SourceControl())
+    private let sourceControl = SourceReconciler()
     private let timers: EngineTimers
     /// "Now" for the engine and the timers' time: the system's, or a test's `ManualEngineClock`.
     package let clock: any EngineClock
@@ -147,7 +134,7 @@ package final class EngineRunner: Sendable {
         timers.cancelAll()
         clock.cancelAll(ObjectIdentifier(self))
         if case .runLoop(let target) = state.withLock({ $0.delivery }) { target.release() }
-        if control.withLock({ $0.running }) { source.stop() }
+        if sourceControl.isRunning { source.stop() }
     }
 
     // MARK: Settings
@@ -194,16 +181,6 @@ package final class EngineRunner: Sendable {
         get { state.withLock { $0.stallHandler } }
         set { state.withLock { $0.stallHandler = newValue } }
     }
-    /// Where a recording's source stands against the adapter, for `flowObserver`.
-    package enum SourceFlow: Sendable {
-        /// `maximumBatch` locations wait for the adapter: the source's thread waits too.
-        case heldBack
-        /// The adapter caught up; the source reads on.
-        case released
-        /// The source has ended (told before its last event is handled).
-        case ended
-    }
-
     /// A seam for tests of slow adapters, told on the source's thread. An adapter that takes a
     /// location only while the source is held back (or has ended) is as far behind as the runner
     /// lets it be, by construction and with no clock.
@@ -323,42 +300,15 @@ package final class EngineRunner: Sendable {
         return effects.behind
     }
 
-    /// Starts or stops the source until it does what the engine last decided (see
-    /// `SourceControl`). Returns at once when another thread is doing it: that thread looks again.
+    /// Starts or stops the source until it does what the engine last decided
+    /// (`SourceReconciler`). Returns at once when another thread is doing it: that thread looks again.
     private func reconcileSource() {
-        let claimed = control.withLock { control -> Bool in
-            if control.busy {
-                control.dirty = true
-                return false
-            }
-            control.busy = true
-            return true
-        }
-        guard claimed else { return }
-        while true {
-            control.withLock { $0.dirty = false }
-            let (wanted, generation) = state.withLock { ($0.sourceRunning, $0.generation) }
-            let (running, runningGeneration) = control.withLock { ($0.running, $0.generation) }
-            // A source started for an older generation hands its events to a handler that drops
-            // them: it is restarted.
-            if running && (!wanted || runningGeneration != generation) {
-                source.stop()
-                control.withLock { $0.running = false }
-            }
-            if wanted && !(running && runningGeneration == generation) {
-                control.withLock {
-                    $0.running = true
-                    $0.generation = generation
-                }
+        sourceControl.reconcile(
+            wanted: { state.withLock { ($0.sourceRunning, $0.generation) } },
+            stop: { source.stop() },
+            start: { generation in
                 source.start { [weak self] event in self?.sourceEvent(event, generation: generation) }
-            }
-            let again = control.withLock { control -> Bool in
-                if control.dirty { return true }
-                control.busy = false
-                return false
-            }
-            if !again { return }
-        }
+            })
     }
 
     /// Blocks until the steps of timers fired so far have run and their outputs have been handed
@@ -613,36 +563,4 @@ package final class EngineRunner: Sendable {
 private final class WeakRunner: @unchecked Sendable {
     // @unchecked Sendable: set once in the runner's init, before any timer can fire.
     weak var runner: EngineRunner?
-}
-
-/// Where a producer waits for its consumer (a recording's thread for the adapter, an adapter
-/// for an async stream's reader): one condition for the process. Whoever changes what a waiter
-/// waits for calls `changed()`; each waiter checks its own condition again. The condition's lock
-/// is never taken while a state lock is held, so the two cannot deadlock.
-package enum FlowControl {
-    private static let condition = NSCondition()
-    /// Threads inside `wait`. `changed()` takes the condition only when there are any: a waiter
-    /// counts itself (holding the condition) before it checks `ready()`, and a changer changes
-    /// its state before it reads the count, so either the waiter sees the change or the changer
-    /// sees the waiter — and then broadcasts once the waiter sleeps (it holds the condition
-    /// until then).
-    private static let waiters = Atomic<Int>(0)
-
-    /// Blocks the calling thread until `ready()` is true. Never call it on a concurrency thread.
-    package static func wait(until ready: () -> Bool) {
-        condition.lock()
-        waiters.add(1, ordering: .sequentiallyConsistent)
-        defer {
-            waiters.subtract(1, ordering: .sequentiallyConsistent)
-            condition.unlock()
-        }
-        while !ready() { condition.wait() }
-    }
-
-    package static func changed() {
-        guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
-        condition.lock()
-        condition.broadcast()
-        condition.unlock()
-    }
 }
