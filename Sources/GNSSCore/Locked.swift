@@ -10,7 +10,7 @@ import Foundation
 ///
 /// The value and the mutex live in memory of their own rather than in stored properties: an
 /// `inout` access to a class's stored property is checked for exclusivity at run time (two
-/// runtime calls), and a fast replay takes this lock about 17 times per location — those checks
+/// runtime calls), and a fast replay took this lock about 17 times per location — those checks
 /// were 4 % of its instructions. The lock already makes every access exclusive.
 package final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only reached through `withLock`.

@@ -128,7 +128,6 @@ struct ManagerRaceTests {
     /// Asks for the next location from inside the callback of the last, as async wrappers do.
     final class AskAgainDelegate: NSObject, CLLocationManagerDelegate, @unchecked Sendable {
         // @unchecked Sendable: called on the manager's serial delegate queue only.
-        weak var manager: CLLocationManager?
         var count = 0
         let asked = DispatchSemaphore(value: 0)
         let second = DispatchSemaphore(value: 0)
@@ -171,7 +170,6 @@ struct ManagerRaceTests {
         // No last location of another test's "test" app answers the request from the cache.
         manager.lastLocationCache = nil
         manager.delegate = delegate
-        delegate.manager = manager
         manager.requestLocation()
         #expect(source.isRunning)
         // A drain is under way (held on the delegate queue) when the one-shot's location comes:
@@ -188,6 +186,8 @@ struct ManagerRaceTests {
         let entered = try await offConcurrencyThreads { source.stopEntered.wait(timeout: .now() + 60) == .success }
         guard entered else {
             gate.signal()
+            // A stop that comes later (the manager's end) must not wait for the test.
+            source.stopReleased.signal()
             let taken = firstAccepted.withLock { $0 }
             let errors = delegate.errors.withLock { $0 }
             Issue.record(

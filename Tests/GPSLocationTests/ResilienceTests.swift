@@ -134,11 +134,11 @@ extension RealGPSD.LaneC {
                 // reading, the benchmark is where speed is measured.)
                 // On failure, what the manager said meanwhile (seen once in a busy full run: gpsd's
                 // "no position fix", then nothing for 30 s).
-                let errorsBefore0 = delegate.errorCount
+                let errorsAtStart = delegate.errorCount
                 let resumed = await delegate.wait(timeout: 30) { $0.locationCount >= before + 5 }
                 #expect(
                     resumed,
-                    "segment \(index): \(delegate.locationCount - before) locations in 30 s; errors since: \(delegate.errors.dropFirst(errorsBefore0).map(\.localizedDescription))"
+                    "segment \(index): \(delegate.locationCount - before) locations in 30 s; errors since: \(delegate.errors.dropFirst(errorsAtStart).map(\.localizedDescription))"
                 )
                 resumeDelays.append(
                     (delegate.arrival(of: before) ?? Date()).timeIntervalSince(listening) - 1.4)
