@@ -55,10 +55,6 @@ public enum FixQuality: Int, Sendable, CustomStringConvertible {
     }
 }
 
-/// gpsd's error estimates for one fix, in its own units and at its own confidence (about 95 %).
-///
-/// `nil` means the receiver or gpsd did not report the value. These are *not* CoreLocation's
-/// accuracies (68 %); the accuracy stage converts them.
 /// A receiver's own estimate of its position error (NMEA GST, gpsd's GST report): one
 /// standard deviation, metres, for the fix of `time`.
 public struct ReceiverErrorEstimate: Sendable, Equatable {
@@ -91,37 +87,108 @@ public struct ReceiverErrorEstimate: Sendable, Equatable {
     }
 }
 
+/// An optional `Double` in eight bytes, where `Double?` takes sixteen in a struct: nil is one
+/// signalling-NaN bit pattern, which no arithmetic produces (an operation on a NaN gives a quiet
+/// one), so every value a receiver or a computation gives, NaN and infinities included, is kept
+/// as it is. `Fix` and `FixErrors` store their values so: a fix is half the size, and each of
+/// the copies on its way from a source to the app moves half the bytes.
+@usableFromInline
+struct PackedDouble: Sendable, Equatable, BitwiseCopyable {
+    @usableFromInline var bits: UInt64
+
+    @inlinable static var absent: UInt64 { 0x7FF4_0000_0000_0B5E }
+
+    @inlinable init(_ value: Double?) { bits = value?.bitPattern ?? Self.absent }
+
+    @inlinable var value: Double? {
+        get { bits == Self.absent ? nil : Double(bitPattern: bits) }
+        set { bits = newValue?.bitPattern ?? Self.absent }
+    }
+
+    /// As `Double?` compares: nil equals nil, values by `==` (NaN equals nothing).
+    @inlinable static func == (a: Self, b: Self) -> Bool { a.value == b.value }
+}
+
+/// gpsd's error estimates for one fix, in its own units and at its own confidence (about 95 %).
+///
+/// `nil` means the receiver or gpsd did not report the value. These are *not* CoreLocation's
+/// accuracies (68 %); the accuracy stage converts them.
 public struct FixErrors: Sendable, Equatable {
+    @usableFromInline var packed:
+        (
+            time: PackedDouble, longitude: PackedDouble, latitude: PackedDouble, horizontal: PackedDouble,
+            vertical: PackedDouble, speed: PackedDouble, course: PackedDouble, climb: PackedDouble
+        )
+
     /// Time uncertainty, seconds (gpsd `ept`).
-    public var time: Double?
+    @inlinable public var time: Double? {
+        get { packed.time.value }
+        set { packed.time.value = newValue }
+    }
     /// Longitude error, metres (gpsd `epx`).
-    public var longitude: Double?
+    @inlinable public var longitude: Double? {
+        get { packed.longitude.value }
+        set { packed.longitude.value = newValue }
+    }
     /// Latitude error, metres (gpsd `epy`).
-    public var latitude: Double?
+    @inlinable public var latitude: Double? {
+        get { packed.latitude.value }
+        set { packed.latitude.value = newValue }
+    }
     /// Horizontal (2D) position error, metres (gpsd `eph`).
-    public var horizontal: Double?
+    @inlinable public var horizontal: Double? {
+        get { packed.horizontal.value }
+        set { packed.horizontal.value = newValue }
+    }
     /// Vertical error, metres (gpsd `epv`).
-    public var vertical: Double?
+    @inlinable public var vertical: Double? {
+        get { packed.vertical.value }
+        set { packed.vertical.value = newValue }
+    }
     /// Speed error, metres per second (gpsd `eps`).
-    public var speed: Double?
+    @inlinable public var speed: Double? {
+        get { packed.speed.value }
+        set { packed.speed.value = newValue }
+    }
     /// Course error, degrees (gpsd `epd`).
-    public var course: Double?
+    @inlinable public var course: Double? {
+        get { packed.course.value }
+        set { packed.course.value = newValue }
+    }
     /// Climb error, metres per second (gpsd `epc`).
-    public var climb: Double?
+    @inlinable public var climb: Double? {
+        get { packed.climb.value }
+        set { packed.climb.value = newValue }
+    }
 
     @inlinable
     public init(
         time: Double? = nil, longitude: Double? = nil, latitude: Double? = nil, horizontal: Double? = nil,
         vertical: Double? = nil, speed: Double? = nil, course: Double? = nil, climb: Double? = nil
     ) {
-        self.time = time
-        self.longitude = longitude
-        self.latitude = latitude
-        self.horizontal = horizontal
-        self.vertical = vertical
-        self.speed = speed
-        self.course = course
-        self.climb = climb
+        packed = (
+            PackedDouble(time), PackedDouble(longitude), PackedDouble(latitude), PackedDouble(horizontal),
+            PackedDouble(vertical), PackedDouble(speed), PackedDouble(course), PackedDouble(climb)
+        )
+    }
+
+    @inlinable public static func == (a: Self, b: Self) -> Bool {
+        a.packed.time == b.packed.time && a.packed.longitude == b.packed.longitude
+            && a.packed.latitude == b.packed.latitude && a.packed.horizontal == b.packed.horizontal
+            && a.packed.vertical == b.packed.vertical && a.packed.speed == b.packed.speed
+            && a.packed.course == b.packed.course && a.packed.climb == b.packed.climb
+    }
+}
+
+extension FixErrors: CustomStringConvertible {
+    /// The values reported, by gpsd's names: `FixErrors(epx: 3.2, epy: 4.1, eph: 5.0)`.
+    public var description: String {
+        let named: [(String, Double?)] = [
+            ("ept", time), ("epx", longitude), ("epy", latitude), ("eph", horizontal), ("epv", vertical),
+            ("eps", speed), ("epd", course), ("epc", climb),
+        ]
+        return "FixErrors(" + named.compactMap { name, value in value.map { "\(name): \($0)" } }.joined(separator: ", ")
+            + ")"
     }
 }
 
@@ -129,31 +196,69 @@ public struct FixErrors: Sendable, Equatable {
 ///
 /// Every unknown value is `nil` — never NaN, never a negative marker. Units: degrees (WGS 84)
 /// for positions, metres for heights, metres per second for speeds, degrees clockwise from true
-/// north for courses.
+/// north for courses. (Stored eight bytes a value, `PackedDouble`: a fix is copied on each step
+/// from its source to the app.)
 public struct Fix: Sendable, Equatable {
     public var mode: FixMode
     public var quality: FixQuality
-    /// When the receiver computed the fix (UTC), or nil when it did not say.
-    public var time: Date?
-    public var latitude: Double?
-    public var longitude: Double?
-    /// Height above the WGS 84 ellipsoid, metres (gpsd `altHAE`).
-    public var altitudeHAE: Double?
-    /// Height above mean sea level, metres (gpsd `altMSL`).
-    public var altitudeMSL: Double?
-    /// Geoid separation (MSL − HAE offset), metres (gpsd `geoidSep`).
-    public var geoidSeparation: Double?
+    @usableFromInline var packed:
+        (
+            time: PackedDouble, latitude: PackedDouble, longitude: PackedDouble, altitudeHAE: PackedDouble,
+            altitudeMSL: PackedDouble, geoidSeparation: PackedDouble, speed: PackedDouble, course: PackedDouble,
+            climb: PackedDouble, magneticVariation: PackedDouble
+        )
     public var errors: FixErrors
-    /// Speed over ground, m/s.
-    public var speed: Double?
-    /// Course over ground, degrees from true north (gpsd `track`).
-    public var course: Double?
-    /// Vertical speed, m/s, positive up.
-    public var climb: Double?
-    /// Magnetic variation, degrees, east positive (gpsd `magvar`).
-    public var magneticVariation: Double?
     /// The device that produced the fix, when the source knows it.
     public var device: String?
+
+    /// When the receiver computed the fix (UTC), or nil when it did not say.
+    @inlinable public var time: Date? {
+        get { packed.time.value.map { Date(timeIntervalSinceReferenceDate: $0) } }
+        set { packed.time.value = newValue?.timeIntervalSinceReferenceDate }
+    }
+    @inlinable public var latitude: Double? {
+        get { packed.latitude.value }
+        set { packed.latitude.value = newValue }
+    }
+    @inlinable public var longitude: Double? {
+        get { packed.longitude.value }
+        set { packed.longitude.value = newValue }
+    }
+    /// Height above the WGS 84 ellipsoid, metres (gpsd `altHAE`).
+    @inlinable public var altitudeHAE: Double? {
+        get { packed.altitudeHAE.value }
+        set { packed.altitudeHAE.value = newValue }
+    }
+    /// Height above mean sea level, metres (gpsd `altMSL`).
+    @inlinable public var altitudeMSL: Double? {
+        get { packed.altitudeMSL.value }
+        set { packed.altitudeMSL.value = newValue }
+    }
+    /// Geoid separation (MSL − HAE offset), metres (gpsd `geoidSep`).
+    @inlinable public var geoidSeparation: Double? {
+        get { packed.geoidSeparation.value }
+        set { packed.geoidSeparation.value = newValue }
+    }
+    /// Speed over ground, m/s.
+    @inlinable public var speed: Double? {
+        get { packed.speed.value }
+        set { packed.speed.value = newValue }
+    }
+    /// Course over ground, degrees from true north (gpsd `track`).
+    @inlinable public var course: Double? {
+        get { packed.course.value }
+        set { packed.course.value = newValue }
+    }
+    /// Vertical speed, m/s, positive up.
+    @inlinable public var climb: Double? {
+        get { packed.climb.value }
+        set { packed.climb.value = newValue }
+    }
+    /// Magnetic variation, degrees, east positive (gpsd `magvar`).
+    @inlinable public var magneticVariation: Double? {
+        get { packed.magneticVariation.value }
+        set { packed.magneticVariation.value = newValue }
+    }
 
     @inlinable
     public init(
@@ -164,22 +269,43 @@ public struct Fix: Sendable, Equatable {
     ) {
         self.mode = mode
         self.quality = quality
-        self.time = time
-        self.latitude = latitude
-        self.longitude = longitude
-        self.altitudeHAE = altitudeHAE
-        self.altitudeMSL = altitudeMSL
-        self.geoidSeparation = geoidSeparation
+        packed = (
+            PackedDouble(time?.timeIntervalSinceReferenceDate), PackedDouble(latitude), PackedDouble(longitude),
+            PackedDouble(altitudeHAE), PackedDouble(altitudeMSL), PackedDouble(geoidSeparation), PackedDouble(speed),
+            PackedDouble(course), PackedDouble(climb), PackedDouble(magneticVariation)
+        )
         self.errors = errors
-        self.speed = speed
-        self.course = course
-        self.climb = climb
-        self.magneticVariation = magneticVariation
         self.device = device
     }
 
     /// True when the fix carries a horizontal position (mode 2D or 3D and both coordinates).
-    public var hasPosition: Bool { mode >= .twoDimensional && latitude != nil && longitude != nil }
+    @inlinable public var hasPosition: Bool {
+        mode >= .twoDimensional && packed.latitude.value != nil && packed.longitude.value != nil
+    }
+
+    @inlinable public static func == (a: Self, b: Self) -> Bool {
+        a.mode == b.mode && a.quality == b.quality && a.packed.time == b.packed.time
+            && a.packed.latitude == b.packed.latitude && a.packed.longitude == b.packed.longitude
+            && a.packed.altitudeHAE == b.packed.altitudeHAE && a.packed.altitudeMSL == b.packed.altitudeMSL
+            && a.packed.geoidSeparation == b.packed.geoidSeparation && a.packed.speed == b.packed.speed
+            && a.packed.course == b.packed.course && a.packed.climb == b.packed.climb
+            && a.packed.magneticVariation == b.packed.magneticVariation && a.errors == b.errors
+            && a.device == b.device
+    }
+}
+
+extension Fix: CustomStringConvertible {
+    /// The values reported: `Fix(3d, time: …, latitude: 48.1, longitude: 11.5, errors: …)`.
+    public var description: String {
+        let named: [(String, Any?)] = [
+            ("quality", quality == .unknown ? nil : quality), ("time", time), ("latitude", latitude),
+            ("longitude", longitude), ("altitudeHAE", altitudeHAE), ("altitudeMSL", altitudeMSL),
+            ("geoidSeparation", geoidSeparation), ("speed", speed), ("course", course), ("climb", climb),
+            ("magneticVariation", magneticVariation), ("device", device),
+        ]
+        let values = named.compactMap { name, value in value.map { "\(name): \($0)" } }
+        return "Fix(" + ([mode.description] + values + ["errors: \(errors)"]).joined(separator: ", ") + ")"
+    }
 }
 
 /// Dilution-of-precision figures (dimensionless); nil when unknown.

@@ -70,6 +70,14 @@ public struct Geodesic: Sendable {
     private func tangentPlaneDistance(
         _ latitude1: Double, _ longitude1: Double, _ latitude2: Double, _ longitude2: Double, within span: Double
     ) -> Double? {
+        Self.tangentPlaneDistance(
+            latitude1, longitude1, latitude2, longitude2, within: span, equatorialRadius: equatorialRadius, e2: e2)
+    }
+
+    private static func tangentPlaneDistance(
+        _ latitude1: Double, _ longitude1: Double, _ latitude2: Double, _ longitude2: Double, within span: Double,
+        equatorialRadius: Double, e2: Double
+    ) -> Double? {
         var dLon = longitude2 - longitude1
         if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
         let dLat = latitude2 - latitude1
@@ -594,5 +602,18 @@ extension Geodesic {
     public func nearbyDistance(latitude1: Double, longitude1: Double, latitude2: Double, longitude2: Double) -> Double {
         tangentPlaneDistance(latitude1, longitude1, latitude2, longitude2, within: 0.01)
             ?? distance(latitude1: latitude1, longitude1: longitude1, latitude2: latitude2, longitude2: longitude2)
+    }
+
+    /// `wgs84.nearbyDistance`, for a caller on every fix: the tangent plane needs only the
+    /// ellipsoid's two figures, so `wgs84` (with its series coefficients) is not copied for it.
+    public static func nearbyDistanceOnWGS84(
+        latitude1: Double, longitude1: Double, latitude2: Double, longitude2: Double
+    ) -> Double {
+        let flattening = 1 / 298.257_223_563
+        return tangentPlaneDistance(
+            latitude1, longitude1, latitude2, longitude2, within: 0.01, equatorialRadius: 6_378_137,
+            e2: flattening * (2 - flattening))
+            ?? wgs84.distance(
+                latitude1: latitude1, longitude1: longitude1, latitude2: latitude2, longitude2: longitude2)
     }
 }

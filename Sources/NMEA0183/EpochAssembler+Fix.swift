@@ -37,7 +37,7 @@ extension EpochAssembler {
         {
             let metres = previous.latitude.flatMap { latitude in
                 previous.longitude.map { longitude in
-                    Geodesic.wgs84.nearbyDistance(
+                    Geodesic.nearbyDistanceOnWGS84(
                         latitude1: latitude, longitude1: longitude, latitude2: cycle.latitude!,
                         longitude2: cycle.longitude!)
                 }

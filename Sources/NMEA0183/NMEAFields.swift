@@ -83,6 +83,52 @@ struct Fields {
     /// (value, integer part, fractional digits as a value in [0,1)): exact enough for coordinates.
     static func parseDecimal(_ field: UnsafeBufferPointer<UInt8>) -> (value: Double, integer: Int, fraction: Double)? {
         let count = field.count
+        // Up to 18 characters (every field a receiver sends) no sum below can overflow and no
+        // fraction has more digits than a Double holds: the digits are read with no check
+        // a digit. Longer fields take the general path (same results).
+        guard count > 0, count <= 18, let bytes = field.baseAddress else { return parseLongDecimal(field) }
+        var index = 0
+        let sign = bytes[0]
+        let negative = sign == UInt8(ascii: "-")
+        if negative || sign == UInt8(ascii: "+") { index = 1 }
+        let integerStart = index
+        var integer = 0
+        while index < count {
+            let digit = bytes[index] &- 0x30
+            if digit > 9 { break }
+            integer = integer &* 10 &+ Int(digit)
+            index &+= 1
+        }
+        // (Each prefix of the digits is at most the whole: over the limit anywhere is over it here.)
+        if integer > 100_000_000_000 { return nil }
+        var seenDigit = index > integerStart
+        var fractionDigits: UInt64 = 0
+        var scale = 0
+        if index < count {
+            guard bytes[index] == UInt8(ascii: ".") else { return nil }
+            index &+= 1
+            let fractionStart = index
+            while index < count {
+                let digit = bytes[index] &- 0x30
+                guard digit <= 9 else { return nil }
+                fractionDigits = fractionDigits &* 10 &+ UInt64(digit)
+                index &+= 1
+            }
+            scale = index &- fractionStart
+            seenDigit = seenDigit || scale > 0
+        }
+        guard seenDigit else { return nil }
+        let fraction = Double(fractionDigits) / Self.powerOfTen(scale)
+        let value = Double(integer) + fraction
+        return (negative ? -value : value, negative ? -integer : integer, negative ? -fraction : fraction)
+    }
+
+    /// `parseDecimal` for a field of any length: a check a digit against overflow, and
+    /// fraction digits beyond the 17th ignored.
+    private static func parseLongDecimal(_ field: UnsafeBufferPointer<UInt8>) -> (
+        value: Double, integer: Int, fraction: Double
+    )? {
+        let count = field.count
         guard count > 0 else { return nil }
         var index = 0
         var negative = false

@@ -218,18 +218,31 @@ public struct NMEAParser: Sendable {
             body = UnsafeBufferPointer(rebasing: raw[(start + 1)..<end])
         }
         let fields = Fields(body: body, starts: offsets, count: commas + 1)
-        if let sentence = decode(fields, checksummed: star >= 0) {
-            statistics.sentences += 1
-            if star < 0 { statistics.withoutChecksum += 1 }
-            if cutOff || cutBefore { statistics.missingChecksum += 1 }
-            handle(sentence)
+        decode(fields, checksummed: star >= 0, cutOff: cutOff || cutBefore, handle)
+    }
+
+    /// Counts a decoded sentence and hands it on, or counts a malformed one. The sentence goes
+    /// from its decoder to `handle` where it was made, not returned through `decode` and copied
+    /// at each step (a copy read back just after its parts were stored stalls the processor).
+    @inline(__always)
+    private mutating func emit(
+        _ sentence: NMEASentence?, checksummed: Bool, cutOff: Bool, _ handle: (NMEASentence) -> Void
+    ) {
+        guard let sentence else {
+            statistics.malformed += 1
+            return
         }
+        statistics.sentences += 1
+        if !checksummed { statistics.withoutChecksum += 1 }
+        if cutOff { statistics.missingChecksum += 1 }
+        handle(sentence)
     }
 
     /// The checksum scan eight bytes at a time (SWAR): from `position` up to `*` or `end`,
     /// XOR of the bytes, whether all are printable, and the commas' offsets from `start`. Nil
-    /// when a `$` or `!` appears (a second start: the byte-wise scan handles it). Stops with
-    /// fewer than eight bytes left (`star` -1): the byte-wise scan finishes from `position`.
+    /// when a `$` or `!` may appear (a second start), or a space or `%`: the byte-wise scan
+    /// handles those lines. Stops with fewer than eight bytes left (`star` -1): the byte-wise
+    /// scan finishes from `position`.
     @inline(__always)
     private static func scanWords(
         _ bytes: UnsafePointer<UInt8>, from first: Int, to end: Int, start: Int,
@@ -243,10 +256,19 @@ public struct NMEAParser: Sendable {
             let x = word ^ (ones &* UInt64(byte))
             return ~(((x & low7) &+ low7) | x | low7)
         }
-        // 0x80 in each byte outside 0x20…0x7E.
+        // 0x80 in each byte outside 0x20…0x7E: its own high bit, or, of its low seven bits t,
+        // t + 1 reaching 0x80 (t = 0x7F) or t + 0x60 not reaching it (t < 0x20). Neither sum
+        // carries into the next byte.
         @inline(__always) func unprintable(_ word: UInt64) -> UInt64 {
-            let atLeastSpace = ((word & low7) &+ (ones &* 0x60)) & highs
-            return (word & highs) | (~atLeastSpace & highs) | equal(word, 0x7F)
+            let low = word & low7
+            return (word | (low &+ ones) | ~(low &+ ones &* 0x60)) & highs
+        }
+        // 0x80 in each byte that may be `$` or `!`: 0x20, 0x21, 0x24 or 0x25 (a space and `%`
+        // too, rare in a sentence: a word with one takes the byte-wise scan, which tells them
+        // apart). One test for both starts.
+        @inline(__always) func mayStart(_ word: UInt64) -> UInt64 {
+            let y = (word ^ (ones &* 0x20)) & (ones &* 0xFA)
+            return ~(((y & low7) &+ low7) | y | low7)
         }
         var position = first
         var folded: UInt64 = 0
@@ -255,7 +277,7 @@ public struct NMEAParser: Sendable {
         var star = -1
         while position + 8 <= end {
             var word = UInt64(littleEndian: UnsafeRawPointer(bytes + position).loadUnaligned(as: UInt64.self))
-            if equal(word, UInt8(ascii: "$")) | equal(word, UInt8(ascii: "!")) != 0 { return nil }
+            if mayStart(word) != 0 { return nil }
             let stars = equal(word, UInt8(ascii: "*"))
             var length = 8
             if stars != 0 {
@@ -267,10 +289,13 @@ public struct NMEAParser: Sendable {
             folded ^= word
             bad |= unprintable(word) & valid
             var comma = equal(word, UInt8(ascii: ",")) & valid
+            // Offsets from `start` (wrapping arithmetic: a line longer than an Int16 offset is
+            // refused as too long before its fields are read).
+            let offset = position &- start
             while comma != 0 {
                 if commas < Fields.capacity - 1 {
-                    commas += 1
-                    offsets[commas] = Int16(position + comma.trailingZeroBitCount >> 3 - start)
+                    commas &+= 1
+                    offsets[commas] = Int16(truncatingIfNeeded: offset &+ (comma.trailingZeroBitCount &>> 3))
                 }
                 comma &= comma &- 1
             }
@@ -301,7 +326,9 @@ public struct NMEAParser: Sendable {
 
     /// `body` is the text between `$` and `*` (or the line's end, when `checksummed` is false:
     /// then only a well-formed sentence of a known type counts, anything else is cut off).
-    private mutating func decode(_ fields: Fields, checksummed: Bool) -> NMEASentence? {
+    private mutating func decode(
+        _ fields: Fields, checksummed: Bool, cutOff: Bool, _ handle: (NMEASentence) -> Void
+    ) {
         let tag = fields.tag
         if !checksummed && !Self.isWellFormed(fields) {
             if tag.count == 5 && tag[2] == UInt8(ascii: "G") && tag[3] == UInt8(ascii: "S")
@@ -311,11 +338,11 @@ public struct NMEAParser: Sendable {
             } else {
                 statistics.missingChecksum += 1
             }
-            return nil
+            return
         }
         guard tag.count >= 3 else {
             statistics.malformed += 1
-            return nil
+            return
         }
         // Proprietary sentences start with P; standard ones have a two-letter talker.
         if tag[0] == UInt8(ascii: "P") {
@@ -323,42 +350,39 @@ public struct NMEAParser: Sendable {
                 && tag[3] == UInt8(ascii: "M")
             {
                 if tag[4] == UInt8(ascii: "E") {
-                    return .pgrme(horizontal: fields.double(1), vertical: fields.double(3))
+                    return emit(
+                        .pgrme(horizontal: fields.double(1), vertical: fields.double(3)), checksummed: checksummed,
+                        cutOff: cutOff, handle)
                 }
                 if tag[4] == UInt8(ascii: "Z") && fields.count >= 4 {
-                    return Self.pgrmz(fields)
+                    return emit(Self.pgrmz(fields), checksummed: checksummed, cutOff: cutOff, handle)
                 }
             }
             statistics.ignored += 1
-            return nil
+            return
         }
         guard tag.count == 5 else {
             statistics.ignored += 1
-            return nil
+            return
         }
         let talker = UInt16(tag[0]) << 8 | UInt16(tag[1])
         let type = UInt32(tag[2]) << 16 | UInt32(tag[3]) << 8 | UInt32(tag[4])
-        let sentence: NMEASentence?
         switch type {
-        case Self.code("RMC"): sentence = rmc(fields)
-        case Self.code("GGA"): sentence = gga(fields, talker: talker)
-        case Self.code("GNS"): sentence = gns(fields)
-        case Self.code("GLL"): sentence = gll(fields)
-        case Self.code("GSA"): sentence = gsa(fields, talker: talker)
-        case Self.code("GSV"): sentence = gsv(fields, talker: talker)
-        case Self.code("VTG"): sentence = vtg(fields)
-        case Self.code("GST"): sentence = gst(fields)
-        case Self.code("GBS"): sentence = gbs(fields)
-        case Self.code("ZDA"): sentence = zda(fields)
-        case Self.code("HDT"): sentence = hdt(fields)
-        case Self.code("THS"): sentence = ths(fields)
-        case Self.code("HDG"): sentence = hdg(fields)
-        default:
-            statistics.ignored += 1
-            return nil
+        case Self.code("RMC"): emit(rmc(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("GGA"): emit(gga(fields, talker: talker), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("GNS"): emit(gns(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("GLL"): emit(gll(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("GSA"): emit(gsa(fields, talker: talker), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("GSV"): emit(gsv(fields, talker: talker), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("VTG"): emit(vtg(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("GST"): emit(gst(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("GBS"): emit(gbs(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("ZDA"): emit(zda(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("HDT"): emit(hdt(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("THS"): emit(ths(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        case Self.code("HDG"): emit(hdg(fields), checksummed: checksummed, cutOff: cutOff, handle)
+        default: statistics.ignored += 1
         }
-        if sentence == nil { statistics.malformed += 1 }
-        return sentence
     }
 
     /// The field syntax of each decoded type, for sentences without a checksum: one character

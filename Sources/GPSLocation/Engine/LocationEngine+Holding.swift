@@ -46,10 +46,15 @@ extension LocationEngine {
     /// The estimate for the fix's own time wins (`ReceiverErrorEstimate.applied`, the rule the
     /// NMEA engine follows too); any other estimate leaves the fix as it is.
     static func applying(_ estimate: ReceiverErrorEstimate?, to fix: Fix) -> Fix {
-        guard let estimate, sameTime(estimate.time, fix.time), fix.mode >= .twoDimensional else { return fix }
         var fix = fix
-        fix.errors = estimate.applied(to: fix.errors, threeDimensional: fix.mode == .threeDimensional)
+        apply(estimate, to: &fix)
         return fix
+    }
+
+    /// `applying`, in place (the engine's form: a fix is not copied on its way through the stages).
+    static func apply(_ estimate: ReceiverErrorEstimate?, to fix: inout Fix) {
+        guard let estimate, sameTime(estimate.time, fix.time), fix.mode >= .twoDimensional else { return }
+        fix.errors = estimate.applied(to: fix.errors, threeDimensional: fix.mode == .threeDimensional)
     }
 
     static func sameTime(_ a: Date?, _ b: Date?) -> Bool {

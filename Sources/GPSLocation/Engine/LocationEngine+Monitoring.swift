@@ -119,7 +119,12 @@ extension LocationEngine {
         let reduced = gate.state.accuracy == .reducedAccuracy || gate.reducedRequested
         guard
             let heading = headingStage.heading(
-                reading, lastFix: lastPositionFix, time: time,
+                reading,
+                lastFix: lastPosition.map { last in
+                    Fix(
+                        mode: .twoDimensional, latitude: last.latitude, longitude: last.longitude,
+                        magneticVariation: last.magneticVariation)
+                }, time: time,
                 declination: reduced ? .reduced(gate.fuzzer.lastGiven?.coordinate) : .precise),
             gate.state.allowsDelivery
         else { return [] }

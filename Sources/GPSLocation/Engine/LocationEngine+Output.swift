@@ -8,34 +8,39 @@ extension LocationEngine {
     /// What reaches the app, in order, through the runner and an adapter (`CLLocationManager`,
     /// `CLMonitor`, gpsloc): one type from the engine to every face, so none can translate it
     /// differently.
+    ///
+    /// Every case but `locations` (the one made for each fix) is `indirect`: an output is then
+    /// one reference wide, and is copied on its way to the adapter (the engine's actions, the
+    /// runner's queue, the hand-over) as a reference, not as the largest payload (a sky view,
+    /// an error) byte by byte.
     package enum Output: Sendable {
         /// Locations in order, the newest last; consecutive ones waiting together come as one
         /// batch (the engine gives one at a time; the runner joins those that wait together).
         case locations([CLLocation])
         /// A problem (`didFailWithError`, an NDJSON error line); `error.endsUpdates` says
         /// whether updates ended with it.
-        case failure(CLError)
+        indirect case failure(CLError)
         /// The source stopped for good (a recording's end, gpsd gone without reconnection).
         case sourceEnded
         /// gpsd activated or deactivated a receiver.
-        case receiver(DeviceEvent)
+        indirect case receiver(DeviceEvent)
         /// The satellites in view (for displays; carries no position).
-        case sky(SkyView)
+        indirect case sky(SkyView)
         /// What is known about a monitored region changed.
-        case region(RegionEvent)
+        indirect case region(RegionEvent)
         /// A visit began (no departure yet) or ended.
-        case visit(VisitRecord)
+        indirect case visit(VisitRecord)
         /// Updates paused (true: the device stayed put for `pauseAfter`) or resumed (false: it
         /// moved, or the app started updates again).
         case paused(Bool)
         /// A heading for the app (heading updates are on and the app is authorized).
-        case heading(CLHeading)
+        indirect case heading(CLHeading)
         /// A note that is not an error for the app (a dropped fix, a reconnection): the
         /// diagnostics handler, or an NDJSON diagnostic line.
-        case diagnostic(LocationDiagnostic)
+        indirect case diagnostic(LocationDiagnostic)
         /// An event the adapter queued itself (`EngineRunner.enqueue`), delivered in order with
         /// the rest; never made by the engine.
-        case adapter(any Sendable)
+        indirect case adapter(any Sendable)
     }
 
     /// What the driver must do, in order: outputs for the app, and the driver's own work.

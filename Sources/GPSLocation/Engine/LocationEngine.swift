@@ -141,9 +141,11 @@ package struct LocationEngine: Sendable {
     var stationary = StationaryDetector()
     /// How long the device had stayed put at the last location (nil: it moved).
     var stillFor: TimeInterval?
-    /// Heading updates; the latest fix with a position (for the magnetic variation).
+    /// Heading updates; where the latest fix with a position was, and the magnetic variation
+    /// it reported (for a heading's declination). Only these, not the whole fix: it is kept
+    /// for every fix.
     package var headingStage = HeadingStage()
-    var lastPositionFix: Fix?
+    var lastPosition: (latitude: Double, longitude: Double, magneticVariation: Double?)?
     private var pendingHeading: HeadingReading?
     /// The source's last problem since its last fix (a one-shot that times out names it).
     var lastSourceProblem: CLError?
@@ -302,8 +304,8 @@ package struct LocationEngine: Sendable {
         return handleEvent(event, now: now, uptime: uptime)
     }
 
-    private mutating func handleEvent(_ event: LocationSourceEvent, now: Date, uptime: Double?) -> [Action] {
-        switch event {
+    private mutating func handleEvent(_ event: consuming LocationSourceEvent, now: Date, uptime: Double?) -> [Action] {
+        switch consume event {
         case .fix(let fix):
             return handleFix(fix, now: now, uptime: uptime)
         case .errorEstimate(let estimate):
@@ -406,25 +408,25 @@ package struct LocationEngine: Sendable {
 
     // MARK: The stages
 
-    private mutating func handleFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
+    private mutating func handleFix(_ fix: consuming Fix, now: Date, uptime: Double?) -> [Action] {
         var notes: [Action] = []
+        // The stages change the fix in place: it is not copied on its way through them.
         var fix = fix
-        do {
-            let (checked, removed) = PhysicalRanges.check(fix)
-            if let removed {
-                fix = checked
-                let clock = isLive ? now : (fix.time ?? recordingNow ?? now)
-                if repeats.allows("outOfRange", at: clock) {
-                    notes.append(.diagnose(code: "outOfRange", message: removed))
-                }
+        if let removed = PhysicalRanges.clamp(&fix) {
+            let clock = isLive ? now : (fix.time ?? recordingNow ?? now)
+            if repeats.allows("outOfRange", at: clock) {
+                notes.append(.diagnose(code: "outOfRange", message: removed))
             }
         }
         // After the sky's fallback, which may bring the outage's DOPs too.
-        fix = NoSolutionErrors.cleaned(dilutionFallback.filled(fix))
+        dilutionFallback.fill(&fix)
+        NoSolutionErrors.clean(&fix)
         lastSourceFixTime = fix.time
-        fix = Self.applying(latestEstimate, to: fix)
+        Self.apply(latestEstimate, to: &fix)
         var actions = notes
-        if fix.hasPosition { lastPositionFix = fix }
+        if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+            lastPosition = (latitude, longitude, fix.magneticVariation)
+        }
         lastSourceProblem = nil
         if let pending = pendingHeading, let time = fix.time {
             pendingHeading = nil
@@ -432,8 +434,8 @@ package struct LocationEngine: Sendable {
         }
         if let failure = headingStage.fixCame() { actions.append(.fail(failure)) }
         let estimated = AccuracyStage.horizontalAccuracy(fix.errors) != nil
-        if let pending = held {
-            held = nil
+        // (Tested for nil first: binding an empty `held` would still copy the fix-sized slot.)
+        if held != nil, let pending = held.take() {
             // The same epoch again with an estimate replaces the held report; anything else
             // means no better report of that epoch is coming.
             if fix.time == nil || pending.fix.time != fix.time || !fix.hasPosition {

@@ -15,36 +15,24 @@ import GNSSCore
 package enum NoSolutionErrors {
     /// `fix` without errors that stand for a no-solution DOP (`FixErrors.NoSolution`).
     package static func cleaned(_ fix: Fix) -> Fix {
-        guard fix.mode >= .twoDimensional else { return fix }
+        var fix = fix
+        clean(&fix)
+        return fix
+    }
+
+    /// `cleaned`, in place (the engine's form: a fix is not copied on its way through the stages).
+    package static func clean(_ fix: inout Fix) {
+        guard fix.mode >= .twoDimensional else { return }
         let floors = FixErrors.NoSolution(dgps: fix.quality == .dgps)
-        var errors = fix.errors
-        var changed = false
-        if let eph = errors.horizontal, eph >= floors.horizontal {
-            errors.horizontal = nil
-            changed = true
+        if let eph = fix.errors.horizontal, eph >= floors.horizontal { fix.errors.horizontal = nil }
+        if (fix.errors.longitude ?? 0) >= floors.axis || (fix.errors.latitude ?? 0) >= floors.axis {
+            fix.errors.longitude = nil
+            fix.errors.latitude = nil
         }
-        if (errors.longitude ?? 0) >= floors.axis || (errors.latitude ?? 0) >= floors.axis {
-            errors.longitude = nil
-            errors.latitude = nil
-            changed = true
-        }
-        if let epv = errors.vertical, epv >= floors.vertical {
-            errors.vertical = nil
-            changed = true
-        }
+        if let epv = fix.errors.vertical, epv >= floors.vertical { fix.errors.vertical = nil }
         // Speed, course and climb errors gpsd made from such a position error (over a second or
         // less): hundreds of metres a second and more are no estimate either.
-        if let eps = errors.speed, eps >= floors.axis / 2 {
-            errors.speed = nil
-            changed = true
-        }
-        if let epc = errors.climb, epc >= floors.vertical / 2 {
-            errors.climb = nil
-            changed = true
-        }
-        guard changed else { return fix }
-        var cleaned = fix
-        cleaned.errors = errors
-        return cleaned
+        if let eps = fix.errors.speed, eps >= floors.axis / 2 { fix.errors.speed = nil }
+        if let epc = fix.errors.climb, epc >= floors.vertical / 2 { fix.errors.climb = nil }
     }
 }

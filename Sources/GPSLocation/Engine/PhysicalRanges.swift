@@ -22,6 +22,13 @@ package enum PhysicalRanges {
     /// diagnostic), or nil when nothing was.
     package static func check(_ fix: Fix) -> (Fix, String?) {
         var fix = fix
+        let removed = clamp(&fix)
+        return (fix, removed)
+    }
+
+    /// `check`, in place (the engine's form: a fix is not copied on its way through the
+    /// stages): what was removed, or nil when nothing was.
+    package static func clamp(_ fix: inout Fix) -> String? {
         var removed: [String] = []
         if let speed = fix.speed, !speed.isFinite || !Self.speed.contains(speed) {
             removed.append(String(format: "speed %g m/s", speed))
@@ -54,11 +61,9 @@ package enum PhysicalRanges {
                 horizontal: valid(errors.horizontal), vertical: valid(errors.vertical), speed: valid(errors.speed),
                 course: valid(errors.course), climb: valid(errors.climb))
         }
-        guard !removed.isEmpty else { return (fix, nil) }
-        return (
-            fix,
+        guard !removed.isEmpty else { return nil }
+        return
             "the receiver reported \(removed.joined(separator: " and ")), outside what a receiver can measure: shown as unknown"
-        )
     }
 
     /// The sky with out-of-range satellite values and dilutions removed.

@@ -323,13 +323,19 @@ package struct DilutionFallbackStage: Sendable {
     }
 
     package func filled(_ fix: Fix) -> Fix {
-        guard AccuracyStage.horizontalAccuracy(fix.errors) == nil, let sky = latest else { return fix }
+        var fix = fix
+        fill(&fix)
+        return fix
+    }
+
+    /// `filled`, in place (the engine's form: a fix is not copied on its way through the stages).
+    package func fill(_ fix: inout Fix) {
+        guard AccuracyStage.horizontalAccuracy(fix.errors) == nil, let sky = latest else { return }
         if let skyTime = sky.time, let fixTime = fix.time, abs(fixTime.timeIntervalSince(skyTime)) > Self.maximumAge {
-            return fix
+            return
         }
         let dgps = fix.quality == .dgps
         let (h, v, p) = dgps ? (3.75, 5.75, 4.75) : (15.0, 23.0, 19.0)
-        var fix = fix
         let dop = sky.dilution
         if let x = dop.x, let y = dop.y {
             fix.errors.longitude = x * h
@@ -339,6 +345,5 @@ package struct DilutionFallbackStage: Sendable {
         if fix.mode == .threeDimensional, fix.errors.vertical == nil, let vdop = dop.vertical {
             fix.errors.vertical = vdop * v
         }
-        return fix
     }
 }
