@@ -102,7 +102,7 @@ struct Fields {
         // (Each prefix of the digits is at most the whole: over the limit anywhere is over it here.)
         if integer > 100_000_000_000 { return nil }
         var seenDigit = index > integerStart
-        var fractionDigits: UInt64 = 0
+        var fractionDigits = 0
         var scale = 0
         if index < count {
             guard bytes[index] == UInt8(ascii: ".") else { return nil }
@@ -111,7 +111,7 @@ struct Fields {
             while index < count {
                 let digit = bytes[index] &- 0x30
                 guard digit <= 9 else { return nil }
-                fractionDigits = fractionDigits &* 10 &+ UInt64(digit)
+                fractionDigits = fractionDigits &* 10 &+ Int(digit)
                 index &+= 1
             }
             scale = index &- fractionStart
@@ -148,7 +148,7 @@ struct Fields {
             seenDigit = true
             index += 1
         }
-        var fractionDigits: UInt64 = 0
+        var fractionDigits = 0
         var scale = 0
         if index < count {
             guard field[index] == UInt8(ascii: ".") else { return nil }
@@ -159,7 +159,7 @@ struct Fields {
                 seenDigit = true
                 // Digits beyond the 17th add nothing a Double can hold.
                 if scale < 17 {
-                    fractionDigits = fractionDigits &* 10 &+ UInt64(digit)
+                    fractionDigits = fractionDigits &* 10 &+ Int(digit)
                     scale += 1
                 }
                 index += 1

@@ -278,26 +278,38 @@ public struct NMEAParser: Sendable {
         while position + 8 <= end {
             var word = UInt64(littleEndian: UnsafeRawPointer(bytes + position).loadUnaligned(as: UInt64.self))
             if mayStart(word) != 0 { return nil }
+            var comma = equal(word, UInt8(ascii: ","))
             let stars = equal(word, UInt8(ascii: "*"))
-            var length = 8
-            if stars != 0 {
-                length = stars.trailingZeroBitCount >> 3
-                word &= length == 0 ? 0 : (UInt64.max >> (64 - 8 * length))
+            if stars == 0 {
+                bad |= unprintable(word)
+            } else {
+                // The word with the checksum's `*` (once a line): only the bytes before it count.
+                let length = stars.trailingZeroBitCount >> 3
+                let valid = length == 0 ? 0 : UInt64.max >> (64 - 8 * length)
+                word &= valid
+                comma &= valid
+                bad |= unprintable(word) & valid
                 star = position + length
             }
-            let valid = length == 8 ? UInt64.max : (length == 0 ? 0 : UInt64.max >> (64 - 8 * length))
             folded ^= word
-            bad |= unprintable(word) & valid
-            var comma = equal(word, UInt8(ascii: ",")) & valid
             // Offsets from `start` (wrapping arithmetic: a line longer than an Int16 offset is
             // refused as too long before its fields are read).
             let offset = position &- start
-            while comma != 0 {
-                if commas < Fields.capacity - 1 {
+            if commas < Fields.capacity - 9 {
+                // Room for all eight a word may hold: no check a comma.
+                while comma != 0 {
                     commas &+= 1
                     offsets[commas] = Int16(truncatingIfNeeded: offset &+ (comma.trailingZeroBitCount &>> 3))
+                    comma &= comma &- 1
                 }
-                comma &= comma &- 1
+            } else {
+                while comma != 0 {
+                    if commas < Fields.capacity - 1 {
+                        commas &+= 1
+                        offsets[commas] = Int16(truncatingIfNeeded: offset &+ (comma.trailingZeroBitCount &>> 3))
+                    }
+                    comma &= comma &- 1
+                }
             }
             if star >= 0 { return (star, star, fold(folded), bad == 0, commas) }
             position += 8

@@ -358,7 +358,8 @@ struct ByteCursor {
             put("null")
             return
         }
-        var scaled = UInt64(magnitude.rounded())
+        // (Through Int64: below 9e18 it is the same value, and one instruction on x86-64.)
+        var scaled = UInt64(bitPattern: Int64(magnitude.rounded()))
         let negative = value < 0 && scaled != 0
         let length =
             max(Self.digitCount(scaled), decimals &+ 1) &+ (decimals > 0 ? 1 : 0) &+ (negative ? 1 : 0)
