@@ -1,7 +1,27 @@
 #!/usr/bin/env bash
 # Benchmarks, side by side in one run (method and latest figures: BENCHMARKS.md).
-# Usage: scripts/bench.sh [--long]   (--long adds the 24-hour memory run, about 90 s more)
+# Usage: scripts/bench.sh [--long] [--against REV]
+#   --long          adds the 24-hour memory run (about 90 s more)
+#   --against REV   adds the end-to-end replay side by side with the commit REV (built in a
+#                   worktree under .build), in alternating pairs: is this commit as fast as that one?
 set -euo pipefail
+long=""
+against=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --long) long=1 ;;
+    --against)
+      [ $# -ge 2 ] || { echo "bench.sh: --against needs a commit (e.g. --against 433801b)" >&2; exit 2; }
+      against="$2"
+      shift ;;
+    *) echo "bench.sh: unknown argument '$1' (usage: scripts/bench.sh [--long] [--against REV])" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ -n "$against" ]; then
+  git rev-parse --verify --quiet "$against^{commit}" > /dev/null \
+    || { echo "bench.sh: '$against' is not a commit in this repository" >&2; exit 2; }
+fi
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 for product in gpsloc-bench gpsloc nmea-sim; do swift build -c release --product "$product" >&2; done
@@ -65,7 +85,7 @@ for line in open('$out/hour.nmea', errors='replace'):
 
 echo "== memory"
 /usr/bin/time -f "1 hour replay: max RSS %M KB" "$bin/gpsloc" replay - --fast --json < "$out/hour.nmea" > /dev/null
-if [ "${1:-}" = "--long" ]; then
+if [ -n "$long" ]; then
   "$bin/nmea-sim" --rate 10 --duration 86400 --talkers multi --scenario clean \
     | /usr/bin/time -f "24 hour replay (streamed from nmea-sim): max RSS %M KB" "$bin/gpsloc" replay - --fast --json > /dev/null
 fi
@@ -127,3 +147,27 @@ echo "== geocoding: CLGeocoder's offline lookups beside libgeonames' own name se
 
 echo "== gpsd path end to end: fixtures/drive-10hz-multi.nmea through gpsfake"
 best "gpsloc replay --via gpsd --json" "$bin/gpsloc replay fixtures/drive-10hz-multi.nmea --via gpsd --json > /dev/null"
+
+if [ -n "$against" ]; then
+  echo "== end to end beside $against: gpsloc replay --via nmea --fast --json of the hour, 7 alternating pairs"
+  tree=".build/against-$(git rev-parse --short "$against")"
+  [ -d "$tree" ] || git worktree add --detach "$tree" "$against" >&2
+  (cd "$tree" && swift build -c release --product gpsloc >&2)
+  python3 - "$bin/gpsloc" "$tree/.build/release/gpsloc" "$out/hour.nmea" "$against" <<'PY'
+import statistics, subprocess, sys, time
+ours, theirs, recording, label = sys.argv[1:5]
+def run(binary):
+    start = time.perf_counter()
+    subprocess.run([binary, "replay", recording, "--via", "nmea", "--fast", "--json"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+a, b = [], []
+for _ in range(7):
+    a.append(run(ours))
+    b.append(run(theirs))
+ratios = [x / y for x, y in zip(a, b)]
+print(f"this commit {statistics.median(a):.3f} s, {label} {statistics.median(b):.3f} s (medians); "
+      f"time ratio median {statistics.median(ratios):.2f} (pairs {min(ratios):.2f}-{max(ratios):.2f}; "
+      f"below 1: this commit is faster)")
+PY
+fi
