@@ -91,22 +91,38 @@ public struct ReceiverErrorEstimate: Sendable, Equatable {
 /// signalling-NaN bit pattern, which no arithmetic produces (an operation on a NaN gives a quiet
 /// one), so every value a receiver or a computation gives, NaN and infinities included, is kept
 /// as it is. `Fix` and `FixErrors` store their values so: a fix is half the size, and each of
-/// the copies on its way from a source to the app moves half the bytes.
-@usableFromInline
-struct PackedDouble: Sendable, Equatable, BitwiseCopyable {
+/// the copies on its way from a source to the app moves half the bytes. Equality is `Double?`'s.
+@propertyWrapper
+public struct PackedDouble: Sendable, Equatable, BitwiseCopyable {
     @usableFromInline var bits: UInt64
 
     @inlinable static var absent: UInt64 { 0x7FF4_0000_0000_0B5E }
 
-    @inlinable init(_ value: Double?) { bits = value?.bitPattern ?? Self.absent }
+    @inlinable public init(wrappedValue: Double?) { bits = wrappedValue?.bitPattern ?? Self.absent }
 
-    @inlinable var value: Double? {
+    @inlinable public var wrappedValue: Double? {
         get { bits == Self.absent ? nil : Double(bitPattern: bits) }
         set { bits = newValue?.bitPattern ?? Self.absent }
     }
 
     /// As `Double?` compares: nil equals nil, values by `==` (NaN equals nothing).
-    @inlinable static func == (a: Self, b: Self) -> Bool { a.value == b.value }
+    @inlinable public static func == (a: Self, b: Self) -> Bool { a.wrappedValue == b.wrappedValue }
+}
+
+/// A `Date?` in eight bytes, as `PackedDouble` keeps its seconds since the reference date (the
+/// `Double` a `Date` is).
+@propertyWrapper
+public struct PackedDate: Sendable, Equatable, BitwiseCopyable {
+    @usableFromInline var seconds: PackedDouble
+
+    @inlinable public init(wrappedValue: Date?) {
+        seconds = PackedDouble(wrappedValue: wrappedValue?.timeIntervalSinceReferenceDate)
+    }
+
+    @inlinable public var wrappedValue: Date? {
+        get { seconds.wrappedValue.map { Date(timeIntervalSinceReferenceDate: $0) } }
+        set { seconds.wrappedValue = newValue?.timeIntervalSinceReferenceDate }
+    }
 }
 
 /// gpsd's error estimates for one fix, in its own units and at its own confidence (about 95 %).
@@ -114,69 +130,36 @@ struct PackedDouble: Sendable, Equatable, BitwiseCopyable {
 /// `nil` means the receiver or gpsd did not report the value. These are *not* CoreLocation's
 /// accuracies (68 %); the accuracy stage converts them.
 public struct FixErrors: Sendable, Equatable {
-    @usableFromInline var packed:
-        (
-            time: PackedDouble, longitude: PackedDouble, latitude: PackedDouble, horizontal: PackedDouble,
-            vertical: PackedDouble, speed: PackedDouble, course: PackedDouble, climb: PackedDouble
-        )
-
     /// Time uncertainty, seconds (gpsd `ept`).
-    @inlinable public var time: Double? {
-        get { packed.time.value }
-        set { packed.time.value = newValue }
-    }
+    @PackedDouble public var time: Double?
     /// Longitude error, metres (gpsd `epx`).
-    @inlinable public var longitude: Double? {
-        get { packed.longitude.value }
-        set { packed.longitude.value = newValue }
-    }
+    @PackedDouble public var longitude: Double?
     /// Latitude error, metres (gpsd `epy`).
-    @inlinable public var latitude: Double? {
-        get { packed.latitude.value }
-        set { packed.latitude.value = newValue }
-    }
+    @PackedDouble public var latitude: Double?
     /// Horizontal (2D) position error, metres (gpsd `eph`).
-    @inlinable public var horizontal: Double? {
-        get { packed.horizontal.value }
-        set { packed.horizontal.value = newValue }
-    }
+    @PackedDouble public var horizontal: Double?
     /// Vertical error, metres (gpsd `epv`).
-    @inlinable public var vertical: Double? {
-        get { packed.vertical.value }
-        set { packed.vertical.value = newValue }
-    }
+    @PackedDouble public var vertical: Double?
     /// Speed error, metres per second (gpsd `eps`).
-    @inlinable public var speed: Double? {
-        get { packed.speed.value }
-        set { packed.speed.value = newValue }
-    }
+    @PackedDouble public var speed: Double?
     /// Course error, degrees (gpsd `epd`).
-    @inlinable public var course: Double? {
-        get { packed.course.value }
-        set { packed.course.value = newValue }
-    }
+    @PackedDouble public var course: Double?
     /// Climb error, metres per second (gpsd `epc`).
-    @inlinable public var climb: Double? {
-        get { packed.climb.value }
-        set { packed.climb.value = newValue }
-    }
+    @PackedDouble public var climb: Double?
 
     @inlinable
     public init(
         time: Double? = nil, longitude: Double? = nil, latitude: Double? = nil, horizontal: Double? = nil,
         vertical: Double? = nil, speed: Double? = nil, course: Double? = nil, climb: Double? = nil
     ) {
-        packed = (
-            PackedDouble(time), PackedDouble(longitude), PackedDouble(latitude), PackedDouble(horizontal),
-            PackedDouble(vertical), PackedDouble(speed), PackedDouble(course), PackedDouble(climb)
-        )
-    }
-
-    @inlinable public static func == (a: Self, b: Self) -> Bool {
-        a.packed.time == b.packed.time && a.packed.longitude == b.packed.longitude
-            && a.packed.latitude == b.packed.latitude && a.packed.horizontal == b.packed.horizontal
-            && a.packed.vertical == b.packed.vertical && a.packed.speed == b.packed.speed
-            && a.packed.course == b.packed.course && a.packed.climb == b.packed.climb
+        self.time = time
+        self.longitude = longitude
+        self.latitude = latitude
+        self.horizontal = horizontal
+        self.vertical = vertical
+        self.speed = speed
+        self.course = course
+        self.climb = climb
     }
 }
 
@@ -201,64 +184,27 @@ extension FixErrors: CustomStringConvertible {
 public struct Fix: Sendable, Equatable {
     public var mode: FixMode
     public var quality: FixQuality
-    @usableFromInline var packed:
-        (
-            time: PackedDouble, latitude: PackedDouble, longitude: PackedDouble, altitudeHAE: PackedDouble,
-            altitudeMSL: PackedDouble, geoidSeparation: PackedDouble, speed: PackedDouble, course: PackedDouble,
-            climb: PackedDouble, magneticVariation: PackedDouble
-        )
+    /// When the receiver computed the fix (UTC), or nil when it did not say.
+    @PackedDate public var time: Date?
+    @PackedDouble public var latitude: Double?
+    @PackedDouble public var longitude: Double?
+    /// Height above the WGS 84 ellipsoid, metres (gpsd `altHAE`).
+    @PackedDouble public var altitudeHAE: Double?
+    /// Height above mean sea level, metres (gpsd `altMSL`).
+    @PackedDouble public var altitudeMSL: Double?
+    /// Geoid separation (MSL − HAE offset), metres (gpsd `geoidSep`).
+    @PackedDouble public var geoidSeparation: Double?
     public var errors: FixErrors
+    /// Speed over ground, m/s.
+    @PackedDouble public var speed: Double?
+    /// Course over ground, degrees from true north (gpsd `track`).
+    @PackedDouble public var course: Double?
+    /// Vertical speed, m/s, positive up.
+    @PackedDouble public var climb: Double?
+    /// Magnetic variation, degrees, east positive (gpsd `magvar`).
+    @PackedDouble public var magneticVariation: Double?
     /// The device that produced the fix, when the source knows it.
     public var device: String?
-
-    /// When the receiver computed the fix (UTC), or nil when it did not say.
-    @inlinable public var time: Date? {
-        get { packed.time.value.map { Date(timeIntervalSinceReferenceDate: $0) } }
-        set { packed.time.value = newValue?.timeIntervalSinceReferenceDate }
-    }
-    @inlinable public var latitude: Double? {
-        get { packed.latitude.value }
-        set { packed.latitude.value = newValue }
-    }
-    @inlinable public var longitude: Double? {
-        get { packed.longitude.value }
-        set { packed.longitude.value = newValue }
-    }
-    /// Height above the WGS 84 ellipsoid, metres (gpsd `altHAE`).
-    @inlinable public var altitudeHAE: Double? {
-        get { packed.altitudeHAE.value }
-        set { packed.altitudeHAE.value = newValue }
-    }
-    /// Height above mean sea level, metres (gpsd `altMSL`).
-    @inlinable public var altitudeMSL: Double? {
-        get { packed.altitudeMSL.value }
-        set { packed.altitudeMSL.value = newValue }
-    }
-    /// Geoid separation (MSL − HAE offset), metres (gpsd `geoidSep`).
-    @inlinable public var geoidSeparation: Double? {
-        get { packed.geoidSeparation.value }
-        set { packed.geoidSeparation.value = newValue }
-    }
-    /// Speed over ground, m/s.
-    @inlinable public var speed: Double? {
-        get { packed.speed.value }
-        set { packed.speed.value = newValue }
-    }
-    /// Course over ground, degrees from true north (gpsd `track`).
-    @inlinable public var course: Double? {
-        get { packed.course.value }
-        set { packed.course.value = newValue }
-    }
-    /// Vertical speed, m/s, positive up.
-    @inlinable public var climb: Double? {
-        get { packed.climb.value }
-        set { packed.climb.value = newValue }
-    }
-    /// Magnetic variation, degrees, east positive (gpsd `magvar`).
-    @inlinable public var magneticVariation: Double? {
-        get { packed.magneticVariation.value }
-        set { packed.magneticVariation.value = newValue }
-    }
 
     @inlinable
     public init(
@@ -269,29 +215,22 @@ public struct Fix: Sendable, Equatable {
     ) {
         self.mode = mode
         self.quality = quality
-        packed = (
-            PackedDouble(time?.timeIntervalSinceReferenceDate), PackedDouble(latitude), PackedDouble(longitude),
-            PackedDouble(altitudeHAE), PackedDouble(altitudeMSL), PackedDouble(geoidSeparation), PackedDouble(speed),
-            PackedDouble(course), PackedDouble(climb), PackedDouble(magneticVariation)
-        )
+        self.time = time
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitudeHAE = altitudeHAE
+        self.altitudeMSL = altitudeMSL
+        self.geoidSeparation = geoidSeparation
         self.errors = errors
+        self.speed = speed
+        self.course = course
+        self.climb = climb
+        self.magneticVariation = magneticVariation
         self.device = device
     }
 
     /// True when the fix carries a horizontal position (mode 2D or 3D and both coordinates).
-    @inlinable public var hasPosition: Bool {
-        mode >= .twoDimensional && packed.latitude.value != nil && packed.longitude.value != nil
-    }
-
-    @inlinable public static func == (a: Self, b: Self) -> Bool {
-        a.mode == b.mode && a.quality == b.quality && a.packed.time == b.packed.time
-            && a.packed.latitude == b.packed.latitude && a.packed.longitude == b.packed.longitude
-            && a.packed.altitudeHAE == b.packed.altitudeHAE && a.packed.altitudeMSL == b.packed.altitudeMSL
-            && a.packed.geoidSeparation == b.packed.geoidSeparation && a.packed.speed == b.packed.speed
-            && a.packed.course == b.packed.course && a.packed.climb == b.packed.climb
-            && a.packed.magneticVariation == b.packed.magneticVariation && a.errors == b.errors
-            && a.device == b.device
-    }
+    @inlinable public var hasPosition: Bool { mode >= .twoDimensional && latitude != nil && longitude != nil }
 }
 
 extension Fix: CustomStringConvertible {

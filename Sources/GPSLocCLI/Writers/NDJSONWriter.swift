@@ -292,24 +292,8 @@ struct ByteCursor {
         next += 1
     }
 
-    /// 10ⁿ for n in 0…9 (a switch: no array behind a lazy global on every number).
-    @inline(__always) private static func scale(_ decimals: Int) -> Double {
-        switch decimals {
-        case 0: 1
-        case 1: 10
-        case 2: 100
-        case 3: 1000
-        case 4: 10_000
-        case 5: 100_000
-        case 6: 1e6
-        case 7: 1e7
-        case 8: 1e8
-        default: 1e9
-        }
-    }
-
-    /// 10ⁿ for n in 0…19.
-    @inline(__always) private static func power(_ exponent: Int) -> UInt64 {
+    /// 10ⁿ for n in 0…18 (a switch: no array behind a lazy global on every number).
+    @inline(__always) private static func power(_ exponent: Int) -> Int {
         switch exponent {
         case 0: 1
         case 1: 10
@@ -329,16 +313,15 @@ struct ByteCursor {
         case 15: 1_000_000_000_000_000
         case 16: 10_000_000_000_000_000
         case 17: 100_000_000_000_000_000
-        case 18: 1_000_000_000_000_000_000
-        default: 10_000_000_000_000_000_000
+        default: 1_000_000_000_000_000_000
         }
     }
 
-    /// The decimal digits of `value` (none for 0): from its bit length (log₁₀ 2 ≈ 1233 / 4096),
-    /// corrected by one comparison.
+    /// The decimal digits of `value` (none for 0), below 9e18: from its bit length (log₁₀ 2 ≈
+    /// 1233 / 4096; at most 18 for 63 bits), corrected by one comparison.
     @inline(__always) private static func digitCount(_ value: UInt64) -> Int {
         let guess = ((64 - (value | 1).leadingZeroBitCount) &* 1233) &>> 12
-        return guess &+ (value >= power(guess) ? 1 : 0)
+        return guess &+ (value >= UInt64(truncatingIfNeeded: power(guess)) ? 1 : 0)
     }
 
     /// Two digits of `pair` (0…99) at `position`.
@@ -353,7 +336,7 @@ struct ByteCursor {
     /// known first, and the digits are written from the right, two at a time (half the
     /// divisions of one at a time, and no reversal).
     mutating func putFixed(_ value: Double, decimals: Int) {
-        let magnitude = abs(value) * Self.scale(decimals)
+        let magnitude = abs(value) * Double(Self.power(decimals))
         guard value.isFinite, magnitude < 9e18 else {
             put("null")
             return
