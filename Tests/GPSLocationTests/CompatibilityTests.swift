@@ -168,6 +168,7 @@ struct CompatibilityTests {
         let source = GPSDLocationSource(
             endpoint: endpoint, noDataTimeout: nil, reconnect: ReconnectPolicy(), isLive: true)
         let notices = Watched<[String]>([])
+        let started = Date()
         source.start { event in
             if case .notice(let code, let message) = event, code == "reconnecting" {
                 notices.withLock { $0.append(message) }
@@ -176,8 +177,11 @@ struct CompatibilityTests {
         #expect(await notices.wait(timeout: 30) { $0.count >= 3 })
         source.stop()
         let messages = notices.withLock { $0 }
-        #expect(messages.count == 3, "\(messages)")
-        #expect(messages.last?.contains("once a minute") == true)
+        // A fourth only if this test was held up for the minute that allows it (a busy CI
+        // machine once kept the waiting task from running for 90 s).
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(messages.count == 3 || (messages.count == 4 && elapsed >= 60), "\(messages) in \(elapsed) s")
+        #expect(messages.dropFirst(2).first?.contains("once a minute") == true, "\(messages)")
     }
 
     @Test("gpsd's clients' HOST[:PORT[:DEVICE]]: every form, and what is not one")
