@@ -18,30 +18,35 @@ extension NMEAParser {
         return .pgrmz(altitudeFeet: feet, mode: mode)
     }
 
-    func rmc(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 10 else { return nil }
+    func rmc(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 10 else { return false }
         let status = f.byte(2)
-        guard status == UInt8(ascii: "A") || status == UInt8(ascii: "V") else { return nil }
+        guard status == UInt8(ascii: "A") || status == UInt8(ascii: "V") else { return false }
         let position = f.position(3)
-        return .rmc(
-            time: f.time(1), valid: status == UInt8(ascii: "A"), latitude: position?.0, longitude: position?.1,
-            speedKnots: f.double(7), course: f.double(8), date: f.ddmmyy(9),
-            modeIndicator: f.count > 12 ? f.byte(12) : nil)
+        handle(
+            .rmc(
+                time: f.time(1), valid: status == UInt8(ascii: "A"), latitude: position?.0, longitude: position?.1,
+                speedKnots: f.double(7), course: f.double(8), date: f.ddmmyy(9),
+                modeIndicator: f.count > 12 ? f.byte(12) : nil))
+        return true
     }
 
-    func gga(_ f: Fields, talker: UInt16) -> NMEASentence? {
-        guard f.count >= 10 else { return nil }
+    func gga(_ f: Fields, talker: UInt16, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 10 else { return false }
         let position = f.position(2)
         let quality = f.integer(6) ?? 0
-        return .gga(
-            time: f.time(1), latitude: position?.0, longitude: position?.1, quality: quality, satellites: f.integer(7),
-            hdop: f.double(8), altitude: f.double(9), geoidSeparation: f.count > 11 ? f.double(11) : nil,
-            talker: talker)
+        handle(
+            .gga(
+                time: f.time(1), latitude: position?.0, longitude: position?.1, quality: quality,
+                satellites: f.integer(7),
+                hdop: f.double(8), altitude: f.double(9), geoidSeparation: f.count > 11 ? f.double(11) : nil,
+                talker: talker))
+        return true
     }
 
     /// GNS: like GGA, with a mode string per constellation instead of a quality number.
-    func gns(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 10 else { return nil }
+    func gns(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 10 else { return false }
         let position = f.position(2)
         var quality = 0
         for byte in f.bytes(6) {
@@ -54,33 +59,39 @@ extension NMEAParser {
             default: break
             }
         }
-        return .gga(
-            time: f.time(1), latitude: position?.0, longitude: position?.1, quality: quality, satellites: f.integer(7),
-            hdop: f.double(8), altitude: f.double(9), geoidSeparation: f.double(10))
+        handle(
+            .gga(
+                time: f.time(1), latitude: position?.0, longitude: position?.1, quality: quality,
+                satellites: f.integer(7),
+                hdop: f.double(8), altitude: f.double(9), geoidSeparation: f.double(10)))
+        return true
     }
 
-    func gll(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 7 else { return nil }
+    func gll(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 7 else { return false }
         let position = f.position(1)
         let valid = f.byte(6) == UInt8(ascii: "A") && (f.count < 8 || f.byte(7) != UInt8(ascii: "N"))
-        return .gll(time: f.time(5), latitude: position?.0, longitude: position?.1, valid: valid)
+        handle(.gll(time: f.time(5), latitude: position?.0, longitude: position?.1, valid: valid))
+        return true
     }
 
-    func gsa(_ f: Fields, talker: UInt16) -> NMEASentence? {
-        guard f.count >= 18 else { return nil }
+    func gsa(_ f: Fields, talker: UInt16, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 18 else { return false }
         var used = NMEAInlineList<12, Int16>()
         if collectsSatellites {
             for index in 3...14 {
                 if let prn = f.integer(index), prn > 0, prn <= Int(Int16.max) { used.append(Int16(prn)) }
             }
         }
-        return .gsa(
-            mode: f.integer(2), pdop: f.double(15), hdop: f.double(16), vdop: f.double(17), used: used,
-            systemID: f.count > 18 ? f.integer(18) : nil, talker: talker, fieldCount: f.count)
+        handle(
+            .gsa(
+                mode: f.integer(2), pdop: f.double(15), hdop: f.double(16), vdop: f.double(17), used: used,
+                systemID: f.count > 18 ? f.integer(18) : nil, talker: talker, fieldCount: f.count))
+        return true
     }
 
-    func gsv(_ f: Fields, talker: UInt16) -> NMEASentence? {
-        guard f.count >= 4, let total = f.integer(1), let part = f.integer(2) else { return nil }
+    func gsv(_ f: Fields, talker: UInt16, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 4, let total = f.integer(1), let part = f.integer(2) else { return false }
         var satellites = NMEAInlineList<4, NMEASatellite>()
         var index = collectsSatellites ? 4 : f.count
         while index < f.count {
@@ -92,28 +103,36 @@ extension NMEAParser {
             }
             index += 4
         }
-        return .gsv(
-            talker: talker, total: total, part: part, inView: f.integer(3) ?? satellites.count, satellites: satellites,
-            fieldCount: f.count)
+        handle(
+            .gsv(
+                talker: talker, total: total, part: part, inView: f.integer(3) ?? satellites.count,
+                satellites: satellites,
+                fieldCount: f.count))
+        return true
     }
 
-    func vtg(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 8 else { return nil }
+    func vtg(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 8 else { return false }
         let mode = f.count > 9 ? f.byte(9) : nil
         let valid = mode != UInt8(ascii: "N") && mode != UInt8(ascii: "E")
-        return .vtg(course: f.double(1), speedKnots: f.double(5), valid: valid)
+        handle(.vtg(course: f.double(1), speedKnots: f.double(5), valid: valid))
+        return true
     }
 
-    func gst(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 9 else { return nil }
-        return .gst(
-            time: f.time(1), latitudeError: f.double(6), longitudeError: f.double(7), altitudeError: f.double(8))
+    func gst(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 9 else { return false }
+        handle(
+            .gst(
+                time: f.time(1), latitudeError: f.double(6), longitudeError: f.double(7), altitudeError: f.double(8)))
+        return true
     }
 
-    func gbs(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 5 else { return nil }
-        return .gbs(
-            time: f.time(1), latitudeError: f.double(2), longitudeError: f.double(3), altitudeError: f.double(4))
+    func gbs(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 5 else { return false }
+        handle(
+            .gbs(
+                time: f.time(1), latitudeError: f.double(2), longitudeError: f.double(3), altitudeError: f.double(4)))
+        return true
     }
 
     /// A heading in degrees, or nil outside 0…360 (gpsd's `processHDT` check).
@@ -123,23 +142,27 @@ extension NMEAParser {
     }
 
     /// HDT: `$HEHDT,341.8,T*hh`, true heading.
-    func hdt(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 2, let heading = Self.heading(f.double(1)) else { return nil }
-        return .heading(trueHeading: heading, magneticHeading: nil, variation: nil)
+    func hdt(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 2, let heading = Self.heading(f.double(1)) else { return false }
+        handle(.heading(trueHeading: heading, magneticHeading: nil, variation: nil))
+        return true
     }
 
     /// THS (NMEA 4): `$GNTHS,341.8,A*hh`, true heading and its mode (A autonomous, E
     /// estimated, M manual, S simulator, V not valid: dropped).
-    func ths(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 3, f.byte(2) != UInt8(ascii: "V"), let heading = Self.heading(f.double(1)) else { return nil }
-        return .heading(trueHeading: heading, magneticHeading: nil, variation: nil)
+    func ths(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 3, f.byte(2) != UInt8(ascii: "V"), let heading = Self.heading(f.double(1)) else {
+            return false
+        }
+        handle(.heading(trueHeading: heading, magneticHeading: nil, variation: nil))
+        return true
     }
 
     /// HDG: `$HCHDG,234.6,1.2,E,1.3,W*hh` — a magnetic sensor's reading, its deviation and the
     /// magnetic variation (each E or W). Magnetic heading = reading + deviation (east positive);
     /// the true heading follows from the variation where the sentence has one.
-    func hdg(_ f: Fields) -> NMEASentence? {
-        guard f.count >= 6, let reading = Self.heading(f.double(1)) else { return nil }
+    func hdg(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
+        guard f.count >= 6, let reading = Self.heading(f.double(1)) else { return false }
         func signed(_ value: Int, _ direction: Int) -> Double? {
             guard let number = f.double(value) else { return nil }
             switch f.byte(direction) {
@@ -151,13 +174,15 @@ extension NMEAParser {
         var magnetic = reading + (signed(2, 3) ?? 0)
         magnetic = (magnetic.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360)
         let variation = signed(4, 5)
-        return .heading(trueHeading: nil, magneticHeading: magnetic, variation: variation)
+        handle(.heading(trueHeading: nil, magneticHeading: magnetic, variation: variation))
+        return true
     }
 
-    func zda(_ f: Fields) -> NMEASentence? {
+    func zda(_ f: Fields, _ handle: (NMEASentence) -> Void) -> Bool {
         guard f.count >= 5, let day = f.integer(2), let month = f.integer(3), let year = f.integer(4),
             (1...31).contains(day), (1...12).contains(month), year > 1900
-        else { return nil }
-        return .zda(time: f.time(1), day: day, month: month, year: year)
+        else { return false }
+        handle(.zda(time: f.time(1), day: day, month: month, year: year))
+        return true
     }
 }

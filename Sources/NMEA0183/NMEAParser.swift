@@ -221,21 +221,16 @@ public struct NMEAParser: Sendable {
         decode(fields, checksummed: star >= 0, cutOff: cutOff || cutBefore, handle)
     }
 
-    /// Counts a decoded sentence and hands it on, or counts a malformed one. The sentence goes
-    /// from its decoder to `handle` where it was made, not returned through `decode` and copied
-    /// at each step (a copy read back just after its parts were stored stalls the processor).
+    /// Counts a sentence its decoder made (and handed on), or a malformed one.
     @inline(__always)
-    private mutating func emit(
-        _ sentence: NMEASentence?, checksummed: Bool, cutOff: Bool, _ handle: (NMEASentence) -> Void
-    ) {
-        guard let sentence else {
+    private mutating func count(decoded: Bool, checksummed: Bool, cutOff: Bool) {
+        guard decoded else {
             statistics.malformed += 1
             return
         }
         statistics.sentences += 1
         if !checksummed { statistics.withoutChecksum += 1 }
         if cutOff { statistics.missingChecksum += 1 }
-        handle(sentence)
     }
 
     /// The checksum scan eight bytes at a time (SWAR): from `position` up to `*` or `end`,
@@ -362,12 +357,12 @@ public struct NMEAParser: Sendable {
                 && tag[3] == UInt8(ascii: "M")
             {
                 if tag[4] == UInt8(ascii: "E") {
-                    return emit(
-                        .pgrme(horizontal: fields.double(1), vertical: fields.double(3)), checksummed: checksummed,
-                        cutOff: cutOff, handle)
+                    handle(.pgrme(horizontal: fields.double(1), vertical: fields.double(3)))
+                    return count(decoded: true, checksummed: checksummed, cutOff: cutOff)
                 }
                 if tag[4] == UInt8(ascii: "Z") && fields.count >= 4 {
-                    return emit(Self.pgrmz(fields), checksummed: checksummed, cutOff: cutOff, handle)
+                    handle(Self.pgrmz(fields))
+                    return count(decoded: true, checksummed: checksummed, cutOff: cutOff)
                 }
             }
             statistics.ignored += 1
@@ -379,22 +374,29 @@ public struct NMEAParser: Sendable {
         }
         let talker = UInt16(tag[0]) << 8 | UInt16(tag[1])
         let type = UInt32(tag[2]) << 16 | UInt32(tag[3]) << 8 | UInt32(tag[4])
+        // Each decoder hands its sentence to `handle` as it makes it (not returned, copied and
+        // handed on: a copy read back just after its parts were stored stalls the processor), and
+        // says whether the fields made one.
+        let decoded: Bool
         switch type {
-        case Self.code("RMC"): emit(rmc(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("GGA"): emit(gga(fields, talker: talker), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("GNS"): emit(gns(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("GLL"): emit(gll(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("GSA"): emit(gsa(fields, talker: talker), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("GSV"): emit(gsv(fields, talker: talker), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("VTG"): emit(vtg(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("GST"): emit(gst(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("GBS"): emit(gbs(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("ZDA"): emit(zda(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("HDT"): emit(hdt(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("THS"): emit(ths(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        case Self.code("HDG"): emit(hdg(fields), checksummed: checksummed, cutOff: cutOff, handle)
-        default: statistics.ignored += 1
+        case Self.code("RMC"): decoded = rmc(fields, handle)
+        case Self.code("GGA"): decoded = gga(fields, talker: talker, handle)
+        case Self.code("GNS"): decoded = gns(fields, handle)
+        case Self.code("GLL"): decoded = gll(fields, handle)
+        case Self.code("GSA"): decoded = gsa(fields, talker: talker, handle)
+        case Self.code("GSV"): decoded = gsv(fields, talker: talker, handle)
+        case Self.code("VTG"): decoded = vtg(fields, handle)
+        case Self.code("GST"): decoded = gst(fields, handle)
+        case Self.code("GBS"): decoded = gbs(fields, handle)
+        case Self.code("ZDA"): decoded = zda(fields, handle)
+        case Self.code("HDT"): decoded = hdt(fields, handle)
+        case Self.code("THS"): decoded = ths(fields, handle)
+        case Self.code("HDG"): decoded = hdg(fields, handle)
+        default:
+            statistics.ignored += 1
+            return
         }
+        count(decoded: decoded, checksummed: checksummed, cutOff: cutOff)
     }
 
     /// The field syntax of each decoded type, for sentences without a checksum: one character
