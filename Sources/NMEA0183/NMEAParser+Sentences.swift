@@ -2,7 +2,9 @@ import Foundation
 import GNSSCore
 
 // The sentence types `NMEAParser.decode` knows, each from its fields as gpsd 3.22's
-// `driver_nmea0183.c` reads them: a file of their own beside the parser's framing and scan.
+// `driver_nmea0183.c` reads them: a file of their own beside the parser's framing and scan. Each
+// decoder calls `handle` with the sentence it makes and returns true, or returns false (malformed)
+// having called nothing; `decode` counts which.
 extension NMEAParser {
     /// PGRMZ as gpsd 3.22 reads it (`processPGRMZ`): the altitude's whole feet (`atoi`) when the
     /// unit is `f`, and the mode digit.
