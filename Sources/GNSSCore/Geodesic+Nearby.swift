@@ -64,10 +64,9 @@ extension Geodesic {
     public static func nearbyDistanceOnWGS84(
         latitude1: Double, longitude1: Double, latitude2: Double, longitude2: Double
     ) -> Double {
-        let flattening = 1 / 298.257_223_563
-        return tangentPlaneDistance(
-            latitude1, longitude1, latitude2, longitude2, within: 0.01, equatorialRadius: 6_378_137,
-            e2: flattening * (2 - flattening))
+        tangentPlaneDistance(
+            latitude1, longitude1, latitude2, longitude2, within: 0.01, equatorialRadius: wgs84Radius,
+            e2: wgs84Flattening * (2 - wgs84Flattening))
             ?? wgs84.distance(
                 latitude1: latitude1, longitude1: longitude1, latitude2: latitude2, longitude2: longitude2)
     }

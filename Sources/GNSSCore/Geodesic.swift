@@ -9,7 +9,10 @@ import Foundation
 /// Only the inverse distance (`s12`) is computed; the code follows the structure of the
 /// published algorithm, written here for Swift.
 public struct Geodesic: Sendable {
-    public static let wgs84 = Geodesic(equatorialRadius: 6_378_137, flattening: 1 / 298.257_223_563)
+    public static let wgs84 = Geodesic(equatorialRadius: wgs84Radius, flattening: wgs84Flattening)
+    /// WGS 84's two defining figures (also for `nearbyDistanceOnWGS84`, which needs only them).
+    static let wgs84Radius = 6_378_137.0
+    static let wgs84Flattening = 1 / 298.257_223_563
 
     public let equatorialRadius: Double
     public let flattening: Double

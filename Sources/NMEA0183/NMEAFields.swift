@@ -83,14 +83,13 @@ struct Fields {
     /// (value, integer part, fractional digits as a value in [0,1)): exact enough for coordinates.
     static func parseDecimal(_ field: UnsafeBufferPointer<UInt8>) -> (value: Double, integer: Int, fraction: Double)? {
         let count = field.count
-        // Up to 18 characters (every field a receiver sends) no sum below can overflow and no
-        // fraction has more digits than a Double holds: the digits are read with no check
-        // a digit. Longer fields take the general path (same results).
-        guard count > 0, count <= 18, let bytes = field.baseAddress else { return parseLongDecimal(field) }
+        guard count > 0, let bytes = field.baseAddress else { return nil }
         var index = 0
         let sign = bytes[0]
         let negative = sign == UInt8(ascii: "-")
         if negative || sign == UInt8(ascii: "+") { index = 1 }
+        // The digits are read with no check a digit (a receiver's fields are short); the rare
+        // long field is checked once, after.
         let integerStart = index
         var integer = 0
         while index < count {
@@ -98,6 +97,15 @@ struct Fields {
             if digit > 9 { break }
             integer = integer &* 10 &+ Int(digit)
             index &+= 1
+        }
+        if index &- integerStart > 18 {
+            // More digits than an Int holds (the sum may have wrapped): what counts is the
+            // digits after the leading zeros, and more than twelve of those pass the limit.
+            var first = integerStart
+            while first < index && bytes[first] == UInt8(ascii: "0") { first &+= 1 }
+            guard index &- first <= 12 else { return nil }
+            integer = 0
+            for position in first..<index { integer = integer &* 10 &+ Int(bytes[position] &- 0x30) }
         }
         // (Each prefix of the digits is at most the whole: over the limit anywhere is over it here.)
         if integer > 100_000_000_000 { return nil }
@@ -108,62 +116,20 @@ struct Fields {
             guard bytes[index] == UInt8(ascii: ".") else { return nil }
             index &+= 1
             let fractionStart = index
-            while index < count {
+            // Digits beyond the 17th add nothing a Double can hold: checked, not added.
+            let kept = min(count, fractionStart &+ 17)
+            while index < kept {
                 let digit = bytes[index] &- 0x30
                 guard digit <= 9 else { return nil }
                 fractionDigits = fractionDigits &* 10 &+ Int(digit)
                 index &+= 1
             }
             scale = index &- fractionStart
-            seenDigit = seenDigit || scale > 0
-        }
-        guard seenDigit else { return nil }
-        let fraction = Double(fractionDigits) / Self.powerOfTen(scale)
-        let value = Double(integer) + fraction
-        return (negative ? -value : value, negative ? -integer : integer, negative ? -fraction : fraction)
-    }
-
-    /// `parseDecimal` for a field of any length: a check a digit against overflow, and
-    /// fraction digits beyond the 17th ignored.
-    private static func parseLongDecimal(_ field: UnsafeBufferPointer<UInt8>) -> (
-        value: Double, integer: Int, fraction: Double
-    )? {
-        let count = field.count
-        guard count > 0 else { return nil }
-        var index = 0
-        var negative = false
-        if field[0] == UInt8(ascii: "-") {
-            negative = true
-            index = 1
-        } else if field[0] == UInt8(ascii: "+") {
-            index = 1
-        }
-        var integer = 0
-        var seenDigit = false
-        while index < count {
-            let digit = field[index] &- 0x30
-            if digit > 9 { break }
-            integer = integer &* 10 &+ Int(digit)
-            if integer > 100_000_000_000 { return nil }
-            seenDigit = true
-            index += 1
-        }
-        var fractionDigits = 0
-        var scale = 0
-        if index < count {
-            guard field[index] == UInt8(ascii: ".") else { return nil }
-            index += 1
             while index < count {
-                let digit = field[index] &- 0x30
-                guard digit <= 9 else { return nil }
-                seenDigit = true
-                // Digits beyond the 17th add nothing a Double can hold.
-                if scale < 17 {
-                    fractionDigits = fractionDigits &* 10 &+ Int(digit)
-                    scale += 1
-                }
-                index += 1
+                guard bytes[index] &- 0x30 <= 9 else { return nil }
+                index &+= 1
             }
+            seenDigit = seenDigit || index > fractionStart
         }
         guard seenDigit else { return nil }
         let fraction = Double(fractionDigits) / Self.powerOfTen(scale)

@@ -223,7 +223,7 @@ public struct NMEAParser: Sendable {
 
     /// Counts a sentence its decoder made (and handed on), or a malformed one.
     @inline(__always)
-    private mutating func count(decoded: Bool, checksummed: Bool, cutOff: Bool) {
+    private mutating func tally(decoded: Bool, checksummed: Bool, cutOff: Bool) {
         guard decoded else {
             statistics.malformed += 1
             return
@@ -358,11 +358,11 @@ public struct NMEAParser: Sendable {
             {
                 if tag[4] == UInt8(ascii: "E") {
                     handle(.pgrme(horizontal: fields.double(1), vertical: fields.double(3)))
-                    return count(decoded: true, checksummed: checksummed, cutOff: cutOff)
+                    return tally(decoded: true, checksummed: checksummed, cutOff: cutOff)
                 }
                 if tag[4] == UInt8(ascii: "Z") && fields.count >= 4 {
                     handle(Self.pgrmz(fields))
-                    return count(decoded: true, checksummed: checksummed, cutOff: cutOff)
+                    return tally(decoded: true, checksummed: checksummed, cutOff: cutOff)
                 }
             }
             statistics.ignored += 1
@@ -396,7 +396,7 @@ public struct NMEAParser: Sendable {
             statistics.ignored += 1
             return
         }
-        count(decoded: decoded, checksummed: checksummed, cutOff: cutOff)
+        tally(decoded: decoded, checksummed: checksummed, cutOff: cutOff)
     }
 
     /// The field syntax of each decoded type, for sentences without a checksum: one character

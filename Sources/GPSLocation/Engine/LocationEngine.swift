@@ -424,7 +424,7 @@ package struct LocationEngine: Sendable {
         lastSourceFixTime = fix.time
         Self.apply(latestEstimate, to: &fix)
         var actions = notes
-        if fix.hasPosition, let latitude = fix.latitude, let longitude = fix.longitude {
+        if fix.mode >= .twoDimensional, let latitude = fix.latitude, let longitude = fix.longitude {
             lastPosition = (latitude, longitude, fix.magneticVariation)
         }
         lastSourceProblem = nil

@@ -13,14 +13,8 @@ import GNSSCore
 /// own epoch's estimate: the receiver's GST for its time completes it (`handleEstimate`), else
 /// it is delivered with its accuracy unknown — never the outage's.
 package enum NoSolutionErrors {
-    /// `fix` without errors that stand for a no-solution DOP (`FixErrors.NoSolution`).
-    package static func cleaned(_ fix: Fix) -> Fix {
-        var fix = fix
-        clean(&fix)
-        return fix
-    }
-
-    /// `cleaned`, in place (the engine's form: a fix is not copied on its way through the stages).
+    /// Removes `fix`'s errors that stand for a no-solution DOP (`FixErrors.NoSolution`), in place
+    /// (a fix is not copied on its way through the engine's stages).
     package static func clean(_ fix: inout Fix) {
         guard fix.mode >= .twoDimensional else { return }
         let floors = FixErrors.NoSolution(dgps: fix.quality == .dgps)

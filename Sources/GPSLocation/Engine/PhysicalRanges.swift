@@ -18,16 +18,8 @@ package enum PhysicalRanges {
     package static let signalToNoise: ClosedRange<Double> = 0...100
     package static let altitude: ClosedRange<Double> = -2_000...60_000
 
-    /// The fix with out-of-range speed and course removed, and what was removed (for the
-    /// diagnostic), or nil when nothing was.
-    package static func check(_ fix: Fix) -> (Fix, String?) {
-        var fix = fix
-        let removed = clamp(&fix)
-        return (fix, removed)
-    }
-
-    /// `check`, in place (the engine's form: a fix is not copied on its way through the
-    /// stages): what was removed, or nil when nothing was.
+    /// Removes `fix`'s out-of-range values, in place (a fix is not copied on its way through the
+    /// engine's stages), and says what was removed (for the diagnostic), or nil when nothing was.
     package static func clamp(_ fix: inout Fix) -> String? {
         var removed: [String] = []
         if let speed = fix.speed, !speed.isFinite || !Self.speed.contains(speed) {

@@ -322,13 +322,7 @@ package struct DilutionFallbackStage: Sendable {
         latest = sky
     }
 
-    package func filled(_ fix: Fix) -> Fix {
-        var fix = fix
-        fill(&fix)
-        return fix
-    }
-
-    /// `filled`, in place (the engine's form: a fix is not copied on its way through the stages).
+    /// Fills `fix`'s missing estimates, in place (a fix is not copied on its way through the stages).
     package func fill(_ fix: inout Fix) {
         guard AccuracyStage.horizontalAccuracy(fix.errors) == nil, let sky = latest else { return }
         if let skyTime = sky.time, let fixTime = fix.time, abs(fixTime.timeIntervalSince(skyTime)) > Self.maximumAge {
