@@ -132,10 +132,7 @@ fi
 
 scripts/setup.sh
 echo "building gpsloc and gpslocd (release, Swift runtime linked in)…" >&2
-# A build folder of its own, so the ordinary (dynamic) release build in .build stays as it is.
-swift build -c release --product gpsloc --static-swift-stdlib --scratch-path .build/static >&2
-swift build -c release --product gpslocd --static-swift-stdlib --scratch-path .build/static >&2
-built_dir="$(swift build -c release --product gpsloc --static-swift-stdlib --scratch-path .build/static --show-bin-path)"
+built_dir="$(scripts/build-static.sh)"
 built="$built_dir/gpsloc"
 
 staging="$(mktemp -d)"
@@ -145,7 +142,7 @@ trap 'rm -rf "$staging"' EXIT
 "$built" completion zsh > "$staging/_gpsloc"
 "$built" completion fish > "$staging/gpsloc.fish"
 # The unit runs the gpslocd this install puts in place.
-sed "s|^ExecStart=/usr/local/bin/gpslocd |ExecStart=$prefix/bin/gpslocd |" systemd/gpslocd.service > "$staging/gpslocd.service"
+sed "s|^ExecStart=/usr/bin/gpslocd |ExecStart=$prefix/bin/gpslocd |" systemd/gpslocd.service > "$staging/gpslocd.service"
 grep -q "^ExecStart=$prefix/bin/gpslocd " "$staging/gpslocd.service" || { echo "install.sh: gpslocd.service has no ExecStart to point at $prefix/bin" >&2; exit 1; }
 
 # The folders this install creates (kept in the manifest, for --uninstall).

@@ -23,6 +23,8 @@ packages=(
   libgeonames0         # CLGeocoder's offline place names (GeoNames' towns, CC BY 4.0), opened at run time
   zsh                  # checks gpsloc's zsh completion (check-install.sh)
   fish                 # checks gpsloc's fish completion (check-install.sh)
+  debhelper            # dpkg-buildpackage with debian/ (check-deb.sh): the Debian packages
+  lintian              # checks those packages (check-deb.sh)
 )
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and runs every test: unit tests, the real-gpsd integration tests (gpsfake), the
 # GeodSolve comparison, the CLI tests, the NMEA engine built without libgps, the fuzz target's
-# build, the DocC check, the installer, and the manager, engine, staleness and receiver suites
+# build, the DocC check, the installer, the Debian packages, the suites that depend on where the
+# checkout is from a private folder, and the manager, engine, staleness and receiver suites
 # under Thread Sanitizer. Warnings are errors (Package.swift). One line per step on the page,
 # with its time; each step's output in .build/ci-logs/.
 #
@@ -85,6 +86,11 @@ other_checks() {
   # The installer into an empty prefix: a static gpsloc (release build), man page, completion,
   # udev rule, idempotence and uninstall.
   step install scripts/check-install.sh || failed=1
+  # The Debian packages (debian/): built with dpkg-buildpackage (reusing the installer's static
+  # build), lintian-clean, and as root installed with no network, run, upgraded and purged.
+  step deb scripts/check-deb.sh || failed=1
+  # The checkout-location lane in a copy of this tree in a 0700 folder, on a path with spaces.
+  step private-clone scripts/check-private-clone.sh || failed=1
   return "$failed"
 }
 status=0

@@ -37,7 +37,8 @@ extension RealGPSD.LaneC {
     @Suite(
         "gpslocd: another uid gets nothing without a grant, a location after it, nothing a second after a revoke",
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
-        .enabled(if: geteuid() == 0, "switching to another uid needs root (CI runs as root)"),
+        .enabled(
+            if: OtherUserPrograms.canRunAsOtherUser, Comment(rawValue: OtherUserPrograms.cannotRunAsOtherUserReason)),
         .enabled(
             if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") || Conditions.underCI,
             "python3 not installed (gpsfake needs it too)"))
@@ -255,8 +256,9 @@ extension RealGPSD.LaneC {
             // gpsfake (and its gpsd) and gpslocd share a new network and IPC namespace; gpslocd
             // reconnects until gpsd listens. Its socket is a path, reachable from outside.
             let script =
-                "ip link set lo up && { gpsfake -q -P \(port) -c 0.05 \(log) >/dev/null 2>&1 & } && exec \"$0\" "
-                + "--gpsd 127.0.0.1:\(port) --socket \(socket) --state \(folder.path)/state"
+                "ip link set lo up && { gpsfake -q -P \(port) -c 0.05 \(shellQuoted(log)) >/dev/null 2>&1 & } && "
+                + "exec \"$0\" --gpsd 127.0.0.1:\(port) --socket \(shellQuoted(socket)) "
+                + "--state \(shellQuoted(folder.path + "/state"))"
             let (daemon, daemonLog) = try launchReadingStderr(
                 "/usr/bin/unshare", ["--net", "--ipc", "--", "/bin/sh", "-c", script, Self.daemon],
                 environment: ProcessInfo.processInfo.environment)
@@ -320,6 +322,7 @@ struct OwnUserBroker {
     let state: URL
     let daemon: Process
     let log: LineReader
+    let programs: OtherUserPrograms
 
     static func start(gpsdPort: Int) async throws -> OwnUserBroker {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-uid-\(UUID())")
@@ -333,20 +336,24 @@ struct OwnUserBroker {
         }
         #expect(chmod(state.path, 0o700) == 0)
         let socket = run.appendingPathComponent("socket").path
+        // Its own user runs a copy (the checkout may be in a folder that user cannot enter).
+        let programs = try OtherUserPrograms(["gpslocd"])
         let (daemon, log) = try launchReadingStderr(
             "/usr/bin/setpriv",
             [
                 "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
-                RealGPSD.LaneC.BrokerUidTests.daemon, "--gpsd", "127.0.0.1:\(gpsdPort)", "--socket", socket,
+                programs.path("gpslocd"), "--gpsd", "127.0.0.1:\(gpsdPort)", "--socket", socket,
                 "--state", state.path,
             ],
             environment: ProcessInfo.processInfo.environment)
         #expect(await log.waitFor(timeout: 30) { $0.contains { $0.text.hasPrefix("gpslocd: listening") } })
-        return OwnUserBroker(folder: folder, socket: socket, state: state, daemon: daemon, log: log)
+        return OwnUserBroker(
+            folder: folder, socket: socket, state: state, daemon: daemon, log: log, programs: programs)
     }
 
     func stop() {
         if daemon.isRunning { daemon.terminate() }
         try? FileManager.default.removeItem(at: folder)
+        programs.remove()
     }
 }

@@ -613,8 +613,8 @@ extension RealGPSD.LaneD {
                 var merged = GPSLocBinary.environment()
                 merged.merge(environment) { $1 }
                 // On a terminal (script(1) gives it one): the text lines, not NDJSON.
-                let command = ([GPSLocBinary.path, "replay", drive, "--fast", "-n", "1"] + arguments).joined(
-                    separator: " ")
+                let command = ([GPSLocBinary.path, "replay", drive, "--fast", "-n", "1"] + arguments).map(shellQuoted)
+                    .joined(separator: " ")
                 return try await runProgram("/usr/bin/script", ["-qc", command, "/dev/null"], environment: merged)
                     .stdout
             }
@@ -1023,12 +1023,13 @@ extension RealGPSD.LaneB {
             _ = FileManager.default.createFile(atPath: stream, contents: nil)
             let pane = Pane(socket: socket, session: session, stream: stream)
             let command =
-                "XDG_CONFIG_HOME=\(config.path) XDG_CACHE_HOME=\(config.path)/cache XDG_STATE_HOME=\(config.path)/state "
-                + "\(GPSLocBinary.path) watch --port \(port) --max-age 1e9; echo EXITED $?"
+                "XDG_CONFIG_HOME=\(shellQuoted(config.path)) XDG_CACHE_HOME=\(shellQuoted(config.path + "/cache")) "
+                + "XDG_STATE_HOME=\(shellQuoted(config.path + "/state")) "
+                + "\(shellQuoted(GPSLocBinary.path)) watch --port \(port) --max-age 1e9; echo EXITED $?"
             _ = try await tmux([
                 "-S", socket, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command, ";",
                 "set-option", "-t", session, "remain-on-exit", "on", ";",
-                "pipe-pane", "-t", session, "-o", "cat >> \(stream)",
+                "pipe-pane", "-t", session, "-o", "cat >> \(shellQuoted(stream))",
             ])
             return pane
         }

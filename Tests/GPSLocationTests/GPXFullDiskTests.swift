@@ -18,9 +18,12 @@ struct GPXFullDiskTests {
             [
                 "-c",
                 command.replacingOccurrences(
-                    of: "GPSLOC_RUN", with: "\"$GPSLOC\" replay \(fixture) --fast --json --gpx \(track)"),
+                    of: "GPSLOC_RUN", with: #""$GPSLOC" replay "$FIXTURE" --fast --json --gpx "$TRACK""#),
             ],
-            environment: ProcessInfo.processInfo.environment.merging(["GPSLOC": GPSLocBinary.path]) { $1 })
+            // Paths as variables, never spliced into the command (a checkout path may have spaces).
+            environment: ProcessInfo.processInfo.environment.merging([
+                "GPSLOC": GPSLocBinary.path, "FIXTURE": fixture, "TRACK": track,
+            ]) { $1 })
         #expect(result.status == 1, "a track that could not be written is a failure: \(result.stderr)")
         let messages = result.stdout.split(separator: "\n").filter { $0.contains(#""code":"gpx""#) }
         #expect(messages.count == 1, "said once: \(messages)")
@@ -64,10 +67,12 @@ struct GPXFullDiskTests {
             "/usr/bin/unshare",
             [
                 "-m", "/bin/bash", "-c",
-                "mount -t tmpfs -o size=8k tmpfs \(inside.path) || exit 99; \"$GPSLOC\" replay \(fixture) --fast --json "
-                    + "--gpx \(track); status=$?; cp \(track) \(copy); exit $status",
+                #"mount -t tmpfs -o size=8k tmpfs "$INSIDE" || exit 99; "$GPSLOC" replay "$FIXTURE" --fast --json "#
+                    + #"--gpx "$TRACK"; status=$?; cp "$TRACK" "$COPY"; exit $status"#,
             ],
-            environment: ProcessInfo.processInfo.environment.merging(["GPSLOC": GPSLocBinary.path]) { $1 })
+            environment: ProcessInfo.processInfo.environment.merging([
+                "GPSLOC": GPSLocBinary.path, "FIXTURE": fixture, "TRACK": track, "INSIDE": inside.path, "COPY": copy,
+            ]) { $1 })
         try #require(result.status != 99, "tmpfs could not be mounted: \(result.stderr)")
         #expect(result.status == 1)
         let messages = result.stdout.split(separator: "\n").filter { $0.contains(#""code":"gpx""#) }

@@ -18,7 +18,6 @@ extension RealGPSD.LaneA {
             "systemd-analyze not installed: sudo apt-get install systemd"))
     struct UnitSandboxTests {
         static let unit = Paths.packageRoot.appendingPathComponent("Examples/GeofenceDaemon/geofenced.service")
-        static let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/geofenced").path
 
         @Test("systemd-analyze security rates the unit 2.0 or better")
         func exposure() async throws {
@@ -59,7 +58,9 @@ extension RealGPSD.LaneA {
 
         @Test(
             "as an unprivileged user with no capabilities: starts, reads gpsd, keeps its state; every syscall allowed",
-            .enabled(if: geteuid() == 0, "switching to an unprivileged user needs root (CI runs as root)"),
+            .enabled(
+                if: OtherUserPrograms.canRunAsOtherUser, Comment(rawValue: OtherUserPrograms.cannotRunAsOtherUserReason)
+            ),
             .enabled(
                 if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") || Conditions.underCI,
                 "strace not installed: sudo apt-get install strace (scripts/setup.sh does)"))
@@ -67,6 +68,10 @@ extension RealGPSD.LaneA {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sandbox-\(UUID())")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
+            // nobody runs copies (the checkout may be in a folder nobody can enter).
+            let programs = try OtherUserPrograms(["gpsloc", "geofenced"])
+            defer { programs.remove() }
+            let daemon = programs.path("geofenced")
             let home = folder.appendingPathComponent("home")
             try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
             let config = folder.appendingPathComponent("geofenced.conf")
@@ -86,7 +91,7 @@ extension RealGPSD.LaneA {
             environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
             let granted = try await runProgram(
                 unprivileged[0],
-                Array(unprivileged.dropFirst()) + [GPSLocBinary.path, "auth", "grant", "geofenced", "--always"],
+                Array(unprivileged.dropFirst()) + [programs.path("gpsloc"), "auth", "grant", "geofenced", "--always"],
                 environment: environment)
             try #require(granted.status == 0, "\(granted.stderr)")
 
@@ -98,7 +103,7 @@ extension RealGPSD.LaneA {
             let (process, log) = try launchReadingStderr(
                 "/usr/bin/strace",
                 ["-f", "-qq", "-o", trace.path] + unprivileged
-                    + ["/bin/sh", "-c", #"umask 077; exec "$0" --config "$1""#, Self.daemon, config.path],
+                    + ["/bin/sh", "-c", #"umask 077; exec "$0" --config "$1""#, daemon, config.path],
                 environment: environment)
             defer { if process.isRunning { process.terminate() } }
             // It read gpsd: the circles got their first states from a location.
@@ -108,7 +113,7 @@ extension RealGPSD.LaneA {
                 })
             // SIGTERM to geofenced itself (the traced process after its exec).
             let traced = try String(contentsOf: trace, encoding: .utf8)
-            let pid = traced.split(separator: "\n").first { $0.contains("execve(\"\(Self.daemon)\"") }
+            let pid = traced.split(separator: "\n").first { $0.contains("execve(\"\(daemon)\"") }
                 .flatMap { $0.split(separator: " ").first.flatMap { Int32($0) } }
             kill(try #require(pid), SIGTERM)
             let reference = ProcessReference(process)
@@ -124,7 +129,7 @@ extension RealGPSD.LaneA {
             // Every system call geofenced made (from its exec on, in every thread) is allowed.
             let allowed = try await Self.allowedSyscalls()
             let all = try String(contentsOf: trace, encoding: .utf8).split(separator: "\n")
-            let start = try #require(all.firstIndex { $0.contains("execve(\"\(Self.daemon)\"") })
+            let start = try #require(all.firstIndex { $0.contains("execve(\"\(daemon)\"") })
             var used = Set<String>()
             for line in all[start...] {
                 // "PID name(args…) = result": the name, not "+++ exited" or "--- SIGTERM" lines.

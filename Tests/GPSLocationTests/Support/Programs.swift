@@ -178,3 +178,9 @@ final class ProcessReference: @unchecked Sendable {
     let process: Process
     init(_ process: Process) { self.process = process }
 }
+
+/// `text` as one word of a shell command line, whatever it holds (spaces in a checkout's path,
+/// quotes): in single quotes, each single quote written as '\''.
+func shellQuoted(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+}
