@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Suites whose result depends on where the checkout is (a regular expression for --filter).
-lane='UnitSandboxTests|BrokerUidTests|LastLocationTests|CLITests|GPXFullDiskTests|PortedDaemonTests|DocsTests'
+lane='UnitSandboxTests|BrokerUidTests|LastLocationTests|CLITests|GPXFullDiskTests|PortedDaemonTests|DocsTests|ServiceTests'
 
 base="$(mktemp -d)"
 trap 'rm -rf "$base"' EXIT

@@ -15,6 +15,16 @@ mkdir -p "$symbols" "$out/archives"
 # AsyncSequence, `!=` of an Equatable): the standard library documents those; every
 # declaration written here is in the graph and counted.
 modules=.build/debug/Modules
+# DocC copies its HTML template (the toolchain's share/docc/render) into a temporary folder with
+# the owner of each file; as a user who is not the template's owner (root's /opt/swift) that copy
+# stops part way and every page's index.html is missing ("The file doesn't exist"). A copy of the
+# user's own, named by DOCC_HTML_DIR, is copied whole.
+template="$(dirname "$(command -v docc)")/../share/docc/render"
+if [ -z "${DOCC_HTML_DIR:-}" ] && [ -d "$template" ] && [ "$(stat -c %u "$template")" != "$(id -u)" ]; then
+  rm -rf "$out/render"
+  cp -R "$template" "$out/render"
+  export DOCC_HTML_DIR="$out/render"
+fi
 if [ "${GPSLOCATION_DEBUG_BUILT:-}" != 1 ]; then swift build; fi
 for module in GPSLocation GPSLocationTesting NMEA0183; do
   [ -f "$modules/$module.swiftmodule" ] || { echo "docs: no debug build of $module (swift build)" >&2; exit 1; }

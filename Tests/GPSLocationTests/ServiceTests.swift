@@ -84,9 +84,10 @@ extension RealGPSD.LaneB {
         func unitVerifies() async throws {
             let folder = try GPSLocBinary.makeConfigHome()
             defer { try? FileManager.default.removeItem(at: folder) }
-            // The unit as installed, its ExecStart pointing at the binary just built.
+            // The unit as installed, its ExecStart pointing at the binary just built (quoted, as
+            // systemd reads a path with spaces: the checkout may be on one).
             let text = try String(contentsOf: Self.unit, encoding: .utf8).replacingOccurrences(
-                of: "/usr/local/bin/geofenced", with: Self.daemon)
+                of: "/usr/local/bin/geofenced", with: "\"\(Self.daemon)\"")
             for setting in [
                 "DynamicUser=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "NoNewPrivileges=yes",
                 "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX", "After=gpsd.socket", "Type=notify",
