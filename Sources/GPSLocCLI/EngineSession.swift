@@ -313,8 +313,13 @@ final class EngineSession: Sendable {
         case .sourceEnded: end(nil)
         case .adapter: break
         }
-        // The engine stopped the request (settled with a location or failed): the run is over.
-        if oneShot && !runner.isRunning { end(nil) }
+        // The engine stopped the request (settled with a location or failed): the run is over —
+        // judged at an output that can settle it, not at a note of the same step written before
+        // the location (the location would then be dropped: `gpsloc watch --once` exited 1).
+        switch output {
+        case .diagnostic, .receiver, .sky, .heading, .paused, .adapter: return
+        default: if oneShot && !runner.isRunning { end(nil) }
+        }
     }
 
     /// Calls `ended` the first time only.

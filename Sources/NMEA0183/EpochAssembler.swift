@@ -279,11 +279,13 @@ public struct EpochAssembler: Sendable {
                 // the same on gpsd's path, holds each fix for its GST (`LocationEngine.held`).
                 // This module stands alone (no engine), so its fixes carry their GST themselves.
                 if cycle.reported, let current = cycle.time, abs(current - time) < 0.01 {
+                    let learnt = !estimateFollows
                     estimateFollows = true
-                    // Reported with no estimate but the outage's (a no-solution DOP): reported
-                    // again with its GST — the engine takes it in place of the first, as it
-                    // completes such a fix with gpsd's GST report on the other path.
-                    if cycle.reportedWithoutEstimate, let fix = makeFix() {
+                    // The cycle that teaches it, or one reported with no estimate but the
+                    // outage's (a no-solution DOP): reported again with its GST — the epoch's
+                    // last report, which the engine delivers (`EpochStage`), as on the other path
+                    // it completes the epoch with gpsd's GST report.
+                    if learnt || cycle.reportedWithoutEstimate, let fix = makeFix() {
                         cycle.reportedWithoutEstimate = false
                         emit(fix)
                     }

@@ -28,6 +28,14 @@ struct AuthorizationModelTests {
         var delivered = 0
         var reducedDelivered = 0
         _ = engine.start(.continuous, now: time)
+        // The receiver's cycle (one report an epoch) is learnt from a first epoch, which goes when
+        // the next begins (`EpochStage`); from then on each fix is its epoch's last and goes at once.
+        for warmUp in [-2.0, -1.0] {
+            let fix = Fix(
+                mode: .threeDimensional, time: time + warmUp, latitude: 51, longitude: -2.5, altitudeHAE: 90,
+                altitudeMSL: 40, errors: FixErrors(longitude: 3, latitude: 3, vertical: 6, speed: 1, course: 5))
+            _ = engine.handle(.fix(fix), now: time)
+        }
         for _ in 0..<500 {
             switch random.next() % 10 {
             case 0:

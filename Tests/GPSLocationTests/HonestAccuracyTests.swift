@@ -23,37 +23,48 @@ struct HonestAccuracyTests {
         return engine
     }
 
-    @Test("gpsd's RMC report without an estimate is replaced by its epoch's GGA report with one")
+    @Test("gpsd's RMC report without an estimate, then its epoch's GGA report with one: the app gets the GGA's")
     func heldForItsEpoch() {
         var engine = Self.engine()
         #expect(LocationEngineTests.delivered(engine.handle(.fix(Self.bare(at: 0)), now: Self.start)).isEmpty)
         var gga = Self.bare(at: 0, mode: .threeDimensional)
         gga.errors = FixErrors(horizontal: 15.2, vertical: 27.6)
-        let delivered = LocationEngineTests.delivered(engine.handle(.fix(gga), now: Self.start))
+        #expect(LocationEngineTests.delivered(engine.handle(.fix(gga), now: Self.start)).isEmpty, "the epoch is open")
+        // The next epoch begins: the first is complete, and its last report is the one delivered.
+        let delivered = LocationEngineTests.delivered(engine.handle(.fix(Self.bare(at: 1)), now: Self.start))
         #expect(delivered.map(\.horizontalAccuracy) == [7.6], "eph / 2, the epoch's one location")
         #expect(delivered.first?.verticalAccuracy ?? 0 > 0, "and its altitude")
+        // Learnt: two reports an epoch. The next epoch is complete at its second report, at once.
+        var second = Self.bare(at: 1, mode: .threeDimensional)
+        second.errors = FixErrors(horizontal: 10, vertical: 20)
+        let next = LocationEngineTests.delivered(engine.handle(.fix(second), now: Self.start))
+        #expect(next.map(\.horizontalAccuracy) == [5])
     }
 
-    @Test("a fix with no estimate after a satellite report gets gpsd's DOP × UERE model at once")
+    @Test("a fix with no estimate after a satellite report gets gpsd's DOP × UERE model")
     func fromDilutions() {
         var engine = Self.engine()
         let dop = DilutionOfPrecision(x: 0.54, y: 0.55, horizontal: 0.8, vertical: 1.2)
         _ = engine.handle(.sky(SkyView(time: Self.start, satellites: [], dilution: dop)), now: Self.start)
-        let delivered = LocationEngineTests.delivered(
-            engine.handle(.fix(Self.bare(at: 1, mode: .threeDimensional)), now: Self.start))
-        let expected = ((0.54 * 15) * (0.54 * 15) + (0.55 * 15) * (0.55 * 15)).squareRoot() / 1.96
-        #expect(delivered.count == 1)
-        #expect(abs((delivered.first?.horizontalAccuracy ?? 0) - expected) < 1e-9)
-        #expect(abs((delivered.first?.verticalAccuracy ?? 0) - 1.2 * 23 / 1.96) < 1e-9)
+        #expect(
+            LocationEngineTests.delivered(
+                engine.handle(.fix(Self.bare(at: 1, mode: .threeDimensional)), now: Self.start)
+            )
+            .isEmpty, "the first epoch goes when the next begins")
         // A DGPS fix: gpsd's smaller UEREs.
         var dgps = Self.bare(at: 2, mode: .threeDimensional)
         dgps.quality = .dgps
-        let corrected = LocationEngineTests.delivered(engine.handle(.fix(dgps), now: Self.start))
-        #expect(abs((corrected.first?.horizontalAccuracy ?? 0) - expected / 4) < 1e-9)
-        // A satellite report from long ago says nothing about this fix.
+        let delivered = LocationEngineTests.delivered(engine.handle(.fix(dgps), now: Self.start))
+        let expected = ((0.54 * 15) * (0.54 * 15) + (0.55 * 15) * (0.55 * 15)).squareRoot() / 1.96
+        #expect(delivered.count == 2)
+        #expect(abs((delivered.first?.horizontalAccuracy ?? 0) - expected) < 1e-9)
+        #expect(abs((delivered.first?.verticalAccuracy ?? 0) - 1.2 * 23 / 1.96) < 1e-9)
+        #expect(abs((delivered.last?.horizontalAccuracy ?? 0) - expected / 4) < 1e-9)
+        // A satellite report from long ago says nothing about this fix: its accuracy is unknown.
         var late = Self.bare(at: 60)
         late.errors = FixErrors()
-        #expect(LocationEngineTests.delivered(engine.handle(.fix(late), now: Self.start)).isEmpty, "held")
+        let unknown = LocationEngineTests.delivered(engine.handle(.fix(late), now: Self.start))
+        #expect(unknown.map(\.horizontalAccuracy) == [CLLocationDistanceMax])
     }
 
     @Test("#35: the first fix after an outage never takes the outage's no-solution DOP (949 m); its GST completes it")
@@ -65,10 +76,12 @@ struct HonestAccuracyTests {
         // gpsd's first fix after it: eph = 99.99 × 19 m, epv = 99.99 × 23 m (its UERE model).
         var first = Self.bare(at: 1, mode: .threeDimensional)
         first.errors = FixErrors(horizontal: 1899.81, vertical: 2299.77, speed: 3799.6, climb: 4599.5)
-        #expect(LocationEngineTests.delivered(engine.handle(.fix(first), now: Self.start)).isEmpty, "held")
-        // Its own epoch's GST (1σ 1.2 m and 0.9 m): that is its accuracy.
+        #expect(LocationEngineTests.delivered(engine.handle(.fix(first), now: Self.start)).isEmpty, "open")
+        // Its own epoch's GST (1σ 1.2 m and 0.9 m), while the epoch is open: that is its accuracy.
         let gst = ReceiverErrorEstimate(time: first.time, latitude: 1.2, longitude: 0.9, altitude: 2.0)
-        let delivered = LocationEngineTests.delivered(engine.handle(.errorEstimate(gst), now: Self.start))
+        #expect(LocationEngineTests.delivered(engine.handle(.errorEstimate(gst), now: Self.start)).isEmpty)
+        let delivered = LocationEngineTests.delivered(
+            engine.handle(.fix(Self.bare(at: 2, mode: .threeDimensional)), now: Self.start))
         #expect(delivered.count == 1)
         #expect(abs((delivered.first?.horizontalAccuracy ?? 0) - 1.5) < 1e-9, "GST: √(1.2² + 0.9²)")
         #expect(delivered.first?.speedAccuracy ?? 0 < 100, "no speed error made of the outage")
@@ -111,7 +124,7 @@ struct HonestAccuracyTests {
             "\(locations.map(\.horizontalAccuracy))")
     }
 
-    @Test("a receiver that reports no estimate at all loses nothing and is delayed only at first")
+    @Test("a receiver that reports no estimate at all loses nothing and is delayed only for its first epoch")
     func noEstimatesEver() {
         var engine = Self.engine()
         var delivered: [CLLocation] = []
@@ -125,7 +138,7 @@ struct HonestAccuracyTests {
             engine.handle(.problem(CLError(.locationUnknown, message: "end"), terminal: true), now: Self.start))
         #expect(delivered.map(\.timestamp) == (0..<8).map { Self.start.addingTimeInterval(Double($0)) })
         #expect(delivered.allSatisfy { $0.horizontalAccuracy == CLLocationDistanceMax })
-        #expect(immediate == [false, false, false, true, true, true, true, true])
+        #expect(immediate == [false, true, true, true, true, true, true, true])
     }
 }
 
@@ -148,10 +161,13 @@ extension RealGPSD.LaneB {
                 if let first = locations.first { firsts.append(first) }
             }
             #expect(firsts.count == 2)
-            // Through gpsd: its GGA report of the epoch (fixture line 2, eph 15.2 m), not the RMC
-            // report before it with no estimate.
-            #expect(firsts.first?["horizontalAccuracy"] as? Double == 7.6)
+            // Through gpsd: not its first report of the epoch (an RMC with no estimate) nor the GGA
+            // report after it (eph 15.2 m), but the epoch complete — with the receiver's GST, which
+            // gpsd sends after them (1.628 m). The NMEA engine gives the same location.
+            #expect(firsts.first?["horizontalAccuracy"] as? Double == 1.628)
             #expect(firsts.first?["timestamp"] as? String == "2026-06-15T08:00:00.000Z")
+            #expect(firsts.last?["horizontalAccuracy"] as? Double == 1.628)
+            #expect(firsts.last?["timestamp"] as? String == "2026-06-15T08:00:00.000Z")
         }
     }
 }

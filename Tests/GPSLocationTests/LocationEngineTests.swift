@@ -43,8 +43,9 @@ struct LocationEngineTests {
     }
 
     /// gpsd 3.22 sends a cycle's TPV before the receiver's GST of the same time: the engine (the
-    /// one place a fix waits for its estimate) learns that from the first cycle and from then on
-    /// holds each fix for its GST, never past the next report.
+    /// one place a fix waits for its estimate) learns that from the first cycle — whose epoch is
+    /// still open then (`EpochStage`) and takes the GST in place — and from then on holds each
+    /// fix for its GST, never past the next report.
     @Test("a GST after its fix: learnt once, then each fix waits for its own estimate")
     func estimateAfterFix() {
         var engine = Self.engine(isLive: false)
@@ -54,26 +55,31 @@ struct LocationEngineTests {
                 ReceiverErrorEstimate(
                     time: Self.start.addingTimeInterval(seconds), latitude: sigma, longitude: sigma, altitude: sigma))
         }
-        // Cycle 0: nothing is known yet; the fix goes with the model's estimate, and its GST
-        // (arriving after it) teaches the engine that this receiver's GST follows.
-        let first = Self.delivered(engine.handle(.fix(Self.fix(at: 0)), now: Self.start))
-        #expect(first.count == 1)
+        func accuracy(sigma: Double, at seconds: Double) -> Double? {
+            AccuracyStage.horizontalAccuracy(
+                ReceiverErrorEstimate(time: nil, latitude: sigma, longitude: sigma, altitude: sigma)
+                    .applied(to: Self.fix(at: seconds).errors, threeDimensional: true))
+        }
+        // Cycle 0: its epoch stays open (nothing learned yet); its GST, arriving after the fix,
+        // completes it and teaches the engine that this receiver's GST follows.
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 0)), now: Self.start)).isEmpty)
         #expect(Self.delivered(engine.handle(gst(at: 0, sigma: 1), now: Self.start)).isEmpty)
-        // Cycle 1: the fix is held, and delivered with its own GST's accuracy.
-        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 1)), now: Self.start)).isEmpty)
+        // Cycle 1 begins: cycle 0 goes, with its GST; cycle 1's fix is held for its own.
+        let first = Self.delivered(engine.handle(.fix(Self.fix(at: 1)), now: Self.start))
+        #expect(first.map(\.timestamp) == [Self.start])
+        #expect(first.first?.horizontalAccuracy == accuracy(sigma: 1, at: 0))
         let paired = Self.delivered(engine.handle(gst(at: 1, sigma: 2), now: Self.start))
         #expect(paired.count == 1)
-        let withGST = ReceiverErrorEstimate(time: nil, latitude: 2, longitude: 2, altitude: 2)
-            .applied(to: Self.fix(at: 1).errors, threeDimensional: true)
-        #expect(paired.first?.horizontalAccuracy == AccuracyStage.horizontalAccuracy(withGST))
+        #expect(paired.first?.horizontalAccuracy == accuracy(sigma: 2, at: 1))
         #expect(paired.first?.horizontalAccuracy != first.first?.horizontalAccuracy)
-        // Cycle 2: no GST; the sky report lets the fix through as it is.
+        // Cycle 2: no GST; a sky report is part of the cycle and lets nothing go; the next fix
+        // lets it through as it is.
         #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 2)), now: Self.start)).isEmpty)
         let sky = SkyView(time: Self.start.addingTimeInterval(2), satellites: [], dilution: DilutionOfPrecision())
-        let released = Self.delivered(engine.handle(.sky(sky), now: Self.start))
+        #expect(Self.delivered(engine.handle(.sky(sky), now: Self.start)).isEmpty)
+        let released = Self.delivered(engine.handle(.fix(Self.fix(at: 3)), now: Self.start))
         #expect(released.map(\.timestamp) == [Self.start.addingTimeInterval(2)])
         // Cycle 3: a GST of another time does not complete it; the next fix does release it.
-        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 3)), now: Self.start)).isEmpty)
         #expect(Self.delivered(engine.handle(gst(at: 2.5, sigma: 9), now: Self.start)).isEmpty)
         let next = Self.delivered(engine.handle(.fix(Self.fix(at: 4)), now: Self.start))
         #expect(next.map(\.timestamp) == [Self.start.addingTimeInterval(3)])
@@ -111,10 +117,11 @@ struct LocationEngineTests {
         let t0 = Self.start
         let started = engine.start(.continuous, now: t0)
         #expect(Self.armed(started).map(\.0) == [.staleness] && Self.armed(started).first?.1 == 3)
-        // A 1 Hz receiver: fixes move the deadline later, and nothing is re-armed per fix.
+        // A 1 Hz receiver: fixes move the deadline later, and nothing is re-armed per fix. (The
+        // first epoch goes when the second begins: one report an epoch is learnt from it.)
         for second in 0..<3 {
             let actions = engine.handle(.fix(Self.fix(at: Double(second))), now: t0 + Double(second))
-            #expect(Self.delivered(actions).count == 1)
+            #expect(Self.delivered(actions).count == [0, 2, 1][second])
             #expect(Self.armed(actions).isEmpty, "fix \(second) re-armed the timer")
         }
         // The timer fires at the first deadline; the last fix (t0 + 2) moved it to t0 + 5.
@@ -149,8 +156,10 @@ struct LocationEngineTests {
     func oneShotSettles() {
         var engine = Self.engine { $0.desiredAccuracy = kCLLocationAccuracyNearestTenMeters }
         _ = engine.start(.oneShot, now: Self.start)
+        // A receiver whose cycle is learnt (one report an epoch): its epoch is complete at once.
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: -1, accuracy: 80)), now: Self.start)).isEmpty)
         let good = engine.handle(.fix(Self.fix(at: 0, accuracy: 4)), now: Self.start)
-        #expect(Self.delivered(good).count == 1 && Self.stopsSource(good))
+        #expect(Self.delivered(good).map(\.timestamp) == [Self.start] && Self.stopsSource(good))
 
         var empty = Self.engine()
         _ = empty.start(.oneShot, now: Self.start)
@@ -162,6 +171,8 @@ struct LocationEngineTests {
     func stopped() {
         var engine = Self.engine { $0.distanceFilter = 1000 }
         _ = engine.start(.continuous, now: Self.start)
+        // The first epoch goes when the next begins; after that each at once.
+        #expect(Self.delivered(engine.handle(.fix(Self.fix(at: -1)), now: Self.start)).isEmpty)
         #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 0)), now: Self.start)).count == 1)
         _ = engine.stop()
         for event: LocationSourceEvent in [
@@ -172,7 +183,8 @@ struct LocationEngineTests {
         }
         #expect(engine.timerFired(.staleness, now: Self.start + 100).isEmpty)
         _ = engine.start(.continuous, now: Self.start + 2)
-        // The distance filter forgot the last delivered location: 0 m away is delivered again.
+        // The distance filter forgot the last delivered location: 0 m away is delivered again,
+        // at once (the receiver's cycle, learnt before the stop, is kept).
         #expect(Self.delivered(engine.handle(.fix(Self.fix(at: 2)), now: Self.start + 2)).count == 1)
     }
 

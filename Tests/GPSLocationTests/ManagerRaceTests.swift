@@ -35,8 +35,10 @@ struct ManagerRaceTests {
         let delegate = RecordingDelegate()
         let manager = Self.manager(source, delegate: delegate)
         manager.startUpdatingLocation()
+        // (A first epoch goes when the next begins: both are delivered at the second.)
+        #expect(source.send(.fix(LocationEngineTests.fix(at: -1))))
         #expect(source.send(.fix(Self.fix(0))))
-        #expect(await delegate.waitForLocations(1))
+        #expect(await delegate.waitForLocations(2))
         manager.stopUpdatingLocation()
         let after = delegate.callbackCount
         // A shared gpsd connection had already picked this handler when the stop ran.
@@ -179,6 +181,9 @@ struct ManagerRaceTests {
         let gate = DispatchSemaphore(value: 0)
         queue.async { gate.wait() }
         source.send(.notice(code: "test", message: "a diagnostic before the fix"))
+        // The receiver's first epoch: it goes when the next begins (`EpochStage`), which then
+        // goes at once — the one-shot settles with the first, at the second fix.
+        #expect(source.send(.fix(LocationEngineTests.fix(at: -1))))
         source.holdNextStop()
         let firstAccepted = Locked(false)
         let firstSent = Self.send(1) { _ in firstAccepted.withLock { $0 = source.send(.fix(Self.fix(0))) } }

@@ -681,7 +681,10 @@ struct EngineMonitoringTests {
         let t0 = E.start
         _ = engine.startMonitoring(fence, now: t0)
         #expect(engine.isRunning && engine.mode == .stopped)
-        let first = engine.handle(.fix(E.fix(at: 0)), now: t0, uptime: 0)
+        // (The receiver's first epoch goes when its next begins, at 0: from then on at once.)
+        let first =
+            engine.handle(.fix(E.fix(at: -1)), now: t0 - 1, uptime: -1)
+            + engine.handle(.fix(E.fix(at: 0)), now: t0, uptime: 0)
         #expect(Self.regions(first).map(\.state) == [.inside])
         #expect(E.delivered(first).isEmpty, "no location updates were asked for")
         #expect(E.armed(first).map(\.0) == [.monitoringGap])

@@ -36,7 +36,9 @@ struct PauseTests {
             let second = fix.time!.timeIntervalSince(start)
             for action in engine.handle(.fix(fix), now: start) {
                 switch action {
-                case .emit(.locations): delivered.append(second)
+                case .emit(.locations(let locations)):
+                    // By the location's own time: an epoch goes when it is complete (`EpochStage`).
+                    delivered += locations.map { $0.timestamp.timeIntervalSince(start) }
                 case .emit(.paused(let paused)): pauses.append((second, paused))
                 default: break
                 }

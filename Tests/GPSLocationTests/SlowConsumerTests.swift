@@ -113,7 +113,7 @@ struct SlowConsumerTests {
         let start = Date()
         let fixes = (0..<40).map { index in
             Fix(
-                mode: .threeDimensional, time: start.addingTimeInterval(Double(index) * 0.001),
+                mode: .threeDimensional, time: start.addingTimeInterval(Double(index) * 0.1),
                 latitude: 51.5 + Double(index) * 1e-4,
                 longitude: -2.5, altitudeMSL: 10, errors: FixErrors(horizontal: 5, vertical: 8))
         }

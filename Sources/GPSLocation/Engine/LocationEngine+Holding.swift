@@ -5,28 +5,34 @@ import Foundation
 // `LocationEngine`, in a file of their own.
 
 extension LocationEngine {
-    /// How many epochs in a row a fix with no estimate is held for a better report of its epoch;
-    /// after that the receiver is taken to report none, and its fixes go through at once.
-    static let holdLimit = 3
-
-    /// Handles a held fix now (the source ended).
+    /// Every open epoch and a fix held for its estimate go on now (the source ended, said
+    /// something else, or a one-shot's time is up).
     mutating func releaseHeld(now: Date) -> [Action] {
-        guard let pending = held else { return [] }
-        held = nil
-        return handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
+        var actions: [Action] = []
+        if !epochs.isEmpty {
+            var open: [EpochStage.Report] = []
+            epochs.flush(into: &open)
+            for report in open where isRunning {
+                actions += handleCompleteFix(report.fix, now: now, uptime: report.uptime)
+            }
+        }
+        if let pending = held.take(), isRunning {
+            actions += handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
+        }
+        return actions
     }
 
-    /// The receiver's error estimate (GST): it completes a fix held for it, of its own time;
-    /// one that describes the last fix, already gone, shows that this receiver's GST follows its
-    /// fix, and from then on each fix waits for it (`held`).
+    /// The receiver's error estimate (GST): it completes the open epoch of its own time, and a
+    /// fix held for it; one that describes the last fix, already gone, shows that this
+    /// receiver's GST follows its fix, and from then on each fix waits for it (`held`).
     mutating func handleEstimate(_ estimate: ReceiverErrorEstimate, now: Date) -> [Action] {
         latestEstimate = estimate
-        // A fix held for its estimate — or held for having none (`NoSolutionErrors` removed the
-        // outage's) — is completed by the GST of its own time.
-        if let pending = held,
-            pending.awaitsEstimate || AccuracyStage.horizontalAccuracy(pending.fix.errors) == nil,
-            Self.sameTime(pending.fix.time, estimate.time)
-        {
+        // An epoch still open (its cycle not learned yet: a recording's first) takes it in place.
+        if epochs.updateOpen(at: estimate.time, { Self.apply(estimate, to: &$0) }) {
+            estimateFollows = true
+            return []
+        }
+        if let pending = held, Self.sameTime(pending.fix.time, estimate.time) {
             held = nil
             // It came after its fix: this receiver's GST follows its fix.
             estimateFollows = true
@@ -34,13 +40,6 @@ extension LocationEngine {
         }
         if Self.sameTime(lastSourceFixTime, estimate.time) { estimateFollows = true }
         return []
-    }
-
-    /// A fix held for its estimate goes as it is (any other report came first).
-    mutating func releaseAwaitingEstimate(now: Date) -> [Action] {
-        guard let pending = held, pending.awaitsEstimate else { return [] }
-        held = nil
-        return handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
     }
 
     /// The estimate for the fix's own time wins (`ReceiverErrorEstimate.applied`, the rule the

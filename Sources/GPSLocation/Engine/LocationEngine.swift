@@ -117,26 +117,21 @@ package struct LocationEngine: Sendable {
     /// Diagnostics that would repeat are said at most once a minute.
     var repeats = RepeatLimiter()
     private var dilutionFallback = DilutionFallbackStage()
-    /// A fix with no error estimate at all, held until the next report: gpsd reports a cycle's
-    /// RMC (no `eph`) before its GGA and GSA, with the same time, and the first report of an
-    /// epoch is the one delivered. A report of the same epoch with an estimate replaces it; any
-    /// other report (or the source's end) lets it through, estimate-less, at most a cycle late —
-    /// and only for `holdLimit` epochs in a row, so a receiver that reports no estimates at all
-    /// is not delayed. Both paths, the same rule.
-    ///
-    /// The receiver's own estimate (GST) may also come after its fix (gpsd 3.22 sends the TPV as
-    /// soon as the cycle's GGA is in, and puts no GST into it): once a receiver has been seen
-    /// doing that (`estimateFollows`), each of its fixes is held for the GST of its time
-    /// (`awaitsEstimate`), never longer than the next report. The NMEA engine applies the same
-    /// estimate to the same cycle, so gpsd's path and the NMEA path deliver the same location.
-    /// The one place a fix waits for its estimate.
-    var held: (fix: Fix, uptime: Double?, awaitsEstimate: Bool)?
+    /// The reports of each receiver epoch, of which the app gets the last, complete one
+    /// (`EpochStage`, #49): both paths, the same rule.
+    var epochs = EpochStage()
+    /// A complete epoch held for the receiver's own estimate (GST), which may come after its fix
+    /// (gpsd 3.22 sends the TPV as soon as the cycle's reports are in, and puts no GST into it):
+    /// once a receiver has been seen doing that (`estimateFollows`), each of its fixes is held
+    /// for the GST of its time, never longer than the next report. The NMEA engine applies the
+    /// same estimate to the same cycle, so gpsd's path and the NMEA path deliver the same
+    /// location. The one place a fix waits for its estimate.
+    var held: (fix: Fix, uptime: Double?)?
     /// The receiver's latest error estimate, and whether its GST comes after its fix.
     var latestEstimate: ReceiverErrorEstimate?
     var estimateFollows = false
     /// The time of the last fix the source gave (for `estimateFollows`).
     var lastSourceFixTime: Date?
-    private var unestimatedInARow = 0
     /// Automatic pausing: where the device settled, and whether updates are paused.
     var stationary = StationaryDetector()
     /// How long the device had stayed put at the last location (nil: it moved).
@@ -150,7 +145,6 @@ package struct LocationEngine: Sendable {
     /// The source's last problem since its last fix (a one-shot that times out names it).
     var lastSourceProblem: CLError?
     var paused = false
-    private var lastUnestimatedTime: Date?
 
     package init(
         configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
@@ -229,6 +223,7 @@ package struct LocationEngine: Sendable {
         mode = .stopped
         oneShotBest = nil
         held = nil
+        epochs.dropOpen()
         paused = false
         stationary.reset()
         stillFor = nil
@@ -261,9 +256,8 @@ package struct LocationEngine: Sendable {
         staleness.reset()
         receivers.reset()
         recordingNow = nil
+        lastSourceFixTime = nil
         deactivated = []
-        unestimatedInARow = 0
-        lastUnestimatedTime = nil
         regions.resetClock()
         visits?.reset()
         gapDeadline = nil
@@ -293,12 +287,13 @@ package struct LocationEngine: Sendable {
     /// seconds (live sources; it guards against receivers whose dates jump).
     package mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
         guard isRunning else { return [] }
-        // A fix held for its estimate waits no longer than the next report of any other kind
-        // (a receiver unplugged right after its fix still has that fix delivered, first).
-        if held?.awaitsEstimate == true {
+        // An open epoch, and a fix held for its estimate, wait no longer than the next report of
+        // any other kind than the receiver's cycle gives (a receiver unplugged right after its
+        // fix still has that fix delivered, first).
+        if held != nil || !epochs.isEmpty {
             switch event {
-            case .fix, .errorEstimate: break
-            default: return releaseAwaitingEstimate(now: now) + handleEvent(event, now: now, uptime: uptime)
+            case .fix, .errorEstimate, .sky, .heading: break
+            default: return releaseHeld(now: now) + handleEvent(event, now: now, uptime: uptime)
             }
         }
         return handleEvent(event, now: now, uptime: uptime)
@@ -313,11 +308,12 @@ package struct LocationEngine: Sendable {
         case .heading(let reading):
             // A replay's clock is known only from a fix: a heading before the first one waits for
             // it (a receiver's first cycle), rather than carrying today's date.
-            guard isLive || recordingNow != nil else {
+            // (The latest report's time: its epoch may still be open.)
+            guard isLive || lastSourceFixTime != nil else {
                 pendingHeading = reading
                 return []
             }
-            return headingActions(reading, time: isLive ? now : recordingNow ?? now)
+            return headingActions(reading, time: isLive ? now : lastSourceFixTime ?? now)
         case .sky(let sky):
             let checked = PhysicalRanges.check(sky)
             dilutionFallback.remember(checked)
@@ -433,29 +429,30 @@ package struct LocationEngine: Sendable {
             actions += headingActions(pending, time: time)
         }
         if let failure = headingStage.fixCame() { actions.append(.fail(failure)) }
-        let estimated = AccuracyStage.horizontalAccuracy(fix.errors) != nil
-        // (Tested for nil first: binding an empty `held` would still copy the fix-sized slot.)
+        // Of an epoch's reports the last goes on (`EpochStage`): the one it closed, and itself
+        // when its epoch is complete.
+        let (first, second) = epochs.add(fix, uptime: uptime)
+        if let first { actions += handleCompleteFix(first.fix, now: now, uptime: first.uptime) }
+        // (Not after the first ended everything: a one-shot it settled stops the engine.)
+        if let second, isRunning { actions += handleCompleteFix(second.fix, now: now, uptime: second.uptime) }
+        return actions
+    }
+
+    /// A fix that is its epoch's complete report: held for the receiver's estimate when that
+    /// follows its fix, else checked now. A fix held before it goes first, unless this one is
+    /// of the same time (the same epoch's, which replaces it).
+    mutating func handleCompleteFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
+        var actions: [Action] = []
         if held != nil, let pending = held.take() {
-            // The same epoch again with an estimate replaces the held report; anything else
-            // means no better report of that epoch is coming.
             if fix.time == nil || pending.fix.time != fix.time || !fix.hasPosition {
-                actions += handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
+                actions = handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
             }
         }
-        if fix.hasPosition && !estimated {
-            if fix.time != lastUnestimatedTime {
-                lastUnestimatedTime = fix.time
-                unestimatedInARow += 1
-            }
-            if unestimatedInARow <= Self.holdLimit {
-                held = (fix, uptime, false)
-                return actions
-            }
-        } else if fix.hasPosition {
-            unestimatedInARow = 0
-        }
-        if estimateFollows, fix.time != nil, fix.mode >= .twoDimensional {
-            held = (fix, uptime, true)
+        // (Not one that has its estimate already: its epoch was still open when the GST came.)
+        if estimateFollows, fix.time != nil, fix.mode >= .twoDimensional,
+            !Self.sameTime(latestEstimate?.time, fix.time)
+        {
+            held = (fix, uptime)
             return actions
         }
         // Nearly always nothing came before: the checked fix's actions are returned as they are,
