@@ -22,6 +22,10 @@ let usage = """
       --start T          UTC start time (default 2026-06-15T08:00:00Z)
       --seed N           random seed (default 1)
       --output FILE      write here instead of standard output
+      --order O          rmc-first: RMC, GGA, GSA, GST, VTG, GSV, ZDA (default);
+                         gga-first: SiRF's order, GGA, GSA, GSV, RMC, with no GST, VTG or ZDA, and
+                         the RMC of the 11th cycle lost (as on a serial line): gpsd then takes GGA
+                         for a cycle end too and reports each epoch twice, at its GGA and its RMC
     """
 
 struct Options {
@@ -33,6 +37,7 @@ struct Options {
     var start = Date(timeIntervalSince1970: 1_781_510_400)  // 2026-06-15T08:00:00Z
     var seed: UInt64 = 1
     var output: String?
+    var ggaFirst = false
 }
 
 func parseOptions(_ arguments: [String]) -> Options {
@@ -78,6 +83,12 @@ func parseOptions(_ arguments: [String]) -> Options {
             options.seed = seed
         case "--output":
             options.output = value(argument)
+        case "--order":
+            switch value(argument) {
+            case "rmc-first": options.ggaFirst = false
+            case "gga-first": options.ggaFirst = true
+            default: fail("--order must be rmc-first or gga-first")
+            }
         case "-h", "--help":
             print(usage)
             exit(0)
@@ -187,17 +198,31 @@ final class Simulator {
         let kind = options.faults ? "drive (no-fix start, 2D, tunnel, corrupted lines)" : "clean 3D"
         output +=
             "# GPSLocation nmea-sim: \(options.rate) Hz, \(Int(options.duration)) s, "
-            + "\(options.multiGNSS ? "multi-GNSS" : "GPS-only"), \(kind), seed \(options.seed)\n"
+            + "\(options.multiGNSS ? "multi-GNSS" : "GPS-only"), \(kind), seed \(options.seed)"
+            + (options.ggaFirst ? ", GGA first\n" : "\n")
         let cycles = Int(options.duration * Double(options.rate))
         let step = 1.0 / Double(options.rate)
         for cycle in 0..<cycles {
             let t = Double(cycle) * step
             advance(by: step, at: t)
+            let mark = output.endIndex
             writeCycle(time: options.start.addingTimeInterval(t), phase: phase(at: t), cycle: cycle)
+            if options.ggaFirst { reorderGGAFirst(from: mark, cycle: cycle) }
             if options.faults { corrupt(cycle: cycle, cycles: cycles) }
             flush()
         }
         flush(force: true)
+    }
+
+    /// The cycle written from `mark` on, in SiRF's order: GGA, GSA, GSV…, RMC (no GST, VTG, ZDA);
+    /// the 11th cycle's RMC is lost.
+    func reorderGGAFirst(from mark: String.Index, cycle: Int) {
+        let lines = String(output[mark...]).components(separatedBy: "\r\n").filter { !$0.isEmpty }.map { $0 + "\r\n" }
+        func of(_ type: String) -> [String] { lines.filter { $0.dropFirst(3).hasPrefix(type) } }
+        var cycleText = of("GGA") + of("GSA") + of("GSV")
+        if cycle != 10 { cycleText += of("RMC") }
+        output.removeSubrange(mark...)
+        output += cycleText.joined()
     }
 
     /// Where the loop scenario's circle is centred (the start point).

@@ -30,7 +30,8 @@ struct AuthorizationModelTests {
         _ = engine.start(.continuous, now: time)
         // The receiver's cycle (one report an epoch) is learnt from a first epoch, which goes when
         // the next begins (`EpochStage`); from then on each fix is its epoch's last and goes at once.
-        for warmUp in [-2.0, -1.0] {
+        // Fixes come every 7 s (a steady receiver: an irregular one may wait an epoch more).
+        for warmUp in [-7.0, 0] {
             let fix = Fix(
                 mode: .threeDimensional, time: time + warmUp, latitude: 51, longitude: -2.5, altitudeHAE: 90,
                 altitudeMSL: 40, errors: FixErrors(longitude: 3, latitude: 3, vertical: 6, speed: 1, course: 5))
@@ -51,7 +52,7 @@ struct AuthorizationModelTests {
                 // An app restarts updates after a denial stopped them (as CoreLocation apps do
                 // when authorization changes back).
                 if engine.mode == .stopped { _ = engine.start(.continuous, now: time) }
-                time += Double(1 + random.next() % 30)
+                time += 7
                 let fix = Fix(
                     mode: .threeDimensional, time: time, latitude: 51 + random.unit() * 0.5,
                     longitude: -2.5 + random.unit() * 0.5,

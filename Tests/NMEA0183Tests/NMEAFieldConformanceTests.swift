@@ -159,19 +159,15 @@ struct FieldAgreement: CustomStringConvertible {
                 horizontal: horizontal(epx: n["epx"], epy: n["epy"], eph: n["eph"]),
                 vertical: is3D ? n["epv"].map { $0 / 1.96 } : nil
             )
-            var expectedHorizontal =
+            // (Also at the epoch that teaches both paths that this receiver's GST follows its fix:
+            // its last report carries that GST, #49 — `firstFollowing` is no exception any more.)
+            let expectedHorizontal =
                 estimate.map { ($0.latitude * $0.latitude + $0.longitude * $0.longitude).squareRoot() }
                 ?? model.horizontal
-            var expectedVertical = is3D ? (estimate?.altitude ?? model.vertical) : nil
+            let expectedVertical = is3D ? (estimate?.altitude ?? model.vertical) : nil
             let oursHorizontal = horizontal(
                 epx: fix.errors.longitude, epy: fix.errors.latitude, eph: fix.errors.horizontal)
             let oursVertical = fix.errors.vertical.map { $0 / 1.96 }
-            if key == firstFollowing {
-                // The epoch at which both paths learn that this receiver's GST follows its fix:
-                // delivered as gpsd reports it, without that GST.
-                expectedHorizontal = model.horizontal
-                expectedVertical = model.vertical
-            }
             result.compare("horizontal", gpsd: expectedHorizontal, ours: oursHorizontal, relative: true, at: at)
             result.compare("vertical", gpsd: expectedVertical, ours: oursVertical, relative: true, at: at)
             // Speed, course and climb errors (CoreLocation's speedAccuracy, courseAccuracy ×1.96).

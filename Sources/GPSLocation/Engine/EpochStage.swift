@@ -18,10 +18,13 @@ import GNSSCore
 /// - a report with a time joins the open epoch of that time, replacing the report kept for it;
 ///   one with another time closes the open epoch (it is complete: its receiver has moved on) and
 ///   opens its own;
-/// - an epoch is complete as soon as it has had as many reports as the last epoch with a
-///   position (the cycle's end, learned: no wait at all, as gpsd learns `cycle_enders` from one
-///   cycle; a receiver without a fix is reported at other sentences); the first epoch with a
-///   position, and one whose cycle is shorter than the last, at the latest when the next
+/// - an epoch is complete as soon as it has had as many reports as the larger of the last two
+///   epochs with a position (the cycle's end, learned: no wait at all, as gpsd learns
+///   `cycle_enders` from one cycle; a receiver without a fix is reported at other sentences, and
+///   a cycle that once came short does not count alone); after one to three epochs were skipped
+///   (gpsd learns a new cycle end from such a cycle, and reports more often from then on) it is
+///   learned again;
+///   the first epoch with a position, and one whose cycle is shorter, at the latest when the next
 ///   epoch begins, or when the source ends or says anything else (a receiver gone, a problem) —
 ///   so the last epoch of a recording is never lost. What is learned of a receiver's cycle is
 ///   kept across a stop and a start (an engine has one source; each receiver its own cycle);
@@ -47,10 +50,18 @@ struct EpochStage: Sendable {
         var openedAt: Double?
         /// Reports of the open epoch so far (counted on after it went on).
         var reports = 0
-        /// Reports in the epoch before it (0: none seen yet): the receiver's cycle, learned.
+        /// Reports in the last two epochs with a position (0: none seen yet): the receiver's cycle.
         var previous = 0
+        var beforePrevious = 0
+        /// The time from the epoch before the open one to the open one (the receiver's rate).
+        var interval: Double?
 
-        var learned: Int? { previous > 0 ? previous : nil }
+        /// The larger of the last two counts: a cycle that once came short (a lost RMC) does not
+        /// make the next complete at its first report.
+        var learned: Int? {
+            let count = max(previous, beforePrevious)
+            return count > 0 ? count : nil
+        }
         /// The open epoch's latest report had a position.
         var lastHadPosition = false
     }
@@ -82,8 +93,21 @@ struct EpochStage: Sendable {
             closed = receivers[index].open
             // Learned from epochs with a position only: a receiver without a fix is reported at
             // other sentences than with one (its first fix would go at a no-fix cycle's count).
-            if receivers[index].openTime != nil, receivers[index].lastHadPosition {
-                receivers[index].previous = receivers[index].reports
+            if let openTime = receivers[index].openTime {
+                if receivers[index].lastHadPosition {
+                    receivers[index].beforePrevious = receivers[index].previous
+                    receivers[index].previous = receivers[index].reports
+                }
+                // One to three epochs skipped (1.5 to 4 of the receiver's intervals since the last):
+                // something went unreported, as when gpsd learns a new cycle end from a cycle whose
+                // RMC was lost and reports each epoch once more from then on — learn again. (A
+                // longer silence is an outage, or a source with no steady rate: nothing to learn.)
+                let gap = time.timeIntervalSince(openTime)
+                if let interval = receivers[index].interval, gap > interval * 1.5, gap <= interval * 4 {
+                    receivers[index].previous = 0
+                    receivers[index].beforePrevious = 0
+                }
+                receivers[index].interval = gap > 0 ? gap : nil
             }
             receivers[index].open = Report(fix: fix, uptime: uptime)
             receivers[index].openTime = time

@@ -1,0 +1,142 @@
+import Foundation
+import GPSLocationTesting
+import TestSupport
+import Testing
+
+@testable import GPSLocation
+
+/// #49: of the reports of one receiver epoch the app gets the last, complete one — once.
+@Suite("every epoch whole: the stage", .timeLimit(.minutes(5)))
+struct EpochStageTests {
+    static let start = LocationEngineTests.start
+
+    /// A report of the epoch at `seconds`: with the receiver's course (an RMC's) or without (a GGA's).
+    static func report(_ seconds: Double, course: Double? = nil, device: String? = nil) -> Fix {
+        Fix(
+            mode: .threeDimensional, time: start.addingTimeInterval(seconds), latitude: 51.45, longitude: -2.58,
+            altitudeHAE: 90, altitudeMSL: 40, errors: FixErrors(horizontal: 5, vertical: 8), speed: 10,
+            course: course, device: device)
+    }
+
+    static func out(_ pair: (first: EpochStage.Report?, second: EpochStage.Report?)) -> [Fix] {
+        [pair.first, pair.second].compactMap { $0?.fix }
+    }
+
+    @Test("a GGA-first receiver reported twice an epoch: the first epoch at the next one's start, then each at its RMC")
+    func ggaFirst() {
+        var stage = EpochStage()
+        // Epoch 0: GGA (no course), RMC (course) — nothing learned yet: it stays open.
+        #expect(Self.out(stage.add(Self.report(0), uptime: nil)).isEmpty)
+        #expect(Self.out(stage.add(Self.report(0, course: 90), uptime: nil)).isEmpty)
+        // Epoch 1's GGA closes epoch 0: its last report, the RMC's.
+        let closed = Self.out(stage.add(Self.report(1), uptime: nil))
+        #expect(closed.map(\.course) == [90])
+        // Learnt: two reports an epoch. Epoch 1 goes at its RMC, at once.
+        let complete = Self.out(stage.add(Self.report(1, course: 91), uptime: nil))
+        #expect(complete.map(\.course) == [91] && complete.first?.time == Self.start.addingTimeInterval(1))
+        #expect(stage.isEmpty)
+        // An epoch whose RMC was lost (one report) waits for the next epoch, then goes as it is.
+        #expect(Self.out(stage.add(Self.report(2), uptime: nil)).isEmpty)
+        let lost = Self.out(stage.add(Self.report(3), uptime: nil))
+        #expect(lost.map(\.time) == [Self.start.addingTimeInterval(2)] && lost.first?.course == nil)
+        #expect(!stage.isEmpty, "epoch 3 open")
+        // One short cycle does not teach one report an epoch (the larger of the last two counts):
+        // epoch 3 waits for its RMC.
+        let later = Self.out(stage.add(Self.report(3, course: 93), uptime: nil))
+        #expect(later.map(\.course) == [93])
+        // Epoch 4 is complete again at its second report.
+        #expect(Self.out(stage.add(Self.report(4), uptime: nil)).isEmpty)
+        #expect(Self.out(stage.add(Self.report(4, course: 94), uptime: nil)).map(\.course) == [94])
+        // An epoch skipped (6 is missing: gpsd reported nothing of it): learnt again from 7 on.
+        #expect(Self.out(stage.add(Self.report(5), uptime: nil)).isEmpty)
+        #expect(Self.out(stage.add(Self.report(5, course: 95), uptime: nil)).map(\.course) == [95])
+        #expect(Self.out(stage.add(Self.report(7), uptime: nil)).isEmpty, "waits: its cycle may have changed")
+        #expect(Self.out(stage.add(Self.report(7, course: 97), uptime: nil)).isEmpty)
+        #expect(Self.out(stage.add(Self.report(8), uptime: nil)).map(\.course) == [97])
+    }
+
+    @Test("the source's end, or a stuck time live, lets an open epoch go; a report without time goes at once")
+    func endsAndEdges() {
+        var stage = EpochStage()
+        #expect(Self.out(stage.add(Self.report(0), uptime: 100)).isEmpty)
+        var flushed: [EpochStage.Report] = []
+        stage.flush(into: &flushed)
+        #expect(flushed.map(\.fix.time) == [Self.start] && stage.isEmpty)
+        // A receiver repeating one time: the epoch goes once its time has been repeated for
+        // more than a second of arrival time.
+        var stuck = EpochStage()
+        #expect(Self.out(stuck.add(Self.report(0), uptime: 100)).isEmpty)
+        #expect(Self.out(stuck.add(Self.report(0), uptime: 100.5)).isEmpty)
+        #expect(Self.out(stuck.add(Self.report(0), uptime: 101.2)).count == 1)
+        // No time: no epoch's.
+        var timeless = Self.report(0)
+        timeless.time = nil
+        #expect(Self.out(stage.add(timeless, uptime: nil)).count == 1)
+    }
+
+    @Test("two receivers through one gpsd: each its own epochs")
+    func perReceiver() {
+        var stage = EpochStage()
+        for second in 0..<3 {
+            let time = Double(second)
+            let a = Self.out(stage.add(Self.report(time, course: 1, device: "/dev/ttyACM0"), uptime: nil))
+            let b = Self.out(stage.add(Self.report(time + 0.5, course: 2, device: "/dev/ttyUSB0"), uptime: nil))
+            // Interleaved, they do not close each other's epochs: each goes when its own next
+            // begins, then (one report an epoch, learnt) at once.
+            #expect(a.allSatisfy { $0.device == "/dev/ttyACM0" } && b.allSatisfy { $0.device == "/dev/ttyUSB0" })
+            #expect(a.count == (second == 0 ? 0 : second == 1 ? 2 : 1))
+        }
+    }
+}
+
+extension RealGPSD.LaneD {
+    /// The receiver: SiRF's order (GGA, GSA, GSV, RMC) with one RMC lost, after which
+    /// gpsd reports every epoch twice — at its GGA (no course, a speed from positions) and at its
+    /// RMC (the receiver's). `fixtures/gga-first-1hz-gp.nmea` (nmea-sim --order gga-first).
+    @Suite(
+        "every epoch whole: a GGA-first receiver replayed through both paths",
+        .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason), .timeLimit(.minutes(5)))
+    struct GGAFirstReplayTests {
+        static let fixture = Paths.fixtures.appendingPathComponent("gga-first-1hz-gp.nmea")
+
+        /// The receiver's own course and speed (m/s) of each epoch, from its RMCs, by time of day.
+        static func receiverMotion() throws -> [String: (course: Double, speed: Double)] {
+            var motion: [String: (Double, Double)] = [:]
+            for line in try String(contentsOf: fixture, encoding: .utf8).split(whereSeparator: \.isNewline)
+            where line.hasPrefix("$GPRMC") {
+                let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+                let hms = fields[1]
+                let key = "\(hms.prefix(2)):\(hms.dropFirst(2).prefix(2)):\(hms.dropFirst(4).prefix(2))"
+                motion[key] = (Double(fields[8])!, Double(fields[7])! * 1852 / 3600)
+            }
+            return motion
+        }
+
+        @Test(
+            "each epoch once, with the receiver's course and speed",
+            arguments: [
+                ["--via", "nmea", "--fast"], ["--via", "gpsd", "--fast"], ["--via", "gpsd", "--speed", "20"],
+            ])
+        func receiverCourse(_ how: [String]) async throws {
+            let run = try await GPSLocBinary.run(["replay", Self.fixture.path, "--json", "--max-age", "1e9"] + how)
+            let locations = GPSLocBinary.jsonLines(run.stdout).filter { $0["type"] as? String == "location" }
+            let motion = try Self.receiverMotion()
+            let times = locations.compactMap { ($0["timestamp"] as? String).map { String($0.dropFirst(11).prefix(8)) } }
+            // 120 epochs, one with its RMC lost, which gpsd reports not at all (its GGA was no cycle
+            // end yet): 119, each once.
+            #expect(times.count == 119 && Set(times).count == 119, "\(how): \(times.count) locations")
+            var wrong: [String] = []
+            for (time, location) in zip(times, locations) {
+                guard let expected = motion[time] else { continue }
+                let course = (location["course"] as? NSNumber)?.doubleValue
+                let speed = (location["speed"] as? NSNumber)?.doubleValue
+                let courseRight = course.map { abs($0 - expected.course) <= 0.001 } ?? false
+                let speedRight = speed.map { abs($0 - expected.speed) <= 0.001 } ?? false
+                if !courseRight || !speedRight {
+                    wrong.append("\(time): course \(course ?? -1), speed \(speed ?? -1)")
+                }
+            }
+            #expect(wrong.isEmpty, "\(how): \(wrong.count) epochs without the receiver's motion: \(wrong.prefix(3))")
+        }
+    }
+}
