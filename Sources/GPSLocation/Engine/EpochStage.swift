@@ -109,11 +109,18 @@ struct EpochStage: Sendable {
                 }
                 receivers[index].interval = gap > 0 ? gap : nil
             }
-            receivers[index].open = Report(fix: fix, uptime: uptime)
             receivers[index].openTime = time
             receivers[index].openedAt = uptime
             receivers[index].reports = 1
             receivers[index].lastHadPosition = hasPosition
+            // One report an epoch, learnt (most receivers, at every rate): complete at once, never
+            // stored (this runs for every fix).
+            if receivers[index].learned == 1 {
+                receivers[index].open = nil
+                let complete = Report(fix: fix, uptime: uptime)
+                return closed == nil ? (complete, nil) : (closed, complete)
+            }
+            receivers[index].open = Report(fix: fix, uptime: uptime)
         }
         if let learned = receivers[index].learned, receivers[index].reports >= learned {
             let complete = receivers[index].open

@@ -432,10 +432,15 @@ package struct LocationEngine: Sendable {
         // Of an epoch's reports the last goes on (`EpochStage`): the one it closed, and itself
         // when its epoch is complete.
         let (first, second) = epochs.add(fix, uptime: uptime)
-        if let first { actions += handleCompleteFix(first.fix, now: now, uptime: first.uptime) }
+        guard let first else { return actions }
+        // Nearly always one report and nothing before it: its actions are returned as they are.
+        var result =
+            actions.isEmpty
+            ? handleCompleteFix(first.fix, now: now, uptime: first.uptime)
+            : actions + handleCompleteFix(first.fix, now: now, uptime: first.uptime)
         // (Not after the first ended everything: a one-shot it settled stops the engine.)
-        if let second, isRunning { actions += handleCompleteFix(second.fix, now: now, uptime: second.uptime) }
-        return actions
+        if let second, isRunning { result += handleCompleteFix(second.fix, now: now, uptime: second.uptime) }
+        return result
     }
 
     /// A fix that is its epoch's complete report: held for the receiver's estimate when that
