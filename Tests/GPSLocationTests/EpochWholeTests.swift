@@ -74,6 +74,16 @@ struct EpochStageTests {
         #expect(Self.out(stage.add(timeless, uptime: nil)).count == 1)
     }
 
+    @Test("live, a receiver that goes quiet after its first epoch: that epoch goes when the staleness timer fires")
+    func quietAfterOne() {
+        var engine = LocationEngineTests.engine()
+        let t0 = Self.start
+        _ = engine.start(.continuous, now: t0)
+        #expect(LocationEngineTests.delivered(engine.handle(.fix(Self.report(0)), now: t0, uptime: 0)).isEmpty)
+        let fired = engine.timerFired(.staleness, now: t0 + 3)
+        #expect(LocationEngineTests.delivered(fired).map(\.timestamp) == [t0], "the open epoch, not silence")
+    }
+
     @Test("two receivers through one gpsd: each its own epochs")
     func perReceiver() {
         var stage = EpochStage()

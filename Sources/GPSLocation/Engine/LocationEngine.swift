@@ -377,7 +377,15 @@ package struct LocationEngine: Sendable {
                 let due = last.addingTimeInterval(staleness.effectiveTimeout)
                 if due > now { return armStaleness(from: last, now: now) }
             }
-            return checkStaleness(clock: now)
+            // A receiver that went quiet after one epoch: that epoch, still open (its cycle not
+            // learnt), goes now, before the silence is judged.
+            let released = releaseHeld(now: now)
+            if !released.isEmpty, let last = staleness.lastFixClock,
+                last.addingTimeInterval(staleness.effectiveTimeout) > now
+            {
+                return released + armStaleness(from: last, now: now)
+            }
+            return released + checkStaleness(clock: now)
         case .monitoringGap:
             gapDeadline = nil
             guard isMonitoring, isLive, let last = regions.lastLocationClock else { return [] }
