@@ -27,11 +27,10 @@ struct NMEADebianCorpusTests {
             let reference = ReferenceTPV.parse(try String(contentsOf: chk, encoding: .utf8))
             let name = log.lastPathComponent
             positions.append(Agreement.measure(name: name, ours: fixes, gpsd: reference))
-            let receiver = FieldAgreement.receiverEstimates(String(decoding: data, as: UTF8.self))
+            let estimates = FieldAgreement.receiverEstimates(String(decoding: data, as: UTF8.self))
             fields.append(
                 FieldAgreement.measure(
-                    name: name, ours: fixes, gpsd: reference, estimates: receiver.estimates,
-                    firstFollowing: receiver.firstFollowing))
+                    name: name, ours: fixes, gpsd: reference, estimates: estimates))
         }
         print("log                                epochs match  agree  miss diff extra untimed match")
         for row in positions where !row.perfect { print(row) }

@@ -86,16 +86,10 @@ struct FieldAgreement: CustomStringConvertible {
 
     /// The receiver's own 1σ estimates (GST: latitude, longitude, altitude error) by time of
     /// day in milliseconds, read from the recording's text with a plain split (not our parser).
-    /// `firstFollowing`: the time of the recording's first GST when it comes after its cycle's
-    /// RMC/GGA/GLL. Both paths learn from that GST that this receiver's estimate follows its fix
-    /// (the gpsd path holds later fixes for their GST; the NMEA engine reports later cycles after
-    /// it), so that one epoch carries gpsd's own model.
-    static func receiverEstimates(
-        _ log: String
-    ) -> (estimates: [Int: (latitude: Double, longitude: Double, altitude: Double?)], firstFollowing: Int?) {
+    /// Every epoch with a GST carries it on both paths, the one whose GST first comes after its
+    /// fix included (#49: its epoch is still open then).
+    static func receiverEstimates(_ log: String) -> [Int: (latitude: Double, longitude: Double, altitude: Double?)] {
         var estimates: [Int: (Double, Double, Double?)] = [:]
-        var firstFollowing: Int?
-        var fixTimes: Set<Int> = []
         func key(_ field: Substring) -> Int? {
             guard field.count >= 6, let hh = Int(field.prefix(2)), let mm = Int(field.dropFirst(2).prefix(2)),
                 let ss = Double(field.dropFirst(4))
@@ -106,21 +100,17 @@ struct FieldAgreement: CustomStringConvertible {
             let type = line.dropFirst(3).prefix(4)
             let body = line.split(separator: "*")[0]
             let fields = body.split(separator: ",", omittingEmptySubsequences: false)
-            if type == "RMC," || type == "GGA,", fields.count > 1, let time = key(fields[1]) { fixTimes.insert(time) }
-            if type == "GLL,", fields.count > 5, let time = key(fields[5]) { fixTimes.insert(time) }
             guard type == "GST,", fields.count >= 9, let time = key(fields[1]),
                 let latitude = Double(fields[6]), let longitude = Double(fields[7])
             else { continue }
-            // The first GST after its cycle's fix sentences: marked by a negative altitude key.
-            if estimates.isEmpty && fixTimes.contains(time) { firstFollowing = time }
             estimates[time] = (latitude, longitude, Double(fields[8]))
         }
-        return (estimates, firstFollowing)
+        return estimates
     }
 
     static func measure(
         name: String, ours: [Fix], gpsd: [ReferenceTPV],
-        estimates: [Int: (latitude: Double, longitude: Double, altitude: Double?)] = [:], firstFollowing: Int? = nil
+        estimates: [Int: (latitude: Double, longitude: Double, altitude: Double?)] = [:]
     ) -> FieldAgreement {
         var result = FieldAgreement(name: name)
         let (reference, mine) = Agreement.epochs(ours: ours, gpsd: gpsd)
@@ -160,7 +150,7 @@ struct FieldAgreement: CustomStringConvertible {
                 vertical: is3D ? n["epv"].map { $0 / 1.96 } : nil
             )
             // (Also at the epoch that teaches both paths that this receiver's GST follows its fix:
-            // its last report carries that GST, #49 — `firstFollowing` is no exception any more.)
+            // its last report carries that GST, #49.)
             let expectedHorizontal =
                 estimate.map { ($0.latitude * $0.latitude + $0.longitude * $0.longitude).squareRoot() }
                 ?? model.horizontal
@@ -205,11 +195,10 @@ struct NMEAFieldConformanceTests {
             let data = try Data(contentsOf: log)
             let (fixes, _) = NMEADecoder.fixes(in: data)
             let reference = ReferenceTPV.parse(try String(contentsOf: chk, encoding: .utf8))
-            let receiver = FieldAgreement.receiverEstimates(String(decoding: data, as: UTF8.self))
+            let estimates = FieldAgreement.receiverEstimates(String(decoding: data, as: UTF8.self))
             rows.append(
                 FieldAgreement.measure(
-                    name: log.lastPathComponent, ours: fixes, gpsd: reference, estimates: receiver.estimates,
-                    firstFollowing: receiver.firstFollowing))
+                    name: log.lastPathComponent, ours: fixes, gpsd: reference, estimates: estimates))
         }
         let total = FieldAgreement.report(rows, onlyImperfect: false)
         print(

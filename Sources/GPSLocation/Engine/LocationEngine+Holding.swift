@@ -1,6 +1,6 @@
 import Foundation
 
-// The engine's rules for fixes with no estimate (held for their epoch's better report), for
+// The engine's rules for what waits (open epochs, a fix held for its GST) and when it goes, for
 // pausing while the device stays put, and for the minimum update interval: part of
 // `LocationEngine`, in a file of their own.
 

@@ -55,7 +55,7 @@ package struct LocationEngine: Sendable {
     package let isLive: Bool
     package private(set) var mode: Mode = .stopped
     /// The last location delivered (gated: reduced for a reduced-accuracy app).
-    package private(set) var lastDelivered: CLLocation?
+    package internal(set) var lastDelivered: CLLocation?
     /// The followed receiver's device path, once one has been chosen.
     package var followedReceiver: String? { receivers.selected }
     /// True while running with no usable fix for the staleness timeout.
@@ -72,12 +72,12 @@ package struct LocationEngine: Sendable {
     package func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
     package func region(_ identifier: String) -> Geofence? { regions.fence(identifier) }
 
-    private var validity = ValidityStage()
-    private let accuracy = AccuracyStage()
+    var validity = ValidityStage()
+    let accuracy = AccuracyStage()
     /// What every location says of its source (simulated or a receiver).
     let sourceInformation: CLLocationSourceInformation?
-    private var receivers = ReceiverSelectionStage()
-    private var timeOrder = TimeOrderStage()
+    var receivers = ReceiverSelectionStage()
+    var timeOrder = TimeOrderStage()
     /// Live freshness: the receiver's clock, advanced by the monotonic clock.
     var receiverClock = ReceiverClock()
     /// The system clock's disagreement with the receiver's has been reported.
@@ -85,7 +85,7 @@ package struct LocationEngine: Sendable {
     var staleness = FixStalenessMonitor()
     // Internal, not private, where LocationEngine+Monitoring.swift uses them.
     var gate: AuthorizationGate
-    private var filter = DistanceFilterStage()
+    var filter = DistanceFilterStage()
     var regions = RegionMonitorStage()
     var visits: VisitStage?
     var significantChanges: SignificantChangeStage?
@@ -102,7 +102,7 @@ package struct LocationEngine: Sendable {
     /// back when its clock restarts (a receiver whose clock ran ahead before its first fix and was
     /// then set from the satellites): the fixes after the restart are the recording's present, not
     /// stale. A single fix older than what was delivered is still dropped, by `TimeOrderStage`.
-    private var recordingNow: Date?
+    var recordingNow: Date?
     /// When the armed staleness timer fires (wall clock), or nil when none is armed.
     var stalenessDeadline: Date?
     /// The code of the last rejection reported since the last delivery.
@@ -116,7 +116,7 @@ package struct LocationEngine: Sendable {
     private var deactivated: Set<String> = []
     /// Diagnostics that would repeat are said at most once a minute.
     var repeats = RepeatLimiter()
-    private var dilutionFallback = DilutionFallbackStage()
+    var dilutionFallback = DilutionFallbackStage()
     /// The reports of each receiver epoch, of which the app gets the last, complete one
     /// (`EpochStage`, #49): both paths, the same rule.
     var epochs = EpochStage()
@@ -141,7 +141,7 @@ package struct LocationEngine: Sendable {
     /// for every fix.
     package var headingStage = HeadingStage()
     var lastPosition: (latitude: Double, longitude: Double, magneticVariation: Double?)?
-    private var pendingHeading: HeadingReading?
+    var pendingHeading: HeadingReading?
     /// The source's last problem since its last fix (a one-shot that times out names it).
     var lastSourceProblem: CLError?
     var paused = false
@@ -408,166 +408,5 @@ package struct LocationEngine: Sendable {
             if !isRunning { actions.append(.stopSource) }
             return actions
         }
-    }
-
-    // MARK: The stages
-
-    private mutating func handleFix(_ fix: consuming Fix, now: Date, uptime: Double?) -> [Action] {
-        var notes: [Action] = []
-        // The stages change the fix in place: it is not copied on its way through them.
-        var fix = fix
-        if let removed = PhysicalRanges.clamp(&fix) {
-            let clock = isLive ? now : (fix.time ?? recordingNow ?? now)
-            if repeats.allows("outOfRange", at: clock) {
-                notes.append(.diagnose(code: "outOfRange", message: removed))
-            }
-        }
-        // After the sky's fallback, which may bring the outage's DOPs too.
-        dilutionFallback.fill(&fix)
-        NoSolutionErrors.clean(&fix)
-        lastSourceFixTime = fix.time
-        Self.apply(latestEstimate, to: &fix)
-        var actions = notes
-        if fix.mode >= .twoDimensional, let latitude = fix.latitude, let longitude = fix.longitude {
-            lastPosition = (latitude, longitude, fix.magneticVariation)
-        }
-        lastSourceProblem = nil
-        if let pending = pendingHeading, let time = fix.time {
-            pendingHeading = nil
-            actions += headingActions(pending, time: time)
-        }
-        if let failure = headingStage.fixCame() { actions.append(.fail(failure)) }
-        // Of an epoch's reports the last goes on (`EpochStage`): the one it closed, and itself
-        // when its epoch is complete.
-        let (first, second) = epochs.add(fix, uptime: uptime)
-        guard let first else { return actions }
-        // Nearly always one report and nothing before it: its actions are returned as they are.
-        var result =
-            actions.isEmpty
-            ? handleCompleteFix(first.fix, now: now, uptime: first.uptime)
-            : actions + handleCompleteFix(first.fix, now: now, uptime: first.uptime)
-        // (Not after the first ended everything: a one-shot it settled stops the engine.)
-        if let second, isRunning { result += handleCompleteFix(second.fix, now: now, uptime: second.uptime) }
-        return result
-    }
-
-    /// A fix that is its epoch's complete report: held for the receiver's estimate when that
-    /// follows its fix, else checked now. A fix held before it goes first, unless this one is
-    /// of the same time (the same epoch's, which replaces it).
-    mutating func handleCompleteFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
-        var actions: [Action] = []
-        if held != nil, let pending = held.take() {
-            if fix.time == nil || pending.fix.time != fix.time || !fix.hasPosition {
-                actions = handleCheckedFix(pending.fix, now: now, uptime: pending.uptime)
-            }
-        }
-        // (Not one that has its estimate already: its epoch was still open when the GST came.)
-        if estimateFollows, fix.time != nil, fix.mode >= .twoDimensional,
-            !Self.sameTime(latestEstimate?.time, fix.time)
-        {
-            held = (fix, uptime)
-            return actions
-        }
-        // Nearly always nothing came before: the checked fix's actions are returned as they are,
-        // not copied into a new array.
-        if actions.isEmpty { return handleCheckedFix(fix, now: now, uptime: uptime) }
-        return actions + handleCheckedFix(fix, now: now, uptime: uptime)
-    }
-
-    mutating func handleCheckedFix(_ fix: Fix, now: Date, uptime: Double?) -> [Action] {
-        if !isLive, let time = fix.time { recordingNow = time }
-        // A replay's clock is known only from fixes that carry a time.
-        let clock = isLive ? now : recordingNow
-        if let clock { staleness.heard(clock: clock) }
-        let checkClock = clock ?? Date(timeIntervalSince1970: 0)
-        var rejection: FixRejection?
-        if isLive, let uptime, let time = fix.time {
-            // Live, the receiver's clock is the truth (`ReceiverClock`): the fix is checked as
-            // of its own time, and its age is how far it lags the receiver's clock.
-            rejection = validity.check(fix, now: time)
-            if rejection == nil {
-                let age = receiverClock.age(of: time, arrival: uptime, maximumAge: configuration.maximumLocationAge)
-                if age > configuration.maximumLocationAge { rejection = .stale(age: age) }
-            }
-        } else {
-            rejection = validity.check(fix, now: checkClock)
-        }
-        let candidate = rejection == nil ? accuracy.location(from: fix, source: sourceInformation) : nil
-        receivers.lossTimeout = staleness.effectiveTimeout
-        guard
-            receivers.admits(
-                device: fix.device, mode: fix.mode, horizontalAccuracy: candidate?.horizontalAccuracy, clock: checkClock
-            )
-        else {
-            guard let missing = receivers.takeMissingPin() else { return [] }
-            staleness.reportedElsewhere()
-            return [
-                .fail(
-                    CLError(
-                        .locationUnknown,
-                        message: "receiverSelection follows only \(missing.pinned), but gpsd reports fixes from "
-                            + "\(missing.reporting) and none from it — pin the right path, or use .bestFix "
-                            + "(`gpsloc doctor` lists gpsd's receivers)",
-                        reason: .receiverMissing))
-            ]
-        }
-        guard let candidate else { return rejected(rejection!, clock: clock) }
-        if let rejection = timeOrder.check(candidate, arrival: isLive ? uptime : nil) {
-            return rejected(rejection, clock: clock)
-        }
-        var actions: [Action] = []
-        if isLive, uptime != nil { actions += systemClockCheck(candidate.timestamp, now: now) }
-        if let step = timeOrder.resynchronized {
-            actions.append(
-                .diagnose(
-                    code: "timeResynchronized",
-                    message: String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", step)
-                ))
-        }
-        staleness.fix(time: candidate.timestamp, clock: checkClock)
-        if isLive && mode == .continuous { actions.append(contentsOf: armStaleness(from: checkClock, now: now)) }
-        switch gate.decide(candidate, now: checkClock) {
-        case .refuse(let error):
-            fixesHeld = true
-            if let error { actions.append(.fail(error)) }
-        case .hold:
-            break
-        case .deliver(let location):
-            if isMonitoring { actions.append(contentsOf: monitor(location, clock: checkClock, now: now)) }
-            if significantChanges?.admits(location) == true && mode != .continuous && mode != .oneShot {
-                lastDelivered = location
-                actions.append(.deliver(location))
-            }
-            if mode == .oneShot {
-                if AccuracyStage.meets(location, desiredAccuracy: configuration.desiredAccuracy) {
-                    oneShotBest = location
-                    actions.append(settle(orFail: nil))
-                    actions.append(contentsOf: stop())
-                    if !isRunning { actions.append(.stopSource) }
-                } else {
-                    considerForOneShot(location)
-                }
-            } else if mode == .continuous, !pauses(at: location, actions: &actions), intervalAdmits(location),
-                filter.admits(location)
-            {
-                let location = markedStationary(location)
-                filter.delivered(location)
-                lastDeliveryTime = location.timestamp
-                lastDelivered = location
-                lastRejection = nil
-                lastRejectionReason = nil
-                actions.append(.deliver(location))
-            }
-        }
-        return actions
-    }
-
-    /// Ends a `requestLocation()`: the best location seen, or `failure`.
-    private mutating func settle(orFail failure: CLError?) -> Action {
-        if let best = oneShotBest {
-            lastDelivered = best
-            return .deliver(best)
-        }
-        return .fail(failure ?? CLError(.locationUnknown, message: "no location", reason: .sourceEnded))
     }
 }
