@@ -38,8 +38,10 @@ import GNSSCore
 ///   PGRME and GBS as gpsd reads them; the receiver's GST estimate for the cycle's time wins.
 /// - **Altitude** from GGA/GNS, replaced by PGRMZ's whole feet; the ellipsoidal altitude is fixed
 ///   once per cycle from the MSL altitude and the geoid separation.
-/// - **Speed and course** from RMC, else VTG; knots × 1852/3600; without them speed and climb
-///   are derived from the previous cycle, as gpsd does.
+/// - **Speed and course** from the cycle's RMC and VTG, the later one winning (gpsd's
+///   `processRMC`/`processVTG` both set them: a VTG after the RMC gives the epoch's last report
+///   its values); knots × 1852/3600; without them speed and climb are derived from the previous
+///   cycle, as gpsd does.
 public struct EpochAssembler: Sendable {
     var mode: FixMode = .notSeen
     /// The UTC day (days since 1970) of the last time of day placed on the calendar, and that
@@ -125,7 +127,6 @@ public struct EpochAssembler: Sendable {
         var quality = 0
         var speedKnots: Double?
         var course: Double?
-        var rmcMotion = false
         var positional = false
         /// Already emitted at a cycle-ending sentence.
         var reported = false
@@ -178,7 +179,6 @@ public struct EpochAssembler: Sendable {
                 cycle.longitude = longitude
                 if let speed { cycle.speedKnots = speed }
                 if let course { cycle.course = course }
-                cycle.rmcMotion = speed != nil
                 // gpsd 3.22 `processRMC`: at least 2D; 3D with more than three satellites used
                 // (the last GSA's) or an altitude already in the cycle's fix.
                 if picture.usedCount > 3 || altitudeInFix(opens: opens) {
@@ -263,7 +263,7 @@ public struct EpochAssembler: Sendable {
             openIfNeeded()
             picture.otherSentence()
             setsMode = false
-            if valid && !cycle.rmcMotion {
+            if valid {
                 if let speed { cycle.speedKnots = speed }
                 if let course { cycle.course = course }
             }

@@ -97,8 +97,44 @@ struct EpochStageTests {
             #expect(a.count == (second == 0 ? 0 : second == 1 ? 2 : 1))
         }
     }
-}
 
+    /// A report of the epoch at `seconds` without a fix (a GGA of quality 0, an RMC `V`).
+    static func noFix(_ seconds: Double) -> Fix {
+        Fix(mode: .noFix, time: start.addingTimeInterval(seconds), device: nil)
+    }
+
+    @Test("an outage: no-fix reports go at once; the first fix after it waits for the next epoch and teaches nothing")
+    func afterOutage() {
+        var stage = EpochStage()
+        // Learnt before the outage: one report an epoch.
+        #expect(Self.out(stage.add(Self.report(0, course: 1), uptime: nil)).isEmpty)
+        #expect(Self.out(stage.add(Self.report(1, course: 1), uptime: nil)).count == 2)
+        // No fix: each report goes on at once (the app is told why), nothing is held.
+        #expect(Self.out(stage.add(Self.noFix(2), uptime: nil)).map(\.mode) == [.noFix])
+        #expect(Self.out(stage.add(Self.noFix(2), uptime: nil)).map(\.mode) == [.noFix])
+        #expect(Self.out(stage.add(Self.noFix(3), uptime: nil)).map(\.mode) == [.noFix])
+        // The fix returns mid-cycle (haicom-305N: the GGA still without, the RMC with), and gpsd now
+        // reports two an epoch: the old count (one) is not trusted — the epoch waits for the next.
+        #expect(Self.out(stage.add(Self.noFix(4), uptime: nil)).map(\.mode) == [.noFix])
+        #expect(Self.out(stage.add(Self.report(4, course: 4), uptime: nil)).isEmpty)
+        #expect(Self.out(stage.add(Self.report(5), uptime: nil)).map(\.course) == [4])
+        // Epoch 5 is the first of the new run: nothing learnt yet, it waits for epoch 6 too.
+        #expect(Self.out(stage.add(Self.report(5, course: 5), uptime: nil)).isEmpty)
+        #expect(Self.out(stage.add(Self.report(6), uptime: nil)).map(\.course) == [5])
+        // Learnt from epoch 5: two reports; epoch 6 goes at its second, with the course.
+        #expect(Self.out(stage.add(Self.report(6, course: 6), uptime: nil)).map(\.course) == [6])
+    }
+
+    @Test("epochs 10 ms apart are two epochs (sl869: :43.990, then :44.000)")
+    func closeEpochs() {
+        var stage = EpochStage()
+        #expect(Self.out(stage.add(Self.report(43, course: 1), uptime: nil)).isEmpty)
+        #expect(
+            Self.out(stage.add(Self.report(43.99, course: 2), uptime: nil)).map(\.course) == [1, 2],
+            "one report an epoch, learnt: at once")
+        #expect(Self.out(stage.add(Self.report(44, course: 3), uptime: nil)).map(\.course) == [3])
+    }
+}
 extension RealGPSD.LaneD {
     /// The receiver: SiRF's order (GGA, GSA, GSV, RMC) with one RMC lost, after which
     /// gpsd reports every epoch twice — at its GGA (no course, a speed from positions) and at its

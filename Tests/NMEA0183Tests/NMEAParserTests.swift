@@ -204,6 +204,23 @@ struct EpochAssemblerTests {
         #expect(ourTimes == gpsdTimes)
     }
 
+    @Test("a VTG after the cycle's RMC gives the epoch its course and speed, as gpsd's processVTG does")
+    func vtgAfterRMC() {
+        // B&G Zeus² (bundg_zeus_9.log): RMC 5.2 kn 237.7°, then VTG 5.6 kn 235.4°; gpsd's last
+        // report of the epoch carries the VTG's.
+        let text = [
+            "GPRMC,094824,A,5250.9644,N,00518.7180,E,5.2,237.7,200818,1.4,E,A",
+            "GPVTG,235.4,T,234.0,M,5.6,N,10.4,K,A",
+            "GPGGA,094824,5250.9635,N,00518.7159,E,1,12,0.60,-5,M,46.8,M,,",
+            "GPRMC,094825,A,5250.9634,N,00518.7157,E,5.8,232.2,200818,1.4,E,A",
+            "GPVTG,230.8,T,229.4,M,5.9,N,10.9,K,A",
+            "GPGGA,094825,5250.9625,N,00518.7135,E,1,12,0.60,-5,M,46.8,M,,",
+        ].map(NMEAParserTests.sentence).joined()
+        let fixes = lastPerEpoch(NMEADecoder.fixes(in: Data(text.utf8)).fixes)
+        #expect(fixes.map(\.course) == [235.4, 230.8])
+        #expect(fixes.map { ($0.speed! * 3600 / 1852 * 10).rounded() / 10 } == [5.6, 5.9])
+    }
+
     @Test("errors come from GST when present, else gpsd's DOP × UERE model")
     func errorModel() {
         var assembler = EpochAssembler()

@@ -43,8 +43,10 @@ struct EpochStage: Sendable {
 
     private struct Receiver {
         var device: String?
-        /// The open epoch's latest report, while it is not complete.
+        /// The open epoch's latest report with a position, while the epoch is not complete.
         var open: Report?
+        /// The open epoch went on (complete): its later reports go on by themselves.
+        var done = false
         var openTime: Date?
         /// When the open epoch's first report arrived (live sources).
         var openedAt: Double?
@@ -64,6 +66,14 @@ struct EpochStage: Sendable {
         }
         /// The open epoch's latest report had a position.
         var lastHadPosition = false
+        /// The open epoch's first report had one too: its whole cycle was a fix.
+        var firstHadPosition = false
+        /// The open epoch began in a run of fixes: the epoch before it had a position and no
+        /// report without one came between (true at the start: a recording that begins with a fix
+        /// is learned from its first epoch).
+        var openedInFix = true
+        /// A report without a position came since the open epoch began.
+        var sawNoFix = false
     }
 
     /// Usually one receiver; gpsd may report several, each with its own cycle.
@@ -72,62 +82,102 @@ struct EpochStage: Sendable {
     /// Adds a report; returns the reports that leave the stage, oldest first: the epoch it closed,
     /// and itself when its epoch is complete (a pair, not an array: this runs for every fix).
     mutating func add(_ fix: consuming Fix, uptime: Double?) -> (first: Report?, second: Report?) {
-        guard let time = fix.time else { return (Report(fix: fix, uptime: uptime), nil) }
-        let index = receiverIndex(fix.device)
         let hasPosition = fix.hasPosition && fix.mode >= .twoDimensional
+        guard let time = fix.time else {
+            if !hasPosition { receivers[receiverIndex(fix.device)].sawNoFix = true }
+            return (Report(fix: fix, uptime: uptime), nil)
+        }
+        let index = receiverIndex(fix.device)
         var closed: Report?
         if let openTime = receivers[index].openTime, Self.sameEpoch(openTime, time) {
             receivers[index].reports += 1
             receivers[index].lastHadPosition = hasPosition
             // The epoch went on already: this later report goes on by itself.
-            guard receivers[index].open != nil else { return (Report(fix: fix, uptime: uptime), nil) }
+            if receivers[index].done { return (Report(fix: fix, uptime: uptime), nil) }
+            // Nothing to deliver yet (no position so far): it says so at once.
+            if !hasPosition && receivers[index].open == nil { return (Report(fix: fix, uptime: uptime), nil) }
             receivers[index].open = Report(fix: fix, uptime: uptime)
             // Live, a time repeated for longer than a cycle's reports take is a receiver stuck on
             // it: the epoch is complete (its repeats go on by themselves, as duplicates).
             if let uptime, let openedAt = receivers[index].openedAt, uptime - openedAt > Self.longestCycle {
-                let complete = receivers[index].open
-                receivers[index].open = nil
-                return (complete, nil)
+                return (complete(index), nil)
             }
         } else {
             closed = receivers[index].open
-            // Learned from epochs with a position only: a receiver without a fix is reported at
-            // other sentences than with one (its first fix would go at a no-fix cycle's count).
-            if let openTime = receivers[index].openTime {
-                if receivers[index].lastHadPosition {
-                    receivers[index].beforePrevious = receivers[index].previous
-                    receivers[index].previous = receivers[index].reports
-                }
-                // One to three epochs skipped (1.5 to 4 of the receiver's intervals since the last):
-                // something went unreported, as when gpsd learns a new cycle end from a cycle whose
-                // RMC was lost and reports each epoch once more from then on — learn again. (A
-                // longer silence is an outage, or a source with no steady rate: nothing to learn.)
-                let gap = time.timeIntervalSince(openTime)
-                if let interval = receivers[index].interval, gap > interval * 1.5, gap <= interval * 4 {
-                    receivers[index].previous = 0
-                    receivers[index].beforePrevious = 0
-                }
-                receivers[index].interval = gap > 0 ? gap : nil
-            }
+            learn(index, next: time)
             receivers[index].openTime = time
             receivers[index].openedAt = uptime
             receivers[index].reports = 1
             receivers[index].lastHadPosition = hasPosition
+            receivers[index].firstHadPosition = hasPosition
+            receivers[index].open = nil
+            receivers[index].done = false
+            // A report without a position has nothing to complete: it goes on at once (the
+            // validity stage says why it cannot be delivered), and the epoch stays open for the
+            // reports of it that may have one.
+            if !hasPosition {
+                let now = Report(fix: fix, uptime: uptime)
+                return closed == nil ? (now, nil) : (closed, now)
+            }
             // One report an epoch, learnt (most receivers, at every rate): complete at once, never
             // stored (this runs for every fix).
-            if receivers[index].learned == 1 {
-                receivers[index].open = nil
+            if receivers[index].learned == 1 && receivers[index].openedInFix {
+                receivers[index].done = true
                 let complete = Report(fix: fix, uptime: uptime)
                 return closed == nil ? (complete, nil) : (closed, complete)
             }
             receivers[index].open = Report(fix: fix, uptime: uptime)
         }
-        if let learned = receivers[index].learned, receivers[index].reports >= learned {
-            let complete = receivers[index].open
-            receivers[index].open = nil
+        // The first fix after an outage is reported at more of its cycle's sentences than a
+        // steady one (its mode rises as they come): complete when the next epoch begins.
+        if receivers[index].openedInFix, let learned = receivers[index].learned,
+            receivers[index].reports >= learned
+        {
+            let complete = complete(index)
             return closed == nil ? (complete, nil) : (closed, complete)
         }
         return (closed, nil)
+    }
+
+    /// The open epoch of receiver `index` is complete: its report leaves the stage.
+    private mutating func complete(_ index: Int) -> Report? {
+        let report = receivers[index].open
+        receivers[index].open = nil
+        receivers[index].done = true
+        return report
+    }
+
+    /// A new epoch (at `time`) begins for receiver `index`: what the one before it teaches of the
+    /// receiver's cycle.
+    private mutating func learn(_ index: Int, next time: Date) {
+        if let openTime = receivers[index].openTime {
+            // Learned from epochs with a position only, from their first report to their last: a
+            // receiver without a fix is reported at other sentences than with one, and a fix that
+            // began mid-cycle (the first after an outage) is no measure of the cycle either.
+            if receivers[index].lastHadPosition && receivers[index].firstHadPosition && receivers[index].openedInFix {
+                receivers[index].beforePrevious = receivers[index].previous
+                receivers[index].previous = receivers[index].reports
+            }
+            // One to three epochs skipped (1.5 to 4 of the receiver's intervals since the last):
+            // something went unreported, as when gpsd learns a new cycle end from a cycle whose
+            // RMC was lost and reports each epoch once more from then on — learn again. (A
+            // longer silence is an outage, or a source with no steady rate: nothing to learn.)
+            let gap = time.timeIntervalSince(openTime)
+            if let interval = receivers[index].interval, gap > interval * 1.5, gap <= interval * 4 {
+                receivers[index].previous = 0
+                receivers[index].beforePrevious = 0
+            }
+            receivers[index].interval = gap > 0 ? gap : nil
+        }
+        receivers[index].openedInFix =
+            !receivers[index].sawNoFix && (receivers[index].openTime == nil || receivers[index].lastHadPosition)
+        receivers[index].sawNoFix = false
+        // An outage: gpsd learns other cycle ends from a receiver without a fix (it reports such
+        // a receiver at other sentences), so what was learned before it is learned again.
+        if !receivers[index].openedInFix {
+            receivers[index].previous = 0
+            receivers[index].beforePrevious = 0
+        }
     }
 
     /// The open epoch of `time` (any receiver's) is changed by `update` (a receiver's own error
@@ -149,6 +199,7 @@ struct EpochStage: Sendable {
         for index in receivers.indices {
             if let open = receivers[index].open {
                 receivers[index].open = nil
+                receivers[index].done = true
                 out.append(open)
             }
         }
@@ -161,6 +212,7 @@ struct EpochStage: Sendable {
     mutating func dropOpen() {
         for index in receivers.indices {
             receivers[index].open = nil
+            receivers[index].done = false
             receivers[index].openTime = nil
             receivers[index].reports = 0
         }
@@ -176,6 +228,7 @@ struct EpochStage: Sendable {
     /// receiver's cycle (a 1 Hz receiver's whole cycle takes well under a second at 4800 baud).
     static let longestCycle = 1.0
 
-    /// Times within 10 ms are one epoch (NMEA's resolution is 1/100 s).
-    static func sameEpoch(_ a: Date, _ b: Date) -> Bool { abs(a.timeIntervalSince(b)) < 0.01 }
+    /// Times within half a millisecond are one epoch: the reports of one epoch carry the same
+    /// time, and receivers send times to the millisecond (sl869: epochs at :43.990 and :44.000).
+    static func sameEpoch(_ a: Date, _ b: Date) -> Bool { abs(a.timeIntervalSince(b)) < 0.0005 }
 }
