@@ -55,6 +55,21 @@ struct EpochStageTests {
         #expect(Self.out(stage.add(Self.report(8), uptime: nil)).map(\.course) == [97])
     }
 
+    @Test("a receiver with its RMC at 1 Hz and its GGA at 10 Hz (rst39): two reports on the second, one between")
+    func mixedRates() {
+        var stage = EpochStage()
+        var delivered: [Fix] = []
+        for tenth in 0..<35 {
+            let seconds = Double(tenth) / 10
+            delivered += Self.out(stage.add(Self.report(seconds), uptime: nil))
+            if tenth % 10 == 0 { delivered += Self.out(stage.add(Self.report(seconds, course: seconds), uptime: nil)) }
+        }
+        // Every epoch once (the last as soon as its tenth had been learned); each on the second
+        // with its RMC's course, though the tenths between had taught one report an epoch.
+        #expect(delivered.count == 35)
+        #expect(delivered.filter { $0.course != nil }.map(\.course) == [0, 1, 2, 3])
+    }
+
     @Test("the source's end, or a stuck time live, lets an open epoch go; a report without time goes at once")
     func endsAndEdges() {
         var stage = EpochStage()
@@ -87,14 +102,14 @@ struct EpochStageTests {
     @Test("two receivers through one gpsd: each its own epochs")
     func perReceiver() {
         var stage = EpochStage()
-        for second in 0..<3 {
+        for second in 0..<4 {
             let time = Double(second)
             let a = Self.out(stage.add(Self.report(time, course: 1, device: "/dev/ttyACM0"), uptime: nil))
             let b = Self.out(stage.add(Self.report(time + 0.5, course: 2, device: "/dev/ttyUSB0"), uptime: nil))
             // Interleaved, they do not close each other's epochs: each goes when its own next
             // begins, then (one report an epoch, learnt) at once.
             #expect(a.allSatisfy { $0.device == "/dev/ttyACM0" } && b.allSatisfy { $0.device == "/dev/ttyUSB0" })
-            #expect(a.count == (second == 0 ? 0 : second == 1 ? 2 : 1))
+            #expect(a.count == [0, 2, 1, 1][second])
         }
     }
 
@@ -128,11 +143,10 @@ struct EpochStageTests {
     @Test("epochs 10 ms apart are two epochs (sl869: :43.990, then :44.000)")
     func closeEpochs() {
         var stage = EpochStage()
-        #expect(Self.out(stage.add(Self.report(43, course: 1), uptime: nil)).isEmpty)
-        #expect(
-            Self.out(stage.add(Self.report(43.99, course: 2), uptime: nil)).map(\.course) == [1, 2],
-            "one report an epoch, learnt: at once")
-        #expect(Self.out(stage.add(Self.report(44, course: 3), uptime: nil)).map(\.course) == [3])
+        #expect(Self.out(stage.add(Self.report(43.99, course: 1), uptime: nil)).isEmpty)
+        // :44.000 begins an epoch of its own: :43.990 is complete.
+        #expect(Self.out(stage.add(Self.report(44, course: 2), uptime: nil)).map(\.course) == [1])
+        #expect(Self.out(stage.add(Self.report(45, course: 3), uptime: nil)).map(\.course) == [2, 3])
     }
 }
 extension RealGPSD.LaneD {

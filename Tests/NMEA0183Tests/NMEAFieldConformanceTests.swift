@@ -84,28 +84,9 @@ struct FieldAgreement: CustomStringConvertible {
         }
     }
 
-    /// The receiver's own 1σ estimates (GST: latitude, longitude, altitude error) by time of
-    /// day in milliseconds, read from the recording's text with a plain split (not our parser).
-    /// Every epoch with a GST carries it on both paths, the one whose GST first comes after its
-    /// fix included (#49: its epoch is still open then).
+    /// The receiver's own GST estimates by time of day in milliseconds (`ReceiverEstimates`).
     static func receiverEstimates(_ log: String) -> [Int: (latitude: Double, longitude: Double, altitude: Double?)] {
-        var estimates: [Int: (Double, Double, Double?)] = [:]
-        func key(_ field: Substring) -> Int? {
-            guard field.count >= 6, let hh = Int(field.prefix(2)), let mm = Int(field.dropFirst(2).prefix(2)),
-                let ss = Double(field.dropFirst(4))
-            else { return nil }
-            return Int(((Double(hh * 3600 + mm * 60) + ss) * 1000).rounded())
-        }
-        for line in log.split(whereSeparator: \.isNewline) {
-            let type = line.dropFirst(3).prefix(4)
-            let body = line.split(separator: "*")[0]
-            let fields = body.split(separator: ",", omittingEmptySubsequences: false)
-            guard type == "GST,", fields.count >= 9, let time = key(fields[1]),
-                let latitude = Double(fields[6]), let longitude = Double(fields[7])
-            else { continue }
-            estimates[time] = (latitude, longitude, Double(fields[8]))
-        }
-        return estimates
+        ReceiverEstimates.parse(log)
     }
 
     static func measure(

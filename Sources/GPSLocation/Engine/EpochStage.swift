@@ -19,9 +19,13 @@ import GNSSCore
 ///   one with another time closes the open epoch (it is complete: its receiver has moved on) and
 ///   opens its own;
 /// - an epoch is complete as soon as it has had as many reports as the larger of the last two
-///   epochs with a position (the cycle's end, learned: no wait at all, as gpsd learns
-///   `cycle_enders` from one cycle; a receiver without a fix is reported at other sentences, and
-///   a cycle that once came short does not count alone); after one to three epochs were skipped
+///   epochs with a position in the same tenth of a second (the cycle's end, learned: no wait at
+///   all, as gpsd learns `cycle_enders` from one cycle; a receiver without a fix is reported at
+///   other sentences, a cycle that once came short does not count alone, and a receiver that
+///   sends its RMC at 1 Hz and its GGA at 10 Hz has epochs of two reports on the second and of
+///   one between); only epochs of a run of fixes teach (the first fix after an outage, which
+///   gpsd reports at more sentences, waits for the next epoch, and the outage forgets what was
+///   learned); after one to three epochs were skipped
 ///   (gpsd learns a new cycle end from such a cycle, and reports more often from then on) it is
 ///   learned again;
 ///   the first epoch with a position, and one whose cycle is shorter, at the latest when the next
@@ -30,8 +34,9 @@ import GNSSCore
 ///   kept across a stop and a start (an engine has one source; each receiver its own cycle);
 /// - a report of an epoch already complete (a cycle that ran longer than the ones before) goes
 ///   on by itself: the time-order stage passes it only when the first had no position;
-/// - a report without a time is no epoch's and goes on at once (the validity stage says why it
-///   cannot be delivered);
+/// - a report without a time is no epoch's, and one without a position has nothing to
+///   complete: each goes on at once (the validity stage says why it cannot be delivered), and the
+///   epoch stays open for the reports of it that may have one (a fix that begins mid-cycle);
 /// - live, an epoch whose time is still reported a second after its first report is complete
 ///   (a receiver stuck repeating one fix: its first report is not held back for ever).
 struct EpochStage: Sendable {
@@ -52,17 +57,27 @@ struct EpochStage: Sendable {
         var openedAt: Double?
         /// Reports of the open epoch so far (counted on after it went on).
         var reports = 0
-        /// Reports in the last two epochs with a position (0: none seen yet): the receiver's cycle.
-        var previous = 0
-        var beforePrevious = 0
+        /// Reports in the last two epochs with a position (0: none seen yet), per tenth of a
+        /// second the epoch's time falls in: the receiver's cycle. A receiver may send some
+        /// sentences at a lower rate than others, on the whole second (rst39: GGA at 10 Hz, RMC at
+        /// 1 Hz): gpsd reports its epochs at .0 twice, the others once.
+        var previous = InlineArray<10, Int>(repeating: 0)
+        var beforePrevious = InlineArray<10, Int>(repeating: 0)
+        /// The open epoch's tenth of a second.
+        var phase = 0
         /// The time from the epoch before the open one to the open one (the receiver's rate).
         var interval: Double?
 
-        /// The larger of the last two counts: a cycle that once came short (a lost RMC) does not
-        /// make the next complete at its first report.
+        /// The larger of the last two counts of the open epoch's tenth: a cycle that once came
+        /// short (a lost RMC) does not make the next complete at its first report.
         var learned: Int? {
-            let count = max(previous, beforePrevious)
+            let count = max(previous[phase], beforePrevious[phase])
             return count > 0 ? count : nil
+        }
+
+        mutating func forget() {
+            previous = InlineArray(repeating: 0)
+            beforePrevious = InlineArray(repeating: 0)
         }
         /// The open epoch's latest report had a position.
         var lastHadPosition = false
@@ -155,8 +170,9 @@ struct EpochStage: Sendable {
             // receiver without a fix is reported at other sentences than with one, and a fix that
             // began mid-cycle (the first after an outage) is no measure of the cycle either.
             if receivers[index].lastHadPosition && receivers[index].firstHadPosition && receivers[index].openedInFix {
-                receivers[index].beforePrevious = receivers[index].previous
-                receivers[index].previous = receivers[index].reports
+                let phase = receivers[index].phase
+                receivers[index].beforePrevious[phase] = receivers[index].previous[phase]
+                receivers[index].previous[phase] = receivers[index].reports
             }
             // One to three epochs skipped (1.5 to 4 of the receiver's intervals since the last):
             // something went unreported, as when gpsd learns a new cycle end from a cycle whose
@@ -164,8 +180,7 @@ struct EpochStage: Sendable {
             // longer silence is an outage, or a source with no steady rate: nothing to learn.)
             let gap = time.timeIntervalSince(openTime)
             if let interval = receivers[index].interval, gap > interval * 1.5, gap <= interval * 4 {
-                receivers[index].previous = 0
-                receivers[index].beforePrevious = 0
+                receivers[index].forget()
             }
             receivers[index].interval = gap > 0 ? gap : nil
         }
@@ -174,10 +189,8 @@ struct EpochStage: Sendable {
         receivers[index].sawNoFix = false
         // An outage: gpsd learns other cycle ends from a receiver without a fix (it reports such
         // a receiver at other sentences), so what was learned before it is learned again.
-        if !receivers[index].openedInFix {
-            receivers[index].previous = 0
-            receivers[index].beforePrevious = 0
-        }
+        if !receivers[index].openedInFix { receivers[index].forget() }
+        receivers[index].phase = Self.phase(of: time)
     }
 
     /// The open epoch of `time` (any receiver's) is changed by `update` (a receiver's own error
@@ -222,6 +235,13 @@ struct EpochStage: Sendable {
         if let index = receivers.firstIndex(where: { $0.device == device }) { return index }
         receivers.append(Receiver(device: device))
         return receivers.count - 1
+    }
+
+    /// The tenth of a second `time` falls in (0–9).
+    static func phase(of time: Date) -> Int {
+        // By its milliseconds, rounded: a time on the second stays in tenth 0.
+        let milliseconds = Int((time.timeIntervalSince1970 * 1000).rounded())
+        return ((milliseconds % 1000 + 1000) % 1000) / 100
     }
 
     /// Seconds within which every report of one epoch arrives, live: gpsd sends them within the
