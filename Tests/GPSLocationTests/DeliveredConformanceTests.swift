@@ -195,14 +195,7 @@ struct DeliveredAgreement: CustomStringConvertible {
 struct DeliveredConformanceTests {
     /// Every recording with gpsd's output: the shared corpus, Debian's (when fetched), the fixtures.
     static func recordings() -> [(log: URL, chk: URL)] {
-        let fixtures = ((try? FileManager.default.contentsOfDirectory(atPath: Paths.fixtures.path)) ?? [])
-            .filter { $0.hasSuffix(".gpsd.json") }.sorted().map {
-                (
-                    Paths.fixtures.appendingPathComponent(String($0.dropLast(".gpsd.json".count)) + ".nmea"),
-                    Paths.fixtures.appendingPathComponent($0)
-                )
-            }
-        return Paths.corpusLogs() + Paths.debianCorpusLogs() + fixtures
+        Paths.corpusLogs() + Paths.debianCorpusLogs() + Paths.fixtureRecordings()
     }
 
     /// The epochs gpsd reports that a path does not deliver, by log, with the reason

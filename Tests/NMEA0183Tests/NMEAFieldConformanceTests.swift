@@ -159,14 +159,7 @@ struct FieldAgreement: CustomStringConvertible {
 struct NMEAFieldConformanceTests {
     /// The corpus logs and the project's fixtures that carry gpsd's output.
     static func recordings() -> [(log: URL, chk: URL)] {
-        let fixtures = ((try? FileManager.default.contentsOfDirectory(atPath: Paths.fixtures.path)) ?? [])
-            .filter { $0.hasSuffix(".gpsd.json") }.sorted().map {
-                (
-                    Paths.fixtures.appendingPathComponent(String($0.dropLast(".gpsd.json".count)) + ".nmea"),
-                    Paths.fixtures.appendingPathComponent($0)
-                )
-            }
-        return Paths.corpusLogs() + fixtures
+        Paths.corpusLogs() + Paths.fixtureRecordings()
     }
 
     @Test("altitude, speed, course, climb and accuracies on every matched epoch")

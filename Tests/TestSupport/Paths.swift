@@ -29,6 +29,17 @@ public enum Paths {
         return result
     }
 
+    /// Every fixture recording with gpsd's output beside it: (`NAME.nmea`, `NAME.gpsd.json`).
+    public static func fixtureRecordings() -> [(log: URL, chk: URL)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: fixtures.path)) ?? []
+        return names.filter { $0.hasSuffix(".gpsd.json") }.sorted().map {
+            (
+                fixtures.appendingPathComponent(String($0.dropLast(".gpsd.json".count)) + ".nmea"),
+                fixtures.appendingPathComponent($0)
+            )
+        }
+    }
+
     /// gpsd 3.22's whole regression corpus (Debian's source package), fetched by
     /// `scripts/fetch-gpsd-corpus.sh` into `.build/gpsd-corpus` (or `GPSLOCATION_GPSD_CORPUS`).
     public static var debianCorpus: URL {

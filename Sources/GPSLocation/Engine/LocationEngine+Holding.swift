@@ -56,9 +56,11 @@ extension LocationEngine {
         fix.errors = estimate.applied(to: fix.errors, threeDimensional: fix.mode == .threeDimensional)
     }
 
+    /// One epoch's time: the epoch stage's rule (`EpochStage.sameEpoch`), so a GST joins exactly
+    /// the epoch the stage keeps open for it.
     static func sameTime(_ a: Date?, _ b: Date?) -> Bool {
         guard let a, let b else { return false }
-        return abs(a.timeIntervalSince(b)) < 0.01
+        return EpochStage.sameEpoch(a, b)
     }
 
     /// Automatic pausing: true when `location` is not delivered because updates are paused
