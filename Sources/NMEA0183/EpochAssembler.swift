@@ -50,16 +50,16 @@ public struct EpochAssembler: Sendable {
     var dayTime: Double?
     var cycle = Cycle()
     /// The sentence types learned to end a cycle (gpsd's `cycle_enders`).
-    private var cycleEnders = TimedTypes()
+    var cycleEnders = TimedTypes()
     /// The last time-bearing sentence type seen.
-    private var lastTimed: TimedType?
+    var lastTimed: TimedType?
     /// gpsd's own cycle enders: learned the same way, but from the sentences whose time gpsd
     /// latches (RMC, GGA/GNS, GLL — not ZDA). gpsd reports a cycle when one of them arrives, so
     /// a cycle that had one is reported even when input ends before our ending sentence.
-    private var gpsdEnders = TimedTypes()
-    private var lastLatched: TimedType?
+    var gpsdEnders = TimedTypes()
+    var lastLatched: TimedType?
     /// True until the first cycle closes.
-    private var learning = true
+    var learning = true
     /// gpsd's `latch_mode`: the last GGA repeated the time of the GGA before it (an empty time
     /// repeats gpsd's initial empty one), so GSAs are not trusted until a GGA's time advances.
     private var ggaLatched = false
@@ -101,7 +101,7 @@ public struct EpochAssembler: Sendable {
     }
 
     /// Sentences that carry a time of day.
-    private enum TimedType: UInt8 {
+    enum TimedType: UInt8 {
         case rmc = 1
         case gga = 2
         case gll = 4
@@ -110,7 +110,7 @@ public struct EpochAssembler: Sendable {
     }
 
     /// A set of `TimedType`s as bits: asked on every sentence, so no hashing.
-    private struct TimedTypes {
+    struct TimedTypes {
         private var bits: UInt8 = 0
         var isEmpty: Bool { bits == 0 }
         func contains(_ type: TimedType) -> Bool { bits & type.rawValue != 0 }
@@ -467,86 +467,5 @@ public struct EpochAssembler: Sendable {
         }
         if cycle.reported || (!cycleEnders.isEmpty && !cycle.gpsdEnded && !cycle.awaitsEstimate) { return nil }
         return makeFix()
-    }
-
-    /// A dated sentence: its date is the day of its own time of day (when it has one).
-    private mutating func setDate(year: Int, month: Int, day newDay: Int, time: Double?) {
-        day = Self.daysFromCivil(year: year, month: month, day: newDay)
-        dayTime = time
-    }
-
-    /// Places a cycle's time of day on the calendar: on the day of the last dated sentence,
-    /// moved forward a day when the time of day went back by more than 12 h since the last
-    /// placed time (midnight passed before the next date came), back a day when it went
-    /// forward by more than 12 h (a cycle from before midnight after a new date).
-    mutating func placeOnCalendar(_ seconds: Double) -> Date? {
-        guard var placed = day else { return nil }
-        if let last = dayTime {
-            if seconds < last - 43_200 {
-                placed += 1
-            } else if seconds > last + 43_200 {
-                placed -= 1
-            }
-        }
-        day = placed
-        dayTime = seconds
-        return Date(timeIntervalSince1970: Double(placed) * 86_400 + seconds)
-    }
-
-    private mutating func openIfNeeded() {
-        if !cycle.open { cycle.open = true }
-    }
-
-    /// A time-bearing sentence: close the open cycle if its time differs, learning that the
-    /// previous time-bearing sentence type ends cycles.
-    /// (The closed cycle's fix goes straight to `emit`: returned, the 300-byte optional was copied
-    /// twice a sentence.)
-    private mutating func boundary(_ time: Double?, _ type: TimedType, _ emit: (Fix) -> Void) {
-        guard let time else {
-            openIfNeeded()
-            return
-        }
-        defer { lastTimed = type }
-        // Times within 10 ms are one cycle (NMEA's resolution is 1/100 s); the cycle takes the
-        // latest of them, as gpsd reports the time of the sentence that ends the cycle.
-        if cycle.open, let current = cycle.time, abs(current - time) < 0.01 {
-            cycle.time = time
-            return
-        }
-        if cycle.open, cycle.time == nil {
-            // Sentences without time opened this cycle (e.g. GSA first): it takes this time. gpsd
-            // clears its fix at the first sentence of a new time (`CLEAR_IS`): what those
-            // sentences put in it (a PGRMZ altitude, a VTG speed, PGRME errors) is gone; its
-            // DOPs and satellites are not in the fix and stay.
-            let positional = cycle.positional
-            cycle = Cycle()
-            cycle.open = true
-            cycle.positional = positional
-            cycle.time = time
-            errors = GPSDCycleErrors()
-            return
-        }
-        // A time a little *behind* the open cycle's (a GGA of 12:00:04 after an RMC of
-        // 12:00:05) is a cycle whose sentences disagree, not a cycle's end: the sentence before
-        // it is not learned as an ender (else every later cycle would be reported at that
-        // sentence, before the rest of its data).
-        let mixedTime = cycle.time.map { $0 - time > 0.01 && $0 - time < 2 } ?? false
-        // A cycle of nothing but a time (a ZDA that opens the receiver's cycle, ahead of its
-        // RMC/GGA, with the previous second) teaches nothing about where cycles end: learning
-        // from it would take ZDA for an ender and lose the first real cycle.
-        let teaches = cycle.time != nil && !mixedTime && cycle.positional
-        if let lastTimed, teaches { cycleEnders.insert(lastTimed) }
-        if let lastLatched, teaches { gpsdEnders.insert(lastLatched) }
-        // Once the cycle's end is known, a cycle is reported at its ending sentence; one whose
-        // ending sentence never came is reported at its close when it had one of gpsd's enders
-        // (gpsd reported it there: an RMC + GGA whose ZDA was cut off before a capture gap), and
-        // not otherwise (gpsd did not report it either). While learning, at its close.
-        if !cycle.reported && (learning || cycle.gpsdEnded || cycle.awaitsEstimate), let fix = makeFix() { emit(fix) }
-        if teaches { learning = false }
-        rememberCycle()
-        cycle = Cycle()
-        errors = GPSDCycleErrors()
-        cycle.open = true
-        cycle.time = time
     }
 }
