@@ -99,6 +99,41 @@ public final class PseudoTerminalReceiver: Sendable {
         queue.sync {}
     }
 
+    /// Writes cycle `index` now, instead of on the timer (`start` is not called): in one write
+    /// (`baud` nil: a receiver that sends its epoch in one burst, as USB receivers do) or one
+    /// sentence at a time, each followed by the time its bytes take on a serial line at `baud`
+    /// (10 bits a byte), as a 9600-baud receiver trickles its cycle. Returns when the cycle's
+    /// last sentence went into the terminal (the monotonic clock): the moment from which a
+    /// client's delay is counted.
+    public func writeCycle(_ index: Int, baud: Int? = nil) async throws -> ContinuousClock.Instant {
+        let cycle = cycles[index % cycles.count]
+        var pieces: [ArraySlice<UInt8>] = []
+        if baud == nil {
+            pieces = [cycle[...]]
+        } else {
+            var start = cycle.startIndex
+            for end in cycle.indices where cycle[end] == 10 {
+                pieces.append(cycle[start...end])
+                start = end + 1
+            }
+        }
+        var last = ContinuousClock.now
+        for (number, piece) in pieces.enumerated() {
+            if number > 0, let baud {
+                try await Task.sleep(for: .seconds(Double(pieces[number - 1].count * 10) / Double(baud)))
+            }
+            let result = piece.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }
+            last = ContinuousClock.now
+            guard result == piece.count else {
+                throw PseudoTerminalError.system("write \(path)", result < 0 ? errno : EAGAIN)
+            }
+            var sink = [UInt8](repeating: 0, count: 4096)
+            while read(master, &sink, sink.count) > 0 {}
+        }
+        playing.withLock { $0.written += 1 }
+        return last
+    }
+
     /// Cycles written whole, and cycles (partly) lost because nobody was reading.
     public var counts: (written: Int, dropped: Int) { playing.withLock { ($0.written, $0.dropped) } }
 

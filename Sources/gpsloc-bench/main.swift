@@ -66,6 +66,11 @@ if arguments.first == "consume" {
     exit(0)
 }
 
+if arguments.first == "epochs" {
+    try await epochLatency(Array(arguments.dropFirst()))
+    exit(0)
+}
+
 if arguments.first == "geocode" {
     try geocodeBenchmark(count: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
     exit(0)

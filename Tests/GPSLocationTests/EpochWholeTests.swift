@@ -200,3 +200,36 @@ extension RealGPSD.LaneD {
         }
     }
 }
+
+extension RealGPSD.LaneB {
+    /// #49, live: a receiver on a pseudo-terminal behind a real gpsd, stepped — each cycle written
+    /// (in one burst, or a sentence at a time as on a 9600-baud line), and after a warm-up of four
+    /// epochs the next only once the manager has delivered this one. An engine that held an epoch
+    /// for the next one (or for a timer) would never deliver it. Figures: BENCHMARKS.md,
+    /// `gpsloc-bench epochs`.
+    @Suite(
+        "every epoch whole, live: no wait for the next epoch, beside gpspipe",
+        .enabled(if: Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: "/usr/bin/gpspipe"),
+            Conditions.gpsdMissingReason),
+        .timeLimit(.minutes(5)))
+    struct LiveEpochTests {
+        @Test(
+            "each epoch once, complete, at the cycle's last sentence",
+            arguments: EpochLatencyProbe.Order.allCases, [9600, nil] as [Int?])
+        func liveEpochs(_ order: EpochLatencyProbe.Order, baud: Int?) async throws {
+            let outcome = try await EpochLatencyProbe.run(order: order, baud: baud, cycles: 10)
+            let how = "\(order.rawValue), \(baud.map { "\($0) baud" } ?? "burst")"
+            #expect(outcome.waitedForNext.isEmpty, "\(how): held until the next epoch: \(outcome.waitedForNext)")
+            #expect(outcome.incomplete.isEmpty, "\(how): \(outcome.incomplete)")
+            #expect(outcome.strays.isEmpty && outcome.errors.isEmpty, "\(how): \(outcome.strays) \(outcome.errors)")
+            // What the engine adds to gpsd's own client: a fraction of a millisecond when idle. A
+            // location held for the engine's one-second timer would be a second behind gpspipe.
+            let added = (outcome.warmup..<outcome.epochs.count).compactMap { index in
+                outcome.ourDelays[index].flatMap { ours in outcome.gpsdDelays[index].map { ours - $0 } }
+            }
+            #expect(added.count == outcome.epochs.count - outcome.warmup, "\(how): gpspipe saw \(added.count) epochs")
+            let median = try #require(EpochLatencyProbe.percentile(added, 50))
+            #expect(median < 0.25, "\(how): \(median * 1000) ms after gpspipe")
+        }
+    }
+}
