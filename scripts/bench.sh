@@ -148,6 +148,9 @@ echo "== geocoding: CLGeocoder's offline lookups beside libgeonames' own name se
 echo "== gpsd path end to end: fixtures/drive-10hz-multi.nmea through gpsfake"
 best "gpsloc replay --via gpsd --json" "$bin/gpsloc replay fixtures/drive-10hz-multi.nmea --via gpsd --json > /dev/null"
 
+echo "== live: each epoch's location after its last sentence, beside gpspipe -w (pseudo-terminal receiver, real gpsd, 60 epochs an order)"
+"$bin/gpsloc-bench" epochs --cycles 60
+
 if [ -n "$against" ]; then
   echo "== end to end beside $against: gpsloc replay --via nmea --fast --json of the hour, 7 alternating pairs"
   tree=".build/against-$(git rev-parse --short "$against")"

@@ -167,7 +167,9 @@ public enum EpochLatencyProbe {
         // Both clients watching before the first sentence: gpspipe has printed gpsd's WATCH
         // reply, the manager has heard gpsd's device list.
         guard await waitUntil(timeout, { pipe.watching && delegate.heardReceiver }) else {
-            throw ProbeError("gpsd's clients did not connect in \(timeout): gpspipe \(pipe.watching), manager \(delegate.heardReceiver)")
+            throw ProbeError(
+                "gpsd's clients did not connect in \(timeout): gpspipe \(pipe.watching), manager \(delegate.heardReceiver)"
+            )
         }
 
         var lastSentence: [ContinuousClock.Instant] = []
@@ -204,7 +206,9 @@ public enum EpochLatencyProbe {
             outcome.delivered[index].append(location)
         }
         for index in 0..<cycles {
-            outcome.gpsdDelays[index] = gpsd[GPSPipeLines.key(epochs[index].time)].map { ($0 - lastSentence[index]).seconds }
+            outcome.gpsdDelays[index] = gpsd[GPSPipeLines.key(epochs[index].time)].map {
+                ($0 - lastSentence[index]).seconds
+            }
         }
         outcome.errors = delegate.errors
         outcome.diagnostics = delegate.diagnostics
@@ -322,7 +326,9 @@ private final class GPSPipeLines: Sendable {
 
     private static func take(_ line: String, at now: ContinuousClock.Instant, into state: Locked<State>) {
         if line.hasPrefix("{\"class\":\"WATCH\"") { state.withLock { $0.watching = true } }
-        guard line.hasPrefix("{\"class\":\"TPV\"") || line.hasPrefix("{\"class\":\"GST\""), let range = line.range(of: "\"time\":\"") else { return }
+        guard line.hasPrefix("{\"class\":\"TPV\"") || line.hasPrefix("{\"class\":\"GST\""),
+            let range = line.range(of: "\"time\":\"")
+        else { return }
         let text = line[range.upperBound...].prefix { $0 != "\"" }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

@@ -11,7 +11,10 @@ func epochLatency(_ arguments: [String]) async throws {
     let orders =
         orderName == "all"
         ? EpochLatencyProbe.Order.allCases
-        : try [EpochLatencyProbe.Order(rawValue: orderName).orThrow(BenchError("--order: gga-first, rmc-first, gst-after-fix or all"))]
+        : try [
+            EpochLatencyProbe.Order(rawValue: orderName).orThrow(
+                BenchError("--order: gga-first, rmc-first, gst-after-fix or all"))
+        ]
     let pacings: [Int?] =
         switch flag("--baud", in: arguments) {
         case nil: [9600, nil]

@@ -209,7 +209,8 @@ extension RealGPSD.LaneB {
     /// `gpsloc-bench epochs`.
     @Suite(
         "every epoch whole, live: no wait for the next epoch, beside gpspipe",
-        .enabled(if: Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: "/usr/bin/gpspipe"),
+        .enabled(
+            if: Conditions.gpsdAvailable && FileManager.default.isExecutableFile(atPath: "/usr/bin/gpspipe"),
             Conditions.gpsdMissingReason),
         .timeLimit(.minutes(5)))
     struct LiveEpochTests {
