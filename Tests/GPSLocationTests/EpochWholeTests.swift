@@ -175,7 +175,8 @@ extension RealGPSD.LaneD {
         @Test(
             "each epoch once, with the receiver's course and speed",
             arguments: [
-                ["--via", "nmea", "--fast"], ["--via", "gpsd", "--fast"], ["--via", "gpsd", "--speed", "20"],
+                ["--via", "nmea", "--fast"], ["--via", "nmea", "--speed", "20"], ["--via", "gpsd", "--fast"],
+                ["--via", "gpsd", "--speed", "20"],
             ])
         func receiverCourse(_ how: [String]) async throws {
             let run = try await GPSLocBinary.run(["replay", Self.fixture.path, "--json", "--max-age", "1e9"] + how)

@@ -118,4 +118,36 @@ struct ReplaySourceTests {
         // The second run's end is what waitUntilFinished() waits for, and it has come.
         source.waitUntilFinished()
     }
+
+    /// A fast replay parses on one thread and calls the handler on another (`Handoff`): a stop
+    /// from a third thread returns only once the handler has been called for the last time.
+    @Test("a stop during a fast replay: no event reaches the handler after it returns")
+    func stopDuringFastReplay() async throws {
+        let path = Paths.fixtures.appendingPathComponent("drive-10hz-multi.nmea").path
+        let source = NMEAReplaySource(path: path, pacing: .asFastAsPossible)
+        let seen = Locked((fixes: 0, afterStop: 0, stopped: false))
+        let hundred = DispatchSemaphore(value: 0)
+        source.start { event in
+            guard case .fix = event else { return }
+            let count = seen.withLock { seen -> Int in
+                seen.fixes += 1
+                if seen.stopped { seen.afterStop += 1 }
+                return seen.fixes
+            }
+            if count == 100 { hundred.signal() }
+            // A slow app from here on: the stop lands while fixes are still to come.
+            if count >= 100 { usleep(2000) }
+        }
+        try await offConcurrencyThreads {
+            hundred.wait()
+            source.stop()
+        }
+        seen.withLock { $0.stopped = true }
+        // A whole second run, start to end, while a late event of the first could still come.
+        let (fixes, problems) = try await Self.collect(source)
+        #expect(fixes.count > 100 && problems.last?.reason == .sourceEnded)
+        let (total, afterStop, _) = seen.withLock { $0 }
+        #expect(afterStop == 0, "\(afterStop) fixes after stop() returned")
+        #expect(total < fixes.count, "the first run went on to the end (\(total) fixes)")
+    }
 }

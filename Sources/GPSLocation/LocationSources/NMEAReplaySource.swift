@@ -39,7 +39,8 @@ public struct MonotonicReplayClock: ReplayClock {
 
 /// An NMEA recording (a file, or standard input with path "-") replayed through GPSLocation's
 /// own parser, as a `LocationSource`: no daemon. Fixes come in order on the source's own
-/// thread; "now" is the recording's clock (the latest fix time), so staleness and timeouts
+/// thread (as fast as possible: one thread parses and another delivers, so a replay takes the
+/// longer of the two, not their sum); "now" is the recording's clock (the latest fix time), so staleness and timeouts
 /// behave as they did live. When the recording ends the source reports a terminal
 /// `.problem(locationUnknown)` saying so.
 ///
@@ -61,6 +62,9 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     private struct State {
         var running = false
         var thread: Thread?
+        /// The thread that calls the handler in a fast replay (`Handoff`): a `stop` from its
+        /// callback must not wait for the run it is part of.
+        var deliverer: Thread?
         /// Bumped by each `start`: a reading thread goes on only while its number is current, so
         /// a restart (a `stop` and `start` from the reading thread's own callback) never leaves
         /// two threads reading.
@@ -120,7 +124,8 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             }
             return (state.running && state.thread != nil, state.thread, state.finished)
         }
-        if wasRunning && Thread.current != thread {
+        let deliverer = state.withLock { $0.deliverer }
+        if wasRunning && Thread.current != thread && Thread.current != deliverer {
             finished.wait()
             finished.signal()
         }
@@ -183,11 +188,24 @@ public final class NMEAReplaySource: LocationSource, Sendable {
         let deliverHeading: (HeadingReading) -> Void = { heading in
             if isRunning() { handler(.heading(heading)) }
         }
+        // As fast as possible, parsing and the handler (the engine, the app) run on two threads,
+        // a chunk's events handed over in order (`Handoff`): the replay takes the longer of the
+        // two instead of their sum. Paced, the handler runs here, each fix at its time.
+        let handoff = speed == nil ? Handoff(handler: handler, isRunning: isRunning) : nil
+        if let handoff {
+            let deliverer = Thread { handoff.deliver() }
+            deliverer.name = "gpslocation.replay.deliver"
+            state.withLock { if $0.run == number { $0.deliverer = deliverer } }
+            deliverer.start()
+        }
+        defer { handoff?.finish() }
+        var batch: [LocationSourceEvent] = []
         while isRunning() {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 let cause = String(cString: strerror(errno))
+                handoff?.finish()
                 handler(
                     .problem(
                         CLError(
@@ -198,12 +216,26 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             }
             if count == 0 { break }
             readSoFar += count
-            buffer.withUnsafeBufferPointer {
-                decoder.feed(UnsafeBufferPointer(rebasing: $0[0..<count]), heading: deliverHeading, deliver)
+            buffer.withUnsafeBufferPointer { chunk in
+                let bytes = UnsafeBufferPointer(rebasing: chunk[0..<count])
+                if let handoff {
+                    decoder.feed(bytes, heading: { batch.append(.heading($0)) }, { batch.append(.fix($0)) })
+                    handoff.put(batch)
+                    batch.removeAll(keepingCapacity: true)
+                } else {
+                    decoder.feed(bytes, heading: deliverHeading, deliver)
+                }
             }
             report?(readSoFar, total)
         }
-        decoder.finish(deliver)
+        if let handoff {
+            decoder.finish { batch.append(.fix($0)) }
+            handoff.put(batch)
+            // Everything below comes after the last fix.
+            handoff.finish()
+        } else {
+            decoder.finish(deliver)
+        }
         let statistics = decoder.statistics
         state.withLock { $0.statistics = statistics }
         guard isRunning() else { return }
@@ -245,5 +277,62 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             notes.append(("noChecksums", message))
         }
         return notes
+    }
+}
+
+/// A fast replay's hand-over from the parsing thread to the delivering one: chunks of events in
+/// order, at most two waiting (a recording of any length holds a bounded amount in memory), and
+/// the handler called only while the run is current (a stopped run's events are dropped, never
+/// delivered late).
+private final class Handoff: @unchecked Sendable {
+    // @unchecked Sendable: `waiting`, `closed` and `done` are guarded by `condition`.
+    private let condition = NSCondition()
+    private var waiting: [[LocationSourceEvent]] = []
+    private var closed = false
+    private var done = false
+    private let handler: @Sendable (LocationSourceEvent) -> Void
+    private let isRunning: () -> Bool
+
+    init(handler: @escaping @Sendable (LocationSourceEvent) -> Void, isRunning: @escaping () -> Bool) {
+        self.handler = handler
+        self.isRunning = isRunning
+    }
+
+    /// Queues a chunk (the parsing thread), waiting while two are queued.
+    func put(_ events: [LocationSourceEvent]) {
+        guard !events.isEmpty else { return }
+        condition.lock()
+        while waiting.count >= 2 { condition.wait() }
+        waiting.append(events)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// No more chunks: returns once every queued one has been delivered (or dropped). Once is
+    /// enough; later calls return at once.
+    func finish() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        while !done { condition.wait() }
+        condition.unlock()
+    }
+
+    /// The delivering thread's loop.
+    func deliver() {
+        while true {
+            condition.lock()
+            while waiting.isEmpty && !closed { condition.wait() }
+            if waiting.isEmpty {
+                done = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let events = waiting.removeFirst()
+            condition.broadcast()
+            condition.unlock()
+            for event in events where isRunning() { handler(event) }
+        }
     }
 }
