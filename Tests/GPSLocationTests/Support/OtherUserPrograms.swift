@@ -21,7 +21,18 @@ struct OtherUserPrograms {
         for name in names {
             let source = Paths.packageRoot.appendingPathComponent(".build/debug/\(name)")
             let copy = folder.appendingPathComponent(name)
-            try FileManager.default.copyItem(at: source, to: copy)
+            // Copied by cp, not in this process: a file this process held open for writing would
+            // be inherited by every child another test spawns meanwhile, and exec of the copy
+            // fails with "Text file busy" (ETXTBSY) until that child has exec'd (seen with both
+            // cores busy).
+            let cp = Process()
+            cp.executableURL = URL(fileURLWithPath: "/bin/cp")
+            cp.arguments = [source.path, copy.path]
+            try cp.run()
+            cp.waitUntilExit()
+            guard cp.terminationStatus == 0 else {
+                throw OtherUserError("cp \(source.path) \(copy.path) failed (status \(cp.terminationStatus))")
+            }
             guard chmod(copy.path, 0o755) == 0 else {
                 throw OtherUserError("could not make \(copy.path) executable by other users (errno \(errno))")
             }
