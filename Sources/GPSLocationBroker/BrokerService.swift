@@ -19,18 +19,18 @@ package final class BrokerService: Sendable {
     /// How long an agent has to answer a prompt.
     package let promptTimeout: TimeInterval
 
-    private struct Key: Hashable {
+    struct Key: Hashable {
         var uid: UInt32
         var app: String
     }
-    private struct PendingPrompt {
+    struct PendingPrompt {
         var requester: BrokerClient
         var requestID: Int
         var key: Key
         var agent: BrokerClient
         var deadline: Date
     }
-    private struct State {
+    struct State {
         var clients: [Int: BrokerClient] = [:]
         var decisions: [Key: AuthorizationDecision] = [:]
         var reduced: [Int: ReducedSession] = [:]
@@ -44,7 +44,7 @@ package final class BrokerService: Sendable {
         /// not at the next once-a-minute notice.
         var hubProblem: String?
     }
-    private let state = Locked(State())
+    let state = Locked(State())
     private let hub: GPSDLocationSource
     /// Whether a program is in use now (nil: it has gone); tests replace it.
     let inUseProbe: @Sendable (BrokerClient) -> Bool?
@@ -270,7 +270,7 @@ package final class BrokerService: Sendable {
 
     // MARK: Decisions
 
-    private func decision(_ key: Key, in state: inout State) -> AuthorizationDecision {
+    func decision(_ key: Key, in state: inout State) -> AuthorizationDecision {
         if let known = state.decisions[key] { return known }
         let decided =
             LocationAuthorizer.resolve(app: key.app, store: store(key.uid), policyPath: policyPath)
@@ -296,7 +296,7 @@ package final class BrokerService: Sendable {
     }
 
     /// Records `decision` (nil: forgets it) and tells every program of that app at once.
-    private func decide(_ key: Key, _ decision: AuthorizationDecision?, temporary: Bool = false) throws(DecisionStore
+    func decide(_ key: Key, _ decision: AuthorizationDecision?, temporary: Bool = false) throws(DecisionStore
         .StoreError)
     {
         if !temporary {
@@ -440,103 +440,9 @@ package final class BrokerService: Sendable {
         reply(client, id, ok: true, message: "\(rows.count) program(s) connected", rows: rows)
     }
 
-    // MARK: Consent
-
-    private func request(_ message: BrokerMessage, _ client: BrokerClient, _ id: Int) {
-        guard let app = client.app else { return }
-        let key = Key(uid: client.identity.uid, app: app)
-        let always = message.bool("always") ?? false
-        enum Step {
-            case decided(AuthorizationDecision)
-            case ask(BrokerClient, Int)
-            case nobody
-        }
-        let step = state.withLock { state -> Step in
-            let current = decision(key, in: &state)
-            // Apple's rule: a request after a decision changes nothing (except When In Use → Always).
-            guard current.status == .notDetermined || (always && current.status == .authorizedWhenInUse) else {
-                return .decided(current)
-            }
-            guard let agent = state.agents[key.uid] else { return .nobody }
-            let promptID = state.nextPrompt
-            state.nextPrompt += 1
-            state.prompts[promptID] = PendingPrompt(
-                requester: client, requestID: id, key: key, agent: agent,
-                deadline: Date().addingTimeInterval(promptTimeout))
-            return .ask(agent, promptID)
-        }
-        switch step {
-        case .decided(let decision):
-            reply(client, id, ok: true, message: "already decided", decision: decision)
-        case .nobody:
-            let flag = always || !client.inUse ? "--always" : "--when-in-use"
-            reply(
-                client, id, ok: false,
-                message: "no one can be asked for location permission for \(app) (no agent is running for uid "
-                    + "\(key.uid)): nothing is delivered until it is granted — run `gpsloc auth grant \(app) \(flag)`, "
-                    + "or keep `gpsloc agent` running in your terminal to be asked; locations start at once")
-        case .ask(let agent, let promptID):
-            var line = BrokerLine("PROMPT")
-            line.add("prompt", promptID)
-            line.add("app", app)
-            line.add("identity", client.identity.kind)
-            line.add("pid", Int(client.identity.pid))
-            line.add("always", always)
-            line.add("usage", message.string("usage"))
-            agent.send(line.line)
-            DispatchQueue.global().asyncAfter(deadline: .now() + promptTimeout) { [weak self] in
-                self?.expire(promptID)
-            }
-        }
-    }
-
-    private func expire(_ promptID: Int) {
-        guard let prompt = state.withLock({ $0.prompts.removeValue(forKey: promptID) }) else { return }
-        reply(
-            prompt.requester, prompt.requestID, ok: false,
-            message: "the agent did not answer within \(Int(promptTimeout)) s — nothing is delivered; run "
-                + "`gpsloc auth grant \(prompt.key.app)` to decide")
-    }
-
-    private func becomeAgent(_ client: BrokerClient, _ id: Int) {
-        guard client.identity.flatpak == nil else {
-            return reply(client, id, ok: false, message: "a sandboxed app cannot be an agent")
-        }
-        let previous = state.withLock { state -> BrokerClient? in
-            defer {
-                state.agents[client.identity.uid] = client
-                client.isAgent = true
-            }
-            return state.agents[client.identity.uid]
-        }
-        if let previous, previous !== client {
-            previous.send(errorLine("another agent took over for uid \(client.identity.uid)"))
-        }
-        reply(client, id, ok: true, message: "prompts for uid \(client.identity.uid) come here")
-    }
-
-    private func answer(_ message: BrokerMessage, _ client: BrokerClient) {
-        guard let promptID = message.int("prompt"),
-            let prompt = state.withLock({ state -> PendingPrompt? in
-                guard state.prompts[promptID]?.agent === client else { return nil }
-                return state.prompts.removeValue(forKey: promptID)
-            })
-        else { return client.send(errorLine("no such prompt")) }
-        let status = message.string("status").flatMap(BrokerProtocol.status(named:)) ?? .denied
-        let accuracy = message.string("accuracy").flatMap(BrokerProtocol.accuracy(named:)) ?? .fullAccuracy
-        let decision = AuthorizationDecision(
-            status: status == .notDetermined || status == .restricted ? .denied : status, accuracy: accuracy)
-        do {
-            try decide(prompt.key, decision, temporary: message.bool("once") ?? false)
-            reply(prompt.requester, prompt.requestID, ok: true, message: "answered", decision: decision)
-        } catch {
-            reply(prompt.requester, prompt.requestID, ok: false, message: error.description)
-        }
-    }
-
     // MARK: Lines
 
-    private func reply(
+    func reply(
         _ client: BrokerClient, _ id: Int, ok: Bool, message: String, decision: AuthorizationDecision? = nil,
         rows: [String]? = nil
     ) {
@@ -550,7 +456,7 @@ package final class BrokerService: Sendable {
         client.send(line.line)
     }
 
-    private func errorLine(_ message: String) -> String {
+    func errorLine(_ message: String) -> String {
         var line = BrokerLine("ERROR")
         line.add("message", message)
         return line.line

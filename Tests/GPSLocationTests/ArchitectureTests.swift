@@ -60,4 +60,22 @@ struct ArchitectureTests {
         let users = try Self.packageGraph().filter { $0.value.contains("GPSLocationTesting") }.map(\.key)
         #expect(users == ["gpsloc-bench"])
     }
+
+    /// #50: a file a reader can hold in mind — a type that outgrows it splits along its seams
+    /// into `Type+Part.swift` extensions.
+    @Test("no Swift file under Sources is over 500 lines")
+    func filesStaySmall() throws {
+        let sources = Paths.packageRoot.appendingPathComponent("Sources")
+        let files =
+            FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?
+            .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+        #expect(files.count > 50)
+        var long: [String] = []
+        for file in files {
+            let lines = try String(contentsOf: file, encoding: .utf8).split(
+                separator: "\n", omittingEmptySubsequences: false)
+            if lines.count > 501 { long.append("\(file.lastPathComponent): \(lines.count - 1)") }
+        }
+        #expect(long.isEmpty, "\(long)")
+    }
 }
