@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The kind of position solution a receiver reports (gpsd's TPV `mode`).
 public enum FixMode: Int, Sendable, Comparable, CustomStringConvertible {

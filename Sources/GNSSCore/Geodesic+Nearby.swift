@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // Distances between nearby points (a receiver's consecutive fixes, the distance filter's
 // question) on the tangent plane, with the exact geodesic (`Geodesic.distance`) where that is not

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // Karney's series in the third flattening and the angle helpers `Geodesic` is built on: part
 // of `Geodesic`, in a file of their own.

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Geodesic distance on an ellipsoid by Karney's method (C. F. F. Karney, "Algorithms for
 /// geodesics", J. Geodesy 87, 43–55, 2013): series in the third flattening to sixth order,

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A timestamp as GPSLocation prints it everywhere: UTC ISO 8601 with milliseconds
 /// (`2026-06-15T08:00:00.100Z`).

@@ -1,4 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A pipe one thread sleeps on and others write to, to wake it early: the gpsd reader's wait
 /// between reconnection attempts and the engines' timer thread.
@@ -43,7 +48,7 @@ package final class WakePipe: Sendable {
         var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, timeout) > 0 else { return }
         var buffer = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        _ = withUnsafeMutableBytes(of: &buffer) { Foundation.read(reader, $0.baseAddress, $0.count) }
+        _ = withUnsafeMutableBytes(of: &buffer) { Glibc.read(reader, $0.baseAddress, $0.count) }
     }
 
     /// The end to poll on (a loop that waits on many descriptors); `drain()` after it fires.
@@ -52,6 +57,6 @@ package final class WakePipe: Sendable {
     /// Takes the signals that came.
     package func drain() {
         var buffer = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        _ = withUnsafeMutableBytes(of: &buffer) { Foundation.read(reader, $0.baseAddress, $0.count) }
+        _ = withUnsafeMutableBytes(of: &buffer) { Glibc.read(reader, $0.baseAddress, $0.count) }
     }
 }

@@ -1,7 +1,11 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import GNSSCore
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What a `GPSDConnection` reports, in the order it happened.
 public enum GPSDEvent: Sendable, Equatable {

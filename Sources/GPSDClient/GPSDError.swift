@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Where a gpsd daemon listens, and which device to watch.
 public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
@@ -63,8 +67,15 @@ public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
         }
         // A host name or address (letters, digits, dots, dashes; any address in brackets): a path
         // (`gpsloc watch drive.nmea`) is not a gpsd.
-        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: ".-_:%"))
-        guard host.unicodeScalars.allSatisfy(allowed.contains), text.hasPrefix("[") || !host.contains(":") else {
+        let allowed = { (scalar: Unicode.Scalar) -> Bool in
+            switch scalar.properties.generalCategory {
+            case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .nonspacingMark,
+                .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber:
+                true
+            default: ".-_:%".unicodeScalars.contains(scalar)
+            }
+        }
+        guard host.unicodeScalars.allSatisfy(allowed), text.hasPrefix("[") || !host.contains(":") else {
             return nil
         }
         return GPSDEndpoint(host: host.isEmpty ? defaultHost : host, port: port, device: device)
@@ -136,7 +147,7 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
             return "gpsd at \(endpoint) closed the connection\(cause) — it stopped or restarted; "
                 + "check `systemctl status gpsd` and `journalctl -u gpsd`."
         case .noData:
-            let seconds = silence.map { String(format: "%.1f", $0) } ?? "?"
+            let seconds = silence.map { fixedDecimal($0, decimals: 1) } ?? "?"
             let device = endpoint.device.map { " for \($0)" } ?? ""
             return "gpsd at \(endpoint) sent no position report\(device) for \(seconds) s — "
                 + "is a receiver plugged in and known to gpsd? Check `gpspipe -w -n 5`, `ls -l /dev/gps* /dev/ttyACM* /dev/ttyUSB*`; "
@@ -145,7 +156,7 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the server at \(endpoint) sent a line libgps cannot read (longer than gpsd ever sends, or not "
                 + "gpsd's JSON)\(cause) — is it gpsd? Check the port (`ss -ltnp | grep \(endpoint.port)`)."
         case .unresponsive:
-            let seconds = silence.map { String(format: "%.1f", $0) } ?? "?"
+            let seconds = silence.map { fixedDecimal($0, decimals: 1) } ?? "?"
             return "the server at \(endpoint) accepted the connection but sent nothing at all for \(seconds) s (gpsd "
                 + "greets every client at once) — a half-open connection or not gpsd; check `systemctl status gpsd` "
                 + "and the port (`ss -ltnp | grep \(endpoint.port)`)."

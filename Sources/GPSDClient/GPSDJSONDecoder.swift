@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Decodes gpsd's JSON report lines (as `gpspipe -w` records them) with libgps's own parser
 /// (`gps_unpack`), without a daemon. Not thread-safe: one decoder per thread.

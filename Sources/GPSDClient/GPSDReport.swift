@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One decoded gpsd JSON object, as Swift values.
 public enum GPSDReport: Sendable, Equatable {

@@ -1,6 +1,10 @@
 internal import CGPS
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The one owner of a heap-allocated `gps_data_t`. Nothing of C leaves this file.
 ///

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GPSDClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A real gpsd (not gpsfake) on a loopback port, reading the given devices, with its control
 /// socket in its own directory so `gpsdctl` can add and remove devices as udev would.

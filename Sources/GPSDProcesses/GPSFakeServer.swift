@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GPSDClient
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A real gpsd replaying an NMEA file, through gpsd's own `gpsfake`, on a free loopback port.
 ///

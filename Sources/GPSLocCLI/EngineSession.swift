@@ -5,17 +5,14 @@ import Synchronization
 
 /// Options shared by `watch` and `replay`: they become the engine's configuration.
 struct PipelineOptions {
-    var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
-    var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
+    /// `--distance-filter`, `--desired-accuracy`, `--max-age`, `--stale-after`, `--min-interval`:
+    /// the engine's own settings, with the engine's defaults (one place for each: the options
+    /// keep no copy).
+    var configuration = LocationEngine.Configuration()
     var appID = "gpsloc"
     var json = false
-    var maximumAge: TimeInterval = 10
     /// Also record a GPX 1.1 track here.
     var gpx: String?
-    /// Seconds without a usable fix before saying so; nil: three receiver cycles, at least 1 s.
-    var staleAfter: TimeInterval?
-    /// At most one location per this many seconds (0: no limit).
-    var minimumInterval: TimeInterval = 0
     /// `--region ID=LAT,LON,RADIUS`, repeatable.
     var regions: [Geofence] = []
     var visits = false
@@ -42,9 +39,9 @@ struct PipelineOptions {
     init(_ arguments: Arguments) throws(UsageError) {
         if let text = arguments["distance-filter"] {
             if text == "none" {
-                distanceFilter = kCLDistanceFilterNone
+                configuration.distanceFilter = kCLDistanceFilterNone
             } else if let meters = Double(text), meters.isFinite, meters >= 0 {
-                distanceFilter = meters
+                configuration.distanceFilter = meters
             } else {
                 throw UsageError("--distance-filter must be a distance in metres or none, not \(text)")
             }
@@ -55,7 +52,7 @@ struct PipelineOptions {
                     "--desired-accuracy must be one of \(Self.accuracyNames.keys.sorted().joined(separator: ", ")), not \(text)"
                 )
             }
-            desiredAccuracy = value
+            configuration.desiredAccuracy = value
         }
         if let app = arguments["app"] {
             guard !app.isEmpty, app.allSatisfy({ $0.isLetter || $0.isNumber || "._-".contains($0) }) else {
@@ -63,10 +60,12 @@ struct PipelineOptions {
             }
             appID = app
         }
-        if let age = try arguments.number("max-age", minimum: 0.1, maximum: 1e12) { maximumAge = age }
-        staleAfter = try arguments.number("stale-after", minimum: 0.1, maximum: 86_400)
+        if let age = try arguments.number("max-age", minimum: 0.1, maximum: 1e12) {
+            configuration.maximumLocationAge = age
+        }
+        configuration.staleFixTimeout = try arguments.number("stale-after", minimum: 0.1, maximum: 86_400)
         if let interval = try arguments.number("min-interval", minimum: 0, maximum: 86_400) {
-            minimumInterval = interval
+            configuration.minimumUpdateInterval = interval
         }
         json = arguments.has("json")
         count = try arguments.integer("count", in: 1...Int(Int32.max))
@@ -117,17 +116,6 @@ struct PipelineOptions {
             throw UsageError("--region \(identifier): the radius must be more than 0 and at most 100000 metres")
         }
         return Geofence(identifier: identifier, latitude: latitude, longitude: longitude, radius: radius)
-    }
-
-    /// The engine configuration these options ask for.
-    var configuration: LocationEngine.Configuration {
-        var configuration = LocationEngine.Configuration()
-        configuration.distanceFilter = distanceFilter
-        configuration.desiredAccuracy = desiredAccuracy
-        configuration.maximumLocationAge = maximumAge
-        configuration.staleFixTimeout = staleAfter
-        configuration.minimumUpdateInterval = minimumInterval
-        return configuration
     }
 
     static let accuracyNames: [String: CLLocationAccuracy] = [

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // The calendar and the cycle boundaries of `EpochAssembler`: where a dated sentence puts its day,
 // and where a time-bearing sentence closes the open cycle and teaches which types end cycles

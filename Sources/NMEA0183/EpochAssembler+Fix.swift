@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // Making a cycle's `Fix` and keeping what the next cycle derives from it (gpsd's
 // `gpsd_error_model` merge): a file of its own beside `EpochAssembler`'s sentence rules.

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Merges the sentences of each receiver cycle into `Fix`es, reported where gpsd 3.22 reports
 /// them and with the values its TPV carries (docs/nmea-engine.md, the field table).

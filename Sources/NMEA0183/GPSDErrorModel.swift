@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// gpsd 3.22's satellite picture and dilutions of precision, as its NMEA driver keeps them, so
 /// the NMEA engine derives the same error estimates gpsd reports for the same sentences

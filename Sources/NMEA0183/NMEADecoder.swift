@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Bytes of NMEA in, `Fix` values out: `NMEAParser` + `EpochAssembler`.
 public struct NMEADecoder: Sendable {

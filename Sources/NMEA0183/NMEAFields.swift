@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Field access over a sentence body without copying: up to 48 comma-separated fields, their
 /// start offsets in a table the parser fills as it scans the line (on the stack).

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // The sentence types `NMEAParser.decode` knows, each from its fields as gpsd 3.22's
 // `driver_nmea0183.c` reads them: a file of their own beside the parser's framing and scan. Each

@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A byte-level NMEA 0183 parser: framing (`$`/`!` to LF, CR optional), `*hh` checksums, talker
 /// ids and the sentences that carry fixes. Incremental: feed any chunking of the input and the

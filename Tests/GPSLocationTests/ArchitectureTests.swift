@@ -78,4 +78,24 @@ struct ArchitectureTests {
         }
         #expect(long.isEmpty, "\(long)")
     }
+
+    /// #50's light binaries: the layers under the CoreLocation face need only FoundationEssentials
+    /// (no FoundationInternationalization, no ICU), so a program built on them alone is small.
+    @Test(
+        "the lower layers import FoundationEssentials, never Foundation",
+        arguments: [
+            "GNSSCore", "NMEA0183", "GPSDClient", "GPSDProcesses",
+        ])
+    func lowerLayersAreEssentials(_ module: String) throws {
+        let folder = Paths.packageRoot.appendingPathComponent("Sources/\(module)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+        #expect(!files.isEmpty)
+        for file in files {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            let imports = text.split(separator: "\n").filter {
+                $0.contains("import Foundation") && !$0.contains("FoundationEssentials")
+            }
+            #expect(imports.isEmpty, "\(module)/\(file): \(imports)")
+        }
+    }
 }

@@ -54,8 +54,8 @@ struct ArgumentTests {
             Arguments(
                 ["--distance-filter", "none", "--desired-accuracy", "kilometer"], valued: PipelineOptions.valued,
                 flags: []))
-        #expect(options.distanceFilter == kCLDistanceFilterNone)
-        #expect(options.desiredAccuracy == kCLLocationAccuracyKilometer)
+        #expect(options.configuration.distanceFilter == kCLDistanceFilterNone)
+        #expect(options.configuration.desiredAccuracy == kCLLocationAccuracyKilometer)
         #expect(throws: UsageError.self) {
             try PipelineOptions(Arguments(["--distance-filter", "-3"], valued: PipelineOptions.valued, flags: []))
         }

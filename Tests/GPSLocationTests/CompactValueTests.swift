@@ -130,4 +130,36 @@ struct CompactValueTests {
         }
         #expect(mismatches.isEmpty, "\(mismatches)")
     }
+
+    /// `fixedDecimal` replaces `String(format: "%.Nf")` where the light binaries cannot have
+    /// Foundation's formatter: the same text for the values this package prints.
+    @Test("fixedDecimal prints what %.Nf prints")
+    func fixedDecimalMatchesPrintf() {
+        var generator = SystemRandomNumberGenerator()
+        var values: [Double] = [
+            0, -0.0, 0.05, 0.15, 0.25, 1.5, -1.5, 2.5, 9.95, 99.99, 51.4538936, -2.597445118, 123456.789,
+        ]
+        for _ in 0..<2000 {
+            let magnitude = [1.0, 100, 10_000, 1e7][Int.random(in: 0..<4, using: &generator)]
+            values.append(Double.random(in: -magnitude...magnitude, using: &generator))
+        }
+        for value in values {
+            for decimals in [0, 1, 2, 3, 6] {
+                let ours = fixedDecimal(value, decimals: decimals)
+                let theirs = String(format: "%.\(decimals)f", value)
+                // printf rounds the binary value half to even; ours rounds the scaled double: they
+                // may differ only on a tie that the scaling itself made (one unit in the last place).
+                if ours != theirs {
+                    let a = Double(ours) ?? .nan
+                    let b = Double(theirs) ?? .nan
+                    var unit = 1.0
+                    for _ in 0..<decimals { unit /= 10 }
+                    #expect(abs(a - b) <= unit * 1.0001, "\(value) to \(decimals): \(ours) against \(theirs)")
+                }
+            }
+        }
+        #expect(fixedDecimal(.nan, decimals: 1) == "nan" && fixedDecimal(-.infinity, decimals: 1) == "-inf")
+        // A negative value that rounds to zero prints without its sign (printf keeps it: "-0.0").
+        #expect(fixedDecimal(-0.04, decimals: 1) == "0.0")
+    }
 }
