@@ -88,7 +88,7 @@ enum ReplayCommand {
         }
         // A replay that yields no location at all is a failure (exit 1), said in words.
         var exitStatus = run.status
-        if run.status == 0 && run.fixesSeen == 0 && status != .denied && status != .restricted {
+        if run.status == 0 && run.fixesSeen == 0 && !status.refusesAll {
             sink.error(
                 CLError(
                     .locationUnknown,

@@ -30,7 +30,10 @@ final class LastFixes: Sendable {
     let writeInterval: TimeInterval
 
     /// `directory(uid)`: the uid's folder in the state folder.
-    init(writeInterval: TimeInterval = 30, directory: @escaping @Sendable (UInt32) -> URL) {
+    init(
+        writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval,
+        directory: @escaping @Sendable (UInt32) -> URL
+    ) {
         self.writeInterval = writeInterval
         self.directory = directory
     }

@@ -34,9 +34,9 @@ struct OneRuleOnePlaceTests {
             pattern: #"timeIntervalSince\([^)]*\)\s*(<|>=)\s*60\b|lastDiagnosed|lastNotice"#,
             places: []),
         Rule(
-            name: "the stationary detector (the engine's)",
-            pattern: #"StationaryDetector\(\)"#,
-            places: ["GPSLocation/Engine/LocationEngine.swift"]),
+            name: "the stationary detector (the engine's, in its own file)",
+            pattern: #"StationaryDetector\(\)|struct StationaryDetector"#,
+            places: ["GPSLocation/Engine/LocationEngine.swift", "GPSLocation/Engine/StationaryDetector.swift"]),
         Rule(
             name: "holding a fix for its estimate (LocationEngine.held; NMEA0183 alone carries its own GST)",
             pattern: #"\.applied\(to:"#,
@@ -49,6 +49,25 @@ struct OneRuleOnePlaceTests {
             name: "what the engine hands an app (LocationEngine.Output, one enum)",
             pattern: #"enum Output\b"#,
             places: ["GPSLocation/Engine/LocationEngine+Output.swift"]),
+        // #50: the rules a review of 8692a9e found written two or three times, across the
+        // engine, the broker and the CLI.
+        Rule(
+            name: "refused outright: denied or restricted (CLAuthorizationStatus.refusesAll)",
+            pattern:
+                #"==\s*\.denied\s*\|\|\s*[\w.]*\s*==\s*\.restricted|!=\s*\.denied\s*&&\s*[\w.]*\s*!=\s*\.restricted"#,
+            places: ["GPSLocation/Engine/AuthorizationGate.swift"]),
+        Rule(
+            name: "gpsd's 95 % scale, 1.96 σ (ReceiverErrorEstimate.confidenceScale)",
+            pattern: #"\b1\.96\b"#,
+            places: ["GNSSCore/Fix.swift"]),
+        Rule(
+            name: "how often a last location is written (LastLocationCache.defaultWriteInterval)",
+            pattern: #"[wW]riteInterval: TimeInterval = \d"#,
+            places: ["GPSLocation/Authorization/LastLocationCache.swift"]),
+        Rule(
+            name: "the distance filter's value (LocationEngine.Configuration, nowhere else)",
+            pattern: #"var distanceFilter\s*:\s*CLLocationDistance\s*="#,
+            places: ["GPSLocation/Engine/LocationEngine+Configuration.swift"]),
         Rule(
             name: "a one-shot's end (the engine's: no face drives a manager's requestLocation() and ends it itself)",
             pattern: #"OnceDelegate|\.requestLocation\(\)"#,

@@ -15,6 +15,9 @@ public final class LastLocationCache: Sendable {
     public let directory: URL
     /// Seconds between writes while locations keep coming.
     public let writeInterval: TimeInterval
+    /// At most one write a minute's half per app: a last location is a hint, and a 10 Hz
+    /// receiver must not wear the disk (gpslocd's per-uid store follows the same rule).
+    public static let defaultWriteInterval: TimeInterval = 30
     /// Keep simulated locations too (for tests of the cache itself).
     package let recordsSimulated: Bool
     private let lastWrite = Locked(Writes())
@@ -40,7 +43,7 @@ public final class LastLocationCache: Sendable {
     }
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
-    public init(directory: URL? = nil, writeInterval: TimeInterval = 30) {
+    public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
         self.directory = directory ?? Self.defaultDirectory()
         self.writeInterval = writeInterval
         recordsSimulated = false

@@ -78,6 +78,9 @@ extension CLAuthorizationStatus {
     /// is decided — the gate, the manager's cached `location`, `CLServiceSession`, `gpsloc auth`
     /// and `gpsloc doctor` all ask here (`OneRuleOnePlaceTests` keeps it so).
     package var isAuthorized: Bool { self == .authorizedAlways || self == .authorizedWhenInUse }
+    /// Refused outright, whatever the app does: the user said no (`denied`) or the
+    /// administrator's policy did (`restricted`). Updates stay stopped and say so once.
+    package var refusesAll: Bool { self == .denied || self == .restricted }
 }
 
 extension AuthorizationDecision {

@@ -63,7 +63,7 @@ extension LocationEngine {
     /// A monitoring service is starting: refused (said once) when the app is denied or
     /// restricted, otherwise monitoring resumes.
     mutating func admitMonitoring() -> [Action] {
-        if gate.state.status == .denied || gate.state.status == .restricted, let refusal = gate.state.refusal {
+        if gate.state.status.refusesAll, let refusal = gate.state.refusal {
             monitoringSuspended = true
             return gate.explain(refusal).map { [.fail($0)] } ?? []
         }
@@ -108,7 +108,7 @@ extension LocationEngine {
         var actions: [Action] = []
         if let refusal = gate.state.refusal {
             if let error = gate.explain(refusal) { actions.append(.fail(error)) }
-            if gate.state.status == .denied || gate.state.status == .restricted { return actions }
+            if gate.state.status.refusesAll { return actions }
         }
         headingStage.start()
         return actions

@@ -143,7 +143,7 @@ extension LocationEngine {
                     considerForOneShot(location)
                 }
             } else if mode == .continuous, !pauses(at: location, actions: &actions), intervalAdmits(location),
-                filter.admits(location)
+                filter.admits(location, distanceFilter: configuration.distanceFilter)
             {
                 let location = markedStationary(location)
                 filter.delivered(location)

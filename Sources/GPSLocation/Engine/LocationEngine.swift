@@ -162,7 +162,6 @@ package struct LocationEngine: Sendable {
     private mutating func applyConfiguration() {
         validity.maximumAge = configuration.maximumLocationAge
         gate.reducedRequested = configuration.desiredAccuracy == kCLLocationAccuracyReduced
-        filter.distanceFilter = configuration.distanceFilter
         staleness.timeout = configuration.staleFixTimeout
         receivers.selection = configuration.receiverSelection
         timeOrder.jumpTolerance = configuration.timeJumpTolerance
@@ -187,7 +186,7 @@ package struct LocationEngine: Sendable {
         var actions: [Action] = []
         if let refusal = gate.state.refusal {
             if let error = gate.explain(refusal) { actions.append(.fail(error)) }
-            if gate.state.status == .denied || gate.state.status == .restricted { return actions }
+            if gate.state.status.refusesAll { return actions }
         }
         monitoringSuspended = false
         if mode == .oneShot && newMode == .continuous { actions.append(.cancel(.requestLocation)) }
@@ -274,7 +273,7 @@ package struct LocationEngine: Sendable {
         guard isRunning, let refusal = state.refusal else { return [] }
         var actions: [Action] = []
         if let error = gate.explain(refusal) { actions.append(.fail(error)) }
-        if state.status == .denied || state.status == .restricted {
+        if state.status.refusesAll {
             actions.append(contentsOf: stopAll())
             actions.append(.stopSource)
         }

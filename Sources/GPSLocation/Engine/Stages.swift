@@ -206,7 +206,7 @@ package struct TimeOrderStage: Sendable {
 /// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
 /// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
 package struct AccuracyStage: Sendable {
-    package static let confidenceScale = 1.96
+    package static let confidenceScale = ReceiverErrorEstimate.confidenceScale
     /// gpsd's vertical over horizontal UERE (23 m / 15 m): a vertical accuracy where the
     /// receiver gives no vertical estimate.
     package static let verticalOverHorizontal = 23.0 / 15.0
@@ -279,13 +279,14 @@ package struct AccuracyStage: Sendable {
 /// geodesic distance from the last delivered one is ≥ `distanceFilter`, or when its accuracy
 /// has improved: its `horizontalAccuracy` is at most half that of the last delivered one.
 /// Call `delivered(_:)` only for locations that actually reached the app (after the gate).
+/// The filter itself is the engine's configuration (`Configuration.distanceFilter`, read at each
+/// location): the stage keeps only what it measures from.
 package struct DistanceFilterStage: Sendable {
-    package var distanceFilter: CLLocationDistance
     package private(set) var lastDelivered: CLLocation?
 
-    package init(distanceFilter: CLLocationDistance = kCLDistanceFilterNone) { self.distanceFilter = distanceFilter }
+    package init() {}
 
-    package func admits(_ location: CLLocation) -> Bool {
+    package func admits(_ location: CLLocation, distanceFilter: CLLocationDistance) -> Bool {
         guard distanceFilter > 0, let last = lastDelivered else { return true }
         if location.horizontalAccuracy >= 0 && last.horizontalAccuracy > 0
             && location.horizontalAccuracy <= last.horizontalAccuracy / 2
