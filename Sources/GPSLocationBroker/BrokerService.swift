@@ -8,10 +8,10 @@ import GPSLocation
 ///
 /// Per program: its app id (`PeerIdentity.appID`) and uid key its decision, kept in
 /// `STATE/users/UID/authorizations.json` (the decision store's format, owned by gpslocd's user,
-/// mode 0600: no app can write it). Full accuracy: gpsd's reports pass as they are. Reduced: a
-/// location engine per session (the library's own, with its gate and `LocationFuzzer`) turns the
-/// fixes into the grid point of the uid's secret (`STATE/users/UID/reduced/`), and only that
-/// point is sent, on each fix. Not allowed: nothing but problems and receiver events.
+/// mode 0600: no app can write it). Full accuracy: gpsd's reports pass as they are. Reduced: each
+/// fix goes through the library's fuzzer rule in one pass (`ReducedSession`, no engine here) to
+/// the grid point of the uid's secret (`STATE/users/UID/reduced/`), and only that point is sent,
+/// on each fix. Not allowed: nothing but problems and receiver events.
 package final class BrokerService: Sendable {
     package let stateDirectory: URL
     package let endpoint: GPSDEndpoint
@@ -119,7 +119,7 @@ package final class BrokerService: Sendable {
             for id in orphaned.keys { state.prompts[id] = nil }
             return (state.reduced.removeValue(forKey: client.id), Array(orphaned.values))
         }
-        session?.stop()
+        _ = session  // dropped: a session is a fuzzer and a point, nothing to stop
         if let app = client.app { lastFixes.flush(uid: client.identity.uid, app: app) }
         for prompt in orphaned where prompt.requester !== client {
             reply(prompt.requester, prompt.requestID, ok: false, message: "the agent went away before it answered")
@@ -206,18 +206,15 @@ package final class BrokerService: Sendable {
             if reduced { return (state.reduced[client.id] == nil, nil) }
             return (false, state.reduced.removeValue(forKey: client.id))
         }
-        change.stop?.stop()
         guard change.start else { return }
         let session = ReducedSession(
-            client: client, endpoint: endpoint,
+            client: client,
             store: ReducedAccuracyStore(directory: userDirectory(client.identity.uid).appendingPathComponent("reduced"))
         ) { [weak self] line in self?.delivered(line, to: client) }
-        let kept = state.withLock { state -> Bool in
-            guard state.clients[client.id] != nil, state.reduced[client.id] == nil else { return false }
+        state.withLock { state in
+            guard state.clients[client.id] != nil, state.reduced[client.id] == nil else { return }
             state.reduced[client.id] = session
-            return true
         }
-        if kept { session.start() }
     }
 
     // MARK: gpsd's reports
@@ -240,9 +237,20 @@ package final class BrokerService: Sendable {
         let isSky = if case .sky = event { true } else { false }
         let isFix = if case .fix(let fix) = event { fix.hasPosition } else { false }
         let isEstimate = if case .errorEstimate = event { true } else { false }
-        let targets = state.withLock { state -> [BrokerClient] in
+        let (targets, reduced) = state.withLock { state -> ([BrokerClient], [ReducedSession]) in
             if isProblem { state.hubProblem = line } else if clearsProblem { state.hubProblem = nil }
-            return state.clients.values.filter { client in
+            // Reduced programs get fixes and headings through their session (one pass: the
+            // fuzzer on gpsd's fix); sky and estimates never.
+            // Each checked against the decision now, as the full programs are: fails closed
+            // even if a revocation's reconcile has not run yet.
+            let reduced =
+                audience == .full
+                ? state.reduced.compactMap { id, session -> ReducedSession? in
+                    guard let client = state.clients[id], client.watching, let app = client.app else { return nil }
+                    let authorization = authorization(of: client, app: app, in: &state)
+                    return authorization.allowsDelivery && authorization.accuracy == .reducedAccuracy ? session : nil
+                } : []
+            let full = state.clients.values.filter { client in
                 guard client.watching, let app = client.app else { return false }
                 if audience == .everyone { return true }
                 if isSky && !client.wantsSky { return false }
@@ -251,7 +259,9 @@ package final class BrokerService: Sendable {
                 if isFix { state.lastDelivery[Key(uid: client.identity.uid, app: app)] = Date() }
                 return true
             }
+            return (full, reduced)
         }
+        for session in reduced { session.send(event) }
         for client in targets {
             client.send(line, droppable: audience == .full)
             if isFix, let app = client.app {
@@ -481,13 +491,9 @@ package final class BrokerService: Sendable {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
     }
 
-    /// Stops gpsd's connection and every session.
+    /// Stops gpsd's connection and ends every session.
     package func stop() {
-        let sessions = state.withLock { state -> [ReducedSession] in
-            defer { state.reduced = [:] }
-            return Array(state.reduced.values)
-        }
-        for session in sessions { session.stop() }
+        state.withLock { $0.reduced = [:] }
         inUseTimer.cancel()
         policyWatcher.withLock { $0 = nil }
         hub.stop()

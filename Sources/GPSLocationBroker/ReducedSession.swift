@@ -2,62 +2,81 @@ import Foundation
 import GNSSCore
 import GPSLocation
 
-/// A program with reduced accuracy behind gpslocd: the library's location engine, with its gate
-/// and `LocationFuzzer` (the uid's secret and kept cell, in gpslocd's state folder), reads gpsd's
-/// fixes; on each fix with a position the program gets one line — the grid point the fuzzer
-/// last let out, with reduced accuracy's fields (no altitude, speed, course, receiver or
-/// estimate), at the fix's time — or nothing before the first point. Every program of one uid
-/// shares the secret and the kept cell, so five app ids get one position. Headings go without
-/// the receiver's magnetic variation (it would say where the receiver is).
+/// A program with reduced accuracy behind gpslocd, in one pass and with no engine of its own:
+/// each of gpsd's fixes that the engine's validity rule admits (`ValidityStage`: a 2D or 3D fix
+/// with a valid coordinate and a time) goes to the fuzzer (`LocationFuzzer.reducePoint`, the rule
+/// the library's gate applies, with the uid's secret and kept cell in gpslocd's state folder),
+/// and the program gets one line — the grid point the fuzzer last let out, at the fix's time,
+/// with no altitude, speed, course, receiver or estimate — or nothing before the first point.
+/// Everything else (time order, staleness, the distance filter) is the program's own engine's,
+/// which reads these lines: one engine pass per location. Every program of one uid shares the
+/// secret and the kept cell, so five app ids get one position. Headings go without the
+/// receiver's magnetic variation (it would say where the receiver is).
+///
+/// It holds a fuzzer and a point (a few hundred bytes): a program that toggles WATCH makes and
+/// drops one each time, and nothing else.
 final class ReducedSession: Sendable {
-    private let runner: EngineRunner
-    private let current = Locked<CLLocation?>(nil)
+    private struct State {
+        var fuzzer: LocationFuzzer
+        var current: ReducedPoint?
+        /// The fuzzer's state could not be kept and the program has been told (until a point
+        /// goes out again).
+        var told = false
+    }
+    private let state: Locked<State>
+    private let client: BrokerClient
+    private let validity = ValidityStage()
+    private let delivered: @Sendable (String) -> Void
 
-    init(
-        client: BrokerClient, endpoint: GPSDEndpoint, store: ReducedAccuracyStore,
-        delivered: @escaping @Sendable (String) -> Void
-    ) {
-        let current = self.current
-        let source = TappedLocationSource(GPSDLocationSource(endpoint: endpoint, sky: true)) { event in
-            switch event {
-            case .fix(let fix) where fix.hasPosition:
-                guard let point = current.withLock({ $0 }) else { return }
-                let reduced = Fix(
-                    mode: .twoDimensional, time: fix.time, latitude: point.coordinate.latitude,
-                    longitude: point.coordinate.longitude,
-                    // eph is the 95 % figure: twice the horizontal accuracy.
-                    errors: FixErrors(horizontal: point.horizontalAccuracy * 2))
-                let line = BrokerProtocol.fixLine(reduced, reduced: true)
-                client.send(line, droppable: true)
-                delivered(line)
-            case .heading(var heading):
-                heading.magneticVariation = nil
-                heading.magneticHeading = nil
-                heading.device = nil
-                client.send(BrokerProtocol.line(for: .heading(heading)), droppable: true)
-            default:
-                break
-            }
-        }
-        var configuration = LocationEngine.Configuration()
-        configuration.pausesAutomatically = false
-        runner = EngineRunner(
-            source: source, configuration: configuration,
-            authorization: AuthorizationState(
-                appID: "uid \(client.identity.uid)", status: .authorizedAlways, accuracy: .reducedAccuracy),
-            fuzzer: LocationFuzzer(store: store, appID: "reduced", live: source.isLive), lastLocationCache: nil,
-            queue: nil)
-        runner.setConsumer { output in
-            switch output {
-            case .locations(let batch): if let last = batch.last { current.withLock { $0 = last } }
-            case .failure(let error) where error.reason == .reducedAccuracyState:
-                // The secret or the state cannot be kept: the program is told, and gets nothing.
-                client.send(BrokerProtocol.problemLine(error, terminal: false))
-            default: break
-            }
-        }
+    init(client: BrokerClient, store: ReducedAccuracyStore, delivered: @escaping @Sendable (String) -> Void) {
+        self.client = client
+        self.delivered = delivered
+        state = Locked(State(fuzzer: LocationFuzzer(store: store, appID: "reduced", live: true)))
     }
 
-    func start() { _ = runner.start(.continuous) }
-    func stop() { runner.stop() }
+    /// One of gpsd's reports: a fix becomes the current grid point's line, a heading goes
+    /// without what would place the receiver; nothing else reaches a reduced program here.
+    func send(_ event: LocationSourceEvent) {
+        switch event {
+        case .fix(let fix):
+            guard let time = fix.time, validity.check(fix, now: time) == nil, let latitude = fix.latitude,
+                let longitude = fix.longitude
+            else { return }
+            let (point, problem) = state.withLock { state -> (ReducedPoint?, String?) in
+                switch state.fuzzer.reducePoint(
+                    latitude: latitude, longitude: longitude, horizontalAccuracy: .infinity, now: Date())
+                {
+                case .point(let point):
+                    state.current = point
+                    state.told = false
+                case .hold: break
+                case .unavailable(let problem):
+                    // Fails closed: the point given before stays the last one sent, and no new
+                    // one goes out until the state can be kept.
+                    state.current = nil
+                    if !state.told {
+                        state.told = true
+                        return (nil, problem)
+                    }
+                }
+                return (state.current, nil)
+            }
+            if let problem {
+                // The secret or the state cannot be kept: the program is told, and gets nothing.
+                let error = LocationFuzzer.unavailableError(appID: client.app ?? "the program", problem)
+                client.send(BrokerProtocol.problemLine(error, terminal: false))
+            }
+            guard let point else { return }
+            let line = BrokerProtocol.reducedLine(point, time: time)
+            client.send(line, droppable: true)
+            delivered(line)
+        case .heading(var heading):
+            heading.magneticVariation = nil
+            heading.magneticHeading = nil
+            heading.device = nil
+            client.send(BrokerProtocol.line(for: .heading(heading)), droppable: true)
+        default:
+            break
+        }
+    }
 }

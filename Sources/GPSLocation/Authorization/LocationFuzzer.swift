@@ -40,6 +40,13 @@ package struct LocationFuzzer: Sendable {
         case unavailable(String)
     }
 
+    /// `Outcome` as a value: the grid point itself.
+    package enum PointOutcome: Sendable, Equatable {
+        case point(ReducedPoint)
+        case hold
+        case unavailable(String)
+    }
+
     package let gridSize: Double
     package let minimumInterval: TimeInterval
     package let appID: String
@@ -55,10 +62,12 @@ package struct LocationFuzzer: Sendable {
     private var secret: ReducedAccuracySecret?
     private var state = ReducedAccuracyState()
     private var stateLoaded = false
-    /// A live restart within the rate limit: the location given before it, given once more.
-    private var restored: CLLocation?
-    /// The last reduced location given (heading takes its declination from here).
-    package private(set) var lastGiven: CLLocation?
+    /// A live restart within the rate limit: the point given before it, given once more.
+    private var restored: ReducedPoint?
+    /// The last grid point given (heading takes its declination from here).
+    package private(set) var lastPoint: ReducedPoint?
+    /// The last reduced location given, as the app got it.
+    package var lastGiven: CLLocation? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
     /// Behind gpslocd: locations with reduced accuracy's `horizontalAccuracy` are grid points
     /// gpslocd's fuzzer already chose (with the user's secret, out of the app's reach), kept as
     /// they are; the rate limit and the fields still follow the rules here. A precise location
@@ -110,8 +119,26 @@ package struct LocationFuzzer: Sendable {
         if !stateLoaded || store == nil { live = isLive }
     }
 
-    /// The reduced form of `location` at `now` (the clock the engine checks times by).
+    /// The reduced form of `location` at `now` (the clock the engine checks times by): the
+    /// engine's gate asks here; the rule itself is `reducePoint`.
     package mutating func reduce(_ location: CLLocation, now: Date) -> Outcome {
+        switch reducePoint(
+            latitude: location.coordinate.latitude, longitude: location.coordinate.longitude,
+            horizontalAccuracy: location.horizontalAccuracy, now: now)
+        {
+        case .point(let point): .location(Self.reducedLocation(point, source: location.sourceInformation))
+        case .hold: .hold
+        case .unavailable(let problem): .unavailable(problem)
+        }
+    }
+
+    /// What the fuzzer lets out for a precise position at `now`, as a value: the one rule,
+    /// which the engine's gate (through `reduce`) and gpslocd (on gpsd's fixes, with no engine
+    /// of its own) both call. `horizontalAccuracy` matters only `upstream`: a position already
+    /// as coarse as a grid point is one, and is kept.
+    package mutating func reducePoint(latitude: Double, longitude: Double, horizontalAccuracy: Double, now: Date)
+        -> PointOutcome
+    {
         if let problem = prepare(now: now) { return .unavailable(problem) }
         guard let secret else { return .unavailable("no secret") }
         if let last = state.lastOutput {
@@ -120,33 +147,44 @@ package struct LocationFuzzer: Sendable {
             if elapsed < minimumInterval {
                 if let restored {
                     self.restored = nil
-                    lastGiven = restored
-                    return .location(restored)
+                    lastPoint = restored
+                    return .point(restored)
                 }
                 if elapsed < 0 { state.lastOutput = now }
                 return .hold
             }
         }
         restored = nil
-        var (row, column, coordinate) = (0, 0, location.coordinate)
-        if !upstream || location.horizontalAccuracy < Self.accuracyFactor * gridSize {
-            (row, column, coordinate) = cell(of: location.coordinate, secret: secret)
+        var (row, column, coordinate) = (0, 0, CLLocationCoordinate2D(latitude: latitude, longitude: longitude))
+        if !upstream || horizontalAccuracy < Self.accuracyFactor * gridSize {
+            (row, column, coordinate) = cell(of: coordinate, secret: secret)
         }
         let minute = (now.timeIntervalSince1970 / 60).rounded(.down) * 60
-        let reduced = Self.reducedLocation(
-            coordinate, accuracy: Self.accuracyFactor * gridSize, timestamp: Date(timeIntervalSince1970: minute),
-            source: location.sourceInformation)
+        let point = ReducedPoint(
+            latitude: coordinate.latitude, longitude: coordinate.longitude, accuracy: Self.accuracyFactor * gridSize,
+            timestamp: Date(timeIntervalSince1970: minute))
         var next = state
         next.cellNorth = row
         next.cellEast = column
         next.lastOutput = now
-        next.lastLatitude = coordinate.latitude
-        next.lastLongitude = coordinate.longitude
-        next.lastTimestamp = reduced.timestamp
+        next.lastLatitude = point.latitude
+        next.lastLongitude = point.longitude
+        next.lastTimestamp = point.timestamp
         if live, let store, let problem = store.save(next, for: appID) { return .unavailable(problem) }
         state = next
-        lastGiven = reduced
-        return .location(reduced)
+        lastPoint = point
+        return .point(point)
+    }
+
+    /// What an app with reduced accuracy is told when its fuzzer's secret or state cannot be
+    /// kept (the gate's words, and gpslocd's for a program it serves).
+    package static func unavailableError(appID: String, _ problem: String) -> CLError {
+        CLError(
+            .locationUnknown,
+            message: "\(appID) has approximate (reduced) accuracy, and its secret offset cannot be kept: "
+                + "\(problem) — no approximate location is delivered until it can (a new offset at every "
+                + "start would give the precise position away)",
+            reason: .reducedAccuracyState)
     }
 
     /// Reads the secret (and a live app's state) on first use; the problem when it cannot.
@@ -165,9 +203,8 @@ package struct LocationFuzzer: Sendable {
         if let last = kept.lastOutput, now.timeIntervalSince(last) >= 0, now.timeIntervalSince(last) < minimumInterval,
             let latitude = kept.lastLatitude, let longitude = kept.lastLongitude, let time = kept.lastTimestamp
         {
-            restored = Self.reducedLocation(
-                CLLocationCoordinate2D(latitude: latitude, longitude: longitude),
-                accuracy: Self.accuracyFactor * gridSize, timestamp: time, source: nil)
+            restored = ReducedPoint(
+                latitude: latitude, longitude: longitude, accuracy: Self.accuracyFactor * gridSize, timestamp: time)
         }
         return nil
     }
@@ -197,12 +234,13 @@ package struct LocationFuzzer: Sendable {
         return (row, column, CLLocationCoordinate2D(latitude: latitude, longitude: longitude))
     }
 
-    package static func reducedLocation(
-        _ coordinate: CLLocationCoordinate2D, accuracy: Double, timestamp: Date, source: CLLocationSourceInformation?
-    ) -> CLLocation {
-        CLLocation(
-            coordinate: coordinate, altitude: 0, ellipsoidalAltitude: 0, horizontalAccuracy: accuracy,
-            verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1, timestamp: timestamp,
+    /// A grid point as the app gets it: every field but the point's own invalid.
+    package static func reducedLocation(_ point: ReducedPoint, source: CLLocationSourceInformation?) -> CLLocation {
+        let accuracy = point.accuracy
+        return CLLocation(
+            coordinate: CLLocationCoordinate2D(latitude: point.latitude, longitude: point.longitude), altitude: 0,
+            ellipsoidalAltitude: 0, horizontalAccuracy: accuracy, verticalAccuracy: -1, course: -1,
+            courseAccuracy: -1, speed: -1, speedAccuracy: -1, timestamp: point.timestamp,
             gnss: GNSSDetails(
                 fixMode: .twoDimensional, quality: .unknown,
                 accuracyClass: AccuracyStage.classify(horizontalAccuracy: accuracy, mode: .twoDimensional),
@@ -242,4 +280,21 @@ package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
 
     /// Both fractions finite and in [-0.5, 0.5).
     package var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }
+}
+
+/// A grid point the fuzzer let out. Every field is a function of the cell alone: its centre, the
+/// constant accuracy (`accuracyFactor × gridSize`) and the minute of the clock that let it out.
+package struct ReducedPoint: Sendable, Equatable {
+    package let latitude: Double
+    package let longitude: Double
+    /// Metres: bounds the distance to the true position.
+    package let accuracy: Double
+    package let timestamp: Date
+
+    package init(latitude: Double, longitude: Double, accuracy: Double, timestamp: Date) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.accuracy = accuracy
+        self.timestamp = timestamp
+    }
 }

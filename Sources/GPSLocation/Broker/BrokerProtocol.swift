@@ -299,6 +299,21 @@ extension BrokerProtocol {
         return line.line
     }
 
+    /// A reduced program's line for one of gpsd's fixes: the grid point the fuzzer last let out,
+    /// at the fix's time, with nothing else of the fix (no altitude, speed, course, receiver or
+    /// estimate); `eph` is the 95 % figure, twice the point's accuracy.
+    package static func reducedLine(_ point: ReducedPoint, time: Date?) -> String {
+        var line = BrokerLine("FIX")
+        line.add("mode", FixMode.twoDimensional.rawValue)
+        line.add("quality", FixQuality.unknown.rawValue)
+        line.add("time", time?.timeIntervalSince1970)
+        line.add("lat", point.latitude)
+        line.add("lon", point.longitude)
+        line.add("eph", point.accuracy * 2)
+        line.add("reduced", true)
+        return line.line
+    }
+
     package static func problemLine(_ error: CLError, terminal: Bool) -> String {
         var line = BrokerLine("PROBLEM")
         line.add("code", error.code.rawValue)
@@ -327,8 +342,10 @@ extension BrokerProtocol {
         }
         if message.bool("reduced") == true {
             return LocationFuzzer.reducedLocation(
-                CLLocationCoordinate2D(latitude: latitude, longitude: longitude),
-                accuracy: (fix.errors.horizontal ?? 6400) / 2, timestamp: fix.time!, source: .receiver)
+                ReducedPoint(
+                    latitude: latitude, longitude: longitude, accuracy: (fix.errors.horizontal ?? 6400) / 2,
+                    timestamp: fix.time!),
+                source: .receiver)
         }
         return AccuracyStage().location(from: fix, source: .receiver)
     }

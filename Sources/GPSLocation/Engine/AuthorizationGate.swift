@@ -139,13 +139,7 @@ struct AuthorizationGate: Sendable {
             // location that did pass (`HeadingStage.Declination.reduced`).
             if reducedFailureExplained { return .refuse(nil) }
             reducedFailureExplained = true
-            return .refuse(
-                CLError(
-                    .locationUnknown,
-                    message: "\(state.appID) has approximate (reduced) accuracy, and its secret offset cannot be kept: "
-                        + "\(problem) — no approximate location is delivered until it can (a new offset at every "
-                        + "start would give the precise position away)",
-                    reason: .reducedAccuracyState))
+            return .refuse(LocationFuzzer.unavailableError(appID: state.appID, problem))
         }
     }
 
