@@ -125,7 +125,11 @@ extension LocationEngine {
                         mode: .twoDimensional, latitude: last.latitude, longitude: last.longitude,
                         magneticVariation: last.magneticVariation)
                 }, time: time,
-                declination: reduced ? .reduced(gate.fuzzer.lastPoint.map { CLLocationCoordinate2D(latitude: $0.latitude, longitude: $0.longitude) }) : .precise),
+                declination: reduced
+                    ? .reduced(
+                        gate.fuzzer.lastPoint.map {
+                            CLLocationCoordinate2D(latitude: $0.latitude, longitude: $0.longitude)
+                        }) : .precise),
             gate.state.allowsDelivery
         else { return [] }
         return [.heading(heading)]
