@@ -12,11 +12,16 @@ package final class BrokerClient: @unchecked Sendable {
     package let identity: PeerIdentity
     /// Bytes of location lines that may wait for a program that does not read.
     package static let maximumPending = 256 << 10
+    /// Bytes of replies and authorization changes (never dropped) that may wait: a program that
+    /// asks and never reads the answers is disconnected past this (#51: 0.7 MB of requests once
+    /// queued 1.4 GB of replies).
+    package static let maximumReplies = 4 << 20
 
     private let lock = NSLock()
     private var pending: [UInt8] = []
     private var closed = false
     private var dropped = 0
+    private var repliesOverflowed = false
     /// Set by the loop's thread only.
     var reader = BrokerLineReader()
 
@@ -48,6 +53,14 @@ package final class BrokerClient: @unchecked Sendable {
         guard !closed else { return }
         if droppable && pending.count > Self.maximumPending {
             dropped += 1
+            return
+        }
+        if pending.count > Self.maximumReplies {
+            // It does not read what it asked for: the connection ends (the loop sees it closed).
+            repliesOverflowed = true
+            closed = true
+            pending = []
+            shutdown(fd, Int32(SHUT_RDWR))
             return
         }
         if dropped > 0 && pending.isEmpty {
@@ -95,6 +108,13 @@ package final class BrokerClient: @unchecked Sendable {
             closed = true
             shutdown(fd, Int32(SHUT_RDWR))
         }
+    }
+
+    /// Its replies went unread past `maximumReplies`: the loop disconnects it.
+    var overflowed: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return repliesOverflowed
     }
 
     /// Stops all output (the program is gone).

@@ -41,39 +41,110 @@ package final class BrokerServer: Sendable {
         gpslocd_epoll_add(epoll, wake.readDescriptor, 1, -2)
     }
 
+    /// Why `folder` cannot hold gpslocd's socket or state, or nil when it can: it must be a real
+    /// folder (not a link), owned by gpslocd's user (or root, for the socket's), and writable by
+    /// no one else — a folder another user can write lets them swap what gpslocd reads and
+    /// writes there (#51: a world-writable `--state` let one user take another's grant).
+    package static func unsafeFolder(_ folder: String, allowRoot: Bool) -> String? {
+        var status = stat()
+        guard lstat(folder, &status) == 0 else { return "\(folder) cannot be read: \(String(cString: strerror(errno)))" }
+        guard status.st_mode & S_IFMT == S_IFDIR else { return "\(folder) is not a folder (a link or a file)" }
+        let owners: Set<uid_t> = allowRoot ? [geteuid(), 0] : [geteuid()]
+        guard owners.contains(status.st_uid) else {
+            return "\(folder) belongs to uid \(status.st_uid), not to gpslocd's user (uid \(geteuid()))"
+        }
+        guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            return "others can write in \(folder) (mode \(String(status.st_mode & 0o7777, radix: 8))): "
+                + "make it 0755 or 0700 (`chmod go-w \(folder)`)"
+        }
+        return nil
+    }
+
     private static func listen(at path: String) throws(Failure) -> Int32 {
+        let folder = (path as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(
+            atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        if let problem = unsafeFolder(folder, allowRoot: true) {
+            throw Failure(description: "refusing the socket folder: \(problem)")
+        }
         var status = stat()
         if lstat(path, &status) == 0 {
             guard status.st_mode & S_IFMT == S_IFSOCK else {
                 throw Failure(description: "\(path) exists and is not a socket — remove it or choose another --socket")
             }
+            // A socket some gpslocd still answers on is never taken over: the first would be
+            // left running and unreachable.
+            let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let answered = BrokerProtocol.withSocketAddress(path) { connect(probe, $0, $1) } == 0
+            close(probe)
+            if answered {
+                throw Failure(
+                    description: "another gpslocd is listening on \(path) — stop it first (`systemctl stop gpslocd`), "
+                        + "or choose another --socket")
+            }
             unlink(path)
         }
-        try? FileManager.default.createDirectory(
-            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o755])
+        // Bound in a private folder and given its mode there, then moved into place: the socket
+        // is never reachable, nor its path swappable, before it is 0666 (#51: bind then chmod on
+        // the final path once made a root-owned 0600 file 0666).
+        let staging = "\(folder)/.gpslocd-bind-\(getpid())"
+        rmdir(staging)
+        guard mkdir(staging, 0o700) == 0 else {
+            throw Failure(description: "cannot make \(staging): \(String(cString: strerror(errno)))")
+        }
+        defer { rmdir(staging) }
+        let staged = "\(staging)/socket"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard let bound = BrokerProtocol.withSocketAddress(path, { bind(fd, $0, $1) }) else {
+        guard let bound = BrokerProtocol.withSocketAddress(staged, { bind(fd, $0, $1) }) else {
             close(fd)
             throw Failure(description: "the socket path \(path) is too long")
         }
-        guard bound == 0, chmod(path, 0o666) == 0, Glibc.listen(fd, 512) == 0 else {
+        guard bound == 0, chmod(staged, 0o666) == 0, Glibc.listen(fd, 512) == 0, rename(staged, path) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
+            unlink(staged)
             throw Failure(description: "cannot listen on \(path): \(reason)")
         }
         return fd
     }
 
+    /// Connections one uid may hold at once: a program that opens more is refused with a
+    /// reason (each costs gpslocd two descriptors; another uid's programs must still get in).
+    package static let connectionsPerUid = 1024
+    /// Connections accepted per turn of the loop, and bytes read from one program per turn:
+    /// a program that floods requests, or a flood of connections, waits its turn like the rest
+    /// (#51: it once kept every other WELCOME and a revocation waiting for seconds).
+    package static let acceptsPerTurn = 32
+    package static let bytesPerTurn = 32 << 10
+
     /// Runs the loop on the calling thread until `stop()`.
+    ///
+    /// Fair: each turn accepts at most `acceptsPerTurn` connections and reads at most
+    /// `bytesPerTurn` from each program with something to read; a program with more left goes
+    /// to the back of the queue (its socket is edge-triggered, so the loop keeps its own list
+    /// of who still has unread input) and the loop polls without waiting until the list is
+    /// empty. No one program's input can hold up another's turn, nor the replies and
+    /// authorization changes the service sends as it goes.
     package func run() {
         var clients: [Int32: BrokerClient] = [:]
         var nextID = 1
         var ready = [Int64](repeating: 0, count: 64)
         var events = [UInt32](repeating: 0, count: 64)
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        var unread: [Int32] = []
+        var queued = Set<Int32>()
+        var listenerReady = false
+        var reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        func drop(_ client: BrokerClient) {
+            gpslocd_epoll_remove(epoll, client.fd)
+            clients[client.fd] = nil
+            queued.remove(client.fd)
+            service.disconnected(client)
+            close(client.fd)
+        }
         while !stopping.withLock({ $0 }) {
-            let count = gpslocd_epoll_wait(epoll, &ready, &events, 64, -1)
+            let busy = listenerReady || !unread.isEmpty
+            let count = gpslocd_epoll_wait(epoll, &ready, &events, 64, busy ? 0 : -1)
             if count < 0 { if errno == EINTR { continue } else { break } }
             for index in 0..<Int(count) {
                 let data = ready[index]
@@ -82,18 +153,28 @@ package final class BrokerServer: Sendable {
                     continue
                 }
                 if data == -1 {
-                    acceptAll(into: &clients, nextID: &nextID)
+                    listenerReady = true
                     continue
                 }
                 guard let client = clients[Int32(data)] else { continue }
                 if events[index] & 2 != 0 { client.flush() }
-                if events[index] & 1 != 0 {
-                    if !readAll(client, &buffer) {
-                        gpslocd_epoll_remove(epoll, client.fd)
-                        clients[client.fd] = nil
-                        service.disconnected(client)
-                        close(client.fd)
-                    }
+                if events[index] & 1 != 0, queued.insert(client.fd).inserted { unread.append(client.fd) }
+            }
+            if listenerReady {
+                listenerReady = acceptSome(into: &clients, nextID: &nextID, reserve: &reserve)
+            }
+            // One turn for each program that had input at the turn's start.
+            let turn = unread
+            unread = []
+            for fd in turn {
+                guard let client = clients[fd] else { continue }
+                let outcome = readSome(client, &buffer)
+                if outcome == .gone || client.overflowed {
+                    drop(client)
+                } else if outcome == .more {
+                    unread.append(fd)
+                } else {
+                    queued.remove(fd)
                 }
             }
         }
@@ -101,23 +182,38 @@ package final class BrokerServer: Sendable {
             service.disconnected(client)
             close(client.fd)
         }
+        if reserve >= 0 { close(reserve) }
         close(listener)
         if let socketPath { unlink(socketPath) }
     }
 
-    private func acceptAll(into clients: inout [Int32: BrokerClient], nextID: inout Int) {
-        while true {
+    /// Accepts up to `acceptsPerTurn` programs; true when more may be waiting.
+    private func acceptSome(into clients: inout [Int32: BrokerClient], nextID: inout Int, reserve: inout Int32) -> Bool {
+        for _ in 0..<Self.acceptsPerTurn {
             let fd = gpslocd_accept(listener)
-            guard fd >= 0 else { return }
+            guard fd >= 0 else {
+                if errno == EMFILE || errno == ENFILE {
+                    // Out of descriptors: the waiting program is told why (with the descriptor
+                    // kept in reserve for this), not left to hang; the loop does not spin on it.
+                    refuseForLackOfDescriptors(reserve: &reserve)
+                    return true
+                }
+                return false
+            }
             let identity: PeerIdentity
             do throws(PeerIdentity.Failure) {
                 identity = try PeerIdentity.of(socket: fd, acceptedAt: PeerIdentity.bootSeconds())
             } catch {
-                var line = BrokerLine("ERROR")
-                line.add("message", "gpslocd cannot identify this program: \(error.description)")
-                _ = BrokerLink.sendAll(fd, line.line)
-                FileHandle.standardError.write(Data("gpslocd: refused a connection: \(error.description)\n".utf8))
-                close(fd)
+                refuse(fd, "gpslocd cannot identify this program: \(error.description)")
+                continue
+            }
+            let held = clients.values.count { $0.identity.uid == identity.uid }
+            if held >= Self.connectionsPerUid {
+                if identity.pidfd >= 0 { close(identity.pidfd) }
+                refuse(
+                    fd,
+                    "uid \(identity.uid) already holds \(held) connections to gpslocd, the most one user may: close "
+                        + "some (a program that opens a connection per request leaks them)")
                 continue
             }
             let client = BrokerClient(fd: fd, id: nextID, identity: identity)
@@ -126,13 +222,62 @@ package final class BrokerServer: Sendable {
             service.connected(client)
             gpslocd_epoll_add(epoll, fd, 1 | 2 | 4, Int64(fd))
         }
+        return true
     }
 
-    /// Reads what the program sent; false when it has gone (or broke the protocol).
-    private func readAll(_ client: BrokerClient, _ buffer: inout [UInt8]) -> Bool {
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+    /// Tells a program why it is refused, logs it, and closes its connection.
+    private func refuse(_ fd: Int32, _ reason: String) {
+        var line = BrokerLine("ERROR")
+        line.add("message", reason)
+        _ = BrokerLink.sendAll(fd, line.line)
+        Self.log("refused a connection: \(reason)")
+        close(fd)
+    }
+
+    /// EMFILE/ENFILE: frees the reserve descriptor, accepts the waiting program to tell it,
+    /// and takes the reserve back.
+    private func refuseForLackOfDescriptors(reserve: inout Int32) {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let reason =
+            "gpslocd has run out of file descriptors (its limit is \(limit.rlim_cur); each program takes two): "
+            + "raise LimitNOFILE in gpslocd.service, or find the program holding many connections (`gpsloc auth who`)"
+        if reserve >= 0 {
+            close(reserve)
+            reserve = -1
+        }
+        let fd = gpslocd_accept(listener)
+        if fd >= 0 {
+            refuse(fd, reason)
+        } else {
+            Self.log(reason)
+        }
+        reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
+    }
+
+    /// gpslocd's stderr (the journal under systemd), at most once a second for the same text.
+    private static let logged = Locked<(text: String, at: Double)>(("", 0))
+    static func log(_ text: String) {
+        let now = PeerIdentity.bootSeconds()
+        let repeated = logged.withLock { last -> Bool in
+            if last.text == text && now - last.at < 1 { return true }
+            last = (text, now)
+            return false
+        }
+        if !repeated { FileHandle.standardError.write(Data("gpslocd: \(text)\n".utf8)) }
+    }
+
+    private enum ReadOutcome { case drained, more, gone }
+
+    /// Reads up to `bytesPerTurn` of what the program sent and hands its lines over.
+    private func readSome(_ client: BrokerClient, _ buffer: inout [UInt8]) -> ReadOutcome {
+        var budget = Self.bytesPerTurn
+        while budget > 0 {
+            let count = buffer.withUnsafeMutableBytes {
+                recv(client.fd, $0.baseAddress, min($0.count, budget), Int32(MSG_DONTWAIT))
+            }
             if count > 0 {
+                budget -= count
                 buffer.withUnsafeBytes { client.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
                 while let line = client.reader.next() {
                     if let message = BrokerMessage(line: line) {
@@ -143,13 +288,14 @@ package final class BrokerServer: Sendable {
                         client.send(error.line)
                     }
                 }
-                if client.reader.pendingCount > BrokerProtocol.maximumLineLength { return false }
+                if client.reader.pendingCount > BrokerProtocol.maximumLineLength { return .gone }
                 continue
             }
             if count < 0 && errno == EINTR { continue }
-            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
-            return false
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .drained }
+            return .gone
         }
+        return .more
     }
 
     /// Ends `run()` (from a signal handler's queue or another thread).

@@ -478,14 +478,31 @@ package final class BrokerService: Sendable {
     }
 
     /// One line in `STATE/audit.log` (who connected, who decided what).
+    /// Never through a link (`O_NOFOLLOW`: a link planted there would make gpslocd append to
+    /// another file), and at most `auditLimit` bytes: past it the log moves to `audit.log.1`
+    /// (the one before that is dropped), so connection churn cannot fill the disk.
     private func audit(_ text: String) {
         let line = "\(iso8601(Date())) \(text)\n"
         let path = stateDirectory.appendingPathComponent("audit.log").path
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        var fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return }
+        var status = stat()
+        if fstat(fd, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            close(fd)
+            return
+        }
+        if status.st_size >= Self.auditLimit {
+            close(fd)
+            rename(path, path + ".1")
+            fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { return }
+        }
         DescriptorWrite.write(line, to: fd)
         close(fd)
     }
+
+    /// The audit log's size before it moves to `audit.log.1`.
+    package static let auditLimit = 1 << 20
 
     private func iso8601(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))

@@ -64,6 +64,11 @@ package struct PeerIdentity: Sendable, Equatable {
         let exact = pidfd >= 0
         if !exact { pidfd = gpslocd_pidfd_open(pid) }
         guard pidfd >= 0 else {
+            if errno == EMFILE || errno == ENFILE {
+                throw Failure(
+                    description: "gpslocd has run out of file descriptors and cannot pin the connecting process (pid "
+                        + "\(pid)): raise LimitNOFILE in gpslocd.service")
+            }
             throw Failure(description: "the connecting process (pid \(pid)) has already exited")
         }
         do {

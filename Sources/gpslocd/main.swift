@@ -55,6 +55,16 @@ do {
         Data("gpslocd: cannot create the state folder \(stateDirectory.path): \(error.localizedDescription)\n".utf8))
     exit(1)
 }
+if let problem = BrokerServer.unsafeFolder(stateDirectory.path, allowRoot: false) {
+    FileHandle.standardError.write(Data("gpslocd: refusing the state folder: \(problem)\n".utf8))
+    exit(1)
+}
+// Two descriptors per program: the soft limit (1,024 outside systemd) up to the hard one.
+var descriptors = rlimit()
+if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors) == 0, descriptors.rlim_cur < descriptors.rlim_max {
+    descriptors.rlim_cur = descriptors.rlim_max
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
+}
 signal(SIGPIPE, SIG_IGN)
 let service = BrokerService(
     stateDirectory: stateDirectory, endpoint: endpoint, policyPath: options["policy"] ?? LocationPolicy.defaultPath)

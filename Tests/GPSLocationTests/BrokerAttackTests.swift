@@ -68,5 +68,139 @@ extension RealGPSD.LaneC {
             #expect(after - before < 20, "\(before) MB -> \(after) MB")
             #expect(precise.value == 0, "a precise fix reached a reduced program")
         }
+
+        static let attacker = 12345
+
+        /// Runs the hostile client as uid 12345 and returns its result line's values.
+        static func attack(_ broker: OwnUserBroker, _ arguments: [String]) async throws -> [String: Double] {
+            let script = broker.folder.appendingPathComponent("attacks.py")
+            if !FileManager.default.fileExists(atPath: script.path) {
+                try brokerAttackScript.write(to: script, atomically: true, encoding: .utf8)
+                #expect(chmod(script.path, 0o644) == 0)
+            }
+            let run = try await runProgram(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(attacker)", "--regid=\(attacker)", "--clear-groups", "--no-new-privs",
+                    "/usr/bin/python3", script.path, broker.socket,
+                ] + arguments)
+            #expect(run.status == 0, "\(arguments): \(run.stderr.suffix(400))")
+            var values: [String: Double] = [:]
+            for pair in run.stdout.split(whereSeparator: \.isWhitespace) {
+                let parts = pair.split(separator: "=")
+                if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
+            }
+            return values
+        }
+
+        /// A program flooding gpslocd with requests once kept every new program's WELCOME waiting
+        /// over 10 s (the loop read one program until it had nothing left). Each turn now reads
+        /// at most 32 KB of each program.
+        @Test("a program flooding requests: another program's WELCOME still comes at once")
+        func floodDoesNotStarve() async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+            defer { server.stop() }
+            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
+            defer { broker.stop() }
+            async let flood = Self.attack(broker, ["flood", "8"])
+            // The flood running (it says HELLO first, then floods): a newcomer of another uid.
+            try await Task.sleep(for: .seconds(2))
+            var welcomes: [Double] = []
+            for _ in 0..<3 {
+                let newcomer = try await Self.attack(broker, ["welcome"])
+                #expect(newcomer["welcome"] == 1)
+                welcomes.append(newcomer["seconds"] ?? .infinity)
+            }
+            let flooded = try await flood
+            print("WELCOME during a flood of \((flooded["sent"] ?? 0) / 1e6) MB: \(welcomes) s")
+            #expect((flooded["sent"] ?? 0) > 1e6, "the flood never got going")
+            #expect(welcomes.min()! < 3, "WELCOME took \(welcomes) s during the flood")
+        }
+
+        /// Replies are never dropped, so a program that asks and never reads once made gpslocd
+        /// hold 1.4 GB. Past 4 MB of unread replies the program is disconnected.
+        @Test("a program that never reads its replies is disconnected, and gpslocd's memory stays bounded")
+        func unreadRepliesAreBounded() async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+            defer { server.stop() }
+            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
+            defer { broker.stop() }
+            let before = try Self.residentMegabytes(broker.daemon.processIdentifier)
+            let result = try await Self.attack(broker, ["unread", "300000"])
+            let after = try Self.residentMegabytes(broker.daemon.processIdentifier)
+            print("gpslocd with a program that never reads 300,000 replies: \(before) MB -> \(after) MB")
+            #expect(result["closed"] == 1, "gpslocd kept the connection")
+            #expect(after - before < 40, "\(before) MB -> \(after) MB")
+            // And it still serves.
+            let newcomer = try await Self.attack(broker, ["welcome"])
+            #expect(newcomer["welcome"] == 1)
+        }
+
+        /// 48,000 connections a second once locked everyone out, and running out of descriptors
+        /// said "the connecting process has already exited". One uid may hold 1,024 connections;
+        /// the 1,025th is told why.
+        @Test("one uid's connections are capped, with the reason; other uids still get in")
+        func connectionsPerUid() async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+            defer { server.stop() }
+            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
+            defer { broker.stop() }
+            let result = try await Self.attack(broker, ["connections", "\(1024 + 8)"])
+            #expect(result["refused"] == 8, "\(result)")
+            let root = BrokerLink(path: broker.socket, app: "bystander", onMessage: { _ in }, onState: { _ in })
+            defer { root.close() }
+            _ = try root.startAndWait(timeout: 10)
+        }
+
+        /// Folders and files gpslocd must own: a state folder others can write is refused, a
+        /// socket another gpslocd answers on is not taken over, and a link planted as the audit
+        /// log is never followed.
+        @Test("a world-writable state folder is refused; a live socket is not taken over; the audit log is no link")
+        func pathsFailClosed() async throws {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gpslocd-paths-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/gpslocd").path
+            // World-writable state.
+            let open = folder.appendingPathComponent("open-state")
+            try FileManager.default.createDirectory(at: open, withIntermediateDirectories: true)
+            #expect(chmod(open.path, 0o777) == 0)
+            let refused = try await runProgram(
+                daemon,
+                ["--gpsd", "127.0.0.1:9", "--socket", folder.appendingPathComponent("s1").path, "--state", open.path])
+            #expect(refused.status != 0 && refused.stderr.contains("refusing the state folder"), "\(refused.stderr)")
+            // A link planted as audit.log in a proper state folder: never followed.
+            let state = folder.appendingPathComponent("state")
+            try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+            #expect(chmod(state.path, 0o700) == 0)
+            let target = folder.appendingPathComponent("elsewhere")
+            try Data().write(to: target)
+            try FileManager.default.createSymbolicLink(
+                at: state.appendingPathComponent("audit.log"), withDestinationURL: target)
+            let socket = folder.appendingPathComponent("socket").path
+            let (first, log) = try launchReadingStderr(
+                daemon, ["--gpsd", "127.0.0.1:9", "--socket", socket, "--state", state.path],
+                environment: ProcessInfo.processInfo.environment)
+            defer { if first.isRunning { first.terminate() } }
+            #expect(await log.waitFor(timeout: 30) { $0.contains { $0.text.hasPrefix("gpslocd: listening") } })
+            var mode = stat()
+            #expect(stat(socket, &mode) == 0 && mode.st_mode & 0o777 == 0o666)
+            let link = BrokerLink(path: socket, app: "audited", onMessage: { _ in }, onState: { _ in })
+            _ = try link.startAndWait(timeout: 10)
+            link.close()
+            // A second gpslocd on the same socket: refused, and the first still answers.
+            let second = try await runProgram(
+                daemon, ["--gpsd", "127.0.0.1:9", "--socket", socket, "--state", state.path])
+            #expect(second.status != 0 && second.stderr.contains("another gpslocd is listening"), "\(second.stderr)")
+            let again = BrokerLink(path: socket, app: "audited", onMessage: { _ in }, onState: { _ in })
+            defer { again.close() }
+            _ = try again.startAndWait(timeout: 10)
+            #expect(try Data(contentsOf: target).isEmpty, "gpslocd appended through the planted link")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            #expect(!leftovers.contains { $0.hasPrefix(".gpslocd-bind") }, "\(leftovers)")
+        }
     }
 }

@@ -1,0 +1,88 @@
+/// The hostile client of #51's attack tests, in Python so that it runs as another uid under
+/// `setpriv` (as an attacker on the box would) — `python3 attacks.py SOCKET MODE`. It prints one
+/// line of results (`key=value ...`) on stdout and exits.
+///
+/// - `flood SECONDS`: says HELLO and sends WATCH lines (which have no reply) as fast as the
+///   socket takes them, for SECONDS;
+/// - `unread N`: says HELLO and sends N WHO requests without ever reading a reply; prints
+///   whether gpslocd closed the connection (`closed=1`);
+/// - `connections N`: opens N connections (raising its own descriptor limit) and counts the
+///   ones refused with gpslocd's "already holds" reason;
+/// - `welcome`: connects, says HELLO and prints the seconds until WELCOME (`seconds=`).
+let brokerAttackScript = #"""
+    import os, resource, select, socket, sys, time
+    path, mode = sys.argv[1], sys.argv[2]
+    def connect():
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        return s
+    hello = b'{"class":"HELLO","version":1,"app":"attacker"}\n'
+    if mode == "flood":
+        s = connect(); s.sendall(hello)
+        chunk = b'{"class":"WATCH","enable":false}\n' * 2000
+        end = time.monotonic() + float(sys.argv[3]); sent = 0
+        while time.monotonic() < end:
+            try:
+                s.sendall(chunk); sent += len(chunk)
+            except OSError:
+                break
+        print("sent=%d" % sent, flush=True)
+    elif mode == "unread":
+        s = connect()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(hello)
+        line = b'{"class":"WHO","id":1}\n'
+        closed = 0
+        try:
+            for _ in range(int(sys.argv[3]) // 1000):
+                s.sendall(line * 1000)
+        except OSError:
+            closed = 1
+        if not closed:
+            s.settimeout(30)
+            try:
+                while s.recv(1 << 20):
+                    pass
+                closed = 1
+            except OSError:
+                closed = 1
+        print("closed=%d" % closed, flush=True)
+    elif mode == "connections":
+        want = int(sys.argv[3])
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, want + 64), hard))
+        sockets = [connect() for _ in range(want)]
+        refused = 0
+        poller = select.poll()
+        byfd = {}
+        for s in sockets:
+            poller.register(s, select.POLLIN)
+            byfd[s.fileno()] = s
+        deadline = time.monotonic() + 5
+        seen = set()
+        while time.monotonic() < deadline:
+            for fd, _ in poller.poll(200):
+                if fd in seen:
+                    continue
+                seen.add(fd)
+                poller.unregister(fd)
+                try:
+                    if b"already holds" in byfd[fd].recv(4096):
+                        refused += 1
+                except OSError:
+                    pass
+            if refused >= want - 1024:
+                break
+        print("refused=%d" % refused, flush=True)
+    elif mode == "welcome":
+        start = time.monotonic()
+        s = connect(); s.sendall(hello)
+        s.settimeout(60)
+        data = b""
+        while b"WELCOME" not in data:
+            more = s.recv(4096)
+            if not more:
+                break
+            data += more
+        print("seconds=%.3f welcome=%d" % (time.monotonic() - start, b"WELCOME" in data), flush=True)
+    """#
