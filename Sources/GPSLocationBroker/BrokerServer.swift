@@ -47,7 +47,9 @@ package final class BrokerServer: Sendable {
     /// writes there (#51: a world-writable `--state` let one user take another's grant).
     package static func unsafeFolder(_ folder: String, allowRoot: Bool) -> String? {
         var status = stat()
-        guard lstat(folder, &status) == 0 else { return "\(folder) cannot be read: \(String(cString: strerror(errno)))" }
+        guard lstat(folder, &status) == 0 else {
+            return "\(folder) cannot be read: \(String(cString: strerror(errno)))"
+        }
         guard status.st_mode & S_IFMT == S_IFDIR else { return "\(folder) is not a folder (a link or a file)" }
         let owners: Set<uid_t> = allowRoot ? [geteuid(), 0] : [geteuid()]
         guard owners.contains(status.st_uid) else {
@@ -188,7 +190,8 @@ package final class BrokerServer: Sendable {
     }
 
     /// Accepts up to `acceptsPerTurn` programs; true when more may be waiting.
-    private func acceptSome(into clients: inout [Int32: BrokerClient], nextID: inout Int, reserve: inout Int32) -> Bool {
+    private func acceptSome(into clients: inout [Int32: BrokerClient], nextID: inout Int, reserve: inout Int32) -> Bool
+    {
         for _ in 0..<Self.acceptsPerTurn {
             let fd = gpslocd_accept(listener)
             guard fd >= 0 else {
