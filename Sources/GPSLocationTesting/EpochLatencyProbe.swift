@@ -236,6 +236,7 @@ public enum EpochLatencyProbe {
 
 /// Why the probe could not run.
 public struct ProbeError: Error, CustomStringConvertible {
+    /// What went wrong, and what to check.
     public let description: String
     init(_ description: String) { self.description = description }
 }
