@@ -15,7 +15,7 @@ package final class BrokerClient: @unchecked Sendable {
     /// Bytes of replies and authorization changes (never dropped) that may wait: a program that
     /// asks and never reads the answers is disconnected past this (#51: 0.7 MB of requests once
     /// queued 1.4 GB of replies).
-    package static let maximumReplies = 4 << 20
+    static let maximumReplies = 4 << 20
 
     private let lock = NSLock()
     private var pending: [UInt8] = []

@@ -112,12 +112,12 @@ package final class BrokerServer: Sendable {
 
     /// Connections one uid may hold at once: a program that opens more is refused with a
     /// reason (each costs gpslocd two descriptors; another uid's programs must still get in).
-    package static let connectionsPerUid = 1024
+    static let connectionsPerUid = 1024
     /// Connections accepted per turn of the loop, and bytes read from one program per turn:
     /// a program that floods requests, or a flood of connections, waits its turn like the rest
     /// (#51: it once kept every other WELCOME and a revocation waiting for seconds).
-    package static let acceptsPerTurn = 32
-    package static let bytesPerTurn = 32 << 10
+    static let acceptsPerTurn = 32
+    static let bytesPerTurn = 32 << 10
 
     /// Runs the loop on the calling thread until `stop()`.
     ///

@@ -55,7 +55,7 @@ extension BrokerService {
     }
 
     /// The audit log's size before it moves to `audit.log.1`.
-    package static let auditLimit = 1 << 20
+    static let auditLimit = 1 << 20
 
     func iso8601(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))

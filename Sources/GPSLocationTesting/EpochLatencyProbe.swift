@@ -149,9 +149,11 @@ public enum EpochLatencyProbe {
             receiver.stop()
         }
         try server.waitUntilListening()
-        let pipe = try GPSPipeLines(port: server.endpoint.port)
+        // Each line of gpspipe's and each callback re-checks what the probe waits for.
+        let changes = ChangeWaiters()
+        let pipe = try GPSPipeLines(port: server.endpoint.port, changes: changes)
         defer { pipe.stop() }
-        let delegate = TimingDelegate()
+        let delegate = TimingDelegate(changes: changes)
         let manager = CLLocationManager(
             source: GPSDLocationSource(endpoint: server.endpoint),
             authorizer: LocationAuthorizer(
@@ -166,7 +168,7 @@ public enum EpochLatencyProbe {
         defer { manager.stopUpdatingLocation() }
         // Both clients watching before the first sentence: gpspipe has printed gpsd's WATCH
         // reply, the manager has heard gpsd's device list.
-        guard await waitUntil(timeout, { pipe.watching && delegate.heardReceiver }) else {
+        guard await changes.wait(hangLimit: timeout.seconds, { pipe.watching && delegate.heardReceiver }) else {
             throw ProbeError(
                 "gpsd's clients did not connect in \(timeout): gpspipe \(pipe.watching), manager \(delegate.heardReceiver)"
             )
@@ -184,12 +186,17 @@ public enum EpochLatencyProbe {
             lastSentence.append(try await receiver.writeCycle(index, baud: baud))
             guard index >= warmup else { continue }
             let time = epochs[index].time
-            if !(await waitUntil(timeout, { delegate.hasLocation(at: time) })) { outcome.waitedForNext.append(index) }
+            if !(await changes.wait(hangLimit: timeout.seconds, { delegate.hasLocation(at: time) })) {
+                outcome.waitedForNext.append(index)
+            }
         }
         // One more cycle: once gpspipe prints its first TPV, gpsd has said all it will of the others.
         _ = try await receiver.writeCycle(cycles, baud: baud)
         let after = GPSPipeLines.key(epochs[cycles].time)
-        _ = await waitUntil(timeout) { pipe.lastTPV[after] != nil && delegate.hasLocation(at: epochs[cycles - 1].time) }
+        let last = epochs[cycles - 1].time
+        _ = await changes.wait(hangLimit: timeout.seconds) {
+            pipe.lastTPV[after] != nil && delegate.hasLocation(at: last)
+        }
 
         let arrivals = delegate.arrivals
         let gpsd = pipe.lastTPV
@@ -213,16 +220,6 @@ public enum EpochLatencyProbe {
         outcome.errors = delegate.errors
         outcome.diagnostics = delegate.diagnostics
         return outcome
-    }
-
-    /// Polls `condition` (every millisecond) until it holds or `timeout` passes.
-    static func waitUntil(_ timeout: Duration, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(1))
-        }
-        return true
     }
 
     /// Percentile `p` (0…100) of `values`, nearest rank; nil when empty.
@@ -256,6 +253,9 @@ private final class TimingDelegate: CLLocationManagerDelegate, Sendable {
         var diagnostics: [String] = []
     }
     private let state = Locked(State())
+    private let changes: ChangeWaiters
+
+    init(changes: ChangeWaiters) { self.changes = changes }
 
     var arrivals: [(CLLocation, ContinuousClock.Instant)] { state.withLock { $0.arrivals } }
     var errors: [String] { state.withLock { $0.errors } }
@@ -269,12 +269,14 @@ private final class TimingDelegate: CLLocationManagerDelegate, Sendable {
     func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
         let now = ContinuousClock.now
         state.withLock { state in state.arrivals += locations.map { ($0, now) } }
+        changes.changed()
     }
     func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
         state.withLock { $0.errors.append("\(error)") }
     }
     func locationManager(_ manager: CLLocationManager, didChangeReceiver receiver: DeviceEvent) {
         state.withLock { $0.heardReceiver = true }
+        changes.changed()
     }
 }
 
@@ -295,7 +297,7 @@ private final class GPSPipeLines: Sendable {
         String(Int(time.timeIntervalSince1970.rounded()))
     }
 
-    init(port: Int) throws {
+    init(port: Int, changes: ChangeWaiters) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gpspipe-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let fifo = directory.appendingPathComponent("out").path
@@ -317,6 +319,7 @@ private final class GPSPipeLines: Sendable {
                     pending.removeSubrange(...end)
                     Self.take(line, at: now, into: state)
                 }
+                changes.changed()
             }
         }
         reader.start()

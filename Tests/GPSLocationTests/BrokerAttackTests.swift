@@ -29,11 +29,8 @@ extension RealGPSD.LaneC {
         /// point, fed from gpslocd's one connection.
         @Test("WATCH toggled 2,000 times under a reduced grant: memory stays flat, and reduced points still come")
         func watchToggles() async throws {
-            let server = try await GPSFakeServer.started(
-                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
-            defer { server.stop() }
-            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
-            defer { broker.stop() }
+            let (server, broker) = try await Self.started()
+            defer { Self.stop(server, broker) }
             let points = EventCounter()
             let precise = EventCounter()
             let link = BrokerLink(
@@ -71,18 +68,41 @@ extension RealGPSD.LaneC {
 
         static let attacker = 12345
 
-        /// Runs the hostile client as uid 12345 and returns its result line's values.
-        static func attack(_ broker: OwnUserBroker, _ arguments: [String]) async throws -> [String: Double] {
+        /// A real gpsd (gpsfake) and gpslocd as its own user reading it.
+        static func started() async throws -> (GPSFakeServer, OwnUserBroker) {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+            do {
+                return (server, try await OwnUserBroker.start(gpsdPort: server.endpoint.port))
+            } catch {
+                server.stop()
+                throw error
+            }
+        }
+
+        static func stop(_ server: GPSFakeServer, _ broker: OwnUserBroker) {
+            broker.stop()
+            server.stop()
+        }
+
+        /// The attack script, where uid 12345 can read it.
+        static func script(_ broker: OwnUserBroker) throws -> String {
             let script = broker.folder.appendingPathComponent("attacks.py")
             if !FileManager.default.fileExists(atPath: script.path) {
                 try brokerAttackScript.write(to: script, atomically: true, encoding: .utf8)
                 #expect(chmod(script.path, 0o644) == 0)
             }
+            return script.path
+        }
+
+        /// Runs the hostile client as uid 12345 and returns its result line's values.
+        static func attack(_ broker: OwnUserBroker, _ arguments: [String]) async throws -> [String: Double] {
+            let script = try Self.script(broker)
             let run = try await runProgram(
                 "/usr/bin/setpriv",
                 [
                     "--reuid=\(attacker)", "--regid=\(attacker)", "--clear-groups", "--no-new-privs",
-                    "/usr/bin/python3", script.path, broker.socket,
+                    "/usr/bin/python3", script, broker.socket,
                 ] + arguments)
             #expect(run.status == 0, "\(arguments): \(run.stderr.suffix(400))")
             var values: [String: Double] = [:]
@@ -98,23 +118,31 @@ extension RealGPSD.LaneC {
         /// at most 32 KB of each program.
         @Test("a program flooding requests: another program's WELCOME still comes at once")
         func floodDoesNotStarve() async throws {
-            let server = try await GPSFakeServer.started(
-                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
-            defer { server.stop() }
-            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
-            defer { broker.stop() }
-            async let flood = Self.attack(broker, ["flood", "8"])
-            // The flood running (it says HELLO first, then floods): a newcomer of another uid.
-            try await Task.sleep(for: .seconds(2))
+            let (server, broker) = try await Self.started()
+            defer { Self.stop(server, broker) }
+            // The flooder, as uid 12345, until the test says stop (a file it watches for).
+            let stopFile = broker.folder.appendingPathComponent("stop-flood").path
+            let (flooder, flooderLog) = try launchReadingStderr(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(Self.attacker)", "--regid=\(Self.attacker)", "--clear-groups", "--no-new-privs",
+                    "/usr/bin/python3", try Self.script(broker), broker.socket, "flood", stopFile,
+                ],
+                environment: ProcessInfo.processInfo.environment)
+            defer { if flooder.isRunning { flooder.terminate() } }
+            // Its first megabyte is in: a newcomer of another uid connects during the flood.
+            #expect(await flooderLog.waitFor(timeout: 60) { $0.contains { $0.text == "flooding" } })
             var welcomes: [Double] = []
             for _ in 0..<3 {
                 let newcomer = try await Self.attack(broker, ["welcome"])
                 #expect(newcomer["welcome"] == 1)
                 welcomes.append(newcomer["seconds"] ?? .infinity)
             }
-            let flooded = try await flood
-            print("WELCOME during a flood of \((flooded["sent"] ?? 0) / 1e6) MB: \(welcomes) s")
-            #expect((flooded["sent"] ?? 0) > 1e6, "the flood never got going")
+            #expect(FileManager.default.createFile(atPath: stopFile, contents: nil))
+            let lines = await flooderLog.finish().map(\.text)
+            let sent = lines.first { $0.hasPrefix("sent=") }.flatMap { Double($0.dropFirst(5)) } ?? 0
+            print("WELCOME during a flood of \(sent / 1e6) MB: \(welcomes) s")
+            #expect(sent > 1e6, "the flood never got going: \(lines.suffix(3))")
             #expect(welcomes.min()! < 3, "WELCOME took \(welcomes) s during the flood")
         }
 
@@ -122,11 +150,8 @@ extension RealGPSD.LaneC {
         /// hold 1.4 GB. Past 4 MB of unread replies the program is disconnected.
         @Test("a program that never reads its replies is disconnected, and gpslocd's memory stays bounded")
         func unreadRepliesAreBounded() async throws {
-            let server = try await GPSFakeServer.started(
-                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
-            defer { server.stop() }
-            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
-            defer { broker.stop() }
+            let (server, broker) = try await Self.started()
+            defer { Self.stop(server, broker) }
             let before = try Self.residentMegabytes(broker.daemon.processIdentifier)
             let result = try await Self.attack(broker, ["unread", "300000"])
             let after = try Self.residentMegabytes(broker.daemon.processIdentifier)
@@ -143,11 +168,8 @@ extension RealGPSD.LaneC {
         /// the 1,025th is told why.
         @Test("one uid's connections are capped, with the reason; other uids still get in")
         func connectionsPerUid() async throws {
-            let server = try await GPSFakeServer.started(
-                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
-            defer { server.stop() }
-            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port)
-            defer { broker.stop() }
+            let (server, broker) = try await Self.started()
+            defer { Self.stop(server, broker) }
             let result = try await Self.attack(broker, ["connections", "\(1024 + 8)"])
             #expect(result["refused"] == 8, "\(result)")
             let root = BrokerLink(path: broker.socket, app: "bystander", onMessage: { _ in }, onState: { _ in })

@@ -134,9 +134,11 @@ struct ReplaySourceTests {
                 if seen.stopped { seen.afterStop += 1 }
                 return seen.fixes
             }
-            if count == 100 { hundred.signal() }
-            // A slow app from here on: the stop lands while fixes are still to come.
-            if count >= 100 { usleep(2000) }
+            guard count == 100 else { return }
+            hundred.signal()
+            // Held here (a gate, not a sleep) until the other thread's stop() is under way and
+            // waiting for this call: the rest of the recording is still to come.
+            while !source.stopRequested { sched_yield() }
         }
         try await offConcurrencyThreads {
             hundred.wait()
@@ -148,6 +150,6 @@ struct ReplaySourceTests {
         #expect(fixes.count > 100 && problems.last?.reason == .sourceEnded)
         let (total, afterStop, _) = seen.withLock { $0 }
         #expect(afterStop == 0, "\(afterStop) fixes after stop() returned")
-        #expect(total < fixes.count, "the first run went on to the end (\(total) fixes)")
+        #expect(total == 100, "the first run went on after its stop (\(total) fixes of \(fixes.count))")
     }
 }

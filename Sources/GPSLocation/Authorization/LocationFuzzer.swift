@@ -67,7 +67,7 @@ package struct LocationFuzzer: Sendable {
     /// The last grid point given (heading takes its declination from here).
     package private(set) var lastPoint: ReducedPoint?
     /// The last reduced location given, as the app got it.
-    package var lastGiven: CLLocation? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
+    var lastGiven: CLLocation? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
     /// Behind gpslocd: locations with reduced accuracy's `horizontalAccuracy` are grid points
     /// gpslocd's fuzzer already chose (with the user's secret, out of the app's reach), kept as
     /// they are; the rate limit and the fields still follow the rules here. A precise location
@@ -290,11 +290,4 @@ package struct ReducedPoint: Sendable, Equatable {
     /// Metres: bounds the distance to the true position.
     package let accuracy: Double
     package let timestamp: Date
-
-    package init(latitude: Double, longitude: Double, accuracy: Double, timestamp: Date) {
-        self.latitude = latitude
-        self.longitude = longitude
-        self.accuracy = accuracy
-        self.timestamp = timestamp
-    }
 }

@@ -206,7 +206,6 @@ package struct TimeOrderStage: Sendable {
 /// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
 /// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
 package struct AccuracyStage: Sendable {
-    package static let confidenceScale = ReceiverErrorEstimate.confidenceScale
     /// gpsd's vertical over horizontal UERE (23 m / 15 m): a vertical accuracy where the
     /// receiver gives no vertical estimate.
     package static let verticalOverHorizontal = 23.0 / 15.0
@@ -215,7 +214,9 @@ package struct AccuracyStage: Sendable {
 
     /// The horizontal accuracy (68 %, metres) of a fix, or nil when gpsd gave no estimate.
     package static func horizontalAccuracy(_ errors: FixErrors) -> Double? {
-        if let x = errors.longitude, let y = errors.latitude { return (x * x + y * y).squareRoot() / confidenceScale }
+        if let x = errors.longitude, let y = errors.latitude {
+            return (x * x + y * y).squareRoot() / ReceiverErrorEstimate.confidenceScale
+        }
         if let h = errors.horizontal { return h / 2 }
         return nil
     }
@@ -237,7 +238,7 @@ package struct AccuracyStage: Sendable {
             if !is3D || (fix.altitudeMSL == nil && fix.altitudeHAE == nil) {
                 -1
             } else if let epv = fix.errors.vertical {
-                max(epv / Self.confidenceScale, .leastNonzeroMagnitude)
+                max(epv / ReceiverErrorEstimate.confidenceScale, .leastNonzeroMagnitude)
             } else if let horizontal {
                 max(horizontal * Self.verticalOverHorizontal, .leastNonzeroMagnitude)
             } else {
@@ -252,9 +253,11 @@ package struct AccuracyStage: Sendable {
             horizontalAccuracy: horizontal ?? CLLocationDistanceMax,
             verticalAccuracy: vertical,
             course: fix.course ?? -1,
-            courseAccuracy: fix.course != nil ? (fix.errors.course.map { $0 / Self.confidenceScale } ?? -1) : -1,
+            courseAccuracy: fix.course != nil
+                ? (fix.errors.course.map { $0 / ReceiverErrorEstimate.confidenceScale } ?? -1) : -1,
             speed: fix.speed ?? -1,
-            speedAccuracy: fix.speed != nil ? (fix.errors.speed.map { $0 / Self.confidenceScale } ?? -1) : -1,
+            speedAccuracy: fix.speed != nil
+                ? (fix.errors.speed.map { $0 / ReceiverErrorEstimate.confidenceScale } ?? -1) : -1,
             timestamp: fix.time ?? Date(timeIntervalSince1970: 0),
             gnss: GNSSDetails(
                 fixMode: fix.mode, quality: fix.quality,

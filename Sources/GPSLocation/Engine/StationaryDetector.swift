@@ -4,16 +4,16 @@ import Foundation
 /// at an anchor, and has stayed within twice the horizontal accuracy of it, at under 0.5 m/s
 /// (or unknown speed), for at least `minimumDuration` of the locations' own time. Any location
 /// outside that circle, or faster, moves the anchor to it.
-package struct StationaryDetector: Sendable {
-    package static let minimumDuration: TimeInterval = 10
-    package static let maximumSpeed: CLLocationSpeed = 0.5
+struct StationaryDetector: Sendable {
+    static let minimumDuration: TimeInterval = 10
+    static let maximumSpeed: CLLocationSpeed = 0.5
     private var anchor: CLLocation?
 
-    package init() {}
+    init() {}
 
     /// Adds a location; returns how long (by the locations' own time) the device has stayed
     /// at its anchor, or nil when this location moved the anchor.
-    package mutating func still(_ location: CLLocation) -> TimeInterval? {
+    mutating func still(_ location: CLLocation) -> TimeInterval? {
         guard let anchor else {
             self.anchor = location
             return nil
@@ -27,5 +27,5 @@ package struct StationaryDetector: Sendable {
         return location.timestamp.timeIntervalSince(anchor.timestamp)
     }
 
-    package mutating func reset() { anchor = nil }
+    mutating func reset() { anchor = nil }
 }

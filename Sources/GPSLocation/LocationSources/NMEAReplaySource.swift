@@ -79,6 +79,9 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     /// The number of the run that may read (0: none), stored under `state`'s lock and read by the
     /// reading thread at each fix without it.
     private let currentRun = Atomic<Int>(0)
+    /// A `stop()` has been asked for (or nothing was started): the running replay delivers
+    /// nothing more. For tests that need to act while a stop is under way.
+    var stopRequested: Bool { currentRun.load(ordering: .acquiring) == 0 }
     /// What the recording held (known once it has been read to its end).
     public var statistics: NMEAStatistics { state.withLock { $0.statistics } }
 

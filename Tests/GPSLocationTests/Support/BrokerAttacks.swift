@@ -2,8 +2,9 @@
 /// `setpriv` (as an attacker on the box would) — `python3 attacks.py SOCKET MODE`. It prints one
 /// line of results (`key=value ...`) on stdout and exits.
 ///
-/// - `flood SECONDS`: says HELLO and sends WATCH lines (which have no reply) as fast as the
-///   socket takes them, for SECONDS;
+/// - `flood STOPFILE`: says HELLO and sends WATCH lines (which have no reply) as fast as the
+///   socket takes them until STOPFILE exists; says `flooding` on stderr once 1 MB has gone, and
+///   `sent=BYTES` there at the end;
 /// - `unread N`: says HELLO and sends N WHO requests without ever reading a reply; prints
 ///   whether gpslocd closed the connection (`closed=1`);
 /// - `connections N`: opens N connections (raising its own descriptor limit) and counts the
@@ -20,13 +21,15 @@ let brokerAttackScript = #"""
     if mode == "flood":
         s = connect(); s.sendall(hello)
         chunk = b'{"class":"WATCH","enable":false}\n' * 2000
-        end = time.monotonic() + float(sys.argv[3]); sent = 0
-        while time.monotonic() < end:
+        stop, sent = sys.argv[3], 0
+        while not os.path.exists(stop):
             try:
                 s.sendall(chunk); sent += len(chunk)
             except OSError:
                 break
-        print("sent=%d" % sent, flush=True)
+            if sent >= 1 << 20 and sent - len(chunk) < 1 << 20:
+                sys.stderr.write("flooding\n"); sys.stderr.flush()
+        sys.stderr.write("sent=%d\n" % sent); sys.stderr.flush()
     elif mode == "unread":
         s = connect()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
