@@ -135,7 +135,7 @@ enum BrokerCommands {
                     let always = message.bool("always") ?? false
                     let prompt = LocationAuthorizer.terminalPrompt(usageDescription: message.string("usage"))
                     print(
-                        "gpslocd: \(terminalSafe(app)) (pid \(message.int("pid") ?? -1), \(message.string("identity") ?? "label")) asks:"
+                        "gpslocd: \(terminalSafe(app)) (pid \(message.int("pid") ?? -1), \(terminalSafe(message.string("identity") ?? "label"))) asks:"
                     )
                     let answer = prompt(app, always)
                     var line = BrokerLine("ANSWER")

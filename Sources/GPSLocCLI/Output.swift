@@ -36,16 +36,9 @@ extension UpdateSink {
     var outputFailed: Bool { false }
 }
 
-/// Text from outside (gpsd's device paths and driver names, identifiers from files) made safe
-/// for a terminal: control characters (escape sequences among them) shown as `?`.
-func terminalSafe(_ text: String) -> String {
-    guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
-        return text
-    }
-    return String(
-        String.UnicodeScalarView(
-            text.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
-}
+/// Text from outside (gpsd's device paths and driver names, identifiers from files, what another
+/// program sent) made safe for a terminal: the library's one rule, `TerminalText.escaped`.
+func terminalSafe(_ text: String) -> String { TerminalText.escaped(text) }
 
 /// One line (or more) on stderr. A closed stderr loses it and nothing else: gpsloc goes on.
 func standardError(_ text: String) { DescriptorWrite.write(text, to: STDERR_FILENO) }

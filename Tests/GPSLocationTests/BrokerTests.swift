@@ -111,6 +111,34 @@ struct BrokerTests {
         #expect(who.stdout.contains("asker [label] uid \(geteuid())"), "\(who.stdout)")
     }
 
+    /// #51: `gpsloc agent` wrote a request's usage text raw, so an app could erase the prompt's
+    /// line and write its own ("\e[2K\r" and a forged question). The agent now shows every
+    /// control and bidirectional character escaped. Run on a terminal (script(1) gives one).
+    @Test("the agent shows an app's usage text with its escape sequences escaped, not obeyed")
+    func agentEscapesUntrustedText() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        var environment = GPSLocBinary.environment()
+        environment["GPSLOCATION_BROKER"] = broker.socket
+        // stdin is /dev/null: the agent shows the prompt, reads no answer and says "denied".
+        let (agent, output) = try launchReadingStderr(
+            "/bin/sh", ["-c", "exec /usr/bin/script -qfc \(shellQuoted(shellQuoted(GPSLocBinary.path) + " agent")) /dev/null 1>&2"],
+            environment: environment)
+        defer { if agent.isRunning { agent.terminate() } }
+        #expect(await output.waitFor(timeout: 30) { $0.contains { $0.text.contains("gpsloc agent:") } })
+        let forged = "to help\u{1B}[2K\r\"trusted\" asks \u{202E}txt.exe\u{7}"
+        let authorizer = LocationAuthorizer.brokered(
+            appID: "forger", usageDescription: forged, socketPath: broker.socket)
+        defer { authorizer.disconnect() }
+        _ = authorizer.request(always: false)
+        #expect(await output.waitFor(timeout: 30) { $0.contains { $0.text.contains("would like to use") } })
+        let shown = output.snapshot.map(\.text).joined(separator: "\n")
+        #expect(shown.contains(#"to help\e[2K\r"trusted" asks \u{202E}txt.exe\x07"#), "\(shown)")
+        #expect(!shown.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" || $0 == "\u{7}" })
+        #expect(TerminalText.escaped("plain: 12.5 m") == "plain: 12.5 m")
+        #expect(TerminalText.escaped("a\\e") == #"a\\e"#)
+    }
+
     @Test("gpsloc doctor says which mode is in force: through gpslocd, with the app's decision there")
     func doctorNamesTheMode() async throws {
         let broker = try InProcessBroker()

@@ -9,12 +9,9 @@ extension LocationAuthorizer {
     public static func terminalPrompt(usageDescription: String?) -> AuthorizationPrompt {
         { appID, wantsAlways in
             guard isatty(STDIN_FILENO) != 0 else { return nil }
-            var question = "\"\(appID)\" would like to use this machine's location"
-            if let usageDescription { question += ": \(usageDescription)" }
-            question += "\nAllow? [o]nce / [w]hile running / [a]lways / [d]on't allow"
-            if wantsAlways { question += " (it asks for always)" }
-            question += ": "
-            DescriptorWrite.write(question, to: STDERR_FILENO)
+            DescriptorWrite.write(
+                question(appID: appID, usageDescription: usageDescription, wantsAlways: wantsAlways),
+                to: STDERR_FILENO)
             guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased().first else { return nil }
             let status: CLAuthorizationStatus
             switch answer {
@@ -30,5 +27,17 @@ extension LocationAuthorizer {
             return AuthorizationDecision(
                 status: status, accuracy: precise ? .fullAccuracy : .reducedAccuracy, isTemporary: answer == "o")
         }
+    }
+
+    /// The question `terminalPrompt` asks. The app id and the usage description come from the
+    /// asking program (through gpslocd, from another process): shown with every control and
+    /// bidirectional character escaped (`TerminalText`), so they cannot erase, rewrite or
+    /// reorder the line the person answers.
+    public static func question(appID: String, usageDescription: String?, wantsAlways: Bool) -> String {
+        var question = "\"\(TerminalText.escaped(appID))\" would like to use this machine's location"
+        if let usageDescription { question += ": \(TerminalText.escaped(usageDescription))" }
+        question += "\nAllow? [o]nce / [w]hile running / [a]lways / [d]on't allow"
+        if wantsAlways { question += " (it asks for always)" }
+        return question + ": "
     }
 }

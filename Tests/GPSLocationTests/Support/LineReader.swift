@@ -19,9 +19,10 @@ final class LineReader: @unchecked Sendable {
                 let now = Date()
                 lock.withLock {
                     partial += String(decoding: data, as: UTF8.self)
-                    while let newline = partial.firstIndex(of: "\n") {
-                        lines.append((now, String(partial[..<newline])))
-                        partial = String(partial[partial.index(after: newline)...])
+                    // By scalar: a terminal's "\r\n" is one Character, which "\n" never equals.
+                    while let newline = partial.unicodeScalars.firstIndex(of: "\n") {
+                        lines.append((now, String(partial.unicodeScalars[..<newline])))
+                        partial = String(partial.unicodeScalars[partial.unicodeScalars.index(after: newline)...])
                     }
                 }
                 changes.changed()
