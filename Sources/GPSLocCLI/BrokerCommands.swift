@@ -36,7 +36,8 @@ enum BrokerCommands {
                 if let status = row.string("status").flatMap(BrokerProtocol.status(named:)), status.isAuthorized {
                     line += ", \(row.string("accuracy") ?? "?") accuracy"
                 }
-                line += " (uid \(row.int("uid") ?? -1), kept by gpslocd)"
+                let by = row.string("by") == "administrator" ? "the administrator's" : "the user's"
+                line += " (uid \(row.int("uid") ?? -1), \(by), kept by gpslocd)"
                 print(terminalSafe(line))
             }
             return 0

@@ -33,6 +33,13 @@ package final class BrokerClient: @unchecked Sendable {
     package var connectedAt = Date()
     /// In use now: the foreground of a terminal (asked again every second for When In Use).
     package var inUse: Bool
+    /// An agent's "allow once" for this connection: it ends with the connection (and with any
+    /// later decision for the app), never reaching another connection of the same app.
+    var once: AuthorizationDecision?
+    /// Counts the AUTHORIZATION lines queued (under `lock`). A location line is queued only if
+    /// no AUTHORIZATION line was queued since its authorization was checked (`send(_:epoch:)`):
+    /// after a revocation's line the program gets no fix, full or reduced.
+    private var authorizationEpoch = 0
 
     init(fd: Int32, id: Int, identity: PeerIdentity) {
         self.fd = fd
@@ -45,11 +52,35 @@ package final class BrokerClient: @unchecked Sendable {
         if identity.pidfd >= 0 { close(identity.pidfd) }
     }
 
-    /// Queues `line`; `droppable` lines (locations, satellites) are dropped while the program is
-    /// too far behind.
-    package func send(_ line: String, droppable: Bool = false) {
+    /// The AUTHORIZATION lines queued so far: taken when a location's authorization is checked,
+    /// given back to `send(_:droppable:epoch:)`.
+    var epoch: Int {
         lock.lock()
         defer { lock.unlock() }
+        return authorizationEpoch
+    }
+
+    /// Queues an AUTHORIZATION line: every location line checked before it and not yet queued
+    /// is dropped from now on.
+    func sendAuthorization(_ line: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        authorizationEpoch += 1
+        queue(line, droppable: false)
+    }
+
+    /// Queues `line`; `droppable` lines (locations, satellites) are dropped while the program is
+    /// too far behind. `epoch` (a location line): the `epoch` its authorization was checked at —
+    /// if an AUTHORIZATION line has been queued since, the line is not sent.
+    package func send(_ line: String, droppable: Bool = false, epoch: Int? = nil) {
+        lock.lock()
+        defer { lock.unlock() }
+        if let epoch, epoch != authorizationEpoch { return }
+        queue(line, droppable: droppable)
+    }
+
+    /// `send`'s work, under `lock`.
+    private func queue(_ line: String, droppable: Bool) {
         guard !closed else { return }
         if droppable && pending.count > Self.maximumPending {
             dropped += 1

@@ -15,7 +15,7 @@ extension BrokerService {
             case nobody
         }
         let step = state.withLock { state -> Step in
-            let current = decision(key, in: &state)
+            let current = decision(for: client, app: app, in: &state)
             // Apple's rule: a request after a decision changes nothing (except When In Use → Always).
             guard current.status == .notDetermined || (always && current.status == .authorizedWhenInUse) else {
                 return .decided(current)
@@ -89,8 +89,12 @@ extension BrokerService {
         let accuracy = message.string("accuracy").flatMap(BrokerProtocol.accuracy(named:)) ?? .fullAccuracy
         let decision = AuthorizationDecision(
             status: status == .notDetermined || status == .restricted ? .denied : status, accuracy: accuracy)
+        if message.bool("once") ?? false {
+            allowOnce(prompt.requester, prompt.key, decision)
+            return reply(prompt.requester, prompt.requestID, ok: true, message: "answered", decision: decision)
+        }
         do {
-            try decide(prompt.key, decision, temporary: message.bool("once") ?? false)
+            try decide(prompt.key, decision)
             reply(prompt.requester, prompt.requestID, ok: true, message: "answered", decision: decision)
         } catch {
             reply(prompt.requester, prompt.requestID, ok: false, message: error.description)

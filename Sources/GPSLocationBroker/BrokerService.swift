@@ -160,7 +160,7 @@ package final class BrokerService: Sendable {
         let app = client.identity.appID(label: label)
         let (decision, mayKnow) = state.withLock { state -> (AuthorizationDecision, Bool) in
             client.app = app
-            let decided = self.decision(Key(uid: client.identity.uid, app: app), in: &state)
+            let decided = self.decision(for: client, app: app, in: &state)
             return (decided, authorization(of: client, app: app, in: &state).allowsDelivery)
         }
         var line = BrokerLine("WELCOME")
@@ -197,12 +197,11 @@ package final class BrokerService: Sendable {
     }
 
     /// Starts or stops `client`'s reduced session to match its decision now.
-    private func reconcile(_ client: BrokerClient) {
+    func reconcile(_ client: BrokerClient) {
         let change = state.withLock { state -> (start: Bool, stop: ReducedSession?) in
             guard let app = client.app else { return (false, nil) }
             let allowed = client.watching && authorization(of: client, app: app, in: &state).allowsDelivery
-            let reduced =
-                allowed && decision(Key(uid: client.identity.uid, app: app), in: &state).accuracy == .reducedAccuracy
+            let reduced = allowed && decision(for: client, app: app, in: &state).accuracy == .reducedAccuracy
             if reduced { return (state.reduced[client.id] == nil, nil) }
             return (false, state.reduced.removeValue(forKey: client.id))
         }
@@ -237,7 +236,9 @@ package final class BrokerService: Sendable {
         let isSky = if case .sky = event { true } else { false }
         let isFix = if case .fix(let fix) = event { fix.hasPosition } else { false }
         let isEstimate = if case .errorEstimate = event { true } else { false }
-        let (targets, reduced) = state.withLock { state -> ([BrokerClient], [ReducedSession]) in
+        // Each target with the authorization epoch its decision was checked at: a line whose
+        // program has been sent an AUTHORIZATION line since is not sent (`BrokerClient.send`).
+        let (targets, reduced) = state.withLock { state -> ([(BrokerClient, Int)], [(ReducedSession, Int)]) in
             if isProblem { state.hubProblem = line } else if clearsProblem { state.hubProblem = nil }
             // Reduced programs get fixes and headings through their session (one pass: the
             // fuzzer on gpsd's fix); sky and estimates never.
@@ -245,25 +246,26 @@ package final class BrokerService: Sendable {
             // even if a revocation's reconcile has not run yet.
             let reduced =
                 audience == .full
-                ? state.reduced.compactMap { id, session -> ReducedSession? in
+                ? state.reduced.compactMap { id, session -> (ReducedSession, Int)? in
                     guard let client = state.clients[id], client.watching, let app = client.app else { return nil }
                     let authorization = authorization(of: client, app: app, in: &state)
-                    return authorization.allowsDelivery && authorization.accuracy == .reducedAccuracy ? session : nil
+                    guard authorization.allowsDelivery, authorization.accuracy == .reducedAccuracy else { return nil }
+                    return (session, client.epoch)
                 } : []
-            let full = state.clients.values.filter { client in
-                guard client.watching, let app = client.app else { return false }
-                if audience == .everyone { return true }
-                if isSky && !client.wantsSky { return false }
+            let full = state.clients.values.compactMap { client -> (BrokerClient, Int)? in
+                guard client.watching, let app = client.app else { return nil }
+                if audience == .everyone { return (client, client.epoch) }
+                if isSky && !client.wantsSky { return nil }
                 let authorization = authorization(of: client, app: app, in: &state)
-                guard authorization.allowsDelivery, authorization.accuracy == .fullAccuracy else { return false }
+                guard authorization.allowsDelivery, authorization.accuracy == .fullAccuracy else { return nil }
                 if isFix { state.lastDelivery[Key(uid: client.identity.uid, app: app)] = Date() }
-                return true
+                return (client, client.epoch)
             }
             return (full, reduced)
         }
-        for session in reduced { session.send(event) }
-        for client in targets {
-            client.send(line, droppable: audience == .full)
+        for (session, epoch) in reduced { session.send(event, epoch: epoch) }
+        for (client, epoch) in targets {
+            client.send(line, droppable: audience == .full, epoch: audience == .full ? epoch : nil)
             if isFix, let app = client.app {
                 lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: false)
             } else if isEstimate, let app = client.app {
@@ -276,67 +278,6 @@ package final class BrokerService: Sendable {
         guard let app = client.app else { return }
         state.withLock { $0.lastDelivery[Key(uid: client.identity.uid, app: app)] = Date() }
         lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: true)
-    }
-
-    // MARK: Decisions
-
-    func decision(_ key: Key, in state: inout State) -> AuthorizationDecision {
-        if let known = state.decisions[key] { return known }
-        let decided =
-            LocationAuthorizer.resolve(app: key.app, store: store(key.uid), policyPath: policyPath)
-            ?? AuthorizationDecision(status: .notDetermined)
-        state.decisions[key] = decided
-        return decided
-    }
-
-    private func authorization(of client: BrokerClient, app: String, in state: inout State) -> AuthorizationState {
-        let decided = decision(Key(uid: client.identity.uid, app: app), in: &state)
-        return AuthorizationState(
-            appID: app, status: decided.status, accuracy: decided.accuracy, isInUse: client.inUse)
-    }
-
-    private func store(_ uid: UInt32) -> DecisionStore {
-        DecisionStore(directory: userDirectory(uid)) { diagnostic in
-            FileHandle.standardError.write(Data("gpslocd: \(diagnostic.message)\n".utf8))
-        }
-    }
-
-    package func userDirectory(_ uid: UInt32) -> URL {
-        stateDirectory.appendingPathComponent("users").appendingPathComponent(String(uid))
-    }
-
-    /// Records `decision` (nil: forgets it) and tells every program of that app at once.
-    func decide(_ key: Key, _ decision: AuthorizationDecision?, temporary: Bool = false) throws(DecisionStore
-        .StoreError)
-    {
-        if !temporary {
-            if let decision {
-                try store(key.uid).set(decision, for: key.app)
-            } else {
-                try store(key.uid).remove(app: key.app)
-                lastFixes.remove(uid: key.uid, app: key.app)
-            }
-        }
-        let affected = state.withLock { state -> [BrokerClient] in
-            state.decisions[key] = nil
-            if temporary, let decision { state.decisions[key] = decision }
-            return state.clients.values.filter { $0.identity.uid == key.uid && $0.app == key.app }
-        }
-        for client in affected { tellAuthorization(client, app: key.app) }
-        audit(
-            "decide uid=\(key.uid) app=\(key.app) status=\(decision?.status.name ?? "notDetermined") "
-                + "accuracy=\(decision?.accuracy.name ?? "-")\(temporary ? " once" : "")")
-    }
-
-    /// Sends `client` its authorization now, and starts or stops its reduced session to match.
-    private func tellAuthorization(_ client: BrokerClient, app: String) {
-        let current = state.withLock { state in authorization(of: client, app: app, in: &state) }
-        var line = BrokerLine("AUTHORIZATION")
-        line.add("status", current.status.name)
-        line.add("accuracy", current.accuracy.name)
-        line.add("inUse", current.isInUse)
-        client.send(line.line)
-        reconcile(client)
     }
 
     /// Asks again whether each When In Use program is in use (`inUseProbe`), and tells those
@@ -361,66 +302,6 @@ package final class BrokerService: Sendable {
                 audit("inUse uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(app) \(now)")
                 tellAuthorization(client, app: app)
             }
-        }
-    }
-
-    /// Who may change `uid`'s decisions: root, or the same uid outside a sandbox.
-    private func mayDecide(_ client: BrokerClient, for uid: UInt32) -> Bool {
-        client.identity.uid == 0 || (client.identity.uid == uid && client.identity.flatpak == nil)
-    }
-
-    private func change(_ message: BrokerMessage, _ client: BrokerClient, _ id: Int) {
-        guard let app = message.string("app"), Self.isValidLabel(app) else {
-            return reply(client, id, ok: false, message: "name the app (letters, digits, '.', '_' or '-')")
-        }
-        let uid = message.int("uid").map { UInt32(clamping: $0) } ?? client.identity.uid
-        guard mayDecide(client, for: uid) else {
-            return reply(
-                client, id, ok: false,
-                message: client.identity.flatpak != nil
-                    ? "a sandboxed app cannot decide for itself"
-                    : "only root may decide for another user's apps (uid \(uid)); run it as root with --uid \(uid)")
-        }
-        var decision: AuthorizationDecision?
-        if message.messageClass == "GRANT" {
-            guard let status = message.string("status").flatMap(BrokerProtocol.status(named:)),
-                status != .notDetermined,
-                let accuracy = BrokerProtocol.accuracy(named: message.string("accuracy") ?? "full")
-            else { return reply(client, id, ok: false, message: "status must be always, whenInUse or denied") }
-            if status == .restricted && client.identity.uid != 0 {
-                return reply(client, id, ok: false, message: "only the administrator restricts an app")
-            }
-            decision = AuthorizationDecision(status: status, accuracy: accuracy)
-        }
-        do {
-            try decide(Key(uid: uid, app: app), decision)
-            reply(
-                client, id, ok: true,
-                message: decision == nil ? "forgot the decision for \(app) (uid \(uid))" : "decided")
-        } catch {
-            reply(client, id, ok: false, message: error.description)
-        }
-    }
-
-    private func list(_ message: BrokerMessage, _ client: BrokerClient, _ id: Int) {
-        let uid = message.int("uid").map { UInt32(clamping: $0) } ?? client.identity.uid
-        guard mayDecide(client, for: uid) else {
-            return reply(client, id, ok: false, message: "only root may list another user's decisions")
-        }
-        do {
-            let entries = try store(uid).entries()
-            let rows = entries.keys.sorted().map { app -> String in
-                var row = BrokerLine("DECISION")
-                row.add("uid", Int(uid))
-                row.add("app", app)
-                row.add("status", entries[app]!.status)
-                row.add("accuracy", entries[app]!.accuracy)
-                row.add("decidedAt", entries[app]!.decidedAt.timeIntervalSince1970)
-                return row.object
-            }
-            reply(client, id, ok: true, message: "\(rows.count) decision(s)", rows: rows)
-        } catch {
-            reply(client, id, ok: false, message: error.description)
         }
     }
 

@@ -36,7 +36,7 @@ final class ReducedSession: Sendable {
 
     /// One of gpsd's reports: a fix becomes the current grid point's line, a heading goes
     /// without what would place the receiver; nothing else reaches a reduced program here.
-    func send(_ event: LocationSourceEvent) {
+    func send(_ event: LocationSourceEvent, epoch: Int) {
         switch event {
         case .fix(let fix):
             guard let time = fix.time, validity.check(fix, now: time) == nil, let latitude = fix.latitude,
@@ -68,13 +68,13 @@ final class ReducedSession: Sendable {
             }
             guard let point else { return }
             let line = BrokerProtocol.reducedLine(point, time: time)
-            client.send(line, droppable: true)
+            client.send(line, droppable: true, epoch: epoch)
             delivered(line)
         case .heading(var heading):
             heading.magneticVariation = nil
             heading.magneticHeading = nil
             heading.device = nil
-            client.send(BrokerProtocol.line(for: .heading(heading)), droppable: true)
+            client.send(BrokerProtocol.line(for: .heading(heading)), droppable: true, epoch: epoch)
         default:
             break
         }

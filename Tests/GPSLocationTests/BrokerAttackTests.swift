@@ -69,9 +69,9 @@ extension RealGPSD.LaneC {
         static let attacker = 12345
 
         /// A real gpsd (gpsfake) and gpslocd as its own user reading it.
-        static func started() async throws -> (GPSFakeServer, OwnUserBroker) {
+        static func started(cycle: Double = 0.05) async throws -> (GPSFakeServer, OwnUserBroker) {
             let server = try await GPSFakeServer.started(
-                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: cycle)
             do {
                 return (server, try await OwnUserBroker.start(gpsdPort: server.endpoint.port))
             } catch {
@@ -175,6 +175,96 @@ extension RealGPSD.LaneC {
             let root = BrokerLink(path: broker.socket, app: "bystander", onMessage: { _ in }, onState: { _ in })
             defer { root.close() }
             _ = try root.startAndWait(timeout: 10)
+        }
+
+        /// #51: root's `restricted` was overwritten by the user's own GRANT, and a service's uid
+        /// lifted root's `denied` the same way. Root's decisions for another uid are now the
+        /// administrator's, kept apart; which one holds is one rule (`LocationAuthorizer.resolve`).
+        @Test("root's restricted and denied cannot be lifted by the uid; the uid may still refuse what root allowed")
+        func administratorRefusalsHold() async throws {
+            let (server, broker) = try await Self.started()
+            defer { Self.stop(server, broker) }
+            let root = BrokerLink(path: broker.socket, app: "root-admin", onMessage: { _ in }, onState: { _ in })
+            defer { root.close() }
+            _ = try root.startAndWait(timeout: 10)
+            func rootSays(_ app: String, _ status: String?) throws {
+                let reply = try root.request(
+                    {
+                        $0.add("app", app)
+                        $0.add("uid", Self.attacker)
+                        if let status { $0.add("status", status) }
+                    }, className: status == nil ? "RESET" : "GRANT", timeout: 10)
+                #expect(reply.bool("ok") == true, "\(reply.fields)")
+            }
+            try rootSays("fleet", "restricted")
+            try rootSays("tracker", "denied")
+            try rootSays("maps", "authorizedAlways")
+            let restricted = try await Self.attack(broker, ["grant", "fleet", "authorizedAlways"])
+            #expect(restricted["ok"] == 0 && restricted["authorized"] == 0, "\(restricted)")
+            let denied = try await Self.attack(broker, ["grant", "tracker", "authorizedWhenInUse"])
+            #expect(denied["ok"] == 0 && denied["authorized"] == 0, "\(denied)")
+            // The person refuses what the administrator allowed: their refusal holds.
+            let refused = try await Self.attack(broker, ["grant", "maps", "denied"])
+            #expect(refused["ok"] == 1 && refused["authorized"] == 0, "\(refused)")
+            // Root lifts its restriction: the uid decides again.
+            try rootSays("fleet", nil)
+            let lifted = try await Self.attack(broker, ["grant", "fleet", "authorizedAlways"])
+            #expect(lifted["ok"] == 1 && lifted["authorized"] == 1, "\(lifted)")
+        }
+
+        /// #51: in 120 revocation races one reduced fix arrived after the `denied` AUTHORIZATION
+        /// line (a fix checked against the old decision was queued after the new one was said).
+        /// The AUTHORIZATION line and the decision it states are queued together, and a location
+        /// checked before it is not sent after it. Granted (full, then reduced, in turn) and
+        /// revoked 40 times while gpsd reports several fixes a second; no FIX may follow a `denied`.
+        @Test("no fix, full or reduced, after a revocation's AUTHORIZATION line")
+        func nothingAfterRevocation() async throws {
+            let (server, broker) = try await Self.started(cycle: 0.01)
+            defer { Self.stop(server, broker) }
+            let sequence = Locked<[String]>([])
+            let fixes = EventCounter()
+            let link = BrokerLink(
+                path: broker.socket, app: "racer", afterWelcome: [],
+                onMessage: { message in
+                    switch message.messageClass {
+                    case "FIX" where message.double("lat") != nil:
+                        sequence.withLock { $0.append("FIX") }
+                        fixes.increment()
+                    case "AUTHORIZATION":
+                        sequence.withLock { $0.append("AUTHORIZATION " + (message.string("status") ?? "")) }
+                    default: break
+                    }
+                }, onState: { _ in })
+            defer { link.close() }
+            _ = try link.startAndWait()
+            #expect(link.send(BrokerLine("WATCH").line))
+            for round in 0..<40 {
+                let granted = try link.request(
+                    {
+                        $0.add("app", "racer")
+                        $0.add("status", "authorizedAlways")
+                        $0.add("accuracy", round % 2 == 0 ? "full" : "reduced")
+                    }, className: "GRANT", timeout: 10)
+                #expect(granted.bool("ok") == true)
+                let seen = fixes.value
+                #expect(await fixes.wait(hangLimit: 30) { $0 > seen }, "no fix in round \(round)")
+                let revoked = try link.request(
+                    {
+                        $0.add("app", "racer")
+                        $0.add("status", "denied")
+                    }, className: "GRANT", timeout: 10)
+                #expect(revoked.bool("ok") == true)
+            }
+            _ = try link.request({ _ in }, className: "WHO", timeout: 10)
+            let lines = sequence.withLock { $0 }
+            var refused = false
+            var late = 0
+            for line in lines {
+                if line.hasPrefix("AUTHORIZATION") { refused = line == "AUTHORIZATION denied" }
+                if line == "FIX" && refused { late += 1 }
+            }
+            #expect(late == 0, "\(late) fix(es) after a denied AUTHORIZATION line")
+            #expect(lines.filter { $0 == "AUTHORIZATION denied" }.count >= 40)
         }
 
         /// Folders and files gpslocd must own: a state folder others can write is refused, a

@@ -122,7 +122,11 @@ struct BrokerTests {
         environment["GPSLOCATION_BROKER"] = broker.socket
         // stdin is /dev/null: the agent shows the prompt, reads no answer and says "denied".
         let (agent, output) = try launchReadingStderr(
-            "/bin/sh", ["-c", "exec /usr/bin/script -qfc \(shellQuoted(shellQuoted(GPSLocBinary.path) + " agent")) /dev/null 1>&2"],
+            "/bin/sh",
+            [
+                "-c",
+                "exec /usr/bin/script -qfc \(shellQuoted(shellQuoted(GPSLocBinary.path) + " agent")) /dev/null 1>&2",
+            ],
             environment: environment)
         defer { if agent.isRunning { agent.terminate() } }
         #expect(await output.waitFor(timeout: 30) { $0.contains { $0.text.contains("gpsloc agent:") } })
@@ -137,6 +141,67 @@ struct BrokerTests {
         #expect(!shown.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" || $0 == "\u{7}" })
         #expect(TerminalText.escaped("plain: 12.5 m") == "plain: 12.5 m")
         #expect(TerminalText.escaped("a\\e") == #"a\\e"#)
+    }
+
+    /// #51: "allow once" stayed in gpslocd's memory for the app, so a later connection of the
+    /// same app (another process, run hours after) was allowed without asking. It is now the
+    /// requesting connection's and ends with it.
+    @Test("\"allow once\" is for the connection that asked: another connection of the app is not determined")
+    func onceIsPerConnection() async throws {
+        let broker = try InProcessBroker()
+        defer { broker.stop() }
+        let holder = Locked<BrokerLink?>(nil)
+        let agent = BrokerLink(
+            path: broker.socket, app: "agent",
+            onMessage: { message in
+                guard message.messageClass == "PROMPT", let id = message.int("prompt") else { return }
+                var line = BrokerLine("ANSWER")
+                line.add("prompt", id)
+                line.add("status", "authorizedWhenInUse")
+                line.add("accuracy", "full")
+                line.add("once", true)
+                holder.withLock { $0 }?.send(line.line)
+            }, onState: { _ in })
+        holder.withLock { $0 = agent }
+        defer { agent.close() }
+        _ = try agent.startAndWait()
+        #expect(try agent.request({ _ in }, className: "AGENT", timeout: 10).bool("ok") == true)
+        let first = LocationAuthorizer.brokered(
+            appID: "oneshot", usageDescription: "to test", socketPath: broker.socket)
+        defer { first.disconnect() }
+        #expect(first.request(always: false) == .changed)
+        #expect(first.status == .authorizedWhenInUse)
+        // Another connection of the same app, while the first is still connected, and after.
+        let second = LocationAuthorizer.brokered(appID: "oneshot", socketPath: broker.socket)
+        #expect(second.status == .notDetermined)
+        second.disconnect()
+        first.disconnect()
+        let third = LocationAuthorizer.brokered(appID: "oneshot", socketPath: broker.socket)
+        defer { third.disconnect() }
+        #expect(third.status == .notDetermined)
+        // Nothing was written: once is never kept.
+        let store = broker.folder.appendingPathComponent("state/users/\(geteuid())/authorizations.json")
+        let kept = (try? String(contentsOf: store, encoding: .utf8)) ?? ""
+        #expect(!kept.contains("oneshot"), "\(kept)")
+    }
+
+    /// The mechanism under `nothingAfterRevocation` (a race a real gpsd rarely hits): a location
+    /// checked against the decision before an AUTHORIZATION line was queued is never sent after it.
+    @Test("a location line checked before an AUTHORIZATION line is not sent after it")
+    func locationCheckedBeforeAuthorizationIsDropped() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[1]) }
+        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 1, gid: 1, pid: 1))
+        defer { close(pair[0]) }
+        let checked = client.epoch
+        client.send("FIX 1\n", droppable: true, epoch: checked)
+        client.sendAuthorization("AUTHORIZATION denied\n")
+        client.send("FIX 2\n", droppable: true, epoch: checked)
+        client.send("NOTICE\n")
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        #expect(String(decoding: buffer[..<max(count, 0)], as: UTF8.self) == "FIX 1\nAUTHORIZATION denied\nNOTICE\n")
     }
 
     @Test("gpsloc doctor says which mode is in force: through gpslocd, with the app's decision there")

@@ -9,7 +9,10 @@
 ///   whether gpslocd closed the connection (`closed=1`);
 /// - `connections N`: opens N connections (raising its own descriptor limit) and counts the
 ///   ones refused with gpslocd's "already holds" reason;
-/// - `welcome`: connects, says HELLO and prints the seconds until WELCOME (`seconds=`).
+/// - `welcome`: connects, says HELLO and prints the seconds until WELCOME (`seconds=`);
+/// - `grant APP STATUS`: grants its own uid's APP (as the user would with `gpsloc auth grant`),
+///   prints whether gpslocd accepted (`ok=`) and, connecting again as APP, whether the WELCOME
+///   then says it may receive (`authorized=`).
 let brokerAttackScript = #"""
     import os, resource, select, socket, sys, time
     path, mode = sys.argv[1], sys.argv[2]
@@ -77,6 +80,29 @@ let brokerAttackScript = #"""
             if refused >= want - 1024:
                 break
         print("refused=%d" % refused, flush=True)
+    elif mode == "grant":
+        import json
+        app, status = sys.argv[3], sys.argv[4]
+        def lines(s):
+            data = b""
+            while True:
+                more = s.recv(4096)
+                if not more:
+                    return
+                data += more
+                while b"\n" in data:
+                    line, data = data.split(b"\n", 1)
+                    yield json.loads(line)
+        s = connect()
+        s.sendall(('{"class":"HELLO","version":1,"app":"%s"}\n{"class":"GRANT","id":7,"app":"%s","status":"%s"}\n'
+                   % (app, app, status)).encode())
+        ok = next(m for m in lines(s) if m["class"] == "REPLY")["ok"]
+        s.close()
+        s = connect()
+        s.sendall(('{"class":"HELLO","version":1,"app":"%s"}\n' % app).encode())
+        welcome = next(m for m in lines(s) if m["class"] == "WELCOME")
+        authorized = welcome["status"] in ("authorizedAlways", "authorizedWhenInUse")
+        print("ok=%d authorized=%d" % (ok, authorized), flush=True)
     elif mode == "welcome":
         start = time.monotonic()
         s = connect(); s.sendall(hello)
