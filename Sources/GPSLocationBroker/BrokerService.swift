@@ -10,7 +10,7 @@ import GPSLocation
 /// `STATE/users/UID/authorizations.json` (the decision store's format, owned by gpslocd's user,
 /// mode 0600: no app can write it). Full accuracy: gpsd's reports pass as they are. Reduced: each
 /// fix goes through the library's fuzzer rule in one pass (`ReducedSession`, no engine here) to
-/// the grid point of the uid's secret (`STATE/users/UID/reduced/`), and only that point is sent,
+/// the grid point of the box's secret (`STATE/reduced/`), and only that point is sent,
 /// on each fix. Not allowed: nothing but problems and receiver events.
 package final class BrokerService: Sendable {
     package let stateDirectory: URL
@@ -56,6 +56,11 @@ package final class BrokerService: Sendable {
     private nonisolated(unsafe) let inUseTimer: DispatchSourceTimer
     /// What each app last received (for its WELCOME's `last`).
     let lastFixes: LastFixes
+    /// The box's one reduced-accuracy secret and kept cell (`STATE/reduced/`), for every uid and
+    /// app: one receiver, one grid point. A secret per uid let an app granted reduced by several
+    /// users intersect their cells (#51: three uids narrowed ~4 km to a ~1 km band). Android keeps
+    /// one offset per device for the same reason.
+    let reducedStore: ReducedAccuracyStore
 
     package init(
         stateDirectory: URL, endpoint: GPSDEndpoint, policyPath: String = LocationPolicy.defaultPath,
@@ -73,6 +78,7 @@ package final class BrokerService: Sendable {
             stateDirectory.appendingPathComponent("users").appendingPathComponent(String(uid))
         }
         self.inUseProbe = inUseProbe
+        reducedStore = ReducedAccuracyStore(directory: Self.boxReducedFolder(stateDirectory))
         inUseTimer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpslocd.in-use"))
         inUseTimer.schedule(deadline: .now() + Self.inUseInterval, repeating: Self.inUseInterval)
         inUseTimer.setEventHandler { [weak self] in self?.refreshInUse() }
@@ -206,10 +212,9 @@ package final class BrokerService: Sendable {
             return (false, state.reduced.removeValue(forKey: client.id))
         }
         guard change.start else { return }
-        let session = ReducedSession(
-            client: client,
-            store: ReducedAccuracyStore(directory: userDirectory(client.identity.uid).appendingPathComponent("reduced"))
-        ) { [weak self] line in self?.delivered(line, to: client) }
+        let session = ReducedSession(client: client, store: reducedStore) { [weak self] line in
+            self?.delivered(line, to: client)
+        }
         state.withLock { state in
             guard state.clients[client.id] != nil, state.reduced[client.id] == nil else { return }
             state.reduced[client.id] = session
@@ -338,5 +343,27 @@ package final class BrokerService: Sendable {
         policyWatcher.withLock { $0 = nil }
         hub.stop()
         lastFixes.waitForWrites()
+    }
+
+    /// `STATE/reduced`. Before #51 each uid had its own (`STATE/users/UID/reduced`): on the first
+    /// start after, the lowest uid's secret and kept cell become the box's, so that uid's apps see
+    /// no change (another uid's apps see the box's grid from then on — one more grid, once).
+    static func boxReducedFolder(_ stateDirectory: URL) -> URL {
+        let box = stateDirectory.appendingPathComponent("reduced")
+        let manager = FileManager.default
+        guard !manager.fileExists(atPath: box.appendingPathComponent("secret.json").path) else { return box }
+        let users = stateDirectory.appendingPathComponent("users")
+        let uids = ((try? manager.contentsOfDirectory(atPath: users.path)) ?? []).compactMap(UInt32.init).sorted()
+        for uid in uids {
+            let old = users.appendingPathComponent(String(uid)).appendingPathComponent("reduced")
+            guard manager.fileExists(atPath: old.appendingPathComponent("secret.json").path) else { continue }
+            try? manager.createDirectory(
+                at: box, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            for name in ["secret.json", ReducedAccuracyStore.fileName(for: "reduced")] {
+                try? manager.copyItem(at: old.appendingPathComponent(name), to: box.appendingPathComponent(name))
+            }
+            break
+        }
+        return box
     }
 }

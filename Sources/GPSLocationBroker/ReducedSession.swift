@@ -5,12 +5,12 @@ import GPSLocation
 /// A program with reduced accuracy behind gpslocd, in one pass and with no engine of its own:
 /// each of gpsd's fixes that the engine's validity rule admits (`ValidityStage`: a 2D or 3D fix
 /// with a valid coordinate and a time) goes to the fuzzer (`LocationFuzzer.reducePoint`, the rule
-/// the library's gate applies, with the uid's secret and kept cell in gpslocd's state folder),
+/// the library's gate applies, with the box's one secret and kept cell in gpslocd's state folder),
 /// and the program gets one line — the grid point the fuzzer last let out, at the fix's time,
 /// with no altitude, speed, course, receiver or estimate — or nothing before the first point.
 /// Everything else (time order, staleness, the distance filter) is the program's own engine's,
-/// which reads these lines: one engine pass per location. Every program of one uid shares the
-/// secret and the kept cell, so five app ids get one position. Headings go without the
+/// which reads these lines: one engine pass per location. Every program of every uid shares the
+/// secret and the kept cell, so five app ids, or one app under three uids, get one position. Headings go without the
 /// receiver's magnetic variation (it would say where the receiver is).
 ///
 /// It holds a fuzzer and a point (a few hundred bytes): a program that toggles WATCH makes and

@@ -204,6 +204,26 @@ struct BrokerTests {
         #expect(String(decoding: buffer[..<max(count, 0)], as: UTF8.self) == "FIX 1\nAUTHORIZATION denied\nNOTICE\n")
     }
 
+    /// The box's one reduced secret (#51) replaces the per-uid ones: on the first start after,
+    /// the lowest uid's secret and kept cell become the box's, so that uid's apps see no change.
+    @Test("upgrading to one reduced secret per box keeps the lowest uid's, and never replaces a box secret")
+    func boxReducedSecretMigration() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("reduced-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        for uid in ["1000", "5", "notauid"] {
+            let folder = state.appendingPathComponent("users/\(uid)/reduced")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data("secret of \(uid)".utf8).write(to: folder.appendingPathComponent("secret.json"))
+        }
+        let box = BrokerService.boxReducedFolder(state)
+        #expect(box.path == state.appendingPathComponent("reduced").path)
+        let secret = box.appendingPathComponent("secret.json")
+        #expect(try String(contentsOf: secret, encoding: .utf8) == "secret of 5")
+        try Data("the box's".utf8).write(to: secret)
+        _ = BrokerService.boxReducedFolder(state)
+        #expect(try String(contentsOf: secret, encoding: .utf8) == "the box's")
+    }
+
     @Test("gpsloc doctor says which mode is in force: through gpslocd, with the app's decision there")
     func doctorNamesTheMode() async throws {
         let broker = try InProcessBroker()

@@ -72,7 +72,7 @@ extension RealGPSD.LaneC {
             }
         }
 
-        @Test("the whole boundary: grant, revoke within a second, no self-written state, one reduced point per uid")
+        @Test("the whole boundary: grant, revoke within a second, no self-written state, one reduced point for the box")
         func boundary() async throws {
             let server = try await GPSFakeServer.started(
                 log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
@@ -159,7 +159,21 @@ extension RealGPSD.LaneC {
             #expect(!Self.parsed(otherLog)[(denied + 1)...].contains { $0.message.messageClass == "FIX" })
             other.terminate()
 
-            // Five app ids of uid 12345, all granted reduced: one and the same grid point.
+            // Five app ids of uid 12345, all granted reduced, and root's own app granted reduced:
+            // one and the same grid point — one secret for the box, not one per uid (#51: three
+            // uids' cells once intersected to a ~1 km band).
+            try decide("rootreduced", uid: nil, "authorizedAlways", "reduced")
+            let rootPoints = Locked<[Double: String]>([:])
+            let rootReduced = BrokerLink(
+                path: socket, app: "rootreduced", afterWelcome: [BrokerLine("WATCH").line],
+                onMessage: { message in
+                    guard message.messageClass == "FIX", let time = message.double("time"),
+                        let lat = message.double("lat"), let lon = message.double("lon")
+                    else { return }
+                    rootPoints.withLock { $0[time] = "\(lat),\(lon)" }
+                }, onState: { _ in })
+            defer { rootReduced.close() }
+            _ = try rootReduced.startAndWait()
             let apps = (1...5).map { "app\($0)" }
             for app in apps { try decide(app, uid: Self.uid, "authorizedAlways", "reduced") }
             let (five, fiveLog) = try launchReadingStderr(
@@ -178,12 +192,21 @@ extension RealGPSD.LaneC {
             let distinct = Set(points.map { "\($0.message.double("lat") ?? 0),\($0.message.double("lon") ?? 0)" })
             #expect(distinct.count == 1, "\(distinct)")
             five.terminate()
+            // Root's app, at the same fixes' times: the same point.
+            let rootSaw = rootPoints.withLock { $0 }
+            let shared = points.compactMap { point -> (String, String)? in
+                guard let time = point.message.double("time"), let root = rootSaw[time] else { return nil }
+                return ("\(point.message.double("lat") ?? 0),\(point.message.double("lon") ?? 0)", root)
+            }
+            #expect(!shared.isEmpty, "root's reduced app got no point at the other uid's fixes' times")
+            #expect(shared.allSatisfy { $0.0 == $0.1 }, "\(shared)")
+            rootReduced.close()
 
             // uid 12345 can neither write nor read its own decision or reduced state.
             let userFolder = state.appendingPathComponent("users/\(Self.uid)")
             for target in [
                 userFolder.appendingPathComponent("authorizations.json"),
-                userFolder.appendingPathComponent("reduced/secret.json"), userFolder.appendingPathComponent("new"),
+                state.appendingPathComponent("reduced/secret.json"), userFolder.appendingPathComponent("new"),
             ] {
                 let write = try await runProgram(
                     Self.unprivileged[0],
