@@ -46,8 +46,9 @@ package final class BrokerService: Sendable {
     }
     let state = Locked(State())
     private let hub: GPSDLocationSource
-    /// Whether a program is in use now (nil: it has gone); tests replace it.
-    let inUseProbe: @Sendable (BrokerClient) -> Bool?
+    /// Whether a program is in use now (nil: it has gone), for tests that set it; otherwise
+    /// `TerminalUse` judges each uid's connections on who holds them now.
+    let inUseProbe: (@Sendable (BrokerClient) -> Bool?)?
     /// Follows the policy file (inotify): an administrator's edit reaches running programs.
     private let policyWatcher = Locked<FileChangeWatcher?>(nil)
     /// How often When In Use programs are asked again (`refreshInUse`).
@@ -65,9 +66,7 @@ package final class BrokerService: Sendable {
     package init(
         stateDirectory: URL, endpoint: GPSDEndpoint, policyPath: String = LocationPolicy.defaultPath,
         promptTimeout: TimeInterval = 120,
-        inUseProbe: @escaping @Sendable (BrokerClient) -> Bool? = { client in
-            PeerIdentity.isInUse(pid: client.identity.pid, pidfd: client.identity.pidfd)
-        }
+        inUseProbe: (@Sendable (BrokerClient) -> Bool?)? = nil
     ) {
         self.stateDirectory = stateDirectory
         self.endpoint = endpoint
@@ -292,19 +291,38 @@ package final class BrokerService: Sendable {
         let candidates = state.withLock { state -> [(BrokerClient, String)] in
             state.clients.values.compactMap { client in
                 guard let app = client.app, !client.isAgent,
-                    decision(Key(uid: client.identity.uid, app: app), in: &state).status == .authorizedWhenInUse
+                    decision(for: client, app: app, in: &state).status == .authorizedWhenInUse
                 else { return nil }
                 return (client, app)
             }
         }
+        var verdicts: [Int: (inUse: Bool, reason: String)] = [:]
+        if let inUseProbe {
+            for (client, _) in candidates { verdicts[client.id] = (inUseProbe(client) ?? false, "the test's probe") }
+        } else {
+            // One scan of /proc per uid, for all of its connections (a uid with 1,024 When In
+            // Use connections costs one scan a second, not 1,024).
+            for (uid, clients) in Dictionary(grouping: candidates.map(\.0), by: \.identity.uid) {
+                let judged = TerminalUse.judge(
+                    uid: uid,
+                    clients.map {
+                        TerminalUse.Connection(
+                            id: $0.id, peerInode: $0.identity.peerInode, terminal: $0.identity.terminal)
+                    })
+                verdicts.merge(judged) { $1 }
+            }
+        }
         for (client, app) in candidates {
-            guard let now = inUseProbe(client) else { continue }
+            // Gone, or not judged: not in use (in doubt, not in use).
+            let now = verdicts[client.id] ?? (false, "it could not be judged")
             let changed = state.withLock { _ -> Bool in
-                defer { client.inUse = now }
-                return client.inUse != now
+                defer { client.inUse = now.inUse }
+                return client.inUse != now.inUse
             }
             if changed {
-                audit("inUse uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(app) \(now)")
+                audit(
+                    "inUse uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(app) \(now.inUse)"
+                        + (now.inUse ? "" : " (\(now.reason))"))
                 tellAuthorization(client, app: app)
             }
         }

@@ -29,6 +29,12 @@ package struct PeerIdentity: Sendable, Equatable {
     package var inUse: Bool
     /// The pidfd that pins the process, kept open while it is connected (-1: none).
     package var pidfd: Int32 = -1
+    /// The controlling terminal it connected from (`tty_nr`; 0: none): When In Use is judged on
+    /// that terminal only (`TerminalUse`).
+    package var terminal = 0
+    /// The inode of the program's end of the connection (`sock_diag`; 0: unknown): how its
+    /// current holders are found (`TerminalUse`).
+    package var peerInode: UInt = 0
 
     package init(uid: UInt32, gid: UInt32, pid: Int32, unit: String? = nil, flatpak: String? = nil, inUse: Bool = false)
     {
@@ -75,6 +81,7 @@ package struct PeerIdentity: Sendable, Equatable {
             var identity = try read(
                 pid: pid, uid: uid, gid: gid, pidfd: pidfd, startedNoLaterThan: exact ? nil : acceptedAt)
             identity.pidfd = pidfd
+            identity.peerInode = gpslocd_unix_peer_inode(fd)
             return identity
         } catch {
             close(pidfd)
@@ -115,6 +122,7 @@ package struct PeerIdentity: Sendable, Equatable {
                 description: "pid \(pid) belongs to a process started after the connection (the pid was recycled)")
         }
         var identity = PeerIdentity(uid: uid, gid: gid, pid: pid, inUse: tty != 0 && foreground == processGroup)
+        identity.terminal = tty
         if let cgroup = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) {
             identity.unit = systemUnit(cgroup: cgroup)
         }

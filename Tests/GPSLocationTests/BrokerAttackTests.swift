@@ -267,6 +267,59 @@ extension RealGPSD.LaneC {
             #expect(lines.filter { $0 == "AUTHORIZATION denied" }.count >= 40)
         }
 
+        /// #51: When In Use outlived the terminal — a program connected in the foreground could
+        /// fork and setsid(), pass its connection to a daemon, or make a terminal of its own, and
+        /// kept receiving (20 full-accuracy fixes in 20 s). In use is now judged on who holds the
+        /// connection now (`TerminalUse`). Each attack runs as uid 12345 under script(1) (the
+        /// foreground of a real pseudo-terminal), against gpslocd as its own user with the
+        /// unit's one capability; the control stays in the foreground and keeps receiving.
+        @Test(
+            "When In Use ends when the connection leaves the foreground: setsid, a descriptor passed on, a pty of its own",
+            arguments: ["keep", "setsid", "pass", "pty"])
+        func inUseFollowsTheHolders(_ how: String) async throws {
+            let (server, broker) = try await Self.started(cycle: 0.01)
+            defer { Self.stop(server, broker) }
+            let root = BrokerLink(path: broker.socket, app: "root-admin", onMessage: { _ in }, onState: { _ in })
+            defer { root.close() }
+            _ = try root.startAndWait(timeout: 10)
+            let granted = try root.request(
+                {
+                    $0.add("app", "wiu")
+                    $0.add("uid", Self.attacker)
+                    $0.add("status", "authorizedWhenInUse")
+                }, className: "GRANT", timeout: 10)
+            #expect(granted.bool("ok") == true)
+            // Where the attacker writes its result: a fifo the test reads to its end.
+            let drop = broker.folder.appendingPathComponent("results-\(how)")
+            try FileManager.default.createDirectory(at: drop, withIntermediateDirectories: true)
+            #expect(chmod(drop.path, 0o777) == 0)
+            let fifo = drop.appendingPathComponent("fifo").path
+            #expect(mkfifo(fifo, 0o666) == 0 && chmod(fifo, 0o666) == 0)
+            let command = ["/usr/bin/python3", try Self.script(broker), broker.socket, "inuse", how, fifo]
+                .map(shellQuoted).joined(separator: " ")
+            async let results = runProgram("/bin/cat", [fifo])
+            let run = try await runProgram(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(Self.attacker)", "--regid=\(Self.attacker)", "--clear-groups", "--no-new-privs",
+                    "/usr/bin/script", "-qfc", command, "/dev/null",
+                ])
+            let line = try await results.stdout
+            #expect(run.status == 0, "\(run.stdout.suffix(400))")
+            var values: [String: Int] = [:]
+            for pair in line.split(whereSeparator: \.isWhitespace) {
+                let parts = pair.split(separator: "=")
+                if parts.count == 2 { values[String(parts[0])] = Int(parts[1]) }
+            }
+            print("When In Use, \(how): \(line.trimmingCharacters(in: .whitespacesAndNewlines))")
+            #expect(values["welcome"] == 1, "not in use even in the foreground: \(line) \(run.stdout.suffix(300))")
+            if how == "keep" {
+                #expect(values["told"] == 0 && values["fixes"] == 40, "\(line)")
+            } else {
+                #expect(values["told"] == 1 && values["late"] == 0, "\(line)")
+            }
+        }
+
         /// Folders and files gpslocd must own: a state folder others can write is refused, a
         /// socket another gpslocd answers on is not taken over, and a link planted as the audit
         /// log is never followed.

@@ -25,7 +25,7 @@ final class InProcessBroker: Sendable {
             endpoint: GPSDEndpoint(host: "127.0.0.1", port: 9),
             policyPath: folder.appendingPathComponent("policy").path,
             promptTimeout: promptTimeout,
-            inUseProbe: inUseProbe ?? { PeerIdentity.isInUse(pid: $0.identity.pid, pidfd: $0.identity.pidfd) })
+            inUseProbe: inUseProbe)
         server = try BrokerServer(service: service, socketPath: socket)
         let server = self.server
         let finished = self.finished

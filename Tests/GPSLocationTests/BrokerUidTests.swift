@@ -336,8 +336,9 @@ extension RealGPSD.LaneC {
     }
 }
 
-/// gpslocd as a user of its own (uid 12346), as its unit runs it (User=gpslocd): its socket
-/// folder and its state are that user's, and every client is another uid to it.
+/// gpslocd as a user of its own (uid 12346), as its unit runs it (User=gpslocd, with
+/// CAP_SYS_PTRACE only): its socket folder and its state are that user's, and every client is
+/// another uid to it.
 struct OwnUserBroker {
     static let uid = 12346
     let folder: URL
@@ -365,6 +366,10 @@ struct OwnUserBroker {
             "/usr/bin/setpriv",
             [
                 "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
+                // The one capability the unit gives it (AmbientCapabilities=CAP_SYS_PTRACE): to
+                // read other uids' /proc/PID/fd (who holds a connection) and /proc/PID/root
+                // (a Flatpak's .flatpak-info).
+                "--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace",
                 programs.path("gpslocd"), "--gpsd", "127.0.0.1:\(gpsdPort)", "--socket", socket,
                 "--state", state.path,
             ],

@@ -24,4 +24,23 @@ int gpslocd_epoll_remove(int epoll, int fd);
 /// Waits; fills data[i] and events[i] (1 readable or hung up, 2 writable); returns the count.
 int gpslocd_epoll_wait(int epoll, long long *data, unsigned *events, int maximum, int timeout);
 
+/// The inode of the socket at the other end of a connected Unix socket (sock_diag's
+/// UDIAG_SHOW_PEER), or 0 when it cannot be known.
+unsigned long gpslocd_unix_peer_inode(int fd);
+
+/// One descriptor found by `gpslocd_scan_holders`: a socket of interest (`inode`, `pty` -1) or
+/// the master side of a pseudo-terminal (`pty` its index, `inode` 0).
+struct gpslocd_holding {
+    int pid;
+    unsigned long inode;
+    int pty;
+};
+
+/// Every process whose /proc entry belongs to `uid`: each descriptor that is one of the
+/// `inodes` sockets, and each /dev/ptmx descriptor with the pty it is master of. Returns how
+/// many were written to `out` (at most `maximum`), or -1; `unreadable`: the processes of `uid`
+/// whose descriptors could not be read (`/proc/PID/fdinfo`: gpslocd needs root or CAP_SYS_PTRACE).
+int gpslocd_scan_holders(unsigned uid, const unsigned long *inodes, int inode_count, struct gpslocd_holding *out,
+                         int maximum, int *unreadable);
+
 #endif

@@ -10,6 +10,15 @@
 /// - `connections N`: opens N connections (raising its own descriptor limit) and counts the
 ///   ones refused with gpslocd's "already holds" reason;
 /// - `welcome`: connects, says HELLO and prints the seconds until WELCOME (`seconds=`);
+/// - `inuse HOW RESULTS`: run in a terminal's foreground (script(1)), says HELLO as `wiu` and
+///   WATCHes; once a fix has come (it is When In Use and in use), it tries to keep receiving
+///   out of the foreground — HOW: `keep` (stays: the control), `setsid` (forks, the parent
+///   exits, the child calls setsid()), `pass` (hands the connection to a setsid() child over
+///   SCM_RIGHTS and closes its own copy, staying in the foreground), `pty` (forks, the parent
+///   exits, the child makes a pseudo-terminal of its own and becomes its foreground). Whoever
+///   holds the connection then reads until gpslocd says `inUse: false` (or 40 fixes came) and
+///   writes `welcome=… told=… late=… fixes=…` to the RESULTS fifo: `late` counts fixes after
+///   that AUTHORIZATION line, up to the reply to a WHO asked after it;
 /// - `grant APP STATUS`: grants its own uid's APP (as the user would with `gpsloc auth grant`),
 ///   prints whether gpslocd accepted (`ok=`) and, connecting again as APP, whether the WELCOME
 ///   then says it may receive (`authorized=`).
@@ -80,6 +89,67 @@ let brokerAttackScript = #"""
             if refused >= want - 1024:
                 break
         print("refused=%d" % refused, flush=True)
+    elif mode == "inuse":
+        import array, json, termios, fcntl
+        how, results = sys.argv[3], sys.argv[4]
+        s = connect()
+        s.sendall(b'{"class":"HELLO","version":1,"app":"wiu"}\n{"class":"WATCH"}\n')
+        buffered = b""
+        def message():
+            global buffered
+            while b"\n" not in buffered:
+                more = s.recv(65536)
+                if not more:
+                    return None
+                buffered += more
+            line, buffered = buffered.split(b"\n", 1)
+            return json.loads(line)
+        welcome = 0
+        while True:
+            m = message()
+            if m["class"] == "WELCOME":
+                welcome = int(m["inUse"])
+            if m["class"] == "FIX" and "lat" in m:
+                break
+        if how in ("setsid", "pty"):
+            if os.fork() != 0:
+                os._exit(0)
+            os.setsid()
+            if how == "pty":
+                master, slave = os.openpty()
+                fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+        elif how == "pass":
+            left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            child = os.fork()
+            if child != 0:
+                left.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [s.fileno()]))])
+                s.close()
+                os.waitpid(child, 0)
+                os._exit(0)
+            os.setsid()
+            _, ancillary, _, _ = right.recvmsg(1, socket.CMSG_LEN(4))
+            fd = array.array("i", ancillary[0][2][:4])[0]
+            s.close()
+            s = socket.socket(fileno=fd)
+        told, late, fixes, asked = 0, 0, 0, False
+        while True:
+            m = message()
+            if m is None:
+                break
+            if m["class"] == "AUTHORIZATION" and not m["inUse"]:
+                told = 1
+                s.sendall(b'{"class":"WHO","id":99}\n')
+                asked = True
+            elif m["class"] == "FIX" and "lat" in m:
+                fixes += 1
+                if told:
+                    late += 1
+                if not told and fixes >= 40:
+                    break
+            elif m["class"] == "REPLY" and asked:
+                break
+        with open(results, "w") as out:
+            out.write("welcome=%d told=%d late=%d fixes=%d\n" % (welcome, told, late, fixes))
     elif mode == "grant":
         import json
         app, status = sys.argv[3], sys.argv[4]
