@@ -327,7 +327,7 @@ struct EffectiveDecisionTests {
     func escapesAreShownSafely() async throws {
         let hostile = "x\u{1B}]0;PWNED\u{07}\u{1B}[2Jy"
         let doctor = try await GPSLocBinary.run(["doctor", "--app", hostile, "--port", "1"]).stdout
-        #expect(!doctor.contains("\u{1B}") && !doctor.contains("\u{07}") && doctor.contains("x?]0;PWNED??[2Jy"))
+        #expect(!doctor.contains("\u{1B}") && !doctor.contains("\u{07}") && doctor.contains(#"x\e]0;PWNED\x07\e[2Jy"#))
     }
 
     @Test("a restriction in the policy is what auth status and doctor report, not the user's grant")
