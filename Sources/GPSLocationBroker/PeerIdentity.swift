@@ -126,7 +126,7 @@ package struct PeerIdentity: Sendable, Equatable {
         if let cgroup = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) {
             identity.unit = systemUnit(cgroup: cgroup)
         }
-        if let info = try? String(contentsOfFile: "/proc/\(pid)/root/.flatpak-info", encoding: .utf8) {
+        if let info = flatpakInfo(pid: pid) {
             identity.flatpak = flatpakID(info: info)
         }
         // Trusted only if the process is still the one the pidfd pins.
@@ -144,6 +144,26 @@ package struct PeerIdentity: Sendable, Equatable {
             return String(unit)
         }
         return nil
+    }
+
+    /// The largest `.flatpak-info` read (Flatpak's own are well under 4 KB).
+    static let flatpakInfoLimit = 64 << 10
+
+    /// `/proc/PID/root/.flatpak-info`, read bounded (#51: a 1 GB sparse file forged in a user
+    /// namespace held gpslocd's loop for two minutes): opened without following a link and
+    /// without blocking (a fifo planted there never stalls it), only a regular file of at most
+    /// `flatpakInfoLimit` bytes; anything else is no Flatpak id.
+    static func flatpakInfo(pid: Int32) -> String? {
+        let fd = open("/proc/\(pid)/root/.flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= flatpakInfoLimit
+        else { return nil }
+        var bytes = [UInt8](repeating: 0, count: flatpakInfoLimit + 1)
+        let count = Glibc.read(fd, &bytes, bytes.count)
+        guard count >= 0, count <= flatpakInfoLimit else { return nil }
+        return String(decoding: bytes[..<count], as: UTF8.self)
     }
 
     /// `name=` of the `[Application]` group of a `.flatpak-info` file.
