@@ -73,10 +73,17 @@ package final class BrokerClient: @unchecked Sendable {
     /// too far behind. `epoch` (a location line): the `epoch` its authorization was checked at —
     /// if an AUTHORIZATION line has been queued since, the line is not sent.
     package func send(_ line: String, droppable: Bool = false, epoch: Int? = nil) {
+        _ = sendLocation(line, droppable: droppable, epoch: epoch)
+    }
+
+    /// `send`, saying whether the line was queued: false when an AUTHORIZATION line has been
+    /// queued since `epoch` (the location is then not the program's, and is not kept as its last).
+    func sendLocation(_ line: String, droppable: Bool, epoch: Int?) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        if let epoch, epoch != authorizationEpoch { return }
+        if let epoch, epoch != authorizationEpoch { return false }
         queue(line, droppable: droppable)
+        return true
     }
 
     /// `send`'s work, under `lock`.

@@ -269,7 +269,9 @@ package final class BrokerService: Sendable {
         }
         for (session, epoch) in reduced { session.send(event, epoch: epoch) }
         for (client, epoch) in targets {
-            client.send(line, droppable: audience == .full, epoch: audience == .full ? epoch : nil)
+            guard client.sendLocation(line, droppable: audience == .full, epoch: audience == .full ? epoch : nil) else {
+                continue  // a revocation came first: not sent, so not kept as its last location
+            }
             if isFix, let app = client.app {
                 lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: false)
             } else if isEstimate, let app = client.app {

@@ -31,10 +31,10 @@ package struct PeerIdentity: Sendable, Equatable {
     package var pidfd: Int32 = -1
     /// The controlling terminal it connected from (`tty_nr`; 0: none): When In Use is judged on
     /// that terminal only (`TerminalUse`).
-    package var terminal = 0
+    var terminal = 0
     /// The inode of the program's end of the connection (`sock_diag`; 0: unknown): how its
     /// current holders are found (`TerminalUse`).
-    package var peerInode: UInt = 0
+    var peerInode: UInt = 0
 
     package init(uid: UInt32, gid: UInt32, pid: Int32, unit: String? = nil, flatpak: String? = nil, inUse: Bool = false)
     {

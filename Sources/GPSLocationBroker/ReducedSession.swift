@@ -68,8 +68,8 @@ final class ReducedSession: Sendable {
             }
             guard let point else { return }
             let line = BrokerProtocol.reducedLine(point, time: time)
-            client.send(line, droppable: true, epoch: epoch)
-            delivered(line)
+            // Kept as the app's last location only if it went out (not after a revocation).
+            if client.sendLocation(line, droppable: true, epoch: epoch) { delivered(line) }
         case .heading(var heading):
             heading.magneticVariation = nil
             heading.magneticHeading = nil

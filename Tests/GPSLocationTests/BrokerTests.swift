@@ -35,6 +35,30 @@ final class InProcessBroker: Sendable {
         }
     }
 
+    /// An agent for this uid that answers every prompt with `status`/`accuracy` (and `once`),
+    /// counting its answers in `answered`; registered (AGENT) when this returns.
+    func answeringAgent(
+        status: String, accuracy: String, once: Bool = false, answered: EventCounter? = nil
+    ) throws -> BrokerLink {
+        let holder = Locked<BrokerLink?>(nil)
+        let agent = BrokerLink(
+            path: socket, app: "agent",
+            onMessage: { message in
+                guard message.messageClass == "PROMPT", let id = message.int("prompt") else { return }
+                var line = BrokerLine("ANSWER")
+                line.add("prompt", id)
+                line.add("status", status)
+                line.add("accuracy", accuracy)
+                if once { line.add("once", true) }
+                holder.withLock { $0 }?.send(line.line)
+                answered?.increment()
+            }, onState: { _ in })
+        holder.withLock { $0 = agent }
+        _ = try agent.startAndWait()
+        #expect(try agent.request({ _ in }, className: "AGENT", timeout: 10).bool("ok") == true)
+        return agent
+    }
+
     func stop() {
         server.stop()
         finished.wait()
@@ -71,22 +95,8 @@ struct BrokerTests {
         let broker = try InProcessBroker()
         defer { broker.stop() }
         let answered = EventCounter()
-        let holder = Locked<BrokerLink?>(nil)
-        let agent = BrokerLink(
-            path: broker.socket, app: "agent",
-            onMessage: { message in
-                guard message.messageClass == "PROMPT", let id = message.int("prompt") else { return }
-                var line = BrokerLine("ANSWER")
-                line.add("prompt", id)
-                line.add("status", "authorizedAlways")
-                line.add("accuracy", "reduced")
-                holder.withLock { $0 }?.send(line.line)
-                answered.increment()
-            }, onState: { _ in })
-        holder.withLock { $0 = agent }
+        let agent = try broker.answeringAgent(status: "authorizedAlways", accuracy: "reduced", answered: answered)
         defer { agent.close() }
-        _ = try agent.startAndWait()
-        #expect(try agent.request({ _ in }, className: "AGENT", timeout: 10).bool("ok") == true)
 
         let authorizer = LocationAuthorizer.brokered(
             appID: "asker", usageDescription: "to test", socketPath: broker.socket)
@@ -150,22 +160,8 @@ struct BrokerTests {
     func onceIsPerConnection() async throws {
         let broker = try InProcessBroker()
         defer { broker.stop() }
-        let holder = Locked<BrokerLink?>(nil)
-        let agent = BrokerLink(
-            path: broker.socket, app: "agent",
-            onMessage: { message in
-                guard message.messageClass == "PROMPT", let id = message.int("prompt") else { return }
-                var line = BrokerLine("ANSWER")
-                line.add("prompt", id)
-                line.add("status", "authorizedWhenInUse")
-                line.add("accuracy", "full")
-                line.add("once", true)
-                holder.withLock { $0 }?.send(line.line)
-            }, onState: { _ in })
-        holder.withLock { $0 = agent }
+        let agent = try broker.answeringAgent(status: "authorizedWhenInUse", accuracy: "full", once: true)
         defer { agent.close() }
-        _ = try agent.startAndWait()
-        #expect(try agent.request({ _ in }, className: "AGENT", timeout: 10).bool("ok") == true)
         let first = LocationAuthorizer.brokered(
             appID: "oneshot", usageDescription: "to test", socketPath: broker.socket)
         defer { first.disconnect() }
