@@ -107,7 +107,16 @@ other_checks > "$logs/other-checks.txt" 2>&1 &
 others=$!
 # The suite in parallel; the real-gpsd suites run one at a time in each of four lanes (RealGPSD),
 # and every suite has a Swift Testing time limit, so a stuck test fails by itself.
-step tests swift test --skip-build --parallel || status=1
+# A watchdog over the whole suite: a test stuck where its time limit cannot reach (a blocking
+# call that ignores cancellation) ends the step after 40 minutes instead of CI's 90, and the
+# page names the tests that started and never finished.
+step tests timeout --kill-after=30 2400 swift test --skip-build --parallel || {
+  status=1
+  unfinished=$(awk '/^◇ Test .* started\.$/ && !/^◇ Test case / { sub(/^◇ Test /, ""); sub(/ started\.$/, ""); open[$0] = 1 }
+    /^(✔|✘) Test / { line = $0; sub(/^(✔|✘) Test /, "", line); for (name in open) if (index(line, name) == 1) delete open[name] }
+    END { for (name in open) print "  " name }' "$logs/tests.log")
+  [ -n "$unfinished" ] && printf 'step tests: started and never finished:\n%s\n' "$unfinished"
+}
 grep -E "^. Test run with" "$logs/tests.log" || true
 wait "$tsan" || status=1
 wait "$others" || status=1

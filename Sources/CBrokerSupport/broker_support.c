@@ -3,7 +3,10 @@
 #include "CBrokerSupport.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/vfs.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -74,4 +77,15 @@ int gpslocd_epoll_wait(int epoll, long long *data, unsigned *events, int maximum
         if (ready[i].events & EPOLLOUT) events[i] |= 2;
     }
     return count;
+}
+
+int gpslocd_open_process_root(int pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/root", pid);
+    return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+int gpslocd_is_fuse(const char *path) {
+    struct statfs info;
+    return statfs(path, &info) == 0 && info.f_type == 0x65735546 /* FUSE_SUPER_MAGIC */;
 }

@@ -22,6 +22,7 @@ public final class GPSDServer: Sendable {
     public init(devices: [String], port requestedPort: Int? = nil) throws {
         guard Self.isInstalled else { throw GPSFakeError.notInstalled }
         let port = try requestedPort ?? FreePort.find()
+        if let requestedPort { FreePort.hold(requestedPort) }
         endpoint = GPSDEndpoint(host: "127.0.0.1", port: port)
         workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "gpslocation-gpsd-\(UUID().uuidString)")
@@ -67,6 +68,7 @@ public final class GPSDServer: Sendable {
     public func stop() {
         child.terminate()
         try? FileManager.default.removeItem(at: workDirectory)
+        FreePort.release(endpoint.port)
     }
 
     private var stderr: String { daemonMessages(in: workDirectory.appendingPathComponent("stderr.txt")) }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import GPSDClient
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -39,6 +40,7 @@ public final class GPSFakeServer: Sendable {
         let port: Int
         if let requestedPort {
             port = requestedPort
+            FreePort.hold(requestedPort)
         } else {
             do { port = try FreePort.find() } catch { throw .noFreePort }
         }
@@ -175,6 +177,7 @@ public final class GPSFakeServer: Sendable {
             if kill(daemon, 0) == 0 { kill(daemon, SIGKILL) }
         }
         try? FileManager.default.removeItem(at: workDirectory)
+        FreePort.release(endpoint.port)
     }
 
     /// gpsd's JSON as gpsfake's own watcher received it (complete once gpsfake has exited).
@@ -237,13 +240,63 @@ func daemonMessages(in file: URL) -> String {
 package enum FreePort {
     /// A port that is free on 127.0.0.1 (and on ::1, where gpsd also listens) and lies outside
     /// the ephemeral range, picked at random so that concurrent callers rarely try the same one.
+    ///
+    /// The port is also *reserved* until `release(_:)` (or the process ends): an abstract Unix
+    /// socket `@gpslocation-port-PORT` is bound, which no other process can bind while this one
+    /// holds it. Checking that a port is free does not keep it free: two test processes (the
+    /// suite and a `gpsloc replay --via gpsd` it runs) that picked the same port in the second
+    /// before either gpsd listened both started gpsfake on it, and one program read the other's
+    /// recording (seen once in CI: a Munich fix in a Bristol replay).
     package static func find() throws -> Int {
         let candidates = candidateRange()
         for _ in 0..<200 {
             let port = Int.random(in: candidates)
-            if isFree(port: port) { return port }
+            guard let reservation = reserve(port) else { continue }
+            if isFree(port: port) {
+                reservations.withLock { $0[port] = reservation }
+                return port
+            }
+            close(reservation)
         }
         throw POSIXError(.EADDRINUSE)
+    }
+
+    /// Reserves `port` as `find()` does, when the caller chose it (a gpsd restarted where its
+    /// clients expect it); false when another process holds it.
+    @discardableResult
+    package static func hold(_ port: Int) -> Bool {
+        if reservations.withLock({ $0[port] != nil }) { return true }
+        guard let reservation = reserve(port) else { return false }
+        reservations.withLock { $0[port] = reservation }
+        return true
+    }
+
+    /// Gives up this process's reservation of `port` (its gpsd has stopped).
+    package static func release(_ port: Int) {
+        if let reservation = reservations.withLock({ $0.removeValue(forKey: port) }) { close(reservation) }
+    }
+
+    private static let reservations = Mutex<[Int: Int32]>([:])
+
+    /// Binds the abstract Unix socket that stands for `port`; its descriptor, or nil when
+    /// another process holds it.
+    private static func reserve(_ port: Int) -> Int32? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let name = Array("gpslocation-port-\(port)".utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { path in
+            path[0] = 0  // abstract: no file, gone with the process
+            for (index, byte) in name.enumerated() { path[index + 1] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + name.count)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 }
+        }
+        if bound { return fd }
+        close(fd)
+        return nil
     }
 
     /// The ports below the ephemeral range (above it when that leaves too few below).

@@ -15,7 +15,8 @@ import Foundation
 ///   units and scopes are under the user's control and are not used.
 /// - The Flatpak id: `[Application] name=` in `/proc/PID/root/.flatpak-info`, as the desktop
 ///   portal reads it (needs gpslocd to be able to read the process's root: root or
-///   `CAP_SYS_PTRACE`; otherwise unknown).
+///   `CAP_SYS_PTRACE`; when it cannot, or the file is not a Flatpak's, the program is refused —
+///   see `flatpakApp(pid:)`).
 /// - In use: the process is in the foreground process group of a terminal (`tty_nr`, `tpgid`).
 package struct PeerIdentity: Sendable, Equatable {
     package var uid: UInt32
@@ -65,6 +66,12 @@ package struct PeerIdentity: Sendable, Equatable {
         var gid: UInt32 = 0
         guard gpslocd_peer_credentials(fd, &pid, &uid, &gid) == 0 else {
             throw Failure(description: "SO_PEERCRED failed (\(String(cString: strerror(errno))))")
+        }
+        guard pid > 0 else {
+            // SO_PEERCRED's pid is 0 for a process in a PID namespace gpslocd cannot see.
+            throw Failure(
+                description: "the connecting process is in a PID namespace gpslocd cannot see (another container's), "
+                    + "so its identity cannot be read: run the program where gpslocd runs, or gpslocd in its container")
         }
         var pidfd = gpslocd_peer_pidfd(fd)
         let exact = pidfd >= 0
@@ -126,9 +133,7 @@ package struct PeerIdentity: Sendable, Equatable {
         if let cgroup = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) {
             identity.unit = systemUnit(cgroup: cgroup)
         }
-        if let info = flatpakInfo(pid: pid) {
-            identity.flatpak = flatpakID(info: info)
-        }
+        identity.flatpak = try flatpakApp(pid: pid)
         // Trusted only if the process is still the one the pidfd pins.
         guard gpslocd_pidfd_alive(pidfd) == 1 else {
             throw Failure(description: "the connecting process (pid \(pid)) exited while it was identified")
@@ -149,21 +154,81 @@ package struct PeerIdentity: Sendable, Equatable {
     /// The largest `.flatpak-info` read (Flatpak's own are well under 4 KB).
     static let flatpakInfoLimit = 64 << 10
 
-    /// `/proc/PID/root/.flatpak-info`, read bounded (#51: a 1 GB sparse file forged in a user
-    /// namespace held gpslocd's loop for two minutes): opened without following a link and
-    /// without blocking (a fifo planted there never stalls it), only a regular file of at most
-    /// `flatpakInfoLimit` bytes; anything else is no Flatpak id.
-    static func flatpakInfo(pid: Int32) -> String? {
-        let fd = open("/proc/\(pid)/root/.flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+    /// The Flatpak app the process runs as, nil when it is not in a Flatpak sandbox — or a
+    /// failure when that cannot be told, so that an app gpslocd cannot place is refused rather
+    /// than trusted as an unsandboxed label (#51: under the unit without the capability, a
+    /// Flatpak app was a plain label and granted itself Always).
+    ///
+    /// As the desktop portal does it: the process's root (`/proc/PID/root`: gpslocd needs root
+    /// or `CAP_SYS_PTRACE` for another uid's) is opened, and `.flatpak-info` in it — no file: not
+    /// a sandbox; a root on FUSE (a toolbox container) that may not be opened: not a Flatpak. It
+    /// is read bounded (#51: a 1 GB sparse file forged in a user namespace held gpslocd's loop
+    /// for two minutes): opened without following a link and without blocking (a fifo planted
+    /// there never stalls it), only a regular file of at most `flatpakInfoLimit` bytes, and its
+    /// `[Application] name=` must be a valid Flatpak app id. Anything else is refused, with why.
+    static func flatpakApp(pid: Int32) throws(Failure) -> String? {
+        let rootPath = "/proc/\(pid)/root"
+        let root = gpslocd_open_process_root(pid)
+        guard root >= 0 else {
+            let error = errno
+            if error == EACCES, gpslocd_is_fuse(rootPath) == 1 { return nil }
+            if error == ENOENT || error == ESRCH {
+                throw Failure(description: "the connecting process (pid \(pid)) has exited")
+            }
+            throw Failure(
+                description: "gpslocd may not open \(rootPath) (\(String(cString: strerror(error)))), so it cannot "
+                    + "tell whether this program is a sandboxed app: run gpslocd as root or with CAP_SYS_PTRACE "
+                    + "(gpslocd.service gives it)")
+        }
+        defer { close(root) }
+        let fd = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let error = errno
+            if error == ENOENT { return nil }
+            throw Failure(
+                description: "this program's /.flatpak-info cannot be opened (\(String(cString: strerror(error)))): "
+                    + "not a Flatpak sandbox's")
+        }
         defer { close(fd) }
         var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= flatpakInfoLimit
-        else { return nil }
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw Failure(description: "this program's /.flatpak-info is not a regular file: not a Flatpak sandbox's")
+        }
+        guard status.st_size <= flatpakInfoLimit else {
+            throw Failure(
+                description: "this program's /.flatpak-info has \(status.st_size) bytes (Flatpak's are a few KB; "
+                    + "gpslocd reads at most \(flatpakInfoLimit)): not a Flatpak sandbox's")
+        }
         var bytes = [UInt8](repeating: 0, count: flatpakInfoLimit + 1)
         let count = Glibc.read(fd, &bytes, bytes.count)
-        guard count >= 0, count <= flatpakInfoLimit else { return nil }
-        return String(decoding: bytes[..<count], as: UTF8.self)
+        guard count >= 0, count <= flatpakInfoLimit,
+            let id = flatpakID(info: String(decoding: bytes[..<count], as: UTF8.self)), isFlatpakAppID(id)
+        else {
+            throw Failure(
+                description: "this program's /.flatpak-info names no valid Flatpak app ([Application] name=): "
+                    + "not a Flatpak sandbox's")
+        }
+        return id
+    }
+
+    /// A Flatpak app id as Flatpak defines one: at most 255 characters, three or more elements
+    /// separated by `.`, each non-empty, of `A-Z a-z 0-9 _` (and `-` in the last), none starting
+    /// with a digit.
+    package static func isFlatpakAppID(_ id: String) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= 255 else { return false }
+        let elements = id.split(separator: ".", omittingEmptySubsequences: false)
+        guard elements.count >= 3 else { return false }
+        for (index, element) in elements.enumerated() {
+            let last = index == elements.count - 1
+            guard let first = element.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
+            for scalar in element.unicodeScalars {
+                let allowed =
+                    ("A"..."Z").contains(scalar) || ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar)
+                    || scalar == "_" || (last && scalar == "-")
+                guard allowed else { return false }
+            }
+        }
+        return true
     }
 
     /// `name=` of the `[Application]` group of a `.flatpak-info` file.

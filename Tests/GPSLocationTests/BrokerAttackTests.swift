@@ -289,23 +289,25 @@ extension RealGPSD.LaneC {
                     $0.add("status", "authorizedWhenInUse")
                 }, className: "GRANT", timeout: 10)
             #expect(granted.bool("ok") == true)
-            // Where the attacker writes its result: a fifo the test reads to its end.
+            // Where the attacker writes its result (a file it renames into place when done: the
+            // holder may be a setsid() child that outlives script(1)).
             let drop = broker.folder.appendingPathComponent("results-\(how)")
             try FileManager.default.createDirectory(at: drop, withIntermediateDirectories: true)
             #expect(chmod(drop.path, 0o777) == 0)
-            let fifo = drop.appendingPathComponent("fifo").path
-            #expect(mkfifo(fifo, 0o666) == 0 && chmod(fifo, 0o666) == 0)
-            let command = ["/usr/bin/python3", try Self.script(broker), broker.socket, "inuse", how, fifo]
+            let result = drop.appendingPathComponent("result").path
+            let command = ["/usr/bin/python3", try Self.script(broker), broker.socket, "inuse", how, result]
                 .map(shellQuoted).joined(separator: " ")
-            async let results = runProgram("/bin/cat", [fifo])
             let run = try await runProgram(
                 "/usr/bin/setpriv",
                 [
                     "--reuid=\(Self.attacker)", "--regid=\(Self.attacker)", "--clear-groups", "--no-new-privs",
                     "/usr/bin/script", "-qfc", command, "/dev/null",
                 ])
-            let line = try await results.stdout
             #expect(run.status == 0, "\(run.stdout.suffix(400))")
+            // The script gives up by itself after 90 s (an alarm), writing what it saw.
+            let written = await eventually(hangLimit: 120) { FileManager.default.fileExists(atPath: result) }
+            let line = (try? String(contentsOfFile: result, encoding: .utf8)) ?? ""
+            #expect(written, "the attacker wrote no result: \(run.stdout.suffix(400))")
             var values: [String: Int] = [:]
             for pair in line.split(whereSeparator: \.isWhitespace) {
                 let parts = pair.split(separator: "=")

@@ -349,7 +349,9 @@ struct OwnUserBroker {
     let programs: OtherUserPrograms
 
     static func start(gpsdPort: Int) async throws -> OwnUserBroker {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-uid-\(UUID())")
+        // Where the other uids (gpslocd's, the attacker's) can enter: a private TMPDIR would
+        // hide the socket and the attack script from them.
+        let folder = OtherUserPrograms.reachableTemporaryFolder.appendingPathComponent("broker-uid-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         #expect(chmod(folder.path, 0o755) == 0)
         let run = folder.appendingPathComponent("run")
@@ -374,7 +376,14 @@ struct OwnUserBroker {
                 "--state", state.path,
             ],
             environment: ProcessInfo.processInfo.environment)
-        #expect(await log.waitFor(timeout: 30) { $0.contains { $0.text.hasPrefix("gpslocd: listening") } })
+        guard await log.waitFor(timeout: 30, { $0.contains { $0.text.hasPrefix("gpslocd: listening") } }) else {
+            if daemon.isRunning { daemon.terminate() }
+            programs.remove()
+            try? FileManager.default.removeItem(at: folder)
+            throw OtherUserError(
+                "gpslocd as uid \(uid) (with CAP_SYS_PTRACE) did not start listening: "
+                    + log.snapshot.map(\.text).suffix(10).joined(separator: " | "))
+        }
         return OwnUserBroker(
             folder: folder, socket: socket, state: state, daemon: daemon, log: log, programs: programs)
     }

@@ -14,6 +14,11 @@ int gpslocd_pidfd_open(int pid);
 /// exited, -1 on error; needs no permission over the process.
 int gpslocd_pidfd_alive(int pidfd);
 
+/// open(/proc/PID/root, O_PATH | O_DIRECTORY): the process's root folder, or -1 with errno.
+int gpslocd_open_process_root(int pid);
+/// 1 when `path` is on a FUSE file system (statfs), else 0.
+int gpslocd_is_fuse(const char *path);
+
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC.
 int gpslocd_accept(int listener);
 

@@ -17,7 +17,8 @@
 ///   SCM_RIGHTS and closes its own copy, staying in the foreground), `pty` (forks, the parent
 ///   exits, the child makes a pseudo-terminal of its own and becomes its foreground). Whoever
 ///   holds the connection then reads until gpslocd says `inUse: false` (or 40 fixes came) and
-///   writes `welcome=… told=… late=… fixes=…` to the RESULTS fifo: `late` counts fixes after
+///   writes `welcome=… told=… late=… fixes=…` to the file RESULTS (renamed into place;
+///   after 90 s it gives up and writes what it saw, with `error=`): `late` counts fixes after
 ///   that AUTHORIZATION line, up to the reply to a WHO asked after it;
 /// - `grant APP STATUS`: grants its own uid's APP (as the user would with `gpsloc auth grant`),
 ///   prints whether gpslocd accepted (`ok=`) and, connecting again as APP, whether the WELCOME
@@ -90,8 +91,21 @@ let brokerAttackScript = #"""
                 break
         print("refused=%d" % refused, flush=True)
     elif mode == "inuse":
-        import array, json, termios, fcntl
+        import array, json, signal, termios, fcntl
         how, results = sys.argv[3], sys.argv[4]
+        welcome, told, late, fixes, error = 0, 0, 0, 0, ""
+        def report():
+            partial = results + ".part"
+            with open(partial, "w") as out:
+                out.write("welcome=%d told=%d late=%d fixes=%d%s\n" % (welcome, told, late, fixes, error))
+            os.rename(partial, results)
+        def give_up(signum, frame):
+            global error
+            error = " error=gave-up-after-90s"
+            report()
+            os._exit(1)
+        signal.signal(signal.SIGALRM, give_up)
+        signal.alarm(90)
         s = connect()
         s.sendall(b'{"class":"HELLO","version":1,"app":"wiu"}\n{"class":"WATCH"}\n')
         buffered = b""
@@ -104,9 +118,12 @@ let brokerAttackScript = #"""
                 buffered += more
             line, buffered = buffered.split(b"\n", 1)
             return json.loads(line)
-        welcome = 0
         while True:
             m = message()
+            if m is None:
+                error = " error=closed-before-a-fix"
+                report()
+                sys.exit(1)
             if m["class"] == "WELCOME":
                 welcome = int(m["inUse"])
             if m["class"] == "FIX" and "lat" in m:
@@ -131,7 +148,8 @@ let brokerAttackScript = #"""
             fd = array.array("i", ancillary[0][2][:4])[0]
             s.close()
             s = socket.socket(fileno=fd)
-        told, late, fixes, asked = 0, 0, 0, False
+        signal.alarm(90)
+        asked = False
         while True:
             m = message()
             if m is None:
@@ -148,8 +166,7 @@ let brokerAttackScript = #"""
                     break
             elif m["class"] == "REPLY" and asked:
                 break
-        with open(results, "w") as out:
-            out.write("welcome=%d told=%d late=%d fixes=%d\n" % (welcome, told, late, fixes))
+        report()
     elif mode == "grant":
         import json
         app, status = sys.argv[3], sys.argv[4]

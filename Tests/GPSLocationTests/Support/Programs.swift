@@ -120,7 +120,13 @@ func runProgram(
     let program = RunningProgram(process)
     let start = ContinuousClock.now
     try program.start()
-    let status = await program.exited()
+    // A test ended by its time limit is cancelled: the program goes with it (else a program
+    // waiting on something that never comes keeps the whole run waiting).
+    let status = await withTaskCancellationHandler {
+        await program.exited()
+    } onCancel: {
+        program.kill(SIGKILL)
+    }
     let elapsed = ContinuousClock.now - start
     try? out.close()
     try? err.close()
@@ -183,4 +189,16 @@ final class ProcessReference: @unchecked Sendable {
 /// quotes): in single quotes, each single quote written as '\''.
 func shellQuoted(_ text: String) -> String {
     "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+}
+
+/// Polls `condition` every 20 ms until it holds (true) or `hangLimit` seconds have passed or the
+/// test is cancelled (false): for what gives no event to wait on (a file another uid's process
+/// renames into place). The limit only ends a hang; a condition that holds ends the wait at once.
+func eventually(hangLimit: Double, _ condition: @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(hangLimit * 1000))
+    while !condition() {
+        if ContinuousClock.now >= deadline || Task.isCancelled { return false }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return true
 }
