@@ -258,16 +258,40 @@ package final class BrokerServer: Sendable {
         reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
     }
 
-    /// gpslocd's stderr (the journal under systemd), at most once a second for the same text.
-    private static let logged = Locked<(text: String, at: Double)>(("", 0))
+    /// gpslocd's stderr (the journal under systemd), bounded (#51: 36 MB in 10 s of a hostile
+    /// program's connection churn): the same text at most once a second, and at most
+    /// `logLinesPerSecond` lines in any second — what is held back is counted and said in one
+    /// line when the next second's first message is written.
+    private static let logged = Locked<(text: String, at: Double, second: Double, written: Int, held: Int)>(
+        ("", 0, 0, 0, 0))
+    static let logLinesPerSecond = 20
     static func log(_ text: String) {
         let now = PeerIdentity.bootSeconds()
-        let repeated = logged.withLock { last -> Bool in
-            if last.text == text && now - last.at < 1 { return true }
-            last = (text, now)
-            return false
+        let (write, held) = logged.withLock { state -> (Bool, Int) in
+            if state.text == text && now - state.at < 1 { return (false, 0) }
+            var heldBefore = 0
+            if now - state.second >= 1 {
+                heldBefore = state.held
+                state.second = now
+                state.written = 0
+                state.held = 0
+            }
+            guard state.written < logLinesPerSecond else {
+                state.held += 1
+                return (false, 0)
+            }
+            state.written += 1
+            state.text = text
+            state.at = now
+            return (true, heldBefore)
         }
-        if !repeated { FileHandle.standardError.write(Data("gpslocd: \(text)\n".utf8)) }
+        var output = ""
+        if held > 0 {
+            output += "gpslocd: \(held) more message(s) held back in one second (at most \(logLinesPerSecond) a second; "
+                + "the audit log has every connection)\n"
+        }
+        if write { output += "gpslocd: \(text)\n" }
+        if !output.isEmpty { FileHandle.standardError.write(Data(output.utf8)) }
     }
 
     private enum ReadOutcome { case drained, more, gone }

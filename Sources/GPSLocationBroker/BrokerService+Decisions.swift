@@ -35,7 +35,7 @@ extension BrokerService {
     /// The uid's own decisions.
     private func store(_ uid: UInt32) -> DecisionStore {
         DecisionStore(directory: userDirectory(uid)) { diagnostic in
-            FileHandle.standardError.write(Data("gpslocd: \(diagnostic.message)\n".utf8))
+            BrokerServer.log(diagnostic.message)
         }
     }
 
@@ -43,7 +43,7 @@ extension BrokerService {
     private func administratorStore(_ uid: UInt32) -> DecisionStore? {
         guard uid != 0 else { return nil }
         return DecisionStore(directory: userDirectory(uid).appendingPathComponent("administrator")) { diagnostic in
-            FileHandle.standardError.write(Data("gpslocd: \(diagnostic.message)\n".utf8))
+            BrokerServer.log(diagnostic.message)
         }
     }
 

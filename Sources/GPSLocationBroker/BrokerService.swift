@@ -85,8 +85,7 @@ package final class BrokerService: Sendable {
         let watcher = FileChangeWatcher(
             paths: [policyPath],
             onFailure: { why in
-                FileHandle.standardError.write(
-                    Data("gpslocd: the policy is no longer followed (\(why)); restart gpslocd after editing it\n".utf8))
+                BrokerServer.log("the policy is no longer followed (\(why)); restart gpslocd after editing it")
             },
             onChange: { [weak self] in self?.policyChanged() })
         policyWatcher.withLock { $0 = watcher }

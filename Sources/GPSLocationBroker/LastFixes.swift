@@ -118,7 +118,7 @@ final class LastFixes: Sendable {
                 url, with: Data((entry.object + "\n" + (entry.estimate.map { $0 + "\n" } ?? "")).utf8))
         } catch {
             // Not kept is a convenience lost, said on gpslocd's stderr (its journal).
-            FileHandle.standardError.write(Data("gpslocd: the last location is not kept: \(error)\n".utf8))
+            BrokerServer.log("the last location is not kept: \(error)")
         }
     }
 }

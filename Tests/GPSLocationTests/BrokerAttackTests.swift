@@ -322,6 +322,93 @@ extension RealGPSD.LaneC {
             }
         }
 
+        /// #51: a user namespace lets any user make a root folder of their own, so `.flatpak-info`
+        /// can be planted: a 1 GB sparse one held gpslocd's loop for two minutes. Each planted
+        /// file, as uid 12345 in `unshare -Ur` + chroot(): what is not a Flatpak's small regular
+        /// file is refused at once with why (and the loop goes on); a well-formed one makes the
+        /// program a "Flatpak app" — which may not decide for itself, and is keyed by its uid
+        /// like any label (docs/broker.md: what a forged id gains).
+        @Test(
+            "a .flatpak-info planted in a user namespace: refused at once unless well-formed, and then no more than a label",
+            arguments: ["sparse", "fifo", "link", "nameless", "valid"])
+        func plantedFlatpakInfo(_ kind: String) async throws {
+            let (server, broker) = try await Self.started()
+            defer { Self.stop(server, broker) }
+            let drop = broker.folder.appendingPathComponent("forge-\(kind)")
+            try FileManager.default.createDirectory(at: drop, withIntermediateDirectories: true)
+            #expect(chmod(drop.path, 0o777) == 0)
+            let run = try await runProgram(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(Self.attacker)", "--regid=\(Self.attacker)", "--clear-groups",
+                    "/usr/bin/unshare", "-Ur", "/usr/bin/python3", try Self.script(broker), broker.socket, "forge", kind,
+                    drop.path,
+                ])
+            #expect(run.status == 0, "\(run.stderr.suffix(400))")
+            let result = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any] ?? [:]
+            let first = result["first"] as? [String: Any] ?? [:]
+            let seconds = result["seconds"] as? Double ?? .infinity
+            print("planted .flatpak-info (\(kind)): \(first["class"] ?? "-") in \(seconds) s: \(first)")
+            // The old read of a 1 GB file took two minutes; refusing reads at most 64 KB.
+            #expect(seconds < 10, "\(seconds) s")
+            if kind == "valid" {
+                #expect(first["class"] as? String == "WELCOME" && first["identity"] as? String == "flatpak")
+                #expect(first["app"] as? String == "org.forged.Maps")
+                let replies = result["replies"] as? [[String: Any]] ?? []
+                #expect(replies.first?["ok"] as? Bool == false, "a forged Flatpak app decided for itself: \(replies)")
+            } else {
+                let message = first["message"] as? String ?? ""
+                let expected =
+                    ["sparse": "1073741824 bytes", "fifo": "not a regular file", "link": "cannot be opened",
+                     "nameless": "names no valid Flatpak app"][kind] ?? "?"
+                #expect(first["class"] as? String == "ERROR" && message.contains(expected), "\(first)")
+            }
+            // And the loop went on: a program connecting now is welcomed.
+            let next = try await Self.attack(broker, ["welcome"])
+            #expect(next["welcome"] == 1, "\(next)")
+        }
+
+        /// #51: gpslocd as a user without CAP_SYS_PTRACE cannot open another uid's
+        /// `/proc/PID/root`, so it cannot tell a Flatpak app from an unsandboxed program — such a
+        /// program used to become a plain label and granted itself Always. It is refused now, with
+        /// what to do.
+        @Test("a program whose sandbox gpslocd cannot see is refused, saying what gpslocd needs")
+        func unreadableIdentityIsRefused() async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+            defer { server.stop() }
+            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port, capability: false)
+            defer { broker.stop() }
+            let result = try await Self.attack(broker, ["welcome"])
+            #expect(result["welcome"] == 0 && result["refused"] == 1, "an unidentifiable program was welcomed: \(result)")
+            let log = broker.log.snapshot.map(\.text).joined(separator: "\n")
+            #expect(log.contains("CAP_SYS_PTRACE"), "\(log.suffix(600))")
+        }
+
+        /// #51: gpslocd's stderr had no bound — 36 MB in 10 s of a program's connection churn.
+        /// It writes at most 20 lines a second now (and says how many it held back); the audit
+        /// log moves to `audit.log.1` at 1 MB.
+        @Test("connection churn: gpslocd's stderr stays within its lines per second, the audit log within 2 MB")
+        func churnKeepsLogsBounded() async throws {
+            let (server, broker) = try await Self.started()
+            defer { Self.stop(server, broker) }
+            let before = broker.log.snapshot.count
+            let churn = try await Self.attack(broker, ["churn", "3000"])
+            let seconds = churn["seconds"] ?? 0
+            // What gpslocd wrote meanwhile (a WHO's reply marks the end of the churn's lines).
+            let next = try await Self.attack(broker, ["welcome"])
+            #expect(next["welcome"] == 1)
+            let lines = broker.log.snapshot.dropFirst(before)
+            let allowed = Int((seconds + 2).rounded(.up)) * (20 + 1)  // BrokerServer.logLinesPerSecond, and the held-back count
+            print("3,000 connections in \(seconds) s: gpslocd wrote \(lines.count) stderr lines (at most \(allowed))")
+            #expect(lines.count <= allowed, "\(lines.suffix(5).map(\.text))")
+            let audit = broker.state.appendingPathComponent("audit.log")
+            let sizes = [audit.path, audit.path + ".1"].map {
+                ((try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? Int) ?? 0
+            }
+            #expect(sizes.reduce(0, +) <= 2 << 20, "audit: \(sizes)")
+        }
+
         /// Folders and files gpslocd must own: a state folder others can write is refused, a
         /// socket another gpslocd answers on is not taken over, and a link planted as the audit
         /// log is never followed.

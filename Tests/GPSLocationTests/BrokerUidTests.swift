@@ -348,7 +348,8 @@ struct OwnUserBroker {
     let log: LineReader
     let programs: OtherUserPrograms
 
-    static func start(gpsdPort: Int) async throws -> OwnUserBroker {
+    /// `capability`: false runs it without CAP_SYS_PTRACE (a hand-started gpslocd as a user).
+    static func start(gpsdPort: Int, capability: Bool = true) async throws -> OwnUserBroker {
         // Where the other uids (gpslocd's, the attacker's) can enter: a private TMPDIR would
         // hide the socket and the attack script from them.
         let folder = OtherUserPrograms.reachableTemporaryFolder.appendingPathComponent("broker-uid-\(UUID())")
@@ -371,7 +372,11 @@ struct OwnUserBroker {
                 // The one capability the unit gives it (AmbientCapabilities=CAP_SYS_PTRACE): to
                 // read other uids' /proc/PID/fd (who holds a connection) and /proc/PID/root
                 // (a Flatpak's .flatpak-info).
-                "--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace",
+            ]
+                + (capability
+                    ? ["--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace"]
+                    : ["--inh-caps=-all", "--bounding-set=-all"])
+                + [
                 programs.path("gpslocd"), "--gpsd", "127.0.0.1:\(gpsdPort)", "--socket", socket,
                 "--state", state.path,
             ],

@@ -9,7 +9,10 @@
 ///   whether gpslocd closed the connection (`closed=1`);
 /// - `connections N`: opens N connections (raising its own descriptor limit) and counts the
 ///   ones refused with gpslocd's "already holds" reason;
-/// - `welcome`: connects, says HELLO and prints the seconds until WELCOME (`seconds=`);
+/// - `churn N`: N short-lived processes, 100 at a time, each connecting and exiting at once;
+///   prints the seconds taken (`seconds=`);
+/// - `welcome`: connects, says HELLO and prints the seconds until WELCOME (`seconds=`), whether it
+///   came (`welcome=`) and whether gpslocd refused the connection instead (`refused=`);
 /// - `inuse HOW RESULTS`: run in a terminal's foreground (script(1)), says HELLO as `wiu` and
 ///   WATCHes; once a fix has come (it is When In Use and in use), it tries to keep receiving
 ///   out of the foreground — HOW: `keep` (stays: the control), `setsid` (forks, the parent
@@ -20,6 +23,10 @@
 ///   writes `welcome=… told=… late=… fixes=…` to the file RESULTS (renamed into place;
 ///   after 90 s it gives up and writes what it saw, with `error=`): `late` counts fixes after
 ///   that AUTHORIZATION line, up to the reply to a WHO asked after it;
+/// - `forge KIND DROP`: in a user namespace of its own (run under `unshare -Ur`), plants a
+///   `/.flatpak-info` of KIND (`sparse`: 1 GB, `fifo`, `link`, `nameless`, `valid`) in a root
+///   folder under DROP, chroot()s into it, connects, says HELLO and asks to GRANT itself; prints
+///   a JSON object with gpslocd's first line (`first`), its replies and the seconds taken;
 /// - `grant APP STATUS`: grants its own uid's APP (as the user would with `gpsloc auth grant`),
 ///   prints whether gpslocd accepted (`ok=`) and, connecting again as APP, whether the WELCOME
 ///   then says it may receive (`authorized=`).
@@ -190,15 +197,79 @@ let brokerAttackScript = #"""
         welcome = next(m for m in lines(s) if m["class"] == "WELCOME")
         authorized = welcome["status"] in ("authorizedAlways", "authorizedWhenInUse")
         print("ok=%d authorized=%d" % (ok, authorized), flush=True)
+    elif mode == "forge":
+        # Run as "root" of a user namespace of its own (unshare -Ur): a root folder with a
+        # planted /.flatpak-info, entered with chroot(); the socket is reached from the old
+        # working folder (its own), which chroot() leaves where it was.
+        import json, signal
+        signal.alarm(60)
+        kind, drop = sys.argv[3], sys.argv[4]
+        fake = os.path.join(drop, "root-" + kind)
+        os.mkdir(fake)
+        info = os.path.join(fake, ".flatpak-info")
+        if kind == "sparse":
+            with open(info, "wb") as f:
+                f.truncate(1 << 30)
+        elif kind == "fifo":
+            os.mkfifo(info)
+        elif kind == "link":
+            os.symlink("/etc/passwd", info)
+        elif kind == "nameless":
+            with open(info, "w") as f:
+                f.write("[Application]\nruntime=runtime/org.example.Platform/x86_64/1\n")
+        elif kind == "valid":
+            with open(info, "w") as f:
+                f.write("[Application]\nname=org.forged.Maps\n\n[Instance]\ninstance-id=1\n")
+        folder, name = os.path.split(path)
+        os.chdir(folder)
+        os.chroot(fake)
+        start = time.monotonic()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(name)
+        s.sendall(b'{"class":"HELLO","version":1,"app":"forger"}\n'
+                  b'{"class":"GRANT","id":7,"app":"org.forged.Maps","status":"authorizedAlways"}\n')
+        data = b""
+        while data.count(b"\n") < 2:
+            try:
+                more = s.recv(65536)
+            except ConnectionResetError:  # closed with the HELLO unread: its ERROR came first
+                break
+            if not more:
+                break
+            data += more
+        first = json.loads(data.split(b"\n")[0])
+        print(json.dumps({"seconds": time.monotonic() - start, "first": first,
+                          "replies": [json.loads(l) for l in data.split(b"\n")[1:] if l]}), flush=True)
+    elif mode == "churn":
+        # Connections from short-lived processes: each child connects and exits at once, so
+        # gpslocd has something new to say of each (a pid that has exited, a disconnect).
+        start = time.monotonic()
+        for _ in range(int(sys.argv[3]) // 100):
+            children = []
+            for _ in range(100):
+                child = os.fork()
+                if child == 0:
+                    try:
+                        connect().sendall(hello)
+                    finally:
+                        os._exit(0)
+                children.append(child)
+            for child in children:
+                os.waitpid(child, 0)
+        print("seconds=%.3f" % (time.monotonic() - start), flush=True)
     elif mode == "welcome":
         start = time.monotonic()
         s = connect(); s.sendall(hello)
         s.settimeout(60)
         data = b""
         while b"WELCOME" not in data:
-            more = s.recv(4096)
+            try:
+                more = s.recv(4096)
+            except ConnectionResetError:
+                break
             if not more:
                 break
             data += more
-        print("seconds=%.3f welcome=%d" % (time.monotonic() - start, b"WELCOME" in data), flush=True)
+        print("seconds=%.3f welcome=%d refused=%d" % (time.monotonic() - start, b"WELCOME" in data,
+                                                      b'"class":"ERROR"' in data), flush=True)
     """#
