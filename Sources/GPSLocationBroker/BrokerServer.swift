@@ -287,7 +287,8 @@ package final class BrokerServer: Sendable {
         }
         var output = ""
         if held > 0 {
-            output += "gpslocd: \(held) more message(s) held back in one second (at most \(logLinesPerSecond) a second; "
+            output +=
+                "gpslocd: \(held) more message(s) held back in one second (at most \(logLinesPerSecond) a second; "
                 + "the audit log has every connection)\n"
         }
         if write { output += "gpslocd: \(text)\n" }

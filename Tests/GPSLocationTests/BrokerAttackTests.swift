@@ -341,7 +341,8 @@ extension RealGPSD.LaneC {
                 "/usr/bin/setpriv",
                 [
                     "--reuid=\(Self.attacker)", "--regid=\(Self.attacker)", "--clear-groups",
-                    "/usr/bin/unshare", "-Ur", "/usr/bin/python3", try Self.script(broker), broker.socket, "forge", kind,
+                    "/usr/bin/unshare", "-Ur", "/usr/bin/python3", try Self.script(broker), broker.socket, "forge",
+                    kind,
                     drop.path,
                 ])
             #expect(run.status == 0, "\(run.stderr.suffix(400))")
@@ -359,8 +360,10 @@ extension RealGPSD.LaneC {
             } else {
                 let message = first["message"] as? String ?? ""
                 let expected =
-                    ["sparse": "1073741824 bytes", "fifo": "not a regular file", "link": "cannot be opened",
-                     "nameless": "names no valid Flatpak app"][kind] ?? "?"
+                    [
+                        "sparse": "1073741824 bytes", "fifo": "not a regular file", "link": "cannot be opened",
+                        "nameless": "names no valid Flatpak app",
+                    ][kind] ?? "?"
                 #expect(first["class"] as? String == "ERROR" && message.contains(expected), "\(first)")
             }
             // And the loop went on: a program connecting now is welcomed.
@@ -380,7 +383,8 @@ extension RealGPSD.LaneC {
             let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port, capability: false)
             defer { broker.stop() }
             let result = try await Self.attack(broker, ["welcome"])
-            #expect(result["welcome"] == 0 && result["refused"] == 1, "an unidentifiable program was welcomed: \(result)")
+            #expect(
+                result["welcome"] == 0 && result["refused"] == 1, "an unidentifiable program was welcomed: \(result)")
             let log = broker.log.snapshot.map(\.text).joined(separator: "\n")
             #expect(log.contains("CAP_SYS_PTRACE"), "\(log.suffix(600))")
         }
@@ -395,11 +399,12 @@ extension RealGPSD.LaneC {
             let before = broker.log.snapshot.count
             let churn = try await Self.attack(broker, ["churn", "3000"])
             let seconds = churn["seconds"] ?? 0
-            // What gpslocd wrote meanwhile (a WHO's reply marks the end of the churn's lines).
+            // What gpslocd wrote meanwhile (up to a later program's WELCOME).
             let next = try await Self.attack(broker, ["welcome"])
             #expect(next["welcome"] == 1)
             let lines = broker.log.snapshot.dropFirst(before)
-            let allowed = Int((seconds + 2).rounded(.up)) * (20 + 1)  // BrokerServer.logLinesPerSecond, and the held-back count
+            // BrokerServer.logLinesPerSecond (20), and the held-back count, in each second.
+            let allowed = Int((seconds + 2).rounded(.up)) * (20 + 1)
             print("3,000 connections in \(seconds) s: gpslocd wrote \(lines.count) stderr lines (at most \(allowed))")
             #expect(lines.count <= allowed, "\(lines.suffix(5).map(\.text))")
             let audit = broker.state.appendingPathComponent("audit.log")

@@ -374,12 +374,15 @@ struct OwnUserBroker {
                 // (a Flatpak's .flatpak-info).
             ]
                 + (capability
-                    ? ["--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace"]
+                    ? [
+                        "--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace",
+                        "--bounding-set=-all,+sys_ptrace",
+                    ]
                     : ["--inh-caps=-all", "--bounding-set=-all"])
                 + [
-                programs.path("gpslocd"), "--gpsd", "127.0.0.1:\(gpsdPort)", "--socket", socket,
-                "--state", state.path,
-            ],
+                    programs.path("gpslocd"), "--gpsd", "127.0.0.1:\(gpsdPort)", "--socket", socket,
+                    "--state", state.path,
+                ],
             environment: ProcessInfo.processInfo.environment)
         guard await log.waitFor(timeout: 30, { $0.contains { $0.text.hasPrefix("gpslocd: listening") } }) else {
             if daemon.isRunning { daemon.terminate() }
