@@ -19,6 +19,12 @@ package final class BrokerClient: @unchecked Sendable {
 
     private let lock = NSLock()
     private var pending: [UInt8] = []
+    /// The lines in `pending`, in order: bytes left of each (the first may be partly sent), and
+    /// what it is — an AUTHORIZATION line moves ahead of lines still waiting (`sendAuthorization`).
+    private var lines: [(bytes: Int, kind: LineKind)] = []
+    /// Whether the first of `lines` is partly on the wire (it must be finished first).
+    private var firstStarted = false
+    private enum LineKind { case location, reply, authorization }
     private var closed = false
     private var dropped = 0
     private var repliesOverflowed = false
@@ -61,12 +67,41 @@ package final class BrokerClient: @unchecked Sendable {
     }
 
     /// Queues an AUTHORIZATION line: every location line checked before it and not yet queued
-    /// is dropped from now on.
+    /// is dropped from now on. For a program that is behind, the line goes ahead of what waits
+    /// (after the line on the wire and any AUTHORIZATION lines already ahead), and the location
+    /// lines waiting behind it — checked against the decision it replaces — are dropped: a
+    /// program that buries itself under its own replies still learns of a revocation first
+    /// (#51: 14 s, and 15 fixes after it was sent), and never reads a fix after it.
     func sendAuthorization(_ line: String) {
         lock.lock()
         defer { lock.unlock() }
         authorizationEpoch += 1
-        queue(line, droppable: false)
+        guard !closed else { return }
+        guard !pending.isEmpty else {
+            append(line, kind: .authorization)
+            return
+        }
+        var index = firstStarted ? 1 : 0
+        var offset = firstStarted ? lines[0].bytes : 0
+        while index < lines.count, lines[index].kind == .authorization {
+            offset += lines[index].bytes
+            index += 1
+        }
+        // Behind the insertion point: keep the replies, drop the locations.
+        var kept: [UInt8] = Array(pending[..<offset])
+        kept.append(contentsOf: line.utf8)
+        var keptLines = Array(lines[..<index])
+        keptLines.append((line.utf8.count, .authorization))
+        var position = offset
+        for entry in lines[index...] {
+            if entry.kind != .location {
+                kept.append(contentsOf: pending[position..<(position + entry.bytes)])
+                keptLines.append(entry)
+            }
+            position += entry.bytes
+        }
+        pending = kept
+        lines = keptLines
     }
 
     /// Queues `line`; `droppable` lines (locations, satellites) are dropped while the program is
@@ -98,6 +133,7 @@ package final class BrokerClient: @unchecked Sendable {
             repliesOverflowed = true
             closed = true
             pending = []
+            lines = []
             shutdown(fd, Int32(SHUT_RDWR))
             return
         }
@@ -109,12 +145,12 @@ package final class BrokerClient: @unchecked Sendable {
                 "gpslocd dropped \(dropped) report(s) for this program: it did not read them in time (its other "
                     + "clients were not held up)")
             dropped = 0
-            append(note.line)
+            append(note.line, kind: .reply)
         }
-        append(line)
+        append(line, kind: droppable ? .location : .reply)
     }
 
-    private func append(_ line: String) {
+    private func append(_ line: String, kind: LineKind) {
         if pending.isEmpty {
             let bytes = Array(line.utf8)
             let sent = bytes.withUnsafeBytes {
@@ -127,8 +163,11 @@ package final class BrokerClient: @unchecked Sendable {
                 return
             }
             pending.append(contentsOf: bytes[max(sent, 0)...])
+            lines = [(pending.count, kind)]
+            firstStarted = sent > 0
         } else {
             pending.append(contentsOf: line.utf8)
+            lines.append((line.utf8.count, kind))
         }
     }
 
@@ -142,6 +181,18 @@ package final class BrokerClient: @unchecked Sendable {
         }
         if sent > 0 {
             pending.removeFirst(sent)
+            var left = sent
+            while left > 0, let first = lines.first {
+                if left >= first.bytes {
+                    left -= first.bytes
+                    lines.removeFirst()
+                    firstStarted = false
+                } else {
+                    lines[0].bytes -= left
+                    left = 0
+                    firstStarted = true
+                }
+            }
         } else if sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK {
             closed = true
             shutdown(fd, Int32(SHUT_RDWR))
@@ -160,6 +211,7 @@ package final class BrokerClient: @unchecked Sendable {
         lock.lock()
         closed = true
         pending = []
+        lines = []
         lock.unlock()
     }
 }

@@ -117,7 +117,7 @@ package final class BrokerServer: Sendable {
     /// a program that floods requests, or a flood of connections, waits its turn like the rest
     /// (#51: it once kept every other WELCOME and a revocation waiting for seconds).
     static let acceptsPerTurn = 32
-    static let bytesPerTurn = 32 << 10
+    static let bytesPerTurn = 4 << 10
 
     /// Runs the loop on the calling thread until `stop()`.
     ///

@@ -200,6 +200,56 @@ struct BrokerTests {
         #expect(String(decoding: buffer[..<max(count, 0)], as: UTF8.self) == "FIX 1\nAUTHORIZATION denied\nNOTICE\n")
     }
 
+    /// #51: a program behind on its reading learns of a revocation before what waits for it:
+    /// the AUTHORIZATION line goes after the line on the wire (finished first) and any earlier
+    /// AUTHORIZATION line, and the location lines behind it are dropped; replies are kept.
+    @Test("an AUTHORIZATION line goes ahead of what a program has not read, and no location follows it")
+    func authorizationGoesAhead() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[1]) }
+        var small: Int32 = 4096
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(pair[1], SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 1, gid: 1, pid: 1))
+        defer { close(pair[0]) }
+        // Fill the socket and the queue: replies and fixes, the lines numbered.
+        let padding = String(repeating: "x", count: 200)
+        for index in 0..<400 {
+            if index % 2 == 0 {
+                client.send("REPLY \(index) \(padding)\n")
+            } else {
+                client.send("FIX \(index) \(padding)\n", droppable: true, epoch: client.epoch)
+            }
+        }
+        client.sendAuthorization("AUTHORIZATION reduced\n")
+        client.sendAuthorization("AUTHORIZATION denied\n")
+        client.send("REPLY last\n")
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count > 0 {
+                received.append(contentsOf: buffer[..<count])
+                continue
+            }
+            client.flush()
+            let more = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if more <= 0 { break }
+            received.append(contentsOf: buffer[..<more])
+        }
+        let lines = String(decoding: received, as: UTF8.self).split(separator: "\n").map(String.init)
+        // Every line whole (none cut by the insertion), in order.
+        #expect(lines.allSatisfy { $0.hasPrefix("REPLY ") || $0.hasPrefix("FIX ") || $0.hasPrefix("AUTHORIZATION ") })
+        let first = try #require(lines.firstIndex(of: "AUTHORIZATION reduced"))
+        #expect(lines[first + 1] == "AUTHORIZATION denied")
+        #expect(first < 100, "the revocation came after \(first) lines")
+        #expect(!lines[(first + 1)...].contains { $0.hasPrefix("FIX ") }, "a fix after the revocation")
+        // The replies were all kept, in order.
+        let replies = lines.filter { $0.hasPrefix("REPLY ") }
+        #expect(replies.count == 201 && replies.last == "REPLY last")
+    }
+
     /// The box's one reduced secret (#51) replaces the per-uid ones: on the first start after,
     /// the lowest uid's secret and kept cell become the box's, so that uid's apps see no change.
     @Test("upgrading to one reduced secret per box keeps the lowest uid's, and never replaces a box secret")

@@ -9,6 +9,10 @@
 ///   whether gpslocd closed the connection (`closed=1`);
 /// - `connections N`: opens N connections (raising its own descriptor limit) and counts the
 ///   ones refused with gpslocd's "already holds" reason;
+/// - `floodwatch STOP`: WATCHes as `flooder` and, once a fix has come, floods WHO requests from a
+///   second thread while reading everything; once told `denied` it asks a last WHO and reads up to its
+///   reply (or stops when the file STOP exists); writes (stderr, `result …`) when (CLOCK_MONOTONIC)
+///   an AUTHORIZATION `denied` arrived (`denied_at=`), the fixes after it (`late=`), all fixes and bytes sent;
 /// - `churn N`: N short-lived processes, 100 at a time, each connecting and exiting at once;
 ///   prints the seconds taken (`seconds=`);
 /// - `welcome`: connects, says HELLO and prints the seconds until WELCOME (`seconds=`), whether it
@@ -240,6 +244,52 @@ let brokerAttackScript = #"""
         first = json.loads(data.split(b"\n")[0])
         print(json.dumps({"seconds": time.monotonic() - start, "first": first,
                           "replies": [json.loads(l) for l in data.split(b"\n")[1:] if l]}), flush=True)
+    elif mode == "floodwatch":
+        # Receives fixes as `flooder` while a second thread floods requests, reading everything;
+        # notes (CLOCK_MONOTONIC) when gpslocd's AUTHORIZATION `denied` arrives and counts the
+        # fixes after it.
+        import json, threading
+        stop = sys.argv[3]
+        s = connect()
+        s.sendall(b'{"class":"HELLO","version":1,"app":"flooder"}\n{"class":"WATCH"}\n')
+        state = {"denied_at": 0.0, "late": 0, "fixes": 0, "sent": 0}
+        def flood():
+            chunk = b'{"class":"WHO","id":1}\n' * 500
+            while not os.path.exists(stop) and not state["denied_at"]:
+                try:
+                    s.sendall(chunk)
+                except OSError:
+                    return
+                state["sent"] += len(chunk)
+            # Told: one last request; what gpslocd sent before its reply is read to the end.
+            s.sendall(b'{"class":"WHO","id":424242}\n')
+        buffered = b""
+        flooding = None
+        while not os.path.exists(stop):
+            more = s.recv(1 << 20)
+            if not more:
+                break
+            buffered += more
+            *lines, buffered = buffered.split(b"\n")
+            if any(b'"id":424242' in line for line in lines):
+                lines = lines[:next(i for i, line in enumerate(lines) if b'"id":424242' in line)]
+                stop = "/"  # exists: the loop ends after these lines
+            for line in lines:
+                if b'"AUTHORIZATION"' in line and b'"denied"' in line and not state["denied_at"]:
+                    state["denied_at"] = time.monotonic()
+                elif line.startswith(b'{"class":"FIX"') and b'"lat"' in line:
+                    state["fixes"] += 1
+                    if state["denied_at"]:
+                        state["late"] += 1
+                    if flooding is None:
+                        flooding = threading.Thread(target=flood, daemon=True)
+                        flooding.start()
+            if flooding is not None and state["sent"] >= 1 << 20 and not state.get("said"):
+                state["said"] = True
+                sys.stderr.write("flooding\n"); sys.stderr.flush()
+        sys.stderr.write("result denied_at=%.6f late=%d fixes=%d sent=%d\n" % (
+            state["denied_at"], state["late"], state["fixes"], state["sent"]))
+        sys.stderr.flush()
     elif mode == "churn":
         # Connections from short-lived processes: each child connects and exits at once, so
         # gpslocd has something new to say of each (a pid that has exited, a disconnect).
