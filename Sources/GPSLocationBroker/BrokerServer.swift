@@ -22,8 +22,11 @@ package final class BrokerServer: Sendable {
 
     /// Listens on `socketPath` (made mode 0666: anyone may connect; what they get is decided
     /// per program), or on the socket systemd passed (`LISTEN_FDS`, fd 3) when `socketPath` is nil.
-    package init(service: BrokerService, socketPath: String?) throws(Failure) {
+    package init(
+        service: BrokerService, socketPath: String?, requestsPerSecond: Double = BrokerServer.defaultRequestsPerSecond
+    ) throws(Failure) {
         self.service = service
+        requestsPerSecondPerUid = requestsPerSecond
         self.socketPath = socketPath
         if let socketPath {
             listener = try Self.listen(at: socketPath)
@@ -118,6 +121,17 @@ package final class BrokerServer: Sendable {
     /// (#51: it once kept every other WELCOME and a revocation waiting for seconds).
     static let acceptsPerTurn = 32
     static let bytesPerTurn = 4 << 10
+    /// Requests (lines) the programs of one uid may make per second, together, after a burst of
+    /// twice that: past it gpslocd stops reading that uid's programs until the budget has grown
+    /// again (their own writes then block — the kernel's backpressure, no memory here); a
+    /// throttled uid is read again once it has regained a tenth of a second's budget.
+    /// #51: one program flooding WHO requests kept gpslocd's loop at 0.6 of a core and other
+    /// programs' fixes 52 ms late at p99 (`scripts/soak-broker.py --only flood`).
+    /// (`gpslocd --requests-per-second`.)
+    package static let defaultRequestsPerSecond = 400.0
+    private let requestsPerSecondPerUid: Double
+    private var requestBurst: Double { requestsPerSecondPerUid * 2 }
+    private var requestsPerResume: Double { max(1, requestsPerSecondPerUid / 10) }
 
     /// Runs the loop on the calling thread until `stop()`.
     ///
@@ -137,6 +151,10 @@ package final class BrokerServer: Sendable {
         var queued = Set<Int32>()
         var listenerReady = false
         var reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        // Each uid's request budget, and the programs waiting for theirs to grow (kept in
+        // `queued`, so their new input does not put them back in the turn before then).
+        var budgets: [UInt32: (tokens: Double, at: Double)] = [:]
+        var throttled: [(fd: Int32, until: Double)] = []
         func drop(_ client: BrokerClient) {
             gpslocd_epoll_remove(epoll, client.fd)
             clients[client.fd] = nil
@@ -146,8 +164,17 @@ package final class BrokerServer: Sendable {
         }
         while !stopping.withLock({ $0 }) {
             let busy = listenerReady || !unread.isEmpty
-            let count = gpslocd_epoll_wait(epoll, &ready, &events, 64, busy ? 0 : -1)
+            var timeout: Int32 = busy ? 0 : -1
+            if !busy, let soonest = throttled.map(\.until).min() {
+                timeout = Int32(max(1, min(1000, ((soonest - Self.now()) * 1000).rounded(.up))))
+            }
+            let count = gpslocd_epoll_wait(epoll, &ready, &events, 64, timeout)
             if count < 0 { if errno == EINTR { continue } else { break } }
+            if !throttled.isEmpty {
+                let now = Self.now()
+                for waiting in throttled where waiting.until <= now { unread.append(waiting.fd) }
+                throttled.removeAll { $0.until <= now }
+            }
             for index in 0..<Int(count) {
                 let data = ready[index]
                 if data == -2 {
@@ -170,13 +197,32 @@ package final class BrokerServer: Sendable {
             unread = []
             for fd in turn {
                 guard let client = clients[fd] else { continue }
-                let outcome = readSome(client, &buffer)
+                let uid = client.identity.uid
+                let now = Self.now()
+                var budget = budgets[uid] ?? (requestBurst, now)
+                budget.tokens = min(requestBurst, budget.tokens + (now - budget.at) * requestsPerSecondPerUid)
+                budget.at = now
+                let outcome = readSome(client, &buffer, &budget.tokens)
+                budgets[uid] = budget
                 if outcome == .gone || client.overflowed {
                     drop(client)
                 } else if outcome == .more {
                     unread.append(fd)
+                } else if outcome == .throttled {
+                    let wait = (requestsPerResume - budget.tokens) / requestsPerSecondPerUid
+                    throttled.append((fd, now + max(wait, 0.001)))
                 } else {
                     queued.remove(fd)
+                }
+            }
+            // A uid's budget is forgotten once it is full again and none of its programs waits.
+            if budgets.count > 64 {
+                let now = Self.now()
+                let waiting = Set(throttled.compactMap { clients[$0.fd]?.identity.uid })
+                budgets = budgets.filter {
+                    waiting.contains($0.key)
+                        || $0.value.tokens + (now - $0.value.at) * requestsPerSecondPerUid
+                            < requestBurst
                 }
             }
         }
@@ -295,10 +341,33 @@ package final class BrokerServer: Sendable {
         if !output.isEmpty { FileHandle.standardError.write(Data(output.utf8)) }
     }
 
-    private enum ReadOutcome { case drained, more, gone }
+    private enum ReadOutcome { case drained, more, gone, throttled }
 
-    /// Reads up to `bytesPerTurn` of what the program sent and hands its lines over.
-    private func readSome(_ client: BrokerClient, _ buffer: inout [UInt8]) -> ReadOutcome {
+    /// `CLOCK_MONOTONIC` now, in seconds.
+    private static func now() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// Reads up to `bytesPerTurn` of what the program sent and hands its lines over, one
+    /// `requests` token each: lines already read wait in the program's reader when the uid's
+    /// budget runs out (`.throttled`), and nothing more is read until it has grown.
+    private func readSome(_ client: BrokerClient, _ buffer: inout [UInt8], _ requests: inout Double) -> ReadOutcome {
+        func handleLines() {
+            while requests >= 1, let line = client.reader.next() {
+                requests -= 1
+                if let message = BrokerMessage(line: line) {
+                    service.handle(message, from: client)
+                } else {
+                    var error = BrokerLine("ERROR")
+                    error.add("message", "not a JSON object with a class")
+                    client.send(error.line)
+                }
+            }
+        }
+        handleLines()
+        if requests < 1 { return .throttled }
         var budget = Self.bytesPerTurn
         while budget > 0 {
             let count = buffer.withUnsafeMutableBytes {
@@ -307,16 +376,9 @@ package final class BrokerServer: Sendable {
             if count > 0 {
                 budget -= count
                 buffer.withUnsafeBytes { client.reader.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                while let line = client.reader.next() {
-                    if let message = BrokerMessage(line: line) {
-                        service.handle(message, from: client)
-                    } else {
-                        var error = BrokerLine("ERROR")
-                        error.add("message", "not a JSON object with a class")
-                        client.send(error.line)
-                    }
-                }
+                handleLines()
                 if client.reader.pendingCount > BrokerProtocol.maximumLineLength { return .gone }
+                if requests < 1 { return .throttled }
                 continue
             }
             if count < 0 && errno == EINTR { continue }

@@ -18,6 +18,10 @@ let usage = """
       --state DIR        decisions, reduced-accuracy state and the audit log (default
                          /var/lib/gpslocd; systemd's StateDirectory)
       --policy FILE      the administrator's policy (default /etc/gpslocation/policy.json)
+      --requests-per-second N
+                         requests the programs of one uid may make per second, together (default
+                         400, after a burst of twice that); past it gpslocd reads that uid's
+                         programs more slowly, and no one else waits for them
     """
 
 var options: [String: String] = [:]
@@ -27,13 +31,24 @@ while let argument = arguments.popFirst() {
         print(usage)
         exit(0)
     }
-    guard ["--gpsd", "--socket", "--state", "--policy"].contains(argument), let value = arguments.popFirst() else {
+    guard ["--gpsd", "--socket", "--state", "--policy", "--requests-per-second"].contains(argument),
+        let value = arguments.popFirst()
+    else {
         FileHandle.standardError.write(Data("gpslocd: unknown or incomplete option \(argument)\n\n\(usage)\n".utf8))
         exit(2)
     }
     options[String(argument.dropFirst(2))] = value
 }
 
+var requestsPerSecond = BrokerServer.defaultRequestsPerSecond
+if let text = options["requests-per-second"] {
+    guard let value = Double(text), value >= 1, value.isFinite else {
+        FileHandle.standardError.write(
+            Data("gpslocd: --requests-per-second must be a number of at least 1, not \(text)\n".utf8))
+        exit(2)
+    }
+    requestsPerSecond = value
+}
 let endpoint: GPSDEndpoint
 if let text = options["gpsd"] {
     guard let parsed = GPSDEndpoint.parse(text) else {
@@ -73,7 +88,7 @@ let socketPath: String? =
     ?? (ProcessInfo.processInfo.environment["LISTEN_FDS"] == nil ? BrokerProtocol.defaultSocketPath : nil)
 let server: BrokerServer
 do {
-    server = try BrokerServer(service: service, socketPath: socketPath)
+    server = try BrokerServer(service: service, socketPath: socketPath, requestsPerSecond: requestsPerSecond)
 } catch {
     FileHandle.standardError.write(Data("gpslocd: \(error.description)\n".utf8))
     exit(1)

@@ -349,7 +349,10 @@ struct OwnUserBroker {
     let programs: OtherUserPrograms
 
     /// `capability`: false runs it without CAP_SYS_PTRACE (a hand-started gpslocd as a user).
-    static func start(gpsdPort: Int, capability: Bool = true) async throws -> OwnUserBroker {
+    /// `requestsPerSecond`: gpslocd's per-uid request budget (nil: its default).
+    static func start(gpsdPort: Int, capability: Bool = true, requestsPerSecond: Int? = nil) async throws
+        -> OwnUserBroker
+    {
         // Where the other uids (gpslocd's, the attacker's) can enter: a private TMPDIR would
         // hide the socket and the attack script from them.
         let folder = OtherUserPrograms.reachableTemporaryFolder.appendingPathComponent("broker-uid-\(UUID())")
@@ -382,7 +385,7 @@ struct OwnUserBroker {
                 + [
                     programs.path("gpslocd"), "--gpsd", "127.0.0.1:\(gpsdPort)", "--socket", socket,
                     "--state", state.path,
-                ],
+                ] + (requestsPerSecond.map { ["--requests-per-second", String($0)] } ?? []),
             environment: ProcessInfo.processInfo.environment)
         guard await log.waitFor(timeout: 30, { $0.contains { $0.text.hasPrefix("gpslocd: listening") } }) else {
             if daemon.isRunning { daemon.terminate() }

@@ -10,8 +10,8 @@
 /// - `connections N`: opens N connections (raising its own descriptor limit) and counts the
 ///   ones refused with gpslocd's "already holds" reason;
 /// - `floodwatch STOP`: WATCHes as `flooder` and, once a fix has come, floods WHO requests from a
-///   second thread while reading everything; once told `denied` it asks a last WHO and reads up to its
-///   reply (or stops when the file STOP exists); writes (stderr, `result …`) when (CLOCK_MONOTONIC)
+///   second thread while reading everything; once told `denied` it stops flooding, watches what comes
+///   in the next half second (ten of gpsd's fixes) and stops (or when the file STOP exists); writes (stderr, `result …`) when (CLOCK_MONOTONIC)
 ///   an AUTHORIZATION `denied` arrived (`denied_at=`), the fixes after it (`late=`), all fixes and bytes sent;
 /// - `churn N`: N short-lived processes, 100 at a time, each connecting and exiting at once;
 ///   prints the seconds taken (`seconds=`);
@@ -51,7 +51,7 @@ let brokerAttackScript = #"""
                 s.sendall(chunk); sent += len(chunk)
             except OSError:
                 break
-            if sent >= 1 << 20 and sent - len(chunk) < 1 << 20:
+            if sent >= 1 << 16 and sent - len(chunk) < 1 << 16:
                 sys.stderr.write("flooding\n"); sys.stderr.flush()
         sys.stderr.write("sent=%d\n" % sent); sys.stderr.flush()
     elif mode == "unread":
@@ -230,8 +230,11 @@ let brokerAttackScript = #"""
         start = time.monotonic()
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(name)
-        s.sendall(b'{"class":"HELLO","version":1,"app":"forger"}\n'
-                  b'{"class":"GRANT","id":7,"app":"org.forged.Maps","status":"authorizedAlways"}\n')
+        try:  # refused at once, the connection may be closed before this is read
+            s.sendall(b'{"class":"HELLO","version":1,"app":"forger"}\n'
+                      b'{"class":"GRANT","id":7,"app":"org.forged.Maps","status":"authorizedAlways"}\n')
+        except OSError:
+            pass
         data = b""
         while data.count(b"\n") < 2:
             try:
@@ -261,19 +264,21 @@ let brokerAttackScript = #"""
                 except OSError:
                     return
                 state["sent"] += len(chunk)
-            # Told: one last request; what gpslocd sent before its reply is read to the end.
-            s.sendall(b'{"class":"WHO","id":424242}\n')
         buffered = b""
         flooding = None
+        s.settimeout(0.1)
         while not os.path.exists(stop):
-            more = s.recv(1 << 20)
+            # Told: what comes in the next half second (ten of gpsd's fixes) is watched, then it stops.
+            if state["denied_at"] and time.monotonic() - state["denied_at"] > 0.5:
+                break
+            try:
+                more = s.recv(1 << 20)
+            except socket.timeout:
+                continue
             if not more:
                 break
             buffered += more
             *lines, buffered = buffered.split(b"\n")
-            if any(b'"id":424242' in line for line in lines):
-                lines = lines[:next(i for i, line in enumerate(lines) if b'"id":424242' in line)]
-                stop = "/"  # exists: the loop ends after these lines
             for line in lines:
                 if b'"AUTHORIZATION"' in line and b'"denied"' in line and not state["denied_at"]:
                     state["denied_at"] = time.monotonic()
@@ -284,7 +289,7 @@ let brokerAttackScript = #"""
                     if flooding is None:
                         flooding = threading.Thread(target=flood, daemon=True)
                         flooding.start()
-            if flooding is not None and state["sent"] >= 1 << 20 and not state.get("said"):
+            if flooding is not None and state["sent"] >= 1 << 16 and not state.get("said"):
                 state["said"] = True
                 sys.stderr.write("flooding\n"); sys.stderr.flush()
         sys.stderr.write("result denied_at=%.6f late=%d fixes=%d sent=%d\n" % (
@@ -309,7 +314,11 @@ let brokerAttackScript = #"""
         print("seconds=%.3f" % (time.monotonic() - start), flush=True)
     elif mode == "welcome":
         start = time.monotonic()
-        s = connect(); s.sendall(hello)
+        s = connect()
+        try:  # a refused program's connection may be closed before its HELLO is read
+            s.sendall(hello)
+        except OSError:
+            pass
         s.settimeout(60)
         data = b""
         while b"WELCOME" not in data:
