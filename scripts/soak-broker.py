@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """gpslocd under a soak of mixed hostile clients (#51; BENCHMARKS.md, docs/broker.md).
 
-   scripts/soak-broker.py [--minutes M] [--clients N] [--binary PATH] [--only ROLE,...]   (as root)
+   scripts/soak-broker.py [--minutes M] [--clients N] [--binary PATH] [--only ROLE,...] [--nice N]   (as root)
 
 A simulated 10 Hz receiver (nmea-sim, clean, multi-GNSS) through gpsfake's real gpsd; gpslocd as
-its own user (uid 12346) with the unit's one capability (CAP_SYS_PTRACE), as gpslocd.service
-runs it. Beside it for M minutes (default 10), as uid 12345 (another user, as an attacker is):
+its own user (uid 12346) with the unit's one capability (CAP_SYS_PTRACE) and its Nice=-5, as
+gpslocd.service runs it (`--nice N` to try another). Beside it for M minutes (default 10), as uid 12345 (another user, as an attacker is):
 
 - flood:    one connection sending WHO requests as fast as it can, reading the replies;
 - churn:    short-lived processes, 50 at a time, each connecting and exiting at once;
@@ -51,7 +51,7 @@ def role(name, path, until):
                     pass
             except (BlockingIOError, OSError):
                 pass
-        print(f"flood: {done / 1e6:.0f} MB of requests sent", flush=True)
+        print(f"flood: {done / 1e3:.0f} KB of requests sent (gpslocd reads a uid's 400 a second)", flush=True)
     elif name == "churn":
         while time.monotonic() < until:
             children = []
@@ -81,7 +81,7 @@ def role(name, path, until):
                 pass
             s.close()
             done += 1
-        print(f"unread: {done} connections that never read, each cut off", flush=True)
+        print(f"unread: {done} connections asking 200,000 WHOs and never reading", flush=True)
     elif name == "toggles":
         s = connect(path, "toggler")
         s.setblocking(False)
@@ -134,6 +134,7 @@ port = 20000 + os.getpid() % 10000
 fake = subprocess.Popen(["gpsfake", "-q", "-1", "-P", str(port), "-c", f"{cycle:.5f}", log],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 sock = f"{folder}/run/socket"
+# The unit's Nice=-5 (systemd/gpslocd.service): a service a hostile user must not starve.
 nice = int(sys.argv[sys.argv.index("--nice") + 1]) if "--nice" in sys.argv else -5
 daemon = subprocess.Popen(
     ["nice", "-n", str(nice), "setpriv", "--reuid=12346", "--regid=12346", "--clear-groups", "--no-new-privs",

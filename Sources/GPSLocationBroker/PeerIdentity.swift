@@ -77,11 +77,7 @@ package struct PeerIdentity: Sendable, Equatable {
         let exact = pidfd >= 0
         if !exact { pidfd = gpslocd_pidfd_open(pid) }
         guard pidfd >= 0 else {
-            if errno == EMFILE || errno == ENFILE {
-                throw Failure(
-                    description: "gpslocd has run out of file descriptors and cannot pin the connecting process (pid "
-                        + "\(pid)): raise LimitNOFILE in gpslocd.service")
-            }
+            if errno == EMFILE || errno == ENFILE { throw outOfDescriptors(pid) }
             throw Failure(description: "the connecting process (pid \(pid)) has already exited")
         }
         do {
@@ -118,7 +114,10 @@ package struct PeerIdentity: Sendable, Equatable {
     ) throws(Failure) -> PeerIdentity {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = stat.lastIndex(of: ")")
-        else { throw Failure(description: "the connecting process (pid \(pid)) has exited") }
+        else {
+            if errno == EMFILE || errno == ENFILE { throw outOfDescriptors(pid) }
+            throw Failure(description: "the connecting process (pid \(pid)) has exited")
+        }
         // Fields after the command's closing parenthesis: state is field 3.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 19, let processGroup = Int(fields[2]), let tty = Int(fields[4]),
@@ -151,6 +150,15 @@ package struct PeerIdentity: Sendable, Equatable {
         return nil
     }
 
+    /// gpslocd could not open what it needs to identify the program: its own limit, not the
+    /// program's doing.
+    static func outOfDescriptors(_ pid: Int32) -> Failure {
+        Failure(
+            description: "gpslocd has run out of file descriptors and cannot identify the connecting process (pid "
+                + "\(pid)): raise LimitNOFILE in gpslocd.service, or find the program holding many connections "
+                + "(`gpsloc auth who`)")
+    }
+
     /// The largest `.flatpak-info` read (Flatpak's own are well under 4 KB).
     static let flatpakInfoLimit = 64 << 10
 
@@ -172,6 +180,7 @@ package struct PeerIdentity: Sendable, Equatable {
         guard root >= 0 else {
             let error = errno
             if error == EACCES, gpslocd_is_fuse(rootPath) == 1 { return nil }
+            if error == EMFILE || error == ENFILE { throw outOfDescriptors(pid) }
             if error == ENOENT || error == ESRCH {
                 throw Failure(description: "the connecting process (pid \(pid)) has exited")
             }
@@ -185,6 +194,7 @@ package struct PeerIdentity: Sendable, Equatable {
         guard fd >= 0 else {
             let error = errno
             if error == ENOENT { return nil }
+            if error == EMFILE || error == ENFILE { throw outOfDescriptors(pid) }
             throw Failure(
                 description: "this program's /.flatpak-info cannot be opened (\(String(cString: strerror(error)))): "
                     + "not a Flatpak sandbox's")

@@ -250,6 +250,25 @@ extension RealGPSD.LaneC {
             _ = try root.startAndWait(timeout: 10)
         }
 
+        /// #51: out of descriptors (systemd's default soft limit is 1,024; each program takes two),
+        /// gpslocd refused others with "the connecting process has already exited". gpslocd
+        /// keeps one descriptor in reserve to accept the waiting program and tell it the truth.
+        @Test("out of descriptors, a program is told so, and gpslocd serves again once some close")
+        func descriptorsRunOut() async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea"), cycle: 0.05)
+            defer { server.stop() }
+            let broker = try await OwnUserBroker.start(gpsdPort: server.endpoint.port, descriptors: 64)
+            defer { broker.stop() }
+            let result = try await Self.attack(broker, ["connections", "100"])
+            #expect(
+                (result["descriptors"] ?? 0) >= 1,
+                "no program was told: \(result) \(broker.log.snapshot.suffix(5).map(\.text))")
+            // The attacker's connections are closed: others get in again.
+            let newcomer = try await Self.attack(broker, ["welcome"])
+            #expect(newcomer["welcome"] == 1, "\(newcomer)")
+        }
+
         /// #51: root's `restricted` was overwritten by the user's own GRANT, and a service's uid
         /// lifted root's `denied` the same way. Root's decisions for another uid are now the
         /// administrator's, kept apart; which one holds is one rule (`LocationAuthorizer.resolve`).

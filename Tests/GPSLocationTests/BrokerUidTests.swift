@@ -350,9 +350,10 @@ struct OwnUserBroker {
 
     /// `capability`: false runs it without CAP_SYS_PTRACE (a hand-started gpslocd as a user).
     /// `requestsPerSecond`: gpslocd's per-uid request budget (nil: its default).
-    static func start(gpsdPort: Int, capability: Bool = true, requestsPerSecond: Int? = nil) async throws
-        -> OwnUserBroker
-    {
+    /// `descriptors`: gpslocd's descriptor limit, soft and hard (`prlimit`; nil: this process's).
+    static func start(
+        gpsdPort: Int, capability: Bool = true, requestsPerSecond: Int? = nil, descriptors: Int? = nil
+    ) async throws -> OwnUserBroker {
         // Where the other uids (gpslocd's, the attacker's) can enter: a private TMPDIR would
         // hide the socket and the attack script from them.
         let folder = OtherUserPrograms.reachableTemporaryFolder.appendingPathComponent("broker-uid-\(UUID())")
@@ -368,9 +369,10 @@ struct OwnUserBroker {
         let socket = run.appendingPathComponent("socket").path
         // Its own user runs a copy (the checkout may be in a folder that user cannot enter).
         let programs = try OtherUserPrograms(["gpslocd"])
+        let limit = descriptors.map { ["--nofile=\($0):\($0)", "/usr/bin/setpriv"] } ?? []
         let (daemon, log) = try launchReadingStderr(
-            "/usr/bin/setpriv",
-            [
+            descriptors == nil ? "/usr/bin/setpriv" : "/usr/bin/prlimit",
+            limit + [
                 "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--no-new-privs",
                 // The one capability the unit gives it (AmbientCapabilities=CAP_SYS_PTRACE): to
                 // read other uids' /proc/PID/fd (who holds a connection) and /proc/PID/root

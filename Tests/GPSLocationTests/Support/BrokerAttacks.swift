@@ -8,7 +8,8 @@
 /// - `unread N`: says HELLO and sends N WHO requests without ever reading a reply; prints
 ///   whether gpslocd closed the connection (`closed=1`);
 /// - `connections N`: opens N connections (raising its own descriptor limit) and counts the
-///   ones refused with gpslocd's "already holds" reason;
+///   ones refused with gpslocd's "already holds" reason (`refused=`) and for want of descriptors
+///   (`descriptors=`);
 /// - `floodwatch STOP`: WATCHes as `flooder` and, once a fix has come, floods WHO requests from a
 ///   second thread while reading everything; once told `denied` it stops flooding, watches what comes
 ///   in the next half second (ten of gpsd's fixes) and stops (or when the file STOP exists); writes (stderr, `result …`) when (CLOCK_MONOTONIC)
@@ -79,7 +80,7 @@ let brokerAttackScript = #"""
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, want + 64), hard))
         sockets = [connect() for _ in range(want)]
-        refused = 0
+        refused, descriptors = 0, 0
         poller = select.poll()
         byfd = {}
         for s in sockets:
@@ -94,13 +95,16 @@ let brokerAttackScript = #"""
                 seen.add(fd)
                 poller.unregister(fd)
                 try:
-                    if b"already holds" in byfd[fd].recv(4096):
+                    data = byfd[fd].recv(4096)
+                    if b"already holds" in data:
                         refused += 1
+                    elif b"run out of file descriptors" in data:
+                        descriptors += 1
                 except OSError:
                     pass
-            if refused >= want - 1024:
+            if want > 1024 and refused >= want - 1024:
                 break
-        print("refused=%d" % refused, flush=True)
+        print("refused=%d descriptors=%d" % (refused, descriptors), flush=True)
     elif mode == "inuse":
         import array, json, signal, termios, fcntl
         how, results = sys.argv[3], sys.argv[4]
