@@ -118,7 +118,10 @@ install -d -o gpslocd -g gpslocd -m 0700 /var/lib/gpslocd
 # (Its socket folder where the gpslocd user can reach it: $work is root's, 0700.)
 run="$(mktemp -d /tmp/check-deb-run.XXXXXX)"
 chmod 0755 "$run" && chown gpslocd:gpslocd "$run"
+# With the unit's one capability (AmbientCapabilities=CAP_SYS_PTRACE): without it gpslocd cannot
+# read another uid's /proc/PID/root and refuses programs it cannot place (docs/broker.md).
 setpriv --reuid=gpslocd --regid=gpslocd --clear-groups --no-new-privs \
+  --inh-caps=-all,+sys_ptrace --ambient-caps=-all,+sys_ptrace --bounding-set=-all,+sys_ptrace \
   /usr/bin/gpslocd --gpsd 127.0.0.1:9 --socket "$run/socket" --state /var/lib/gpslocd 2> "$work/gpslocd.log" &
 daemon=$!
 for _ in $(seq 200); do [ -S "$run/socket" ] && break; kill -0 "$daemon" 2>/dev/null || break; sleep 0.05; done

@@ -479,6 +479,13 @@ extension RealGPSD.LaneC {
                 result["welcome"] == 0 && result["refused"] == 1, "an unidentifiable program was welcomed: \(result)")
             let log = broker.log.snapshot.map(\.text).joined(separator: "\n")
             #expect(log.contains("CAP_SYS_PTRACE"), "\(log.suffix(600))")
+            // What a person sees (root's gpsloc, as the Debian check once saw it): the reason,
+            // not only "closed the connection at once".
+            var environment = GPSLocBinary.environment()
+            environment["GPSLOCATION_BROKER"] = broker.socket
+            let cli = try await runProgram(
+                GPSLocBinary.path, ["auth", "grant", "some-app", "--always"], environment: environment)
+            #expect(cli.status != 0 && cli.stderr.contains("CAP_SYS_PTRACE"), "\(cli.stderr)")
         }
 
         /// #51: gpslocd's stderr had no bound — 36 MB in 10 s of a program's connection churn.

@@ -263,7 +263,19 @@ package final class BrokerLink: Sendable {
         hello.add("version", BrokerProtocol.version)
         hello.add("app", app)
         guard BrokerLink.sendAll(fd, hello.line) else {
+            // Refused at connect (gpslocd could not identify it, a uid over its connections…):
+            // its ERROR line may already be here — say why, not only that it closed.
+            var timeout = timeval(tv_sec: 1, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var reader = BrokerLineReader()
+            _ = reader.fill(from: fd)
             Glibc.close(fd)
+            while let line = reader.next() {
+                if let message = BrokerMessage(line: line), message.messageClass == "ERROR" {
+                    return .failure(
+                        BrokerUnavailable(description: "gpslocd refused \(app): \(message.string("message") ?? "")"))
+                }
+            }
             return .failure(BrokerUnavailable(description: "gpslocd at \(path) closed the connection at once"))
         }
         // The WELCOME comes first; anything after it is kept for the reading loop.
