@@ -11,6 +11,8 @@ run. Prints p50/p90 of the added latency, fixes received per client, and gpslocd
 """
 import json, os, selectors, socket, subprocess, sys, tempfile, time
 
+from broker_lines import ready_lines
+
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 clients = int(sys.argv[sys.argv.index("--clients") + 1]) if "--clients" in sys.argv else 100
 seconds = float(sys.argv[sys.argv.index("--seconds") + 1]) if "--seconds" in sys.argv else 20
@@ -56,27 +58,19 @@ def ticks():
     return int(fields[11]) + int(fields[12])
 start, cpu0 = time.monotonic(), ticks()
 while time.monotonic() - start < seconds:
-    for key, _ in chooser.select(timeout=1):
-        data = key.fileobj.recv(1 << 20)
-        now = time.monotonic()
-        if not data:
-            chooser.unregister(key.fileobj)
-            continue
-        key.data[2] += data
-        while b"\n" in key.data[2]:
-            line, key.data[2] = key.data[2].split(b"\n", 1)
-            if key.data[0] == "direct":
-                if b'"class":"TPV"' in line:
-                    report = json.loads(line)
-                    if "lat" in report and "time" in report:
-                        arrivals["direct"].setdefault(report["time"][:23], now)
-            elif line.startswith(b'{"class":"FIX"'):
-                counts[key.data[1]] += 1
-                if key.data[1] == 0:
-                    t = json.loads(line).get("time")
-                    if t is not None:
-                        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03d" % round((t % 1) * 1000)
-                        arrivals["broker"].setdefault(stamp[:23], now)
+    for data, line, now in ready_lines(chooser, 1):
+        if data[0] == "direct":
+            if b'"class":"TPV"' in line:
+                report = json.loads(line)
+                if "lat" in report and "time" in report:
+                    arrivals["direct"].setdefault(report["time"][:23], now)
+        elif line.startswith(b'{"class":"FIX"'):
+            counts[data[1]] += 1
+            if data[1] == 0:
+                t = json.loads(line).get("time")
+                if t is not None:
+                    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03d" % round((t % 1) * 1000)
+                    arrivals["broker"].setdefault(stamp[:23], now)
 elapsed, cpu = time.monotonic() - start, (ticks() - cpu0) / os.sysconf("SC_CLK_TCK")
 delays = sorted((arrivals["broker"][k] - arrivals["direct"][k]) * 1000 for k in arrivals["broker"] if k in arrivals["direct"])
 daemon.terminate(); fake.terminate()

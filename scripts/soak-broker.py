@@ -21,6 +21,8 @@ hostile clients did. The bar (#51): RSS under 50 MB, p99 under 10 ms.
 """
 import json, os, selectors, signal, socket, subprocess, sys, tempfile, time
 
+from broker_lines import ready_lines
+
 HELLO = b'{"class":"HELLO","version":1,"app":"%s"}\n'
 
 
@@ -193,33 +195,25 @@ direct_at, delays, counts, peak, minute_rss = {}, [], [0] * clients, 0.0, []
 waiting = {}  # fix time -> [(client, arrival)] that came before the direct client's
 start, cpu0, next_sample, next_minute = time.monotonic(), ticks(), 0.0, 60.0
 while time.monotonic() - start < seconds:
-    for key, _ in chooser.select(timeout=0.2):
-        data = key.fileobj.recv(1 << 20)
-        now = time.monotonic()
-        if not data:
-            chooser.unregister(key.fileobj)
-            continue
-        key.data[2] += data
-        while b"\n" in key.data[2]:
-            line, key.data[2] = key.data[2].split(b"\n", 1)
-            if key.data[0] == "direct":
-                if b'"class":"TPV"' in line:
-                    report = json.loads(line)
-                    if "lat" in report and "time" in report:
-                        stamp = report["time"][:22]
-                        direct_at.setdefault(stamp, now)
-                        for _, arrival in waiting.pop(stamp, []):
-                            delays.append((arrival - now) * 1000)
-            elif line.startswith(b'{"class":"FIX"'):
-                counts[key.data[1]] += 1
-                t = json.loads(line).get("time")
-                if t is None:
-                    continue
-                stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%02d" % int(round((t % 1) * 100) % 100)
-                if stamp in direct_at:
-                    delays.append((now - direct_at[stamp]) * 1000)
-                else:
-                    waiting.setdefault(stamp, []).append((key.data[1], now))
+    for data, line, now in ready_lines(chooser, 0.2):
+        if data[0] == "direct":
+            if b'"class":"TPV"' in line:
+                report = json.loads(line)
+                if "lat" in report and "time" in report:
+                    stamp = report["time"][:22]
+                    direct_at.setdefault(stamp, now)
+                    for _, arrival in waiting.pop(stamp, []):
+                        delays.append((arrival - now) * 1000)
+        elif line.startswith(b'{"class":"FIX"'):
+            counts[data[1]] += 1
+            t = json.loads(line).get("time")
+            if t is None:
+                continue
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%02d" % int(round((t % 1) * 100) % 100)
+            if stamp in direct_at:
+                delays.append((now - direct_at[stamp]) * 1000)
+            else:
+                waiting.setdefault(stamp, []).append((data[1], now))
     elapsed = time.monotonic() - start
     if elapsed >= next_sample:
         peak = max(peak, rss_mb())

@@ -264,7 +264,7 @@ package enum FreePort {
     /// Reserves `port` as `find()` does, when the caller chose it (a gpsd restarted where its
     /// clients expect it); false when another process holds it.
     @discardableResult
-    package static func hold(_ port: Int) -> Bool {
+    static func hold(_ port: Int) -> Bool {
         if reservations.withLock({ $0[port] != nil }) { return true }
         guard let reservation = reserve(port) else { return false }
         reservations.withLock { $0[port] = reservation }
@@ -272,7 +272,7 @@ package enum FreePort {
     }
 
     /// Gives up this process's reservation of `port` (its gpsd has stopped).
-    package static func release(_ port: Int) {
+    static func release(_ port: Int) {
         if let reservation = reservations.withLock({ $0.removeValue(forKey: port) }) { close(reservation) }
     }
 

@@ -23,10 +23,10 @@ package final class BrokerServer: Sendable {
     /// Listens on `socketPath` (made mode 0666: anyone may connect; what they get is decided
     /// per program), or on the socket systemd passed (`LISTEN_FDS`, fd 3) when `socketPath` is nil.
     package init(
-        service: BrokerService, socketPath: String?, requestsPerSecond: Double = BrokerServer.defaultRequestsPerSecond
+        service: BrokerService, socketPath: String?, requestsPerSecond: Double? = nil
     ) throws(Failure) {
         self.service = service
-        requestsPerSecondPerUid = requestsPerSecond
+        requestsPerSecondPerUid = requestsPerSecond ?? Self.defaultRequestsPerSecond
         self.socketPath = socketPath
         if let socketPath {
             listener = try Self.listen(at: socketPath)
@@ -128,7 +128,7 @@ package final class BrokerServer: Sendable {
     /// #51: one program flooding WHO requests kept gpslocd's loop at 0.6 of a core and other
     /// programs' fixes 52 ms late at p99 (`scripts/soak-broker.py --only flood`).
     /// (`gpslocd --requests-per-second`.)
-    package static let defaultRequestsPerSecond = 400.0
+    static let defaultRequestsPerSecond = 400.0
     private let requestsPerSecondPerUid: Double
     private var requestBurst: Double { requestsPerSecondPerUid * 2 }
     private var requestsPerResume: Double { max(1, requestsPerSecondPerUid / 10) }

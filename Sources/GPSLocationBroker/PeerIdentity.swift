@@ -224,7 +224,7 @@ package struct PeerIdentity: Sendable, Equatable {
     /// A Flatpak app id as Flatpak defines one: at most 255 characters, three or more elements
     /// separated by `.`, each non-empty, of `A-Z a-z 0-9 _` (and `-` in the last), none starting
     /// with a digit.
-    package static func isFlatpakAppID(_ id: String) -> Bool {
+    static func isFlatpakAppID(_ id: String) -> Bool {
         guard !id.isEmpty, id.utf8.count <= 255 else { return false }
         let elements = id.split(separator: ".", omittingEmptySubsequences: false)
         guard elements.count >= 3 else { return false }

@@ -40,7 +40,7 @@ while let argument = arguments.popFirst() {
     options[String(argument.dropFirst(2))] = value
 }
 
-var requestsPerSecond = BrokerServer.defaultRequestsPerSecond
+var requestsPerSecond: Double?  // nil: BrokerServer's default (400)
 if let text = options["requests-per-second"] {
     guard let value = Double(text), value >= 1, value.isFinite else {
         FileHandle.standardError.write(

@@ -102,6 +102,17 @@ extension RealGPSD.LaneC {
             return script.path
         }
 
+        /// The hostile client as uid 12345, running on (its stderr read as it comes).
+        static func launchAttack(_ broker: OwnUserBroker, _ arguments: [String]) throws -> (Process, LineReader) {
+            try launchReadingStderr(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(attacker)", "--regid=\(attacker)", "--clear-groups", "--no-new-privs",
+                    "/usr/bin/python3", try script(broker), broker.socket,
+                ] + arguments,
+                environment: ProcessInfo.processInfo.environment)
+        }
+
         /// Runs the hostile client as uid 12345 and returns its result line's values.
         static func attack(_ broker: OwnUserBroker, _ arguments: [String]) async throws -> [String: Double] {
             let script = try Self.script(broker)
@@ -138,13 +149,7 @@ extension RealGPSD.LaneC {
             defer { Self.stop(server, broker) }
             // The flooder, as uid 12345, until the test says stop (a file it watches for).
             let stopFile = broker.folder.appendingPathComponent("stop-flood").path
-            let (flooder, flooderLog) = try launchReadingStderr(
-                "/usr/bin/setpriv",
-                [
-                    "--reuid=\(Self.attacker)", "--regid=\(Self.attacker)", "--clear-groups", "--no-new-privs",
-                    "/usr/bin/python3", try Self.script(broker), broker.socket, "flood", stopFile,
-                ],
-                environment: ProcessInfo.processInfo.environment)
+            let (flooder, flooderLog) = try Self.launchAttack(broker, ["flood", stopFile])
             defer { if flooder.isRunning { flooder.terminate() } }
             // Its first 64 KB are in (more than gpslocd reads of it in a second): a newcomer of
             // another uid connects during the flood, three times.
@@ -189,13 +194,7 @@ extension RealGPSD.LaneC {
             var replied = 0.0
             _ = try rootSays("authorizedAlways")
             let stopFile = broker.folder.appendingPathComponent("stop-floodwatch").path
-            let (flooder, flooderLog) = try launchReadingStderr(
-                "/usr/bin/setpriv",
-                [
-                    "--reuid=\(Self.attacker)", "--regid=\(Self.attacker)", "--clear-groups", "--no-new-privs",
-                    "/usr/bin/python3", try Self.script(broker), broker.socket, "floodwatch", stopFile,
-                ],
-                environment: ProcessInfo.processInfo.environment)
+            let (flooder, flooderLog) = try Self.launchAttack(broker, ["floodwatch", stopFile])
             defer { if flooder.isRunning { flooder.terminate() } }
             #expect(await flooderLog.waitFor(timeout: 60) { $0.contains { $0.text == "flooding" } })
             let revoked = try rootSays("denied")
@@ -397,7 +396,9 @@ extension RealGPSD.LaneC {
                 ])
             #expect(run.status == 0, "\(run.stdout.suffix(400))")
             // The script gives up by itself after 90 s (an alarm), writing what it saw.
-            let written = await eventually(hangLimit: 120) { FileManager.default.fileExists(atPath: result) }
+            let written = await whenReplaced(URL(fileURLWithPath: result), timeout: 120) {
+                FileManager.default.fileExists(atPath: result)
+            }
             let line = (try? String(contentsOfFile: result, encoding: .utf8)) ?? ""
             #expect(written, "the attacker wrote no result: \(run.stdout.suffix(400))")
             var values: [String: Int] = [:]

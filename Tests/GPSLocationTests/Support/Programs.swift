@@ -190,15 +190,3 @@ final class ProcessReference: @unchecked Sendable {
 func shellQuoted(_ text: String) -> String {
     "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
 }
-
-/// Polls `condition` every 20 ms until it holds (true) or `hangLimit` seconds have passed or the
-/// test is cancelled (false): for what gives no event to wait on (a file another uid's process
-/// renames into place). The limit only ends a hang; a condition that holds ends the wait at once.
-func eventually(hangLimit: Double, _ condition: @Sendable () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(hangLimit * 1000))
-    while !condition() {
-        if ContinuousClock.now >= deadline || Task.isCancelled { return false }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return true
-}
