@@ -232,7 +232,7 @@ public final class RecordingDelegate: CLLocationManagerDelegate, Sendable {
         _ manager: CLLocationManager, monitoringDidFailFor region: CLRegion?, withError error: any Error
     ) {
         let reason = (error as? CLError)?.reason?.name ?? "?"
-        let code = (error as? CLError)?.code.description ?? "?"
+        let code = (error as? CLError)?.code.name ?? "?"
         log("fail \(region?.identifier ?? "-") \(code) \(reason)")
     }
 

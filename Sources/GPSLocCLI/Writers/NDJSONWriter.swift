@@ -122,7 +122,7 @@ public struct NDJSONWriter: Sendable {
     public mutating func error(code: String, message: String) { codeAndMessage(type: "error", code, message) }
 
     public mutating func error(_ error: CLError) {
-        self.error(code: error.code.description, message: error.description)
+        self.error(code: error.code.name, message: error.description)
     }
 
     public mutating func authorization(

@@ -63,10 +63,11 @@ public final class LastLocationCache: Sendable {
         PrivateFile.userDirectory(.cache, "last")
     }
 
+    /// The file's form (version 1): the location's values by name (`LocationValues`).
     private struct Entry: Codable {
         var version = 1
         var app: String
-        var location: CLLocation
+        var location: LocationValues
     }
 
     /// The file for `app` (app ids are letters, digits, '.', '_', '-'; others are refused).
@@ -89,7 +90,9 @@ public final class LastLocationCache: Sendable {
             return true
         }
         guard due, let url = file(for: app) else { return false }
-        guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else { return false }
+        guard let data = try? JSONEncoder().encode(Entry(app: app, location: LocationValues(location))) else {
+            return false
+        }
         return Self.writeAtomically(data, to: url)
     }
 
@@ -101,7 +104,7 @@ public final class LastLocationCache: Sendable {
         guard let url = file(for: app), let data = PrivateFile.read(url, maximumSize: 1 << 16),
             let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.app == app
         else { return nil }
-        return entry.location
+        return CLLocation(entry.location)
     }
 
     /// What `app` may see of its cached location under `decision` now: nothing unless it is
@@ -131,83 +134,5 @@ public final class LastLocationCache: Sendable {
         } catch {
             return false
         }
-    }
-}
-
-/// `CLLocation` encodes every field, GPSLocation's details and its source (for the cache).
-extension CLLocation: Codable {
-    private enum Keys: String, CodingKey {
-        case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy, course
-        case courseAccuracy, speed, speedAccuracy, timestamp, fixMode, quality, accuracyClass, reduced, device
-        case simulated, accessory
-    }
-
-    /// Encodes every value by name (`Codable`).
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Keys.self)
-        try container.encode(coordinate.latitude, forKey: .latitude)
-        try container.encode(coordinate.longitude, forKey: .longitude)
-        try container.encode(altitude, forKey: .altitude)
-        try container.encode(ellipsoidalAltitude, forKey: .ellipsoidalAltitude)
-        try container.encode(horizontalAccuracy, forKey: .horizontalAccuracy)
-        try container.encode(verticalAccuracy, forKey: .verticalAccuracy)
-        try container.encode(course, forKey: .course)
-        try container.encode(courseAccuracy, forKey: .courseAccuracy)
-        try container.encode(speed, forKey: .speed)
-        try container.encode(speedAccuracy, forKey: .speedAccuracy)
-        try container.encode(timestamp.timeIntervalSince1970, forKey: .timestamp)
-        if let gnss {
-            try container.encode(gnss.fixMode.rawValue, forKey: .fixMode)
-            try container.encode(gnss.quality.rawValue, forKey: .quality)
-            try container.encode(gnss.accuracyClass.description, forKey: .accuracyClass)
-            try container.encode(gnss.reduced, forKey: .reduced)
-            try container.encodeIfPresent(gnss.device, forKey: .device)
-        }
-        if let sourceInformation {
-            try container.encode(sourceInformation.isSimulatedBySoftware, forKey: .simulated)
-            try container.encode(sourceInformation.isProducedByAccessory, forKey: .accessory)
-        }
-    }
-
-    /// Decodes what `encode(to:)` wrote.
-    public convenience init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: Keys.self)
-        func number(_ key: Keys) throws -> Double {
-            let value = try container.decode(Double.self, forKey: key)
-            guard value.isFinite else {
-                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "not finite")
-            }
-            return value
-        }
-        let latitude = try number(.latitude)
-        let longitude = try number(.longitude)
-        guard abs(latitude) <= 90, abs(longitude) <= 180 else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .latitude, in: container, debugDescription: "coordinate out of range")
-        }
-        var gnss: GNSSDetails?
-        if let mode = try container.decodeIfPresent(Int.self, forKey: .fixMode).flatMap(FixMode.init(rawValue:)) {
-            let accuracyName = try container.decodeIfPresent(String.self, forKey: .accuracyClass)
-            gnss = GNSSDetails(
-                fixMode: mode,
-                quality: try container.decodeIfPresent(Int.self, forKey: .quality).flatMap(FixQuality.init(rawValue:))
-                    ?? .unknown,
-                accuracyClass: AccuracyClass.allCases.first { $0.description == accuracyName } ?? .coarse,
-                reduced: try container.decodeIfPresent(Bool.self, forKey: .reduced) ?? false,
-                device: try container.decodeIfPresent(String.self, forKey: .device))
-        }
-        var source: CLLocationSourceInformation?
-        if let simulated = try container.decodeIfPresent(Bool.self, forKey: .simulated) {
-            source = CLLocationSourceInformation(
-                softwareSimulationState: simulated,
-                andExternalAccessoryState: try container.decodeIfPresent(Bool.self, forKey: .accessory) ?? false)
-        }
-        self.init(
-            coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude),
-            altitude: try number(.altitude), ellipsoidalAltitude: try number(.ellipsoidalAltitude),
-            horizontalAccuracy: try number(.horizontalAccuracy), verticalAccuracy: try number(.verticalAccuracy),
-            course: try number(.course), courseAccuracy: try number(.courseAccuracy), speed: try number(.speed),
-            speedAccuracy: try number(.speedAccuracy),
-            timestamp: Date(timeIntervalSince1970: try number(.timestamp)), gnss: gnss, sourceInformation: source)
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
 
-// Archiving a heading or a visit as apps cache them (`NSKeyedArchiver` with secure coding, or
-// `Codable`), like `CLLocation`, `CLRegion` and `CLPlacemark`.
+// Archiving a heading or a visit as apps cache them (`NSKeyedArchiver` with secure coding), like
+// `CLLocation`, `CLRegion` and `CLPlacemark`. Not `Codable`: Apple's are not, and an app's own
+// `Encodable` extension must be the one `JSONEncoder` uses.
 
-/// The codings of a type whose fields are numbers named by `Key` (dates as seconds since 1970):
-/// one implementation for `CLHeading` and `CLVisit`.
-private enum NumberFields<Key: CodingKey & CaseIterable & Hashable & RawRepresentable> where Key.RawValue == String {
+/// The keyed-archive coding of a type whose fields are numbers named by `Key` (dates as seconds
+/// since 1970): one implementation for `CLHeading` and `CLVisit`.
+private enum NumberFields<Key: CaseIterable & Hashable & RawRepresentable> where Key.RawValue == String {
     static func encode(_ values: [Key: Double], with coder: NSCoder) {
         for (key, value) in values { coder.encode(value, forKey: key.rawValue) }
     }
@@ -18,26 +19,13 @@ private enum NumberFields<Key: CodingKey & CaseIterable & Hashable & RawRepresen
         }
         return values
     }
-
-    static func encode(_ values: [Key: Double], to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Key.self)
-        for key in Key.allCases { try container.encode(values[key] ?? 0, forKey: key) }
-    }
-
-    /// Every field; a missing one is a decoding error.
-    static func decode(_ decoder: any Decoder) throws -> [Key: Double] {
-        let container = try decoder.container(keyedBy: Key.self)
-        var values: [Key: Double] = [:]
-        for key in Key.allCases { values[key] = try container.decode(Double.self, forKey: key) }
-        return values
-    }
 }
 
-extension CLHeading: NSSecureCoding, Codable {
+extension CLHeading {
     /// True: archives with `requiringSecureCoding: true` take it.
     public static var supportsSecureCoding: Bool { true }
 
-    private enum Key: String, CodingKey, CaseIterable {
+    enum Key: String, CaseIterable {
         case magneticHeading, trueHeading, headingAccuracy, timestamp, x, y, z
     }
 
@@ -48,7 +36,7 @@ extension CLHeading: NSSecureCoding, Codable {
         ]
     }
 
-    private convenience init(_ values: [Key: Double]) {
+    convenience init(_ values: [Key: Double]) {
         self.init(
             magneticHeading: values[.magneticHeading] ?? -1, trueHeading: values[.trueHeading] ?? -1,
             headingAccuracy: values[.headingAccuracy] ?? -1,
@@ -56,26 +44,16 @@ extension CLHeading: NSSecureCoding, Codable {
             z: values[.z] ?? 0)
     }
 
-    /// Writes every field to a keyed archive.
-    public func encode(with coder: NSCoder) {
-        NumberFields.encode(values, with: coder)
-    }
-
-    /// Reads what `encode(with:)` wrote; nil when the archive lacks the required fields.
-    public convenience init?(coder: NSCoder) {
+    /// The fields of a keyed archive; nil when it lacks the required ones.
+    static func decodedValues(_ coder: NSCoder) -> [Key: Double]? {
         let values = NumberFields<Key>.decode(coder)
-        guard values[.timestamp] != nil else { return nil }
-        self.init(values)
+        return values[.timestamp] == nil ? nil : values
     }
 
-    /// Every field, as numbers (dates as seconds since 1970).
-    public func encode(to encoder: any Encoder) throws {
-        try NumberFields.encode(values, to: encoder)
-    }
-
-    /// Reads what `encode(to:)` wrote.
-    public convenience init(from decoder: any Decoder) throws {
-        self.init(try NumberFields<Key>.decode(decoder))
+    /// Writes every field to a keyed archive (what this heading reports, a subclass's overrides
+    /// included).
+    func encodeFields(with coder: NSCoder) {
+        NumberFields.encode(values, with: coder)
     }
 }
 
@@ -83,7 +61,7 @@ extension CLVisit {
     /// True: archives with `requiringSecureCoding: true` take it.
     public static var supportsSecureCoding: Bool { true }
 
-    enum Key: String, CodingKey, CaseIterable {
+    enum Key: String, CaseIterable {
         case arrivalDate, departureDate, latitude, longitude, horizontalAccuracy
     }
 
@@ -110,17 +88,8 @@ extension CLVisit {
         return values
     }
 
-    static func decodedValues(_ decoder: any Decoder) throws -> [Key: Double] {
-        try NumberFields<Key>.decode(decoder)
-    }
-
     /// Writes every field to a keyed archive.
-    public func encode(with coder: NSCoder) {
+    func encodeFields(with coder: NSCoder) {
         NumberFields.encode(values, with: coder)
-    }
-
-    /// Every field, as numbers (dates as seconds since 1970).
-    public func encode(to encoder: any Encoder) throws {
-        try NumberFields.encode(values, to: encoder)
     }
 }

@@ -28,45 +28,85 @@ public enum CLDeviceOrientation: Int32, Sendable {
 
 /// Apple's `CLHeading`: where the receiver points (its antennas' baseline, a compass), not where
 /// it moves (`CLLocation.course`). Delivered by `startUpdatingHeading()` from receivers that report
-/// a heading (`HeadingStage` has the rules); `headingAccuracy` is 0 (not reported).
-public final class CLHeading: NSObject, Sendable {
+/// a heading (`HeadingStage` has the rules); `headingAccuracy` is 0 (not reported). Open, with
+/// overridable properties and `init()`, as Apple's: apps subclass it for test doubles.
+// @unchecked Sendable: a non-final class cannot be checked; its own values are immutable.
+open class CLHeading: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable {
     /// Degrees from magnetic north, 0–359.9; −1 when no variation is known yet (no position).
-    public let magneticHeading: CLLocationDirection
+    open var magneticHeading: CLLocationDirection { storedMagneticHeading }
     /// Degrees from true north, 0–359.9; −1 when it cannot be known (a magnetic reading with no
     /// variation known).
-    public let trueHeading: CLLocationDirection
+    open var trueHeading: CLLocationDirection { storedTrueHeading }
     /// 0: heading sentences and gpsd's ATT carry no accuracy (negative would mean invalid).
-    public let headingAccuracy: CLLocationDirectionAccuracy
+    open var headingAccuracy: CLLocationDirectionAccuracy { storedHeadingAccuracy }
     /// When the receiver reported it (the source's clock: a replay's own time).
-    public let timestamp: Date
+    open var timestamp: Date { storedTimestamp }
     /// Apple's raw magnetometer value: 0 (a GNSS heading has none).
-    public let x: Double
+    open var x: Double { storedX }
     /// Apple's raw magnetometer value: 0.
-    public let y: Double
+    open var y: Double { storedY }
     /// Apple's raw magnetometer value: 0.
-    public let z: Double
+    open var z: Double { storedZ }
 
-    /// A heading with its parts (tests, and code that builds one).
+    private let storedMagneticHeading: CLLocationDirection
+    private let storedTrueHeading: CLLocationDirection
+    private let storedHeadingAccuracy: CLLocationDirectionAccuracy
+    private let storedTimestamp: Date
+    private let storedX: Double
+    private let storedY: Double
+    private let storedZ: Double
+
+    /// A heading with its parts (Apple's class has no public initializer of this form; tests
+    /// and code that builds one use it).
     public init(
         magneticHeading: CLLocationDirection, trueHeading: CLLocationDirection,
         headingAccuracy: CLLocationDirectionAccuracy, timestamp: Date, x: Double = 0, y: Double = 0, z: Double = 0
     ) {
-        self.magneticHeading = magneticHeading
-        self.trueHeading = trueHeading
-        self.headingAccuracy = headingAccuracy
-        self.timestamp = timestamp
-        self.x = x
-        self.y = y
-        self.z = z
+        storedMagneticHeading = magneticHeading
+        storedTrueHeading = trueHeading
+        storedHeadingAccuracy = headingAccuracy
+        storedTimestamp = timestamp
+        storedX = x
+        storedY = y
+        storedZ = z
+        super.init()
     }
+
+    /// Apple's `init()` (NSObject's): an invalid heading — headings and accuracy −1, now, no
+    /// magnetometer values. Test doubles start here and override the properties.
+    public override convenience init() {
+        self.init(magneticHeading: -1, trueHeading: -1, headingAccuracy: -1, timestamp: Date())
+    }
+
+    /// Reads what `encode(with:)` wrote (`NSSecureCoding`); nil when the archive lacks the
+    /// required fields.
+    public required convenience init?(coder: NSCoder) {
+        guard let values = Self.decodedValues(coder) else { return nil }
+        self.init(values)
+    }
+
+    /// The heading itself: it is immutable (`NSCopying`, as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
+
+    /// Archives every field under its own key (`NSCoding`); a subclass may add its own.
+    open func encode(with coder: NSCoder) { encodeFields(with: coder) }
 }
 
 /// Apple's `CLFloor`: the floor of a building. GNSS has no floor: `CLLocation.floor` is nil.
-public final class CLFloor: NSObject, Sendable {
+// @unchecked Sendable: a non-final class cannot be checked; its own value is immutable.
+open class CLFloor: NSObject, NSCopying, @unchecked Sendable {
     /// The floor number (0: ground).
-    public let level: Int
+    open var level: Int { storedLevel }
+    private let storedLevel: Int
     /// A floor (for code that makes one).
-    public init(level: Int) { self.level = level }
+    public init(level: Int) {
+        storedLevel = level
+        super.init()
+    }
+    /// Apple's `init()` (NSObject's): the ground floor.
+    public override convenience init() { self.init(level: 0) }
+    /// The floor itself: it is immutable (`NSCopying`, as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
 }
 
 extension CLLocation {
@@ -75,14 +115,6 @@ extension CLLocation {
 }
 
 extension CLLocationManager {
-    /// True once a heading (NMEA HDT, THS, HDG; gpsd's ATT) has been delivered in this process.
-    /// Apple answers for the device's compass before anything runs; here the receiver is
-    /// known only once it reports, so code that checks this first should also just call
-    /// `startUpdatingHeading()`, which says within ten fixes when no heading comes.
-    public class func headingAvailable() -> Bool { headingSeen.withLock { $0 } }
-
-    static let headingSeen = Locked(false)
-
     /// Apple's instance property from iOS 2 (deprecated there since iOS 4): the class method's
     /// answer, for code that still reads it.
     @available(*, deprecated, message: "Use the class method locationServicesEnabled()")
@@ -167,7 +199,9 @@ extension CLLocationManager {
 }
 
 /// Apple's beacon identity constraint (UUID, major, minor).
-public final class CLBeaconIdentityConstraint: NSObject, Sendable {
+// @unchecked Sendable (both beacon classes): a non-final class cannot be checked; the values are
+// immutable.
+open class CLBeaconIdentityConstraint: NSObject, NSCopying, @unchecked Sendable {
     /// The beacons' proximity UUID.
     public let uuid: UUID
     /// The major value, or nil: any.
@@ -180,10 +214,12 @@ public final class CLBeaconIdentityConstraint: NSObject, Sendable {
         self.major = major
         self.minor = minor
     }
+    /// The constraint itself: it is immutable (`NSCopying`, as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
 }
 
 /// Apple's ranged beacon. None is ever ranged here (`CLLocationManager.isRangingAvailable()`).
-public final class CLBeacon: NSObject, Sendable {
+open class CLBeacon: NSObject, NSCopying, @unchecked Sendable {
     /// The beacon's UUID.
     public let uuid: UUID
     /// Its major value.
@@ -211,6 +247,8 @@ public final class CLBeacon: NSObject, Sendable {
         self.rssi = rssi
         self.timestamp = timestamp
     }
+    /// The beacon itself: it is immutable (`NSCopying`, as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
 }
 
 /// Apple's beacon proximity.
@@ -258,33 +296,6 @@ open class CLBeaconRegion: CLRegion, @unchecked Sendable {
     open override func encode(with coder: NSCoder) {
         super.encode(with: coder)
         coder.encode(uuid.uuidString as NSString, forKey: "uuid")
-    }
-}
-
-/// Archiving a location (`NSKeyedArchiver` with secure coding), as apps cache their last one:
-/// every field, GPSLocation's details and the source included (through `Codable`).
-extension CLLocation: NSSecureCoding {
-    /// True: unarchiving checks each value's class (`NSSecureCoding`).
-    public static var supportsSecureCoding: Bool { true }
-
-    /// Archives every value under its own key (`NSCoding`).
-    public func encode(with coder: NSCoder) {
-        guard let data = try? JSONEncoder().encode(self) else { return }
-        coder.encode(data as NSData, forKey: "GPSLocation.location")
-    }
-
-    /// Unarchives what `encode(with:)` wrote; nil when a value is missing or of the wrong type.
-    public convenience init?(coder: NSCoder) {
-        guard let data = coder.decodeObject(of: NSData.self, forKey: "GPSLocation.location") as Data?,
-            let decoded = try? JSONDecoder().decode(CLLocation.self, from: data)
-        else { return nil }
-        self.init(
-            coordinate: decoded.coordinate, altitude: decoded.altitude,
-            ellipsoidalAltitude: decoded.ellipsoidalAltitude,
-            horizontalAccuracy: decoded.horizontalAccuracy, verticalAccuracy: decoded.verticalAccuracy,
-            course: decoded.course, courseAccuracy: decoded.courseAccuracy, speed: decoded.speed,
-            speedAccuracy: decoded.speedAccuracy, timestamp: decoded.timestamp, gnss: decoded.gnss,
-            sourceInformation: decoded.sourceInformation)
     }
 }
 

@@ -4,39 +4,54 @@ import Foundation
 /// what GeoNames' town table knows — `name` and `locality` (the town), `administrativeArea`
 /// (its region), `country`, `isoCountryCode`, `timeZone` and `location` (the town's centre) —
 /// and leaves street, postal code and water fields nil.
-public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
+// @unchecked Sendable: a non-final class cannot be checked; its own values are immutable.
+open class CLPlacemark: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable {
     /// The place's centre.
-    public let location: CLLocation?
+    open var location: CLLocation? { storedLocation }
     /// The place's name (the town).
-    public let name: String?
+    open var name: String? { storedName }
     /// The street: nil (the town table has none).
-    public let thoroughfare: String?
+    open var thoroughfare: String? { storedThoroughfare }
     /// The street number: nil.
-    public let subThoroughfare: String?
+    open var subThoroughfare: String? { storedSubThoroughfare }
     /// The town.
-    public let locality: String?
+    open var locality: String? { storedLocality }
     /// The district: nil.
-    public let subLocality: String?
+    open var subLocality: String? { storedSubLocality }
     /// The town's region (state, province, England…).
-    public let administrativeArea: String?
+    open var administrativeArea: String? { storedAdministrativeArea }
     /// The county: nil.
-    public let subAdministrativeArea: String?
+    open var subAdministrativeArea: String? { storedSubAdministrativeArea }
     /// The postal code: nil.
-    public let postalCode: String?
+    open var postalCode: String? { storedPostalCode }
     /// ISO 3166-1 alpha-2, e.g. GB.
-    public let isoCountryCode: String?
+    open var isoCountryCode: String? { storedIsoCountryCode }
     /// The country's name in English.
-    public let country: String?
+    open var country: String? { storedCountry }
     /// The town's time zone (IANA).
-    public let timeZone: TimeZone?
+    open var timeZone: TimeZone? { storedTimeZone }
+
+    private let storedLocation: CLLocation?
+    private let storedName: String?
+    private let storedThoroughfare: String?
+    private let storedSubThoroughfare: String?
+    private let storedLocality: String?
+    private let storedSubLocality: String?
+    private let storedAdministrativeArea: String?
+    private let storedSubAdministrativeArea: String?
+    private let storedPostalCode: String?
+    private let storedIsoCountryCode: String?
+    private let storedCountry: String?
+    private let storedTimeZone: TimeZone?
+
     /// Apple's extras: nil here (the town table has no water bodies or points of interest).
-    public var inlandWater: String? { nil }
+    open var inlandWater: String? { nil }
     /// Nil: no oceans in the town table.
-    public var ocean: String? { nil }
+    open var ocean: String? { nil }
     /// Nil: no points of interest in the town table.
-    public var areasOfInterest: [String]? { nil }
+    open var areasOfInterest: [String]? { nil }
     /// A circle around the place's centre, as Apple gives one.
-    public var region: CLRegion? {
+    open var region: CLRegion? {
         guard let location, let name else { return nil }
         return CLCircularRegion(center: location.coordinate, radius: 5_000, identifier: name)
     }
@@ -48,28 +63,41 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
         subAdministrativeArea: String? = nil, postalCode: String? = nil, isoCountryCode: String? = nil,
         country: String? = nil, timeZone: TimeZone? = nil
     ) {
-        self.location = location
-        self.name = name
-        self.thoroughfare = thoroughfare
-        self.subThoroughfare = subThoroughfare
-        self.locality = locality
-        self.subLocality = subLocality
-        self.administrativeArea = administrativeArea
-        self.subAdministrativeArea = subAdministrativeArea
-        self.postalCode = postalCode
-        self.isoCountryCode = isoCountryCode
-        self.country = country
-        self.timeZone = timeZone
+        storedLocation = location
+        storedName = name
+        storedThoroughfare = thoroughfare
+        storedSubThoroughfare = subThoroughfare
+        storedLocality = locality
+        storedSubLocality = subLocality
+        storedAdministrativeArea = administrativeArea
+        storedSubAdministrativeArea = subAdministrativeArea
+        storedPostalCode = postalCode
+        storedIsoCountryCode = isoCountryCode
+        storedCountry = country
+        storedTimeZone = timeZone
+        super.init()
     }
 
-    /// Apple's copy initializer.
-    public convenience init(placemark: CLPlacemark) {
-        self.init(
-            location: placemark.location, name: placemark.name, thoroughfare: placemark.thoroughfare,
-            subThoroughfare: placemark.subThoroughfare, locality: placemark.locality,
-            subLocality: placemark.subLocality, administrativeArea: placemark.administrativeArea,
-            subAdministrativeArea: placemark.subAdministrativeArea, postalCode: placemark.postalCode,
-            isoCountryCode: placemark.isoCountryCode, country: placemark.country, timeZone: placemark.timeZone)
+    /// Apple's `init()` (NSObject's): a placemark with nothing known. Test doubles start here
+    /// and override the properties.
+    public override convenience init() { self.init(location: nil) }
+
+    /// Apple's copy initializer, designated as Apple's (what `placemark` reports, a subclass's
+    /// overrides included).
+    public init(placemark: CLPlacemark) {
+        storedLocation = placemark.location
+        storedName = placemark.name
+        storedThoroughfare = placemark.thoroughfare
+        storedSubThoroughfare = placemark.subThoroughfare
+        storedLocality = placemark.locality
+        storedSubLocality = placemark.subLocality
+        storedAdministrativeArea = placemark.administrativeArea
+        storedSubAdministrativeArea = placemark.subAdministrativeArea
+        storedPostalCode = placemark.postalCode
+        storedIsoCountryCode = placemark.isoCountryCode
+        storedCountry = placemark.country
+        storedTimeZone = placemark.timeZone
+        super.init()
     }
 
     convenience init(_ place: Place) {
@@ -81,7 +109,7 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
     }
 
     /// True: archives with `requiringSecureCoding: true` take it.
-    public static var supportsSecureCoding: Bool { true }
+    open class var supportsSecureCoding: Bool { true }
 
     private static let textKeys = [
         "name", "thoroughfare", "subThoroughfare", "locality", "subLocality", "administrativeArea",
@@ -95,8 +123,11 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
         ]
     }
 
+    /// The placemark itself: it is immutable (`NSCopying`, as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
+
     /// Writes every field that is set.
-    public func encode(with coder: NSCoder) {
+    open func encode(with coder: NSCoder) {
         for (key, value) in zip(Self.textKeys, texts) {
             if let value { coder.encode(value as NSString, forKey: key) }
         }
@@ -104,7 +135,7 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
     }
 
     /// Reads what `encode(with:)` wrote.
-    public convenience init?(coder: NSCoder) {
+    public required convenience init?(coder: NSCoder) {
         var values: [String: String] = [:]
         for key in Self.textKeys {
             // Only keys that were written: swift-corelibs' decoder fails the whole archive on a missing one.
@@ -137,16 +168,22 @@ public final class CLPlacemark: NSObject, NSSecureCoding, Sendable {
 ///   message names the package to install.
 /// - `cancelGeocode()` ends pending requests with `CLError.geocodeCanceled`, as on Apple platforms.
 ///
-/// Completion handlers run on a global queue (Apple uses the main queue, which a Linux program
-/// need not run).
+/// Completion handlers run where Apple runs them — on the main queue — when the request is made
+/// on the main thread (so a `@MainActor` model's closure runs on its actor; the program serves
+/// the main queue with `dispatchMain()`, `RunLoop.main.run()` or an `async` main). A request made
+/// on any other thread completes on a global queue: a Linux program need not run its main queue.
+///
+/// Open, as Apple's: an app's test double subclasses it and overrides the completion-handler
+/// methods; the `async` forms call those, so one override serves both.
 ///
 /// ```swift
 /// let placemarks = try await CLGeocoder().reverseGeocodeLocation(CLLocation(latitude: 51.4545, longitude: -2.5879))
 /// print(placemarks.first?.locality ?? "no town near")  // "Bristol"
 /// ```
-public final class CLGeocoder: NSObject, Sendable {
-    /// Apple's completion: placemarks, or the error.
-    public typealias CompletionHandler = @Sendable ([CLPlacemark]?, (any Error)?) -> Void
+// @unchecked Sendable: a non-final class cannot be checked; its own state is under `state`'s lock.
+open class CLGeocoder: NSObject, @unchecked Sendable {
+    /// Apple's completion: placemarks, or the error (`CLGeocodeCompletionHandler`).
+    public typealias CompletionHandler = CLGeocodeCompletionHandler
 
     /// GeoNames' licence asks for this credit wherever its names are shown.
     public static let dataAttribution = PlaceDatabase.attribution
@@ -172,11 +209,13 @@ public final class CLGeocoder: NSObject, Sendable {
     }
 
     /// True while a request has not completed.
-    public var isGeocoding: Bool { state.withLock { $0.pending > 0 } }
+    open var isGeocoding: Bool { state.withLock { $0.pending > 0 } }
 
     /// Ends the pending requests with `CLError.geocodeCanceled`.
-    public func cancelGeocode() { state.withLock { $0.generation += 1 } }
+    open func cancelGeocode() { state.withLock { $0.generation += 1 } }
 
+    /// Looks up on the geocoder's thread; completes on the main queue for a request made on the
+    /// main thread (Apple's rule), else on a global queue.
     private func run(
         _ work: @escaping @Sendable (PlaceDatabase) throws(CLError) -> [CLPlacemark],
         completionHandler: @escaping CompletionHandler
@@ -185,25 +224,29 @@ public final class CLGeocoder: NSObject, Sendable {
             state.pending += 1
             return state.generation
         }
+        let queue = Thread.isMainThread ? DispatchQueue.main : DispatchQueue.global()
+        // Apple's handler is not `@Sendable`: it is called once, on `queue`, and nowhere else.
+        nonisolated(unsafe) let handler = completionHandler
         GeocoderThread.shared.enqueue { [self] in
             let result = database().flatMap { database in Result { () throws(CLError) in try work(database) } }
             let cancelled = state.withLock { state in
                 state.pending -= 1
                 return state.generation != generation
             }
-            if cancelled {
-                completionHandler(nil, CLError(.geocodeCanceled, message: "the geocoding request was cancelled"))
-                return
-            }
-            switch result {
-            case .success(let placemarks): completionHandler(placemarks, nil)
-            case .failure(let error): completionHandler(nil, error)
+            let answer =
+                cancelled
+                ? .failure(CLError(.geocodeCanceled, message: "the geocoding request was cancelled")) : result
+            queue.async {
+                switch answer {
+                case .success(let placemarks): handler(placemarks, nil)
+                case .failure(let error): handler(nil, error)
+                }
             }
         }
     }
 
     private func awaiting(
-        _ start: (@escaping CompletionHandler) -> Void
+        _ start: (@escaping @Sendable ([CLPlacemark]?, (any Error)?) -> Void) -> Void
     ) async throws -> [CLPlacemark] {
         try await withCheckedThrowingContinuation { continuation in
             start { placemarks, error in
@@ -252,15 +295,16 @@ public final class CLGeocoder: NSObject, Sendable {
         return matches.map(CLPlacemark.init)
     }
 
-    /// The town `location` is in (see the type's rules), to `completionHandler` on a global queue.
-    public func reverseGeocodeLocation(_ location: CLLocation, completionHandler: @escaping CompletionHandler) {
+    /// The town `location` is in (see the type's rules), to `completionHandler` (see the type for
+    /// the queue).
+    open func reverseGeocodeLocation(_ location: CLLocation, completionHandler: @escaping CompletionHandler) {
         run(
             { database throws(CLError) in try Self.reverse(location, in: database) },
             completionHandler: completionHandler)
     }
 
     /// `locale` is accepted and ignored: GeoNames' table names places in English.
-    public func reverseGeocodeLocation(
+    open func reverseGeocodeLocation(
         _ location: CLLocation, preferredLocale locale: Locale?, completionHandler: @escaping CompletionHandler
     ) {
         reverseGeocodeLocation(location, completionHandler: completionHandler)
@@ -279,12 +323,12 @@ public final class CLGeocoder: NSObject, Sendable {
     }
 
     /// The towns `addressString` names ("Town", "Town, Region", "Town, Country"), largest first.
-    public func geocodeAddressString(_ addressString: String, completionHandler: @escaping CompletionHandler) {
+    open func geocodeAddressString(_ addressString: String, completionHandler: @escaping CompletionHandler) {
         geocodeAddressString(addressString, in: nil, completionHandler: completionHandler)
     }
 
     /// With a `CLCircularRegion`, towns inside it come first (all matches when none is inside).
-    public func geocodeAddressString(
+    open func geocodeAddressString(
         _ addressString: String, in region: CLRegion?, completionHandler: @escaping CompletionHandler
     ) {
         run(
@@ -293,7 +337,7 @@ public final class CLGeocoder: NSObject, Sendable {
     }
 
     /// As `geocodeAddressString(_:in:completionHandler:)`; the locale is ignored.
-    public func geocodeAddressString(
+    open func geocodeAddressString(
         _ addressString: String, in region: CLRegion?, preferredLocale locale: Locale?,
         completionHandler: @escaping CompletionHandler
     ) {
@@ -310,3 +354,7 @@ public final class CLGeocoder: NSObject, Sendable {
         try await awaiting { geocodeAddressString(addressString, in: region, completionHandler: $0) }
     }
 }
+
+/// Apple's geocoder completion: placemarks, or the error. Not `@Sendable`, as Apple's is not: a
+/// closure written in a `@MainActor` method stays on the main actor.
+public typealias CLGeocodeCompletionHandler = ([CLPlacemark]?, (any Error)?) -> Void

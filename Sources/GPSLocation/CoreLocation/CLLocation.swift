@@ -98,37 +98,48 @@ public struct GNSSDetails: Sendable, Equatable {
 
 /// Where a location came from (Apple's, iOS 15): from software — a replayed recording, a list
 /// of fixes, gpsd fed by gpsfake — or from a receiver behind gpsd.
-public final class CLLocationSourceInformation: NSObject, Sendable {
+// @unchecked Sendable: a non-final class cannot be checked; its own values are immutable.
+open class CLLocationSourceInformation: NSObject, NSCopying, @unchecked Sendable {
     /// Recorded or made-up data played back (`NMEAReplaySource`, `FixListSource`, gpsfake).
-    public let isSimulatedBySoftware: Bool
+    open var isSimulatedBySoftware: Bool { simulated }
     /// Produced by an external receiver (a GNSS receiver that gpsd reads).
-    public let isProducedByAccessory: Bool
+    open var isProducedByAccessory: Bool { accessory }
+    private let simulated: Bool
+    private let accessory: Bool
 
     /// Apple's initializer: the two flags.
     public init(
         softwareSimulationState isSimulatedBySoftware: Bool, andExternalAccessoryState isProducedByAccessory: Bool
     ) {
-        self.isSimulatedBySoftware = isSimulatedBySoftware
-        self.isProducedByAccessory = isProducedByAccessory
+        simulated = isSimulatedBySoftware
+        accessory = isProducedByAccessory
+        super.init()
     }
+
+    /// Apple's `init()` (NSObject's): neither simulated nor from an accessory.
+    public override convenience init() {
+        self.init(softwareSimulationState: false, andExternalAccessoryState: false)
+    }
+
+    /// The information itself: it is immutable (`NSCopying`, as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
 
     /// Software: a replay, a list of fixes, gpsfake.
     public static let simulated = CLLocationSourceInformation(
         softwareSimulationState: true, andExternalAccessoryState: false)
-    /// x
     /// A receiver behind gpsd.
     public static let receiver = CLLocationSourceInformation(
         softwareSimulationState: false, andExternalAccessoryState: true)
 
     /// The same two flags.
-    public override func isEqual(_ object: Any?) -> Bool {
+    open override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? CLLocationSourceInformation else { return false }
         return other.isSimulatedBySoftware == isSimulatedBySoftware
             && other.isProducedByAccessory == isProducedByAccessory
     }
 
     /// Combines the two flags.
-    public override var hash: Int { (isSimulatedBySoftware ? 1 : 0) | (isProducedByAccessory ? 2 : 0) }
+    open override var hash: Int { (isSimulatedBySoftware ? 1 : 0) | (isProducedByAccessory ? 2 : 0) }
 }
 
 /// A location as CoreLocation delivers it: immutable, with Apple's fields and invalid markers.
@@ -136,6 +147,11 @@ public final class CLLocationSourceInformation: NSObject, Sendable {
 /// `horizontalAccuracy` < 0 means the coordinate is invalid; `verticalAccuracy` ≤ 0 means the
 /// altitudes are invalid (then `ellipsoidalAltitude` is 0); negative speed, course and their
 /// accuracies mean unknown. Accuracies are about one standard deviation (68 %), Apple's meaning.
+///
+/// Open, as Apple's is: every initializer Apple declares is designated, so a subclass (a test
+/// double, a location carrying an app's own annotation) calls any of them, and every property
+/// may be overridden. Like Apple's it is `NSCopying` and `NSSecureCoding` and not `Codable`: an
+/// app's own `Encodable` extension is the one `JSONEncoder` uses.
 ///
 /// ```swift
 /// let here = CLLocation(latitude: 51.4545, longitude: -2.5879)
@@ -145,131 +161,162 @@ public final class CLLocationSourceInformation: NSObject, Sendable {
 ///     print(here.altitude, "±\(here.verticalAccuracy) m")
 /// }
 /// ```
-public final class CLLocation: NSObject, Sendable {
+// @unchecked Sendable: a non-final class cannot be checked. Its own state is one immutable value
+// set by the initializer; a subclass that adds mutable state must keep that promise itself.
+open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable {
+    /// Every value, set once.
+    private let values: LocationValues
+
     /// Latitude and longitude, WGS 84.
-    public let coordinate: CLLocationCoordinate2D
+    open var coordinate: CLLocationCoordinate2D { values.coordinate }
     /// Metres above mean sea level (orthometric).
-    public let altitude: CLLocationDistance
+    open var altitude: CLLocationDistance { values.altitude }
     /// Metres above the WGS 84 ellipsoid.
-    public let ellipsoidalAltitude: CLLocationDistance
+    open var ellipsoidalAltitude: CLLocationDistance { values.ellipsoidalAltitude }
     /// Radius in metres of 68 % confidence around `coordinate`; negative: the coordinate is invalid.
-    public let horizontalAccuracy: CLLocationAccuracy
+    open var horizontalAccuracy: CLLocationAccuracy { values.horizontalAccuracy }
     /// Metres (68 %) for `altitude`; negative or 0: no valid altitude (a 2D fix).
-    public let verticalAccuracy: CLLocationAccuracy
+    open var verticalAccuracy: CLLocationAccuracy { values.verticalAccuracy }
     /// Metres per second over ground; negative: unknown.
-    public let speed: CLLocationSpeed
+    open var speed: CLLocationSpeed { values.speed }
     /// Metres per second (68 %); negative: unknown.
-    public let speedAccuracy: CLLocationSpeedAccuracy
+    open var speedAccuracy: CLLocationSpeedAccuracy { values.speedAccuracy }
     /// Degrees clockwise from true north, the direction of travel; negative: unknown.
-    public let course: CLLocationDirection
+    open var course: CLLocationDirection { values.course }
     /// Degrees (68 %); negative: unknown.
-    public let courseAccuracy: CLLocationDirectionAccuracy
+    open var courseAccuracy: CLLocationDirectionAccuracy { values.courseAccuracy }
     /// When the receiver made the fix (its own clock, UTC).
-    public let timestamp: Date
+    open var timestamp: Date { values.timestamp }
     /// GPSLocation's additions: fix mode, quality, accuracy tier, reduction; nil for locations
     /// made with Apple's initializers.
-    public let gnss: GNSSDetails?
+    open var gnss: GNSSDetails? { values.gnss }
     /// Whether the location was simulated by software or produced by a receiver; nil for
     /// locations made with Apple's initializers that do not say.
-    public let sourceInformation: CLLocationSourceInformation?
+    open var sourceInformation: CLLocationSourceInformation? { values.sourceInformation }
+
+    /// Apple's `init()` (NSObject's, which apps use for a placeholder: `@Published var
+    /// lastLocation = CLLocation()`): what `init(latitude: 0, longitude: 0)` gives — coordinate
+    /// 0, 0, accuracy 0, no altitude, speed or course, timestamp now.
+    public override init() {
+        values = LocationValues(latitude: 0, longitude: 0)
+        super.init()
+    }
 
     /// A location at a coordinate, now, with no altitude, speed or course.
-    public convenience init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
-        self.init(
-            coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: 0,
-            horizontalAccuracy: 0, verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1,
-            timestamp: Date())
+    public init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
+        values = LocationValues(latitude: latitude, longitude: longitude)
+        super.init()
     }
 
     /// Apple's initializer: a position and altitude with their accuracies; speed and course unknown.
-    public convenience init(
+    public init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, timestamp: Date
     ) {
-        self.init(
+        values = LocationValues(
             coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
             verticalAccuracy: verticalAccuracy, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1,
             timestamp: timestamp)
+        super.init()
     }
 
     /// Apple's initializer with course and speed (their accuracies unknown).
-    public convenience init(
+    public init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, speed: CLLocationSpeed, timestamp: Date
     ) {
-        self.init(
+        values = LocationValues(
             coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
             verticalAccuracy: verticalAccuracy, course: course, courseAccuracy: -1, speed: speed, speedAccuracy: -1,
             timestamp: timestamp)
+        super.init()
     }
 
     /// Apple's initializer with every value and its accuracy.
-    public convenience init(
+    public init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, courseAccuracy: CLLocationDirectionAccuracy,
         speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy, timestamp: Date
     ) {
-        self.init(
-            coordinate: coordinate, altitude: altitude, ellipsoidalAltitude: verticalAccuracy > 0 ? altitude : 0,
-            horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, course: course,
-            courseAccuracy: courseAccuracy, speed: speed, speedAccuracy: speedAccuracy, timestamp: timestamp, gnss: nil)
+        values = LocationValues(
+            coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
+            verticalAccuracy: verticalAccuracy, course: course, courseAccuracy: courseAccuracy, speed: speed,
+            speedAccuracy: speedAccuracy, timestamp: timestamp)
+        super.init()
     }
 
     /// Apple's initializer with source information (iOS 15).
-    public convenience init(
+    public init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, courseAccuracy: CLLocationDirectionAccuracy,
         speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy, timestamp: Date,
         sourceInfo: CLLocationSourceInformation
     ) {
-        self.init(
-            coordinate: coordinate, altitude: altitude, ellipsoidalAltitude: verticalAccuracy > 0 ? altitude : 0,
-            horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, course: course,
-            courseAccuracy: courseAccuracy, speed: speed, speedAccuracy: speedAccuracy, timestamp: timestamp, gnss: nil,
-            sourceInformation: sourceInfo)
+        values = LocationValues(
+            coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
+            verticalAccuracy: verticalAccuracy, course: course, courseAccuracy: courseAccuracy, speed: speed,
+            speedAccuracy: speedAccuracy, timestamp: timestamp, sourceInformation: sourceInfo)
+        super.init()
     }
 
-    /// The designated initializer, with GPSLocation's ellipsoidal altitude and GNSS details.
+    /// GPSLocation's initializer, with the ellipsoidal altitude and GNSS details.
     public init(
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, ellipsoidalAltitude: CLLocationDistance,
         horizontalAccuracy: CLLocationAccuracy, verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection,
         courseAccuracy: CLLocationDirectionAccuracy, speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy,
         timestamp: Date, gnss: GNSSDetails?, sourceInformation: CLLocationSourceInformation? = nil
     ) {
-        self.coordinate = coordinate
-        self.altitude = altitude
-        self.ellipsoidalAltitude = verticalAccuracy > 0 ? ellipsoidalAltitude : 0
-        self.horizontalAccuracy = horizontalAccuracy
-        self.verticalAccuracy = verticalAccuracy
-        self.course = course
-        self.courseAccuracy = courseAccuracy
-        self.speed = speed
-        self.speedAccuracy = speedAccuracy
-        self.timestamp = timestamp
-        self.gnss = gnss
-        self.sourceInformation = sourceInformation
-    }
-
-    /// This location with other GNSS details (the engine's marks).
-    func with(gnss: GNSSDetails?) -> CLLocation {
-        CLLocation(
+        values = LocationValues(
             coordinate: coordinate, altitude: altitude, ellipsoidalAltitude: ellipsoidalAltitude,
             horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, course: course,
             courseAccuracy: courseAccuracy, speed: speed, speedAccuracy: speedAccuracy, timestamp: timestamp,
-            gnss: gnss,
-            sourceInformation: sourceInformation)
+            gnss: gnss, sourceInformation: sourceInformation)
+        super.init()
+    }
+
+    /// Unarchives what `encode(with:)` wrote (`NSSecureCoding`); nil when a value is missing or
+    /// of the wrong type.
+    public required init?(coder: NSCoder) {
+        guard let decoded = LocationValues(coder: coder) else { return nil }
+        values = decoded
+        super.init()
+    }
+
+    /// True: unarchiving checks each value's class (`NSSecureCoding`).
+    open class var supportsSecureCoding: Bool { true }
+
+    /// Archives every value under its own key (`NSCoding`), what this location reports (a
+    /// subclass's overrides included).
+    open func encode(with coder: NSCoder) {
+        LocationValues(self).encode(with: coder)
+    }
+
+    /// The location itself: it is immutable (`NSCopying`, as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
+
+    /// This location with other GNSS details (the engine's marks).
+    func with(gnss: GNSSDetails?) -> CLLocation {
+        var changed = LocationValues(self)
+        changed.gnss = gnss
+        return CLLocation(changed)
+    }
+
+    /// A location of `values`.
+    init(_ values: LocationValues) {
+        self.values = values
+        super.init()
     }
 
     /// The geodesic distance on the WGS 84 ellipsoid (Karney's method), in metres, ignoring
     /// altitude — Apple's "arc that follows the curvature of the Earth".
-    public func distance(from location: CLLocation) -> CLLocationDistance {
+    open func distance(from location: CLLocation) -> CLLocationDistance {
         Geodesic.wgs84.distance(
             latitude1: coordinate.latitude, longitude1: coordinate.longitude, latitude2: location.coordinate.latitude,
             longitude2: location.coordinate.longitude)
     }
 
     /// Apple's format: `<+lat,+lon> +/- accuracy m (speed … mps / course …) @ time`.
-    public override var description: String {
+    open override var description: String {
         String(
             format: "<%+.8f,%+.8f> +/- %.2fm (speed %.2f mps / course %.2f) @ %@", coordinate.latitude,
             coordinate.longitude, horizontalAccuracy, speed, course, timestamp.description)

@@ -157,7 +157,7 @@ private final class StreamDelegate: CLLocationManagerDelegate, Sendable {
             continuation.finish(throwing: error)
         } else {
             diagnostics()(
-                LocationDiagnostic(code: error.reason?.name ?? error.code.description, message: error.message))
+                LocationDiagnostic(code: error.reason?.name ?? error.code.name, message: error.message))
         }
     }
 }

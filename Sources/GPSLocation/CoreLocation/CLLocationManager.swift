@@ -454,13 +454,15 @@ open class CLLocationManager: NSObject {
         case .locations(let locations): delegate?.locationManager(self, didUpdateLocations: locations)
         case .failure(let error): delegate?.locationManager(self, didFailWithError: error)
         case .sourceEnded: onSourceEnded?()
-        case .receiver(let event): delegate?.locationManager(self, didChangeReceiver: event)
+        case .receiver(let event):
+            receiverIdentified(event)
+            delegate?.locationManager(self, didChangeReceiver: event)
         case .sky: break
         case .region(let event): regionEventHappened(event, delegate: delegate)
         case .visit(let record): delegate?.locationManager(self, didVisit: CLVisit(record))
         case .heading(let heading):
             state.withLock { $0.heading = heading }
-            CLLocationManager.headingSeen.withLock { $0 = true }
+            headingDelivered()
             delegate?.locationManager(self, didUpdateHeading: heading)
         case .paused(true): delegate?.locationManagerDidPauseLocationUpdates(self)
         case .paused(false): delegate?.locationManagerDidResumeLocationUpdates(self)

@@ -15,10 +15,13 @@ import Foundation
 public struct CLLocationUpdate: Sendable {
     /// The location, or nil when this update only reports a state (see the flags).
     public let location: CLLocation?
-    /// The device has stayed put: speed below 0.5 m/s (or unknown) and every location for at
-    /// least `StationaryDetector.minimumDuration` within twice the horizontal accuracy of where
-    /// it settled. The update carries the location (Apple pauses instead; a gpsd receiver keeps
-    /// reporting, so the flag is what changes).
+    /// The device has stopped (`StationaryDetector`: under 0.5 m/s, or unknown, and within
+    /// twice the horizontal accuracy of where it settled for 10 s of the locations' own time).
+    /// As Apple describes: this update carries the location that showed the stop, and then the
+    /// sequence yields nothing while the device stays put; the next update is the first location
+    /// after it leaves (beyond three times the accuracy, at least 5 m, or at 1 m/s or more, for
+    /// a second of its own time), with `isStationary` false. A still receiver's noise does not
+    /// end a stop. `.airborne` never pauses.
     public let isStationary: Bool
     /// iOS 18's name for `isStationary`.
     public var stationary: Bool { isStationary }
@@ -86,6 +89,7 @@ public struct CLLocationUpdate: Sendable {
 
         /// Applies the configuration to a manager.
         func configure(_ manager: CLLocationManager) {
+            manager.runner.withEngine { $0.configuration.pausesWhileStationary = true }
             switch self {
             case .default:
                 manager.minimumUpdateInterval = 1

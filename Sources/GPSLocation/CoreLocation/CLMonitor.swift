@@ -3,7 +3,8 @@ import GNSSCore
 
 /// A condition `CLMonitor` can watch (Apple's `CLCondition`). GPSLocation monitors
 /// `CLMonitor.CircularGeographicCondition`; others are reported `conditionUnsupported`.
-public protocol CLCondition: Sendable {}
+/// `Codable`, as Apple's is: an app may keep its conditions itself.
+public protocol CLCondition: Codable, Sendable {}
 
 /// Apple's `CLMonitor` (iOS 17): named sets of conditions whose state changes arrive on
 /// `events`. On Linux a monitor runs on the same `LocationEngine` as `CLLocationManager` (its
@@ -42,6 +43,26 @@ public actor CLMonitor {
         /// The same centre and radius.
         public static func == (lhs: Self, rhs: Self) -> Bool {
             lhs.center.isSame(as: rhs.center) && lhs.radius == rhs.radius
+        }
+
+        private enum Keys: String, CodingKey { case latitude, longitude, radius }
+
+        /// The centre's latitude and longitude and the radius, by name.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(center.latitude, forKey: .latitude)
+            try container.encode(center.longitude, forKey: .longitude)
+            try container.encode(radius, forKey: .radius)
+        }
+
+        /// What `encode(to:)` wrote.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            self.init(
+                center: CLLocationCoordinate2D(
+                    latitude: try container.decode(Double.self, forKey: .latitude),
+                    longitude: try container.decode(Double.self, forKey: .longitude)),
+                radius: try container.decode(Double.self, forKey: .radius))
         }
     }
 

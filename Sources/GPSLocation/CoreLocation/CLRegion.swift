@@ -1,8 +1,9 @@
 import Foundation
 import GNSSCore
 
-/// Apple's `CLRegionState`: where the device is relative to a monitored region.
-public enum CLRegionState: Int, Sendable, CustomStringConvertible {
+/// Apple's `CLRegionState`: where the device is relative to a monitored region. Not
+/// `CustomStringConvertible`, as Apple's is not (an app may declare it); `name` spells it.
+public enum CLRegionState: Int, Sendable {
     /// Not known yet (no location decides it, or reduced accuracy cannot).
     case unknown = 0
     /// Inside the region.
@@ -26,8 +27,8 @@ public enum CLRegionState: Int, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The state's name.
-    public var description: String {
+    /// The state's name (a GPSLocation addition).
+    public var name: String {
         switch self {
         case .unknown: "unknown"
         case .inside: "inside"
@@ -165,7 +166,7 @@ open class CLCircularRegion: CLRegion, @unchecked Sendable {
 /// Apple's `CLVisit`: a stop (see `startMonitoringVisits()` for the rule). Open, with read-only
 /// properties a subclass may override, as Apple's: apps subclass it for test doubles. Not
 /// `Sendable`, as Apple's is not (a visit is made for one delegate call and only read).
-open class CLVisit: NSObject, NSSecureCoding, Codable {
+open class CLVisit: NSObject, NSCopying, NSSecureCoding {
     /// When the device arrived (`Date.distantPast` when unknown).
     open var arrivalDate: Date { storedArrivalDate }
     /// When it left; `Date.distantFuture` while the visit goes on.
@@ -206,10 +207,11 @@ open class CLVisit: NSObject, NSSecureCoding, Codable {
         self.init(values)
     }
 
-    /// Reads what `encode(to:)` wrote.
-    public required convenience init(from decoder: any Decoder) throws {
-        self.init(try Self.decodedValues(decoder))
-    }
+    /// The visit itself: it is immutable (`NSCopying`, as Apple's).
+    open func copy(with zone: NSZone? = nil) -> Any { self }
+
+    /// Archives every field under its own key (`NSCoding`); a subclass may add its own.
+    open func encode(with coder: NSCoder) { encodeFields(with: coder) }
 
     convenience init(_ record: VisitRecord) {
         self.init(
@@ -219,7 +221,7 @@ open class CLVisit: NSObject, NSSecureCoding, Codable {
     }
 
     /// Arrival, departure (or "ongoing"), place and radius.
-    public override var description: String {
+    open override var description: String {
         let departure = departureDate == .distantFuture ? "ongoing" : iso8601Milliseconds(departureDate)
         return String(
             format: "CLVisit (arrival %@, departure %@, <%+.6f,%+.6f> ±%.0f m)", iso8601Milliseconds(arrivalDate),

@@ -330,7 +330,7 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The message, or the code's name when there is none.
-    public var description: String { message.isEmpty ? "CLError \(code) (\(code.rawValue))" : message }
+    public var description: String { message.isEmpty ? "CLError \(code.name) (\(code.rawValue))" : message }
 }
 
 extension CLError: Hashable {}
@@ -368,9 +368,10 @@ public func ~= (code: CLError.Code, error: any Error) -> Bool {
     (error as? CLError)?.code == code
 }
 
-extension CLError.Code: CustomStringConvertible {
-    /// The NDJSON spelling of the code, e.g. `locationUnknown`.
-    public var description: String {
+// Not `CustomStringConvertible`, as Apple's is not (an app may declare it); `name` spells it.
+extension CLError.Code {
+    /// The NDJSON spelling of the code, e.g. `locationUnknown` (a GPSLocation addition).
+    public var name: String {
         switch self {
         case .locationUnknown: "locationUnknown"
         case .denied: "denied"

@@ -30,6 +30,11 @@ extension LocationEngine {
         /// Continuous updates pause once the device has stayed put this long (by the locations'
         /// own time; `StationaryDetector`), and resume when it moves; nil: never.
         package var pauseAfter: TimeInterval? { pausesAutomatically ? Self.pauseDelay(for: activityType) : nil }
+        /// `CLLocationUpdate.liveUpdates`: once the device is stationary (`StationaryDetector`)
+        /// the location that shows it is delivered, marked stationary, and then none until the
+        /// device moves (Apple: updates "can suspend … until the person starts moving"). Never
+        /// for `.airborne`. Takes the place of `pauseAfter`.
+        package var pausesWhileStationary = false
         package init() {}
 
         /// How long a device stays put before its updates pause, by Apple's activity types:

@@ -70,6 +70,11 @@ extension LocationEngine {
     mutating func pauses(at location: CLLocation, actions: inout [Action]) -> Bool {
         let still = stationary.still(location)
         stillFor = still
+        if configuration.pausesWhileStationary && configuration.activityType != .airborne {
+            // The stop's first stationary location goes (`stationaryShown`); the rest wait for a move.
+            if !stationary.isStationary { stationaryDelivered = false }
+            return stationary.isStationary && stationaryDelivered
+        }
         guard let delay = configuration.pauseAfter else {
             if paused {
                 paused = false
@@ -89,13 +94,19 @@ extension LocationEngine {
         return true
     }
 
-    /// `location` as delivered: marked stationary when the device has stayed put long enough.
+    /// `location` as delivered: marked stationary when the detector says the device is.
     func markedStationary(_ location: CLLocation) -> CLLocation {
-        guard (stillFor ?? 0) >= StationaryDetector.minimumDuration, var details = location.gnss else {
-            return location
-        }
+        guard stationary.isStationary, var details = location.gnss else { return location }
         details.isStationary = true
         return location.with(gnss: details)
+    }
+
+    /// `pausesWhileStationary`: the location that shows the stop goes whatever the interval and
+    /// the distance filter say (a still device moves too little for a distance filter to let
+    /// anything through, and the app must hear that it stopped).
+    var showsStop: Bool {
+        configuration.pausesWhileStationary && configuration.activityType != .airborne && stationary.isStationary
+            && !stationaryDelivered
     }
 
     /// `minimumUpdateInterval`: the location is at least that long after the last delivered one

@@ -142,9 +142,12 @@ extension LocationEngine {
                 } else {
                     considerForOneShot(location)
                 }
-            } else if mode == .continuous, !pauses(at: location, actions: &actions), intervalAdmits(location),
-                filter.admits(location, distanceFilter: configuration.distanceFilter)
+            } else if mode == .continuous, !pauses(at: location, actions: &actions),
+                showsStop
+                    || (intervalAdmits(location)
+                        && filter.admits(location, distanceFilter: configuration.distanceFilter))
             {
+                if showsStop { stationaryDelivered = true }
                 let location = markedStationary(location)
                 filter.delivered(location)
                 lastDeliveryTime = location.timestamp

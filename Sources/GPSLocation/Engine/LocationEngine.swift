@@ -145,6 +145,8 @@ package struct LocationEngine: Sendable {
     /// The source's last problem since its last fix (a one-shot that times out names it).
     var lastSourceProblem: CLError?
     var paused = false
+    /// `pausesWhileStationary`: this stop's stationary location has been delivered.
+    var stationaryDelivered = false
 
     package init(
         configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
@@ -226,6 +228,7 @@ package struct LocationEngine: Sendable {
         paused = false
         stationary.reset()
         stillFor = nil
+        stationaryDelivered = false
         filter.reset()
         lastRejection = nil
         lastRejectionReason = nil

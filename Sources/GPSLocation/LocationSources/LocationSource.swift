@@ -39,12 +39,17 @@ public protocol LocationSource: AnyObject, Sendable {
     /// False for one that cannot (gpsd drops the reports of a client that stops reading, even
     /// gpsfake's): its locations are kept, however many, until the consumer takes them.
     var waitsForConsumer: Bool { get }
+    /// What the source knows before it runs about whether it reports a heading: true or false
+    /// when it can tell (a recording's sentences), nil (the default) when only its receiver can
+    /// (`CLLocationManager.headingAvailable()` then asks what the box has seen).
+    var reportsHeading: Bool? { get }
 }
 
 extension LocationSource {
     public var isLive: Bool { true }
     public var isSimulated: Bool { !isLive }
     public var waitsForConsumer: Bool { !isLive }
+    public var reportsHeading: Bool? { nil }
 
     /// What the locations from this source say of where they came from.
     public var sourceInformation: CLLocationSourceInformation { isSimulated ? .simulated : .receiver }
@@ -64,6 +69,7 @@ package final class TappedLocationSource: LocationSource, Sendable {
 
     package var isLive: Bool { base.isLive }
     package var isSimulated: Bool { base.isSimulated }
+    package var reportsHeading: Bool? { base.reportsHeading }
     package var waitsForConsumer: Bool { base.waitsForConsumer }
     package func stop() { base.stop() }
     package func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {

@@ -93,6 +93,10 @@ public final class NMEAReplaySource: LocationSource, Sendable {
         self.clock = clock
     }
 
+    /// Whether the recording holds a heading (`HeadingScan`: a `HDT`, `THS` or `HDG` sentence
+    /// with a value, or gpsd's `ATT`); nil for standard input, which cannot be read twice.
+    public var reportsHeading: Bool? { path == "-" ? nil : HeadingScan.file(path) }
+
     /// Called now and then with (bytes read, total bytes when known).
     public func onProgress(_ handler: @escaping @Sendable (Int, Int?) -> Void) {
         state.withLock { $0.progress = handler }
