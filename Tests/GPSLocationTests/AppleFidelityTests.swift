@@ -63,6 +63,24 @@ final class StubGeocoder: CLGeocoder, @unchecked Sendable {
     }
 }
 
+/// A view model as apps write it: the completion, written in a main-actor method, sets the
+/// model's state (it compiles only because Apple's handler is not `@Sendable`, and is safe only
+/// because the handler runs on the main thread).
+@MainActor final class PlaceModel {
+    var city = ""
+    var completedOnMain = false
+    let geocoder = CLGeocoder()
+
+    func look(up location: CLLocation, then done: @escaping () -> Void) {
+        geocoder.reverseGeocodeLocation(location) { placemarks, _ in
+            // The main actor's queue (a test harness may drain it on another thread than main).
+            self.completedOnMain = EngineRunner.onMainQueue
+            self.city = placemarks?.first?.locality ?? "?"
+            done()
+        }
+    }
+}
+
 /// The model of Apple's live-updates sample: an empty location until the first one comes.
 @MainActor final class LastLocationModel {
     var lastLocation = CLLocation()
@@ -116,6 +134,11 @@ struct AppleFidelityTests {
         #expect(visit.horizontalAccuracy == 25 && visit.departureDate == .distantFuture)
         #expect(StubPlacemark().locality == "Cupertino" && StubPlacemark().country == nil)
         #expect(CLPlacemark(placemark: StubPlacemark()).locality == "Cupertino")
+        let region = CLCircularRegion(
+            center: CLLocationCoordinate2D(latitude: 51.45, longitude: -2.59), radius: 150, identifier: "depot")
+        region.notifyOnExit = false
+        let copied = try #require(region.copy() as? CLCircularRegion)
+        #expect(copied !== region && copied == region && copied.radius == 150 && !copied.notifyOnExit)
         #expect(CLFloor().level == 0)
         #expect(!CLLocationSourceInformation().isSimulatedBySoftware)
     }
@@ -124,6 +147,23 @@ struct AppleFidelityTests {
     func geocoderDouble() async throws {
         let places = try await StubGeocoder().reverseGeocodeLocation(CLLocation(latitude: 0, longitude: 0))
         #expect(places.first?.locality == "Cupertino")
+    }
+
+    @Test("a geocoder asked on the main thread completes there (Apple's rule); elsewhere on a global queue")
+    @MainActor func geocoderQueues() async {
+        let model = PlaceModel()
+        await withCheckedContinuation { continuation in
+            model.look(up: CLLocation(latitude: 48.8566, longitude: 2.3522)) { continuation.resume() }
+        }
+        #expect(model.completedOnMain && model.city == "Paris")
+        let elsewhere = await Task.detached { () -> Bool in
+            await withCheckedContinuation { continuation in
+                CLGeocoder().reverseGeocodeLocation(CLLocation(latitude: 48.8566, longitude: 2.3522)) { _, _ in
+                    continuation.resume(returning: EngineRunner.onMainQueue)
+                }
+            }
+        }.value
+        #expect(!elsewhere)
     }
 
     @Test("an app's own Encodable is the one JSONEncoder uses (CLLocation is not Codable here, as Apple's)")
@@ -138,5 +178,102 @@ struct AppleFidelityTests {
         #expect(!(CLHeading() as Any is any Encodable))
         #expect(!(CLVisit() as Any is any Encodable))
         #expect(!(CLPlacemark() as Any is any Encodable))
+        // Apple's CLCondition is Codable: an app may keep its conditions itself.
+        let condition = CLMonitor.CircularGeographicCondition(
+            center: CLLocationCoordinate2D(latitude: 51.45, longitude: -2.59), radius: 150)
+        let decoded = try JSONDecoder().decode(
+            CLMonitor.CircularGeographicCondition.self, from: JSONEncoder().encode(condition))
+        #expect(decoded == condition)
+        // An app may declare a region state's description (Support/AppDeclaredConformances.swift):
+        // the library declares none, so the app's is the one used.
+        #expect((CLRegionState.inside as Any as? any CustomStringConvertible)?.description == "inside")
+    }
+}
+
+@Suite(
+    "Apple fidelity: liveUpdates pauses while stationary; headingAvailable before a heading (#54)",
+    .timeLimit(.minutes(5)))
+struct StationaryAndHeadingTests {
+    /// Every update of a `liveUpdates` loop over `recording`, as an app's loop sees them.
+    static func updates(
+        _ recording: String, _ configuration: CLLocationUpdate.LiveConfiguration = .default
+    ) async throws -> [CLLocationUpdate] {
+        var all: [CLLocationUpdate] = []
+        for try await update in CLLocationUpdate.liveUpdates(
+            configuration, source: NMEAReplaySource(path: recording), authorizer: grantedAuthorizer(.authorizedAlways))
+        {
+            all.append(update)
+        }
+        return all
+    }
+
+    @Test(
+        "a liveUpdates loop across the stops of a drive: one stationary update each, none while still, resumed on moving"
+    )
+    func stops() async throws {
+        let path = Paths.fixtures.appendingPathComponent("stops-1hz-gp.nmea").path
+        let located = try await Self.updates(path).filter { $0.location != nil }
+        let flags = located.map(\.isStationary)
+        let flips = zip(flags, flags.dropFirst()).filter { $0 != $1 }.count
+        let stationary = located.filter(\.isStationary)
+        let seconds = stationary.compactMap { $0.location?.timestamp.timeIntervalSince(located[0].location!.timestamp) }
+        // The recording stands still at 59–359 s, 499–739 s (no fix 520–720 s) and 899–1099 s.
+        #expect(stationary.count == 3, "one stationary update per stop: \(seconds)")
+        #expect(flips == 6, "stationary once and moving once per stop, never flipping while still")
+        for (second, stop) in zip(seconds, [59.0, 499, 899]) {
+            // 10 s still at least; a little more where the recording's noise moved the anchor.
+            #expect(second >= stop + 10 && second <= stop + 20, "noticed 10–20 s into the stop at \(stop) s: \(second)")
+        }
+        // Nothing while still: no update falls inside a stop after its stationary one.
+        let times = located.compactMap { $0.location?.timestamp.timeIntervalSince(located[0].location!.timestamp) }
+        for (noticed, end) in zip(seconds, [359.0, 739, 1099]) {
+            #expect(!times.contains { $0 > noticed && $0 < end }, "an update while still after \(noticed) s")
+        }
+        // An aircraft's updates never pause.
+        let airborne = try await Self.updates(path, .airborne).filter { $0.location != nil }
+        #expect(airborne.count > located.count + 500)
+    }
+
+    @Test("headingAvailable() before any heading: a recording's sentences, the box's record, gpsd's compass drivers")
+    func headingKnowledge() throws {
+        let heading = Paths.fixtures.appendingPathComponent("heading-1hz-gp.nmea").path
+        let drive = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
+        let attLog = Paths.fixtures.appendingPathComponent("heading-1hz-gp.gpsd.json").path
+        #expect(NMEAReplaySource(path: heading).reportsHeading == true)
+        #expect(NMEAReplaySource(path: drive).reportsHeading == false)
+        #expect(HeadingScan.file(attLog) == true, "gpsd's ATT reports")
+        #expect(HeadingScan.file("/nonexistent.nmea") == nil)
+        #expect(NMEAReplaySource(path: "-").reportsHeading == nil, "standard input cannot be read twice")
+        // Sentences that name a heading but carry none do not count.
+        #expect(!HeadingScan.holdsHeading(Array("$GPHDT,,T*1B\r\n$GPTHS,123.4,V*0E\r\n".utf8)))
+        #expect(HeadingScan.holdsHeading(Array("$GNTHS,123.4,A*1E\r\n".utf8)))
+        // A heading sentence split across the scan's chunks is still found.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("heading-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let split = folder.appendingPathComponent("split.nmea")
+        var bytes = [UInt8](repeating: UInt8(ascii: "x"), count: (1 << 20) - 5)
+        bytes += Array("\r\n$GPHDT,87.0,T*00\r\n".utf8)
+        try Data(bytes).write(to: split)
+        #expect(HeadingScan.file(split.path) == true)
+
+        // gpsd or gpslocd: the box's record decides.
+        let record = HeadingRecord(directory: folder.appendingPathComponent("cache"))
+        let live = GPSDLocationSource(sky: false)
+        #expect(!CLLocationManager.headingAvailable(seenInProcess: false, source: live, record: record))
+        record.record(how: "a heading was delivered")
+        #expect(record.entry()?.how == "a heading was delivered")
+        #expect(CLLocationManager.headingAvailable(seenInProcess: false, source: live, record: record))
+        // A recording says for itself, whatever the box has seen.
+        #expect(
+            !CLLocationManager.headingAvailable(
+                seenInProcess: false, source: NMEAReplaySource(path: drive), record: record))
+        #expect(
+            CLLocationManager.headingAvailable(
+                seenInProcess: true, source: NMEAReplaySource(path: drive), record: record))
+        // A record in a folder others can write is not believed.
+        chmod(folder.appendingPathComponent("cache").path, 0o777)
+        #expect(record.entry() == nil)
+        #expect(HeadingRecord.compassDrivers == ["True North", "OceanServer OS5000"])
     }
 }

@@ -43,7 +43,7 @@ struct ModernAPITests {
         #expect(reduced?.accuracyLimited == true)
     }
 
-    @Test("isStationary: a receiver standing still for 10 s is stationary, a moving one never")
+    @Test("isStationary: a receiver standing still for 10 s is stationary until a confirmed move, a moving one never")
     func stationary() async throws {
         let moving = try FixtureFixes.load("clean-1hz-multi")
         // A receiver standing at the recording's first position for 400 s, with a little noise
@@ -88,10 +88,13 @@ struct ModernAPITests {
             add(at(0, metresNorth: 0)),
             add(at(9, metresNorth: 4)),  // within 6 m, but not 10 s yet
             add(at(10, metresNorth: -3)),
-            add(at(11, metresNorth: 1, speed: 2)),  // moving fast: not stationary; re-anchors
-            add(at(12, metresNorth: 40)),
+            add(at(11, metresNorth: 30)),  // one outlier: not a departure (hysteresis)
+            add(at(12, metresNorth: 1)),
+            add(at(13, metresNorth: 1, speed: 2)),  // moving fast: leaving, not yet confirmed
+            add(at(14, metresNorth: 40)),  // a second later still leaving: moving; re-anchors
+            add(at(15, metresNorth: 41)),
         ]
-        #expect(answers == [false, false, true, false, false])
+        #expect(answers == [false, false, true, true, true, true, false, false])
     }
 
     @Test("LiveConfiguration: .default thins to one a second; navigation gives every location")

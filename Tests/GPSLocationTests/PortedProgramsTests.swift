@@ -165,6 +165,34 @@ extension RealGPSD.LaneD {
             }
         }
 
+        @Test("a heading provider that checks headingAvailable() first, on a recording of a heading receiver")
+        func headingFirst() async throws {
+            let path = Paths.fixtures.appendingPathComponent("heading-1hz-gp.nmea").path
+            let ended = EventCounter()
+            CLLocationManager.setDefaultSource {
+                endTelling(NMEAReplaySource(path: path, pacing: .realTime(speed: 20)), ended)
+            }
+            defer { CLLocationManager.setDefaultSource { GPSDLocationSource(sky: false) } }
+            CLLocationManager.sharedAuthorizer.set(AuthorizationDecision(status: .authorizedAlways))
+            CLLocationManager.sharedAuthorizer.isInUse = true
+            // What the box knows before any heading is delivered (the process may have seen
+            // one in another test, so the rule is asked without that).
+            #expect(
+                CLLocationManager.headingAvailable(
+                    seenInProcess: false, source: CLLocationManager.defaultSource(),
+                    record: HeadingRecord(
+                        directory: FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString))))
+            // At 20 times real time (3 s), as a receiver sends them: the provider is not
+            // thread-safe and is read once the recording has ended.
+            let provider = HeadingProvider()
+            provider.start()
+            #expect(await ended.wait { $0 > 0 })
+            provider.stop()
+            #expect(
+                !provider.unavailable && provider.headings.count >= 20,
+                "\(provider.headings.count) \(String(describing: provider.failed))")
+        }
+
         @Test("a visit logger on a recording with stops (the NMEA engine: gpsfake would take 45 minutes)")
         func visits() async throws {
             let path = Paths.fixtures.appendingPathComponent("stops-1hz-gp.nmea").path

@@ -353,7 +353,7 @@ extension CLLocationManager {
 
     /// Apple's location push service extension (iOS 15) has no Linux counterpart: the completion
     /// gets `CLError.denied` saying so.
-    public func startMonitoringLocationPushes(completion: (@Sendable (Data?, (any Error)?) -> Void)? = nil) {
+    public func startMonitoringLocationPushes(completion: ((Data?, (any Error)?) -> Void)? = nil) {
         completion?(
             nil,
             CLError(.denied, message: "location pushes (Apple's push service extension) do not exist on Linux"))

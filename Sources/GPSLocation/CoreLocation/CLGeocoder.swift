@@ -215,7 +215,7 @@ open class CLGeocoder: NSObject, @unchecked Sendable {
     open func cancelGeocode() { state.withLock { $0.generation += 1 } }
 
     /// Looks up on the geocoder's thread; completes on the main queue for a request made on the
-    /// main thread (Apple's rule), else on a global queue.
+    /// main thread or the main actor (Apple's rule), else on a global queue.
     private func run(
         _ work: @escaping @Sendable (PlaceDatabase) throws(CLError) -> [CLPlacemark],
         completionHandler: @escaping CompletionHandler
@@ -224,7 +224,7 @@ open class CLGeocoder: NSObject, @unchecked Sendable {
             state.pending += 1
             return state.generation
         }
-        let queue = Thread.isMainThread ? DispatchQueue.main : DispatchQueue.global()
+        let queue = EngineRunner.onMainQueue ? DispatchQueue.main : DispatchQueue.global()
         // Apple's handler is not `@Sendable`: it is called once, on `queue`, and nowhere else.
         nonisolated(unsafe) let handler = completionHandler
         GeocoderThread.shared.enqueue { [self] in

@@ -18,9 +18,14 @@ extension CLLocationManager {
     /// - else false. A receiver that reports no heading after all is said within ten fixes of
     ///   `startUpdatingHeading()` (`CLError.headingFailure`), so a false yes costs no silence.
     public class func headingAvailable() -> Bool {
-        if headingSeen.withLock({ $0 }) { return true }
-        if let known = defaultSource().reportsHeading { return known }
-        return HeadingRecord.user.entry() != nil
+        headingAvailable(seenInProcess: headingSeen.withLock { $0 }, source: defaultSource(), record: .user)
+    }
+
+    /// The rule, from what it reads (tests give each part).
+    static func headingAvailable(seenInProcess: Bool, source: any LocationSource, record: HeadingRecord) -> Bool {
+        if seenInProcess { return true }
+        if let known = source.reportsHeading { return known }
+        return record.entry() != nil
     }
 
     static let headingSeen = Locked(false)

@@ -39,7 +39,7 @@ public enum CLRegionState: Int, Sendable {
 
 /// Apple's `CLRegion`: an area to monitor, named by `identifier` (regions are compared by
 /// identifier and geometry, never by object).
-open class CLRegion: NSObject, NSSecureCoding, @unchecked Sendable {
+open class CLRegion: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable {
     // @unchecked Sendable: a non-final NSObject subclass cannot be checked; the two flags are
     // behind a lock and everything else is immutable.
     /// The name the app gave the region; unique among its regions.
@@ -82,6 +82,20 @@ open class CLRegion: NSObject, NSSecureCoding, @unchecked Sendable {
         coder.encode(identifier as NSString, forKey: "identifier")
         coder.encode(notifyOnEntry, forKey: "notifyOnEntry")
         coder.encode(notifyOnExit, forKey: "notifyOnExit")
+    }
+
+    /// A new region of the same class with the same values, flags included (`NSCopying`, as
+    /// Apple's: the flags are mutable, so a copy is not the region itself). Made through the
+    /// region's own archiving, so a subclass that archives its values copies them too.
+    open func copy(with zone: NSZone? = nil) -> Any {
+        let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+        encode(with: archiver)
+        archiver.finishEncoding()
+        guard let unarchiver = try? NSKeyedUnarchiver(forReadingFrom: archiver.encodedData),
+            let copy = type(of: self).init(coder: unarchiver)
+        else { return self }
+        unarchiver.finishDecoding()
+        return copy
     }
 
     /// The same kind of region with the same identifier.

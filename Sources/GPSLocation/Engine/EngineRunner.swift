@@ -96,6 +96,9 @@ package final class EngineRunner: Sendable {
         DispatchQueue.main.setSpecific(key: key, value: true)
         return key
     }()
+    /// True on the main thread or in a job of the main queue (the main actor's executor, which
+    /// a test harness may drain on another thread).
+    static var onMainQueue: Bool { Thread.isMainThread || DispatchQueue.getSpecific(key: mainQueueKey) == true }
     /// Serializes inline delivery (no queue); recursive, so an adapter's callback may stop.
     let delivering = NSRecursiveLock()
 

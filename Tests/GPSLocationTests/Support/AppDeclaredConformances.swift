@@ -32,3 +32,8 @@ extension CLAuthorizationStatus: CustomStringConvertible {
 extension CLAccuracyAuthorization: CustomStringConvertible {
     public var description: String { self == .fullAccuracy ? "precise" : "approximate" }
 }
+
+// #54: Apple's CLRegionState is not CustomStringConvertible either.
+extension CLRegionState: CustomStringConvertible {
+    public var description: String { name }
+}
