@@ -32,7 +32,7 @@ public enum GPSDReport: Sendable, Equatable {
 package enum GPSDRawJSON {
     /// The string value of `"key":"…"` in a line's bytes (`key` with its quotes and colon and
     /// the opening quote of the value, e.g. `"device":"`).
-    package static func stringField(_ pattern: StaticString, in line: UnsafeBufferPointer<UInt8>) -> String? {
+    static func stringField(_ pattern: StaticString, in line: UnsafeBufferPointer<UInt8>) -> String? {
         let needle = UnsafeBufferPointer(start: pattern.utf8Start, count: pattern.utf8CodeUnitCount)
         guard let start = find(needle, in: line) else { return nil }
         var end = start
@@ -43,7 +43,7 @@ package enum GPSDRawJSON {
 
     /// The bytes of the line's `"class":"…"` value. gpsd writes it first, so it is looked for
     /// right after the `{` before the whole line is searched.
-    package static func classValue(_ line: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+    static func classValue(_ line: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
         let needle: StaticString = "\"class\":\""
         let length = needle.utf8CodeUnitCount
         var start: Int
@@ -64,17 +64,17 @@ package enum GPSDRawJSON {
     }
 
     /// Whether a class value (`classValue`) is exactly `name`.
-    package static func classIs(_ value: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+    static func classIs(_ value: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
         value.count == name.utf8CodeUnitCount && memcmp(value.baseAddress!, name.utf8Start, value.count) == 0
     }
 
     /// True for gpsd's deactivation message, `"activated":0`, which libgps 3.22 fails to decode.
-    package static func isDeactivation(_ line: Substring) -> Bool {
+    static func isDeactivation(_ line: Substring) -> Bool {
         var copy = Array(line.utf8)
         return copy.withUnsafeMutableBufferPointer { isDeactivation(UnsafeBufferPointer($0)) }
     }
 
-    package static func isDeactivation(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func isDeactivation(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
         let needle: StaticString = "\"activated\":"
         guard
             var index = find(UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount), in: line)

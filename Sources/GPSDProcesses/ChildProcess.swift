@@ -84,7 +84,7 @@ package final class ChildProcess: Sendable {
     }
 
     /// The process IDs of the child's own children (from /proc), e.g. the gpsd a gpsfake started.
-    package func grandchildren() -> [pid_t] {
+    func grandchildren() -> [pid_t] {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         return entries.compactMap { entry -> pid_t? in
             guard let candidate = pid_t(entry),

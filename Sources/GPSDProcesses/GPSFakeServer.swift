@@ -300,7 +300,7 @@ package enum FreePort {
     }
 
     /// The ports below the ephemeral range (above it when that leaves too few below).
-    package static func candidateRange() -> ClosedRange<Int> {
+    static func candidateRange() -> ClosedRange<Int> {
         let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
         let bounds = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
         let low = bounds.count == 2 ? bounds[0] : 32768
@@ -383,7 +383,7 @@ package enum FreePort {
 
     /// True when the gpsd on 127.0.0.1:port answers `?DEVICES;` with at least one device
     /// (within 300 ms).
-    package static func gpsdListsDevice(port: Int) -> Bool {
+    static func gpsdListsDevice(port: Int) -> Bool {
         guard let fd = connected(port: port) else { return false }
         defer { close(fd) }
         let query = Array("?DEVICES;\n".utf8)

@@ -11,7 +11,7 @@ package final class BrokerClient: @unchecked Sendable {
     package let id: Int
     package let identity: PeerIdentity
     /// Bytes of location lines that may wait for a program that does not read.
-    package static let maximumPending = 256 << 10
+    static let maximumPending = 256 << 10
     /// Bytes of replies and authorization changes (never dropped) that may wait: a program that
     /// asks and never reads the answers is disconnected past this (#51: 0.7 MB of requests once
     /// queued 1.4 GB of replies).
@@ -34,9 +34,9 @@ package final class BrokerClient: @unchecked Sendable {
     // What the program said (under the service's lock).
     package var app: String?
     package var watching = false
-    package var wantsSky = false
-    package var isAgent = false
-    package var connectedAt = Date()
+    var wantsSky = false
+    var isAgent = false
+    var connectedAt = Date()
     /// In use now: the foreground of a terminal (asked again every second for When In Use).
     package var inUse: Bool
     /// An agent's "allow once" for this connection: it ends with the connection (and with any

@@ -17,7 +17,7 @@ package final class BrokerService: Sendable {
     package let endpoint: GPSDEndpoint
     package let policyPath: String
     /// How long an agent has to answer a prompt.
-    package let promptTimeout: TimeInterval
+    let promptTimeout: TimeInterval
 
     struct Key: Hashable {
         var uid: UInt32
@@ -93,7 +93,7 @@ package final class BrokerService: Sendable {
 
     /// The policy file changed: every decision is resolved again, and each program whose
     /// authorization changed is told at once (a restriction cuts a live session).
-    package func policyChanged() {
+    func policyChanged() {
         let changed = state.withLock { state -> [(BrokerClient, String)] in
             let before = state.clients.values.compactMap { client -> (BrokerClient, String, AuthorizationState)? in
                 guard let app = client.app else { return nil }
@@ -288,7 +288,7 @@ package final class BrokerService: Sendable {
     /// Asks again whether each When In Use program is in use (`inUseProbe`), and tells those
     /// that changed: one that leaves the terminal's foreground stops receiving within a second
     /// (`inUseInterval`), one that comes back starts again. Apple's When In Use is the same rule.
-    package func refreshInUse() {
+    func refreshInUse() {
         let candidates = state.withLock { state -> [(BrokerClient, String)] in
             state.clients.values.compactMap { client in
                 guard let app = client.app, !client.isAgent,

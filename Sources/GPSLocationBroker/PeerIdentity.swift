@@ -20,7 +20,7 @@ import Foundation
 /// - In use: the process is in the foreground process group of a terminal (`tty_nr`, `tpgid`).
 package struct PeerIdentity: Sendable, Equatable {
     package var uid: UInt32
-    package var gid: UInt32
+    var gid: UInt32
     package var pid: Int32
     /// The system service the process runs in (`gpsd.service`), if any.
     package var unit: String?
@@ -29,7 +29,7 @@ package struct PeerIdentity: Sendable, Equatable {
     /// The foreground of a terminal (when it connected; see `isInUse`).
     package var inUse: Bool
     /// The pidfd that pins the process, kept open while it is connected (-1: none).
-    package var pidfd: Int32 = -1
+    var pidfd: Int32 = -1
     /// The controlling terminal it connected from (`tty_nr`; 0: none): When In Use is judged on
     /// that terminal only (`TerminalUse`).
     var terminal = 0
@@ -141,7 +141,7 @@ package struct PeerIdentity: Sendable, Equatable {
     }
 
     /// `NAME.service` when the unified cgroup path is a system service's.
-    package static func systemUnit(cgroup: String) -> String? {
+    static func systemUnit(cgroup: String) -> String? {
         for line in cgroup.split(separator: "\n") where line.hasPrefix("0::/system.slice/") {
             let parts = line.dropFirst("0::/system.slice/".count).split(separator: "/")
             guard let unit = parts.first, unit.hasSuffix(".service") else { return nil }
@@ -242,7 +242,7 @@ package struct PeerIdentity: Sendable, Equatable {
     }
 
     /// `name=` of the `[Application]` group of a `.flatpak-info` file.
-    package static func flatpakID(info: String) -> String? {
+    static func flatpakID(info: String) -> String? {
         var inApplication = false
         for line in info.split(separator: "\n") {
             let text = line.trimmingCharacters(in: .whitespaces)
@@ -257,10 +257,10 @@ package struct PeerIdentity: Sendable, Equatable {
     }
 
     /// `pidfd_open(pid)`, or -1 (tests pin a process as the server does on older kernels).
-    package static func openPidfd(_ pid: Int32) -> Int32 { gpslocd_pidfd_open(pid) }
+    static func openPidfd(_ pid: Int32) -> Int32 { gpslocd_pidfd_open(pid) }
 
     /// `CLOCK_BOOTTIME` now, in seconds (the clock `/proc/PID/stat`'s start time counts on).
-    package static func bootSeconds() -> Double {
+    static func bootSeconds() -> Double {
         var now = timespec()
         clock_gettime(CLOCK_BOOTTIME, &now)
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9

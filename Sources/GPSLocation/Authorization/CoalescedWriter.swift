@@ -41,7 +41,7 @@ package final class CoalescedWriter: Sendable {
 
     /// Drops the pending write and says whether there was one (an owner's deinit, where a
     /// closure holding it weakly could no longer run: the owner writes itself).
-    package func takePending() -> Bool {
+    func takePending() -> Bool {
         state.withLock { state in
             defer {
                 state.pending = nil

@@ -19,7 +19,7 @@ public final class LastLocationCache: Sendable {
     /// receiver must not wear the disk (gpslocd's per-uid store follows the same rule).
     public static let defaultWriteInterval: TimeInterval = 30
     /// Keep simulated locations too (for tests of the cache itself).
-    package let recordsSimulated: Bool
+    let recordsSimulated: Bool
     private let lastWrite = Locked(Writes())
 
     /// When each app's location was last written; the latest app is kept apart, so the usual

@@ -90,7 +90,7 @@ public final class LocationAuthorizer: Sendable {
     /// The reduced-accuracy secret of an authorizer that keeps nothing (`LocationFuzzer`): this
     /// process's, shared by every app id in it, or one from the `fuzzerSeed` a test gave.
     /// Persistent authorizers use the user's kept secret instead.
-    package let fuzzerSecret: ReducedAccuracySecret
+    let fuzzerSecret: ReducedAccuracySecret
 
     /// The store and policy cannot be followed live any more (a revocation might go unseen):
     /// fail closed — denied, said once on stderr with the reason.
@@ -110,11 +110,11 @@ public final class LocationAuthorizer: Sendable {
 
     /// Where reduced accuracy's secret and each app's state are kept between runs (persistent
     /// authorizers: the user's `ReducedAccuracyStore`); nil: per process.
-    package var reducedAccuracyStore: ReducedAccuracyStore? { locked.withLock { $0.reducedAccuracy } }
+    var reducedAccuracyStore: ReducedAccuracyStore? { locked.withLock { $0.reducedAccuracy } }
 
     /// Keeps reduced accuracy's secret and state in `store` (nil: this process's secret, nothing
     /// kept), for managers made after the call: hosts with their own state folder, and tests.
-    package func keepReducedAccuracy(in store: ReducedAccuracyStore?) {
+    func keepReducedAccuracy(in store: ReducedAccuracyStore?) {
         locked.withLock { $0.reducedAccuracy = store }
     }
 
@@ -174,11 +174,11 @@ public final class LocationAuthorizer: Sendable {
     }
 
     /// True when gpslocd holds this app's decision (`brokered`).
-    package var isBrokered: Bool { locked.withLock { $0.broker != nil } }
+    var isBrokered: Bool { locked.withLock { $0.broker != nil } }
 
     /// The last location gpslocd kept for this app, as its latest WELCOME gave it (only while
     /// the app may see it; nil for an authorizer that is not brokered).
-    package var brokerLastLocation: CLLocation? { locked.withLock { $0.brokerLast } }
+    var brokerLastLocation: CLLocation? { locked.withLock { $0.brokerLast } }
 
     /// An authorizer whose decision gpslocd holds (docs/broker.md): it connects to the socket,
     /// says which app it is, and follows the AUTHORIZATION lines gpslocd sends — a revocation
@@ -319,7 +319,7 @@ public final class LocationAuthorizer: Sendable {
 
     /// True once authorization was requested of this authorizer — by any manager, `CLMonitor`,
     /// `liveUpdates` or `CLServiceSession` sharing it — so none of them says it never was.
-    package var wasRequested: Bool { locked.withLock { $0.requested } }
+    var wasRequested: Bool { locked.withLock { $0.requested } }
 
     /// Apple's request rules. `always`: `requestAlwaysAuthorization()`.
     public func request(always: Bool) -> RequestOutcome {

@@ -47,13 +47,13 @@ package struct LocationFuzzer: Sendable {
         case unavailable(String)
     }
 
-    package let gridSize: Double
-    package let minimumInterval: TimeInterval
+    let gridSize: Double
+    let minimumInterval: TimeInterval
     package let appID: String
     /// The fraction of a cell a position may pass its cell's edge by and stay in it.
-    package static let hysteresis = 0.1
+    static let hysteresis = 0.1
     /// `horizontalAccuracy` in cells: ≥ (0.5 + hysteresis + 0.5) × √2 ≈ 1.56.
-    package static let accuracyFactor = 1.6
+    static let accuracyFactor = 1.6
     private static let metresPerDegree = 111_320.0
 
     private let store: ReducedAccuracyStore?
@@ -65,17 +65,17 @@ package struct LocationFuzzer: Sendable {
     /// A live restart within the rate limit: the point given before it, given once more.
     private var restored: ReducedPoint?
     /// The last grid point given (heading takes its declination from here).
-    package private(set) var lastPoint: ReducedPoint?
+    private(set) var lastPoint: ReducedPoint?
     /// The last reduced location given, as the app got it.
     var lastGiven: CLLocation? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
     /// Behind gpslocd: locations with reduced accuracy's `horizontalAccuracy` are grid points
     /// gpslocd's fuzzer already chose (with the user's secret, out of the app's reach), kept as
     /// they are; the rate limit and the fields still follow the rules here. A precise location
     /// (an app with full accuracy that asked for reduced) is fuzzed with the process's secret.
-    package private(set) var upstream = false
+    private(set) var upstream = false
 
     /// The fuzzer of an app behind gpslocd (see `upstream`).
-    package static func behindBroker(appID: String, secret: ReducedAccuracySecret) -> LocationFuzzer {
+    static func behindBroker(appID: String, secret: ReducedAccuracySecret) -> LocationFuzzer {
         var fuzzer = LocationFuzzer(appID: appID, secret: secret)
         fuzzer.upstream = true
         return fuzzer
@@ -115,7 +115,7 @@ package struct LocationFuzzer: Sendable {
     }
 
     /// Marks the clock as the wall clock (a live source) or not. Only before the first `reduce`.
-    package mutating func setLive(_ isLive: Bool) {
+    mutating func setLive(_ isLive: Bool) {
         if !stateLoaded || store == nil { live = isLive }
     }
 
@@ -235,7 +235,7 @@ package struct LocationFuzzer: Sendable {
     }
 
     /// A grid point as the app gets it: every field but the point's own invalid.
-    package static func reducedLocation(_ point: ReducedPoint, source: CLLocationSourceInformation?) -> CLLocation {
+    static func reducedLocation(_ point: ReducedPoint, source: CLLocationSourceInformation?) -> CLLocation {
         let accuracy = point.accuracy
         return CLLocation(
             coordinate: CLLocationCoordinate2D(latitude: point.latitude, longitude: point.longitude), altitude: 0,
@@ -279,7 +279,7 @@ package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
     package static let process = random()
 
     /// Both fractions finite and in [-0.5, 0.5).
-    package var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }
+    var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }
 }
 
 /// A grid point the fuzzer let out. Every field is a function of the cell alone: its centre, the

@@ -12,8 +12,8 @@ package final class RegionKeeper: Sendable {
         package var fence: Geofence
         package var presence: RegionPresence
         package var date: Date?
-        package var notifyOnEntry = true
-        package var notifyOnExit = true
+        var notifyOnEntry = true
+        var notifyOnExit = true
 
         package init(
             fence: Geofence, presence: RegionPresence, date: Date?, notifyOnEntry: Bool = true,
@@ -80,14 +80,14 @@ package final class RegionKeeper: Sendable {
 
     /// Saves what `snapshot` gives, at most once a second (region events); nil: nothing to
     /// save (its owner is gone).
-    package func saveSoon(_ snapshot: @escaping @Sendable () -> [Kept]?) {
+    func saveSoon(_ snapshot: @escaping @Sendable () -> [Kept]?) {
         writer.write { [weak self] in
             if let regions = snapshot() { self?.save(regions) }
         }
     }
 
     /// Whether `saveSoon` still holds a save (forgotten: the owner going away saves itself).
-    package func takePending() -> Bool { writer.takePending() }
+    func takePending() -> Bool { writer.takePending() }
 
     /// Tells `report` about `problem`, unless it was the last one told.
     package func said(_ problem: String) {

@@ -35,7 +35,7 @@ package enum BrokerProtocol {
 
     /// What to do when gpslocd at `path` cannot be reached: start it, or (where the policy
     /// allows direct mode) read gpsd directly.
-    package static func unreachableAdvice(
+    static func unreachableAdvice(
         _ path: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
         let start =
@@ -124,7 +124,7 @@ package struct BrokerLine: Sendable {
     /// The finished object, without the newline (for arrays).
     package var object: String { text + "}" }
 
-    package static func appendQuoted(_ value: String, to text: inout String) {
+    static func appendQuoted(_ value: String, to text: inout String) {
         text += "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -272,7 +272,7 @@ extension BrokerProtocol {
         }
     }
 
-    package static func fixLine(_ fix: Fix, reduced: Bool = false) -> String {
+    static func fixLine(_ fix: Fix, reduced: Bool = false) -> String {
         var line = BrokerLine("FIX")
         line.add("mode", fix.mode.rawValue)
         line.add("quality", fix.quality.rawValue)
@@ -333,7 +333,7 @@ extension BrokerProtocol {
     /// The location a kept FIX object (a WELCOME's `last`) stands for, as the engine would have
     /// made it: with the receiver's estimate of its time (`lastEstimate`) applied by the engine's
     /// rule; a `reduced` one is the grid point with reduced accuracy's fields.
-    package static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> CLLocation? {
+    static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> CLLocation? {
         guard case .fix(var fix) = event(from: message), let latitude = fix.latitude, let longitude = fix.longitude,
             fix.time != nil
         else { return nil }

@@ -81,7 +81,7 @@ public struct GNSSDetails: Sendable, Equatable {
     public var device: String?
     /// The engine judged the device stationary at this location (`StationaryDetector`: it has
     /// stayed within twice its accuracy for 10 s): what `CLLocationUpdate.isStationary` says.
-    package var isStationary = false
+    var isStationary = false
 
     /// Details of a GNSS location.
     public init(

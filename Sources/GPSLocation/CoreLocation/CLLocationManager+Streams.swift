@@ -97,7 +97,7 @@ package struct ManagerReference: @unchecked Sendable {
 /// source the stream itself keeps at most `capacity`, the newest.
 package final class StreamFlow: Sendable {
     package let capacity: Int
-    package let lossless: Bool
+    let lossless: Bool
     private let abandoned: @Sendable () -> Bool
     private let counts = Locked((unread: 0, ended: false))
 

@@ -87,7 +87,7 @@ extension AuthorizationDecision {
     /// Whether this decision lets the app see `location` from the last-location cache: nothing
     /// unless it is authorized, and with reduced accuracy only a location that was reduced when
     /// it was cached (a precise one never reaches a reduced app, however old).
-    package func permits(cached location: CLLocation) -> Bool {
+    func permits(cached location: CLLocation) -> Bool {
         status.isAuthorized && (accuracy == .fullAccuracy || location.gnss?.reduced == true)
     }
 }

@@ -21,8 +21,7 @@ extension EngineRunner {
         /// queue, a Swift concurrency thread, a thread that never runs its loop — Apple's
         /// callbacks would never come; here `fallback`, a private serial queue, serves instead
         /// (`usesFallback` is then true).
-        package static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (Delivery, usesFallback: Bool)
-        {
+        static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (Delivery, usesFallback: Bool) {
             if Thread.isMainThread { return (.main, false) }
             if RunLoop.current.currentMode != nil { return (.runLoop(RunLoopTarget()), false) }
             return (.queue(fallback()), true)

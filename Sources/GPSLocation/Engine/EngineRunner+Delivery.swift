@@ -7,7 +7,7 @@ import GNSSCore
 // `EngineRunner`, in a file of its own.
 extension EngineRunner {
     /// Queues an output of the adapter's own, in order with the engine's.
-    package func enqueue(_ output: Output) {
+    func enqueue(_ output: Output) {
         state.withLock { Self.append(output, to: &$0) }
         scheduleDrain()
     }

@@ -143,7 +143,7 @@ package final class EngineRunner: Sendable {
     // MARK: Settings
 
     /// Reads or changes the engine under the lock (configuration, state queries).
-    package func withEngine<Result>(_ body: (inout LocationEngine) -> Result) -> Result {
+    func withEngine<Result>(_ body: (inout LocationEngine) -> Result) -> Result {
         state.withLock { body(&$0.engine) }
     }
 
@@ -180,19 +180,19 @@ package final class EngineRunner: Sendable {
     /// Told (on the clock's timer thread, not the delivery target) when outputs have waited
     /// `stallWarning` seconds for a main queue or run loop that does not run: the program's
     /// thread is blocked, and nothing reaches the app until it runs its loop. Once per runner.
-    package var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
+    var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
         get { state.withLock { $0.stallHandler } }
         set { state.withLock { $0.stallHandler = newValue } }
     }
     /// A seam for tests of slow adapters, told on the source's thread. An adapter that takes a
     /// location only while the source is held back (or has ended) is as far behind as the runner
     /// lets it be, by construction and with no clock.
-    package var flowObserver: (@Sendable (SourceFlow) -> Void)? {
+    var flowObserver: (@Sendable (SourceFlow) -> Void)? {
         get { state.withLock { $0.flowObserver } }
         set { state.withLock { $0.flowObserver = newValue } }
     }
     /// Seconds outputs may wait for a main queue or run loop before `stallHandler` hears of it.
-    package static let stallWarning: TimeInterval = 5
+    static let stallWarning: TimeInterval = 5
 
     /// At most this many locations wait for the adapter (see the type's documentation).
     package var maximumBatch: Int {
@@ -214,12 +214,12 @@ package final class EngineRunner: Sendable {
     package var isRunning: Bool { state.withLock { $0.engine.isRunning } }
 
     /// Changes with every `stop()`.
-    package var generation: Int { state.withLock { $0.generation } }
+    var generation: Int { state.withLock { $0.generation } }
 
     /// True when called on the delivery target's thread: inside this runner's queue, on the main
     /// thread for the main queue, on the run loop's thread for a run loop. Waiting for delivery
     /// from there would wait for itself.
-    package var isOnQueue: Bool {
+    var isOnQueue: Bool {
         switch delivery {
         case .inline: false
         // The main queue runs on the main thread (`RunLoop.main`) or, after `dispatchMain()`, on

@@ -26,14 +26,14 @@ package final class EngineTimers: Sendable {
 
     deinit { clock.cancelAll(ObjectIdentifier(self)) }
 
-    package func arm(_ timer: LocationEngine.Timer, after seconds: TimeInterval) {
+    func arm(_ timer: LocationEngine.Timer, after seconds: TimeInterval) {
         let fired = self.fired
         clock.schedule(owner, timer, after: seconds) { fired(timer) }
     }
 
     package func cancel(_ timer: LocationEngine.Timer) { clock.cancel(owner, timer) }
 
-    package func cancelAll() { clock.cancelAll(owner) }
+    func cancelAll() { clock.cancelAll(owner) }
 }
 
 /// The time an `EngineRunner` lives by: "now" for the engine and the deadlines of its timers.
@@ -89,7 +89,7 @@ package final class ManualEngineClock: EngineClock {
     package var now: Date { state.withLock { $0.now } }
     package var uptime: Double { state.withLock { $0.uptime } }
     /// Timers armed and not yet fired or cancelled.
-    package var armed: Int { state.withLock { $0.entries.count } }
+    var armed: Int { state.withLock { $0.entries.count } }
 
     package func schedule(
         _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,

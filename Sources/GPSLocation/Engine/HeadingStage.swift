@@ -24,7 +24,7 @@ package struct HeadingStage: Sendable {
     private var failureSaid = false
     /// True once any heading came from the source.
     package private(set) var seen = false
-    package static let patience = 10
+    static let patience = 10
     /// False for gpsloc, which shows headings when they come and says nothing when they do not.
     package var saysWhenMissing = true
     /// True (the manager): heading updates alone run the source. False (gpsloc): headings ride

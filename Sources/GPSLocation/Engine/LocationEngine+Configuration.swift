@@ -16,31 +16,31 @@ extension LocationEngine {
         package var maximumLocationAge: TimeInterval = 10
         /// nil: three receiver cycles, at least 1 s (see `FixStalenessMonitor`).
         package var staleFixTimeout: TimeInterval?
-        package var receiverSelection: ReceiverSelection = .bestFix
+        var receiverSelection: ReceiverSelection = .bestFix
         /// See `TimeOrderStage.jumpTolerance`.
-        package var timeJumpTolerance: TimeInterval = 5
+        var timeJumpTolerance: TimeInterval = 5
         /// How long `requestLocation()` waits for `desiredAccuracy`.
         package var requestLocationTimeout: TimeInterval = 10
         /// Legacy region monitoring (`startMonitoring(for:)`) needs Always, as on Apple
         /// platforms; `CLMonitor` and gpsloc accept When In Use while in use.
-        package var regionsRequireAlways = false
+        var regionsRequireAlways = false
         /// `pausesLocationUpdatesAutomatically` (the manager's default is true; gpsloc's false).
-        package var pausesAutomatically = false
-        package var activityType: CLActivityType = .other
+        var pausesAutomatically = false
+        var activityType: CLActivityType = .other
         /// Continuous updates pause once the device has stayed put this long (by the locations'
         /// own time; `StationaryDetector`), and resume when it moves; nil: never.
-        package var pauseAfter: TimeInterval? { pausesAutomatically ? Self.pauseDelay(for: activityType) : nil }
+        var pauseAfter: TimeInterval? { pausesAutomatically ? Self.pauseDelay(for: activityType) : nil }
         /// `CLLocationUpdate.liveUpdates`: once the device is stationary (`StationaryDetector`)
         /// the location that shows it is delivered, marked stationary, and then none until the
         /// device moves (Apple: updates "can suspend … until the person starts moving"). Never
         /// for `.airborne`. Takes the place of `pauseAfter`.
-        package var pausesWhileStationary = false
+        var pausesWhileStationary = false
         package init() {}
 
         /// How long a device stays put before its updates pause, by Apple's activity types:
         /// a vehicle or a walker that stopped for 5 minutes has arrived somewhere; anything
         /// else, 10 minutes; an aircraft's updates never pause.
-        package static func pauseDelay(for activity: CLActivityType) -> TimeInterval? {
+        static func pauseDelay(for activity: CLActivityType) -> TimeInterval? {
             switch activity {
             case .airborne: nil
             case .automotiveNavigation, .otherNavigation, .fitness: 300

@@ -26,14 +26,14 @@ extension LocationEngine {
     }
 
     /// Stops monitoring a region; `.stopSource` when nothing runs any more.
-    package mutating func stopMonitoring(_ identifier: String) -> [Action] {
+    mutating func stopMonitoring(_ identifier: String) -> [Action] {
         regions.remove(identifier)
         return stopIfIdle()
     }
 
     /// Every region at once (their owner goes away): the stage is dropped whole, not emptied one
     /// region at a time.
-    package mutating func stopMonitoringAllRegions() -> [Action] {
+    mutating func stopMonitoringAllRegions() -> [Action] {
         regions = RegionMonitorStage()
         return stopIfIdle()
     }
@@ -44,7 +44,7 @@ extension LocationEngine {
         return refusal
     }
 
-    package mutating func stopVisits() -> [Action] {
+    mutating func stopVisits() -> [Action] {
         visits = nil
         return stopIfIdle()
     }
@@ -55,7 +55,7 @@ extension LocationEngine {
         return refusal
     }
 
-    package mutating func stopSignificantChanges() -> [Action] {
+    mutating func stopSignificantChanges() -> [Action] {
         significantChanges = nil
         return stopIfIdle()
     }
@@ -136,7 +136,7 @@ extension LocationEngine {
     }
 
     /// Stops heading updates; the source stops when nothing else runs.
-    package mutating func stopHeading() -> [Action] {
+    mutating func stopHeading() -> [Action] {
         guard headingStage.active else { return [] }
         headingStage.stop()
         return isRunning ? [] : [.stopSource]

@@ -57,19 +57,19 @@ package struct LocationEngine: Sendable {
     /// The last location delivered (gated: reduced for a reduced-accuracy app).
     package internal(set) var lastDelivered: CLLocation?
     /// The followed receiver's device path, once one has been chosen.
-    package var followedReceiver: String? { receivers.selected }
+    var followedReceiver: String? { receivers.selected }
     /// True while running with no usable fix for the staleness timeout.
-    package var isStale: Bool { staleness.isStale }
+    var isStale: Bool { staleness.isStale }
     package var authorization: AuthorizationState { gate.state }
     /// True while the source must run: location updates or a monitoring service.
     package var isRunning: Bool {
         mode != .stopped || isMonitoring || (headingStage.active && headingStage.runsSource)
     }
     /// True while regions, visits or significant changes are monitored (and not refused).
-    package var isMonitoring: Bool {
+    var isMonitoring: Bool {
         !monitoringSuspended && (!regions.isEmpty || visits != nil || significantChanges != nil)
     }
-    package func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
+    func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
     package func region(_ identifier: String) -> Geofence? { regions.fence(identifier) }
 
     var validity = ValidityStage()
@@ -267,7 +267,7 @@ package struct LocationEngine: Sendable {
 
     /// Something was told to the app about authorization already (the manager's request
     /// errors): the gate does not repeat it for the current state.
-    package mutating func authorizationExplained() { gate.explained = true }
+    mutating func authorizationExplained() { gate.explained = true }
 
     /// The app's authorization changed (a grant, a revocation, a policy edit, in-use).
     package mutating func setAuthorization(_ state: AuthorizationState, now: Date) -> [Action] {
@@ -367,7 +367,7 @@ package struct LocationEngine: Sendable {
     }
 
     /// A timer the engine armed has fired.
-    package mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
+    mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
         switch timer {
         case .deliveryStall:
             return []

@@ -20,7 +20,7 @@ package enum PhysicalRanges {
 
     /// Removes `fix`'s out-of-range values, in place (a fix is not copied on its way through the
     /// engine's stages), and says what was removed (for the diagnostic), or nil when nothing was.
-    package static func clamp(_ fix: inout Fix) -> String? {
+    static func clamp(_ fix: inout Fix) -> String? {
         var removed: [String] = []
         if let speed = fix.speed, !speed.isFinite || !Self.speed.contains(speed) {
             removed.append(String(format: "speed %g m/s", speed))

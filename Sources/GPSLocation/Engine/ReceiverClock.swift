@@ -17,12 +17,12 @@ import Foundation
 /// only late catch up and never agree so.
 package struct ReceiverClock: Sendable {
     /// Fixes in a row on a new timeline before it is followed (default 3).
-    package var confirmations = 3
+    var confirmations = 3
     /// Seconds two fixes' (time − arrival) may differ and still be on one timeline.
-    package static let agreement: TimeInterval = 0.5
+    static let agreement: TimeInterval = 0.5
     /// How far the system clock may be from the receiver's before it is worth a diagnostic
     /// (seconds; a report arrives well under a second after its epoch).
-    package static let offsetTolerance: TimeInterval = 5
+    static let offsetTolerance: TimeInterval = 5
 
     private var anchor: (time: Date, arrival: Double)?
     private var candidate: (time: Date, offset: Double, count: Int)?

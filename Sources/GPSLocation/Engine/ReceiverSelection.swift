@@ -33,12 +33,12 @@ public enum ReceiverSelection: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Fixes that name no device (an NMEA replay, one receiver) always pass.
 package struct ReceiverSelectionStage: Sendable {
-    package var selection: ReceiverSelection
+    var selection: ReceiverSelection
     /// Seconds without a usable fix after which the followed receiver is given up.
-    package var lossTimeout: TimeInterval
-    package var betterStreak: Int
+    var lossTimeout: TimeInterval
+    var betterStreak: Int
     /// The device followed now, if any.
-    package private(set) var selected: String?
+    private(set) var selected: String?
 
     private struct Record {
         var usable = false
@@ -105,7 +105,7 @@ package struct ReceiverSelectionStage: Sendable {
 
     /// gpsd activated or deactivated a device. Returns true when the followed receiver went away.
     @discardableResult
-    package mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
+    mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
         guard !event.activated else { return false }
         records[event.path] = nil
         guard event.path == selected else { return false }
@@ -115,7 +115,7 @@ package struct ReceiverSelectionStage: Sendable {
 
     /// Once, when pinned to a path gpsd has not reported while another device has: the pinned
     /// path and the device that is reporting, so the app hears why nothing comes.
-    package mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
+    mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
         defer { missingPin = nil }
         return missingPin
     }

@@ -76,9 +76,9 @@ package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
 /// recording's clock in a replay). Fixes dated in the future are not stale.
 package struct ValidityStage: Sendable {
     /// The staleness bound in seconds (default 10).
-    package var maximumAge: TimeInterval
+    var maximumAge: TimeInterval
     /// How far ahead of now a fix may be dated (default one day).
-    package var maximumFutureSkew: TimeInterval
+    var maximumFutureSkew: TimeInterval
 
     package init(maximumAge: TimeInterval = 10, maximumFutureSkew: TimeInterval = 86_400) {
         self.maximumAge = maximumAge
@@ -115,11 +115,11 @@ package struct ValidityStage: Sendable {
 ///   time stepped, for the caller to report.
 package struct TimeOrderStage: Sendable {
     /// Seconds a live fix may run ahead of the elapsed time since the last one (default 5).
-    package var jumpTolerance: TimeInterval
+    var jumpTolerance: TimeInterval
     /// Consistent fixes that confirm a stepped clock (default 3).
-    package var confirmations: Int
+    var confirmations: Int
     /// Set by the `check` that accepted a new timeline: the step in seconds (negative: back).
-    package private(set) var resynchronized: TimeInterval?
+    private(set) var resynchronized: TimeInterval?
 
     private var last: Date?
     private var lastArrival: Double?
@@ -183,7 +183,7 @@ package struct TimeOrderStage: Sendable {
     }
 
     /// A monotonic clock in seconds, for `arrival`.
-    package static func monotonicNow() -> Double {
+    static func monotonicNow() -> Double {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
@@ -208,7 +208,7 @@ package struct TimeOrderStage: Sendable {
 package struct AccuracyStage: Sendable {
     /// gpsd's vertical over horizontal UERE (23 m / 15 m): a vertical accuracy where the
     /// receiver gives no vertical estimate.
-    package static let verticalOverHorizontal = 23.0 / 15.0
+    static let verticalOverHorizontal = 23.0 / 15.0
 
     package init() {}
 
@@ -221,7 +221,7 @@ package struct AccuracyStage: Sendable {
         return nil
     }
 
-    package static func classify(horizontalAccuracy: Double?, mode: FixMode) -> AccuracyClass {
+    static func classify(horizontalAccuracy: Double?, mode: FixMode) -> AccuracyClass {
         guard let h = horizontalAccuracy, h.isFinite, h >= 0 else { return .coarse }
         for tier in AccuracyClass.allCases where h <= tier.threshold {
             if tier == .bestForNavigation && mode != .threeDimensional { continue }
@@ -266,7 +266,7 @@ package struct AccuracyStage: Sendable {
     }
 
     /// True when `location` satisfies `desiredAccuracy` (a `kCLLocationAccuracy*` value or metres).
-    package static func meets(_ location: CLLocation, desiredAccuracy: CLLocationAccuracy) -> Bool {
+    static func meets(_ location: CLLocation, desiredAccuracy: CLLocationAccuracy) -> Bool {
         let tier =
             location.gnss?.accuracyClass
             ?? classify(horizontalAccuracy: location.horizontalAccuracy, mode: .threeDimensional)
@@ -285,7 +285,7 @@ package struct AccuracyStage: Sendable {
 /// The filter itself is the engine's configuration (`Configuration.distanceFilter`, read at each
 /// location): the stage keeps only what it measures from.
 package struct DistanceFilterStage: Sendable {
-    package private(set) var lastDelivered: CLLocation?
+    private(set) var lastDelivered: CLLocation?
 
     package init() {}
 
@@ -315,12 +315,12 @@ package struct DistanceFilterStage: Sendable {
 /// location whose `horizontalAccuracy` is `CLLocationDistanceMax`, except for a fix that comes
 /// before its first satellite report. Estimates the fix has are never replaced.
 package struct DilutionFallbackStage: Sendable {
-    package static let maximumAge: TimeInterval = 10
+    static let maximumAge: TimeInterval = 10
     private var latest: SkyView?
 
     package init() {}
 
-    package mutating func remember(_ sky: SkyView) {
+    mutating func remember(_ sky: SkyView) {
         let dop = sky.dilution
         guard dop.horizontal != nil || (dop.x != nil && dop.y != nil) else { return }
         latest = sky

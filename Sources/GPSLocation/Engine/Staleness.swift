@@ -17,13 +17,13 @@ import Foundation
 package struct FixStalenessMonitor: Sendable {
     /// Seconds without a usable fix before the report; nil: automatic (see the type).
     package var timeout: TimeInterval?
-    package static let automaticCycles = 3.0
-    package static let minimumAutomaticTimeout = 1.0
+    static let automaticCycles = 3.0
+    static let minimumAutomaticTimeout = 1.0
 
     /// The source's clock at the last usable fix (or at the first report, before any fix).
-    package private(set) var lastFixClock: Date?
+    private(set) var lastFixClock: Date?
     /// True between the report and the next usable fix.
-    package private(set) var isStale = false
+    private(set) var isStale = false
     private var lastFixTime: Date?
     /// The last eight intervals, oldest overwritten first (no heap allocation per fix).
     private var intervals = InlineArray<8, TimeInterval>(repeating: 0)
@@ -38,7 +38,7 @@ package struct FixStalenessMonitor: Sendable {
     package private(set) var cycle: TimeInterval?
 
     /// The timeout in force now.
-    package var effectiveTimeout: TimeInterval {
+    var effectiveTimeout: TimeInterval {
         timeout ?? max(Self.minimumAutomaticTimeout, Self.automaticCycles * (cycle ?? 1))
     }
 
@@ -93,7 +93,7 @@ package struct FixStalenessMonitor: Sendable {
 
     /// Something else already told the app that no location is coming (gpsd lost, for
     /// example): mark the stretch stale without a second report.
-    package mutating func reportedElsewhere() { reported = true }
+    mutating func reportedElsewhere() { reported = true }
 
     /// Checks the silence at `clock`. Returns the seconds without a usable fix the first time
     /// they reach the timeout in a stretch (report it); nil otherwise.

@@ -4,12 +4,12 @@ import Foundation
 package struct Place: Sendable, Equatable {
     package var name: String
     package var region: String
-    package var country: String
-    package var countryCode: String
-    package var timeZone: String
+    var country: String
+    var countryCode: String
+    var timeZone: String
     package var latitude: Double
     package var longitude: Double
-    package var population: Int
+    var population: Int
     /// `name`, case- and diacritic-folded, for matching what a user typed.
     package var folded: String
 }

@@ -257,7 +257,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
 
     /// What the recording held besides usable sentences, said once at its end: lines that had
     /// to be skipped (`skippedInput`), and sentences accepted without a checksum (`noChecksums`).
-    package static func inputNotes(_ statistics: NMEAStatistics) -> [(code: String, message: String)] {
+    static func inputNotes(_ statistics: NMEAStatistics) -> [(code: String, message: String)] {
         var notes: [(code: String, message: String)] = []
         let skipped =
             statistics.badChecksum + statistics.missingChecksum + statistics.tooLong + statistics.noise

@@ -74,11 +74,11 @@ package struct RegionEvent: Sendable, Equatable {
 /// not a settled `outside`, and the few that do not fit the grid (near a pole, across the
 /// antimeridian, huge); any circle left out is then certainly, and already, outside.
 package struct RegionMonitorStage: Sendable {
-    package static let dwell: TimeInterval = 4
-    package static let minimumLocations = 3
-    package static let gapTimeout: TimeInterval = 60
-    package static let indexMargin: Double = 1_000
-    package static let cellDegrees: Double = 0.01
+    static let dwell: TimeInterval = 4
+    static let minimumLocations = 3
+    static let gapTimeout: TimeInterval = 60
+    static let indexMargin: Double = 1_000
+    static let cellDegrees: Double = 0.01
 
     private struct Tracked {
         var fence: Geofence
@@ -102,7 +102,7 @@ package struct RegionMonitorStage: Sendable {
     /// Slots that must be checked wherever the location is: not a settled `outside`.
     private var active: Set<Int> = []
     /// The source's clock at the last location evaluated.
-    package private(set) var lastLocationClock: Date?
+    private(set) var lastLocationClock: Date?
     /// Scratch for one location's candidate slots.
     private var seen: Set<Int> = []
 
@@ -160,7 +160,7 @@ package struct RegionMonitorStage: Sendable {
     }
 
     /// Forgets the clock (monitoring stopped and restarted): states are kept.
-    package mutating func resetClock() { lastLocationClock = nil }
+    mutating func resetClock() { lastLocationClock = nil }
 
     /// A location that passed the gate, at the source's clock `clock`. `limitation`: when set,
     /// no region is evaluated; each is told once that its state is unknown, and why.
@@ -196,7 +196,7 @@ package struct RegionMonitorStage: Sendable {
 
     /// The source's clock passed `clock` with no location: after `gapTimeout`, every known
     /// state becomes unknown.
-    package mutating func expireIfSilent(clock: Date, into events: inout [RegionEvent]) {
+    mutating func expireIfSilent(clock: Date, into events: inout [RegionEvent]) {
         guard let last = lastLocationClock, clock.timeIntervalSince(last) >= Self.gapTimeout else { return }
         let when = last.addingTimeInterval(Self.gapTimeout)
         for slot in slots.indices {

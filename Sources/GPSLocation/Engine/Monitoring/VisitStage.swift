@@ -31,12 +31,12 @@ package struct VisitRecord: Sendable, Equatable {
 /// visits come late and as coarse as the locations are, never finer.
 package struct VisitStage: Sendable {
     package static let radius: Double = 50
-    package static let placeRadius: Double = 5
-    package static let minimumStay: TimeInterval = 180
-    package static let maximumGap: TimeInterval = 60
-    package static let reducedMaximumGap: TimeInterval = 45 * 60
-    package static let dwell: TimeInterval = 3
-    package static let minimumLocations = 2
+    static let placeRadius: Double = 5
+    static let minimumStay: TimeInterval = 180
+    static let maximumGap: TimeInterval = 60
+    static let reducedMaximumGap: TimeInterval = 45 * 60
+    static let dwell: TimeInterval = 3
+    static let minimumLocations = 2
 
     fileprivate struct Stop {
         var first: Date
@@ -177,8 +177,8 @@ extension VisitStage.Stop {
 /// `minimumInterval` has passed since it (Apple's documented 500 m and five minutes), by the
 /// locations' own timestamps.
 package struct SignificantChangeStage: Sendable {
-    package static let minimumDistance: Double = 500
-    package static let minimumInterval: TimeInterval = 300
+    static let minimumDistance: Double = 500
+    static let minimumInterval: TimeInterval = 300
 
     private var last: CLLocation?
 
