@@ -12,6 +12,8 @@ let strictSettings: [SwiftSetting] = [
 //   NMEA0183            NMEA framing, sentences, epoch assembly → Fix (no C, no libgps)
 //   CGPS                libgps, and nothing else (a system library over <gps.h>)
 //   GPSDClient          the libgps handle, GPSDSource, gpsd reports and errors
+//   LocationCore        the rules' core, below every face (FoundationEssentials only): so far the
+//                       authorization vocabulary, diagnostics, private and trusted files (#50)
 //   GPSLocation         the CoreLocation API, LocationEngine, authorization, location sources
 //   GPSDProcesses       starting gpsd and gpsfake, child processes, free ports (replay --via gpsd, tests)
 //   GPSLocationTesting  harnesses for people testing code that embeds GPSLocation
@@ -38,8 +40,10 @@ let package = Package(
         .target(name: "GNSSCore", swiftSettings: strictSettings),
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strictSettings),
+        .target(name: "LocationCore", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .target(
-            name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strictSettings),
+            name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore"],
+            swiftSettings: strictSettings),
         .target(name: "GPSDProcesses", dependencies: ["GPSDClient"], swiftSettings: strictSettings),
         .target(
             name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],

@@ -40,10 +40,16 @@ public enum GPSLoc {
         let rest = Array(arguments.dropFirst())
         do throws(UsageError) {
             switch command {
-            case "watch": return try WatchCommand.run(rest)
-            case "replay": return try ReplayCommand.run(rest)
+            case "watch":
+                SignalTrap.armEarly()
+                return try WatchCommand.run(rest)
+            case "replay":
+                SignalTrap.armEarly()
+                return try ReplayCommand.run(rest)
             case "auth": return try AuthCommand.run(rest)
-            case "agent": return try BrokerCommands.agent(rest)
+            case "agent":
+                SignalTrap.armEarly()
+                return try BrokerCommands.agent(rest)
             case "doctor": return try DoctorCommand.run(rest)
             case "sky": return try SkyCommand.run(rest)
             case "last": return try LastCommand.run(rest)

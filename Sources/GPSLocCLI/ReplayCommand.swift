@@ -88,14 +88,16 @@ enum ReplayCommand {
         }
         // A replay that yields no location at all is a failure (exit 1), said in words.
         var exitStatus = run.status
-        if run.status == 0 && run.fixesSeen == 0 && !status.refusesAll {
+        // Cut short by SIGINT or SIGTERM: what came is all there is, and that is no failure.
+        let interrupted = SignalTrap.received != nil
+        if !interrupted && run.status == 0 && run.fixesSeen == 0 && !status.refusesAll {
             sink.error(
                 CLError(
                     .locationUnknown,
                     message: "the recording \(label) contains no position report at all — is it NMEA 0183?",
                     reason: .sourceEnded))
             exitStatus = 1
-        } else if run.status == 0 && authorization.allowsDelivery && run.delivered == 0 {
+        } else if !interrupted && run.status == 0 && authorization.allowsDelivery && run.delivered == 0 {
             sink.error(
                 CLError(
                     .locationUnknown,

@@ -143,24 +143,60 @@ final class ExitStatus: Sendable {
 /// and the terminal left clean. A clean stop gets `gracePeriod` (0.1 s): if it has not ended
 /// the process by then — stdout stalled (a full pipe nobody reads), a source blocked in a write
 /// — the process exits anyway (status 128 + the signal), so a signal always ends it in time.
+///
+/// The signals are caught from the start of a long-running command (`armEarly`, before its
+/// first line of output): one that comes before a trap is set, or after it is cancelled, ends
+/// the process at once with 128 + the signal — never the default death mid-line that a signal
+/// sent right after the first line met while the command was still setting up.
 final class SignalTrap {
-    private var sources: [any DispatchSourceSignal] = []
+    private let token: Int
     static let gracePeriod = 0.1
 
-    init(_ handler: @escaping @Sendable () -> Void) {
-        sources = SignalSources.install([SIGINT, SIGTERM]) { number in
-            handler()
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.gracePeriod) {
-                // Leave a terminal's cursor visible (the table hides it); never block on it.
-                if isatty(STDOUT_FILENO) != 0 {
-                    let flags = fcntl(STDOUT_FILENO, F_GETFL)
-                    _ = fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK)
-                    _ = "\u{1B}[?25h\n".withCString { write(STDOUT_FILENO, $0, 7) }
-                }
-                _exit(128 + number)
-            }
+    private struct Armed {
+        var sources: [any DispatchSourceSignal] = []
+        var handlers: [Int: @Sendable () -> Void] = [:]
+        var next = 1
+        var received: Int32?
+    }
+    private static let armed = Locked(Armed())
+
+    /// Catches SIGINT and SIGTERM from now on (once a process).
+    static func armEarly() {
+        armed.withLock { armed in
+            guard armed.sources.isEmpty else { return }
+            armed.sources = SignalSources.install([SIGINT, SIGTERM]) { number in SignalTrap.caught(number) }
         }
     }
 
-    func cancel() { for source in sources { source.cancel() } }
+    /// The signal that stopped the command, if one did (a replay it cut short is not a failure).
+    static var received: Int32? { armed.withLock { $0.received } }
+
+    private static func caught(_ number: Int32) {
+        let handler = armed.withLock { armed in
+            armed.received = armed.received ?? number
+            return armed.handlers.values.first
+        }
+        guard let handler else { _exit(128 + number) }
+        handler()
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.gracePeriod) {
+            // Leave a terminal's cursor visible (the table hides it); never block on it.
+            if isatty(STDOUT_FILENO) != 0 {
+                let flags = fcntl(STDOUT_FILENO, F_GETFL)
+                _ = fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK)
+                _ = "\u{1B}[?25h\n".withCString { write(STDOUT_FILENO, $0, 7) }
+            }
+            _exit(128 + number)
+        }
+    }
+
+    init(_ handler: @escaping @Sendable () -> Void) {
+        Self.armEarly()
+        token = Self.armed.withLock { armed in
+            defer { armed.next += 1 }
+            armed.handlers[armed.next] = handler
+            return armed.next
+        }
+    }
+
+    func cancel() { _ = Self.armed.withLock { $0.handlers.removeValue(forKey: token) } }
 }

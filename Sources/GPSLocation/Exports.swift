@@ -5,4 +5,5 @@
 @_exported import Foundation
 @_exported import GNSSCore
 @_exported import GPSDClient
+@_exported import LocationCore
 @_exported import NMEA0183

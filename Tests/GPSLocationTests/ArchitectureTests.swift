@@ -84,7 +84,7 @@ struct ArchitectureTests {
     @Test(
         "the lower layers import FoundationEssentials, never Foundation",
         arguments: [
-            "GNSSCore", "NMEA0183", "GPSDClient", "GPSDProcesses",
+            "GNSSCore", "NMEA0183", "GPSDClient", "GPSDProcesses", "LocationCore",
         ])
     func lowerLayersAreEssentials(_ module: String) throws {
         let folder = Paths.packageRoot.appendingPathComponent("Sources/\(module)")

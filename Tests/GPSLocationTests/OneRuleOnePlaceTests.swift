@@ -20,7 +20,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "is this app authorized (CLAuthorizationStatus.isAuthorized)",
             pattern: #"\.authorizedAlways\s*\|\||\|\|\s*[\w.]*status\s*==\s*\.authorizedWhenInUse"#,
-            places: ["GPSLocation/Engine/AuthorizationGate.swift"]),
+            places: ["LocationCore/Authorization.swift"]),
         Rule(
             name: "which cached location an app may see (AuthorizationDecision.permits(cached:))",
             pattern: #"(fullAccuracy|reducedAccuracy).*gnss\?\.reduced"#,
@@ -28,7 +28,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "the user's XDG folders (PrivateFile.userDirectory)",
             pattern: #""XDG_[A-Z]+_HOME""#,
-            places: ["GPSLocation/Authorization/PrivateFile.swift"]),
+            places: ["LocationCore/PrivateFile.swift"]),
         Rule(
             name: "once a minute for a repeated message (RepeatLimiter)",
             pattern: #"timeIntervalSince\([^)]*\)\s*(<|>=)\s*60\b|lastDiagnosed|lastNotice"#,
@@ -55,7 +55,7 @@ struct OneRuleOnePlaceTests {
             name: "refused outright: denied or restricted (CLAuthorizationStatus.refusesAll)",
             pattern:
                 #"==\s*\.denied\s*\|\|\s*[\w.]*\s*==\s*\.restricted|!=\s*\.denied\s*&&\s*[\w.]*\s*!=\s*\.restricted"#,
-            places: ["GPSLocation/Engine/AuthorizationGate.swift"]),
+            places: ["LocationCore/Authorization.swift"]),
         Rule(
             name: "gpsd's 95 % scale, 1.96 σ (ReceiverErrorEstimate.confidenceScale)",
             pattern: #"\b1\.96\b"#,

@@ -1,23 +1,5 @@
 import Foundation
 
-/// The answer to an authorization request.
-public struct AuthorizationDecision: Sendable, Equatable {
-    /// The status decided.
-    public var status: CLAuthorizationStatus
-    /// The accuracy decided (reduced: approximate positions only).
-    public var accuracy: CLAccuracyAuthorization
-    /// "Allow once": for this process only, never written to the decision store.
-    public var isTemporary: Bool
-    /// A decision; full accuracy and kept unless said otherwise.
-    public init(
-        status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy, isTemporary: Bool = false
-    ) {
-        self.status = status
-        self.accuracy = accuracy
-        self.isTemporary = isTemporary
-    }
-}
-
 /// Asks someone whether an app may have its location. Hosts plug in their own (a dialog, a
 /// policy); nil means nobody can be asked (a daemon, CI).
 public typealias AuthorizationPrompt = @Sendable (_ appID: String, _ wantsAlways: Bool) -> AuthorizationDecision?

@@ -89,45 +89,6 @@ public func CLLocationCoordinate2DMake(_ latitude: CLLocationDegrees, _ longitud
     CLLocationCoordinate2D(latitude: latitude, longitude: longitude)
 }
 
-/// Apple's raw values (0–4).
-public enum CLAuthorizationStatus: Int32, Sendable {
-    /// The app has not been asked yet; `requestWhenInUseAuthorization()` asks.
-    case notDetermined = 0
-    /// The administrator's policy forbids location for this app; the user cannot change it.
-    case restricted = 1
-    /// The user said no, or turned location services off.
-    case denied = 2
-    /// Locations at any time, the app in use or not (daemons, monitoring).
-    case authorizedAlways = 3
-    /// Locations while the app is in use (on Linux: run from a terminal, see `isInUse`).
-    case authorizedWhenInUse = 4
-    /// macOS spelling of `.authorizedAlways`.
-    public static var authorized: CLAuthorizationStatus { .authorizedAlways }
-
-    /// The NDJSON spelling: `notDetermined`, `restricted`, `denied`, `authorizedWhenInUse`,
-    /// `authorizedAlways` (a named property, not `CustomStringConvertible`, which Apple does not
-    /// declare: apps that declare it themselves would find `.description` ambiguous).
-    public var name: String {
-        switch self {
-        case .notDetermined: "notDetermined"
-        case .restricted: "restricted"
-        case .denied: "denied"
-        case .authorizedAlways: "authorizedAlways"
-        case .authorizedWhenInUse: "authorizedWhenInUse"
-        }
-    }
-}
-
-/// How precise the locations an app gets are (Apple's raw values).
-public enum CLAccuracyAuthorization: Int, Sendable {
-    /// Precise positions.
-    case fullAccuracy = 0
-    /// Approximate positions only: a kept offset snapped to a grid, about 3 km.
-    case reducedAccuracy = 1
-    /// `full` or `reduced`, as the NDJSON spells it (a named property: see `CLAuthorizationStatus.name`).
-    public var name: String { self == .fullAccuracy ? "full" : "reduced" }
-}
-
 /// What the device is doing: decides how long a stop lasts before live updates pause
 /// (Apple's raw values).
 public enum CLActivityType: Int, Sendable {

@@ -73,16 +73,6 @@ package struct AuthorizationState: Sendable, Equatable {
     }
 }
 
-extension CLAuthorizationStatus {
-    /// Whether this status authorizes an app at all (Always, or When In Use): the one place this
-    /// is decided — the gate, the manager's cached `location`, `CLServiceSession`, `gpsloc auth`
-    /// and `gpsloc doctor` all ask here (`OneRuleOnePlaceTests` keeps it so).
-    package var isAuthorized: Bool { self == .authorizedAlways || self == .authorizedWhenInUse }
-    /// Refused outright, whatever the app does: the user said no (`denied`) or the
-    /// administrator's policy did (`restricted`). Updates stay stopped and say so once.
-    package var refusesAll: Bool { self == .denied || self == .restricted }
-}
-
 extension AuthorizationDecision {
     /// Whether this decision lets the app see `location` from the last-location cache: nothing
     /// unless it is authorized, and with reduced accuracy only a location that was reduced when

@@ -1,6 +1,7 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import GNSSCore
+import Glibc
 
 /// Runs a write at most once per `interval`: region events can come many a second with
 /// thousands of conditions, and rewriting (and syncing) the whole file for each would wear an
@@ -41,7 +42,7 @@ package final class CoalescedWriter: Sendable {
 
     /// Drops the pending write and says whether there was one (an owner's deinit, where a
     /// closure holding it weakly could no longer run: the owner writes itself).
-    func takePending() -> Bool {
+    package func takePending() -> Bool {
         state.withLock { state in
             defer {
                 state.pending = nil

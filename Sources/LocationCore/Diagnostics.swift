@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import Glibc
 
 /// A note from GPSLocation that is not an error for the app: a fix that was dropped and why, a
 /// receiver clock that stepped, an authorization request that cannot work.

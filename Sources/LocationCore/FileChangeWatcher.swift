@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Watches files with inotify and calls `onChange` (on a private queue) when any changes —
 /// written, replaced by rename, created or deleted. No polling: the queue sleeps until the

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Replacing a private file whole: the data goes to a fresh temporary name beside it, opened
 /// with `O_EXCL|O_NOFOLLOW` and mode 0600 (never a planted file or link), is synced, renamed
@@ -33,7 +34,7 @@ package enum PrivateFile {
         if let value = environment[base.rawValue], value.hasPrefix("/") {
             root = URL(fileURLWithPath: value)
         } else {
-            root = URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()).appendingPathComponent(base.fallback)
+            root = URL(fileURLWithPath: environment["HOME"] ?? homeDirectory()).appendingPathComponent(base.fallback)
         }
         let folder = root.appendingPathComponent("gpslocation")
         return subpath.isEmpty ? folder : folder.appendingPathComponent(subpath)
@@ -65,10 +66,33 @@ package enum PrivateFile {
         guard folderProblem(url.deletingLastPathComponent()) == nil,
             case .success(let descriptor) = openRegular(url.path, flags: O_RDONLY)
         else { return nil }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0, info.st_uid == geteuid(), info.st_size <= maximumSize else { return nil }
-        return try? handle.read(upToCount: maximumSize)
+        return readAll(descriptor, maximumSize: maximumSize)
+    }
+
+    /// Up to `maximumSize` bytes from `descriptor`, to its end; nil when it is empty or a read
+    /// fails.
+    package static func readAll(_ descriptor: Int32, maximumSize: Int) -> Data? {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while data.count < maximumSize {
+            let count = Glibc.read(descriptor, &buffer, min(buffer.count, maximumSize - data.count))
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if count == 0 { break }
+            data.append(contentsOf: buffer[..<count])
+        }
+        return data.isEmpty ? nil : data
+    }
+
+    /// The user's home folder from the password database, when `HOME` is not set.
+    private static func homeDirectory() -> String {
+        guard let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir else { return "/" }
+        return String(cString: directory)
     }
 
     /// Opens `path` only if it is a regular file (created 0600 with `O_CREAT`): never follows a
@@ -76,7 +100,7 @@ package enum PrivateFile {
     /// refused at once instead of hanging the caller (a FIFO's open waits for a writer). The
     /// descriptor is returned in blocking mode. The one way every store opens its files.
     /// `ENOENT` is `.failure` with `missing` true.
-    static func openRegular(_ path: String, flags: Int32) -> Result<Int32, Failure> {
+    package static func openRegular(_ path: String, flags: Int32) -> Result<Int32, Failure> {
         let descriptor = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let code = errno

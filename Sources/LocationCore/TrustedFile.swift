@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The one check for a file the package reads to make a decision (the policy first; README,
 /// "Authorization on Linux"): it and its folder must be owned by root or the user running, and
@@ -27,7 +28,7 @@ package enum TrustedFile {
         guard info.st_size <= maximumSize else {
             return "\(path) is \(info.st_size) bytes, more than the \(maximumSize) allowed — it is not read"
         }
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = Self.folder(of: path)
         var folderInfo = stat()
         guard stat(folder.isEmpty ? "." : folder, &folderInfo) == 0 else {
             return "the folder of \(path) cannot be examined (\(String(cString: strerror(errno))))"
@@ -46,5 +47,13 @@ package enum TrustedFile {
                 + "another user could have changed it, so it is not trusted — run `\(fix)`"
         }
         return nil
+    }
+
+    /// The folder part of `path` ("/etc/x" → "/etc", "/x" → "/", "x" → "").
+    static func folder(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
     }
 }
