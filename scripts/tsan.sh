@@ -26,7 +26,7 @@ for suite in ${filter//|/ }; do
 done
 mkdir -p "$scratch/Sources" "$scratch/Tests/GPSLocationTests"
 rm -f "$scratch"/Sources/* "$scratch"/Tests/TestSupport "$scratch"/Tests/GPSLocationTests/*
-for target in CGPS CPseudoTerminal GNSSCore NMEA0183 GPSDClient GPSLocation GPSDProcesses GPSLocationTesting GPSLocCLI; do
+for target in CGPS CPseudoTerminal GNSSCore NMEA0183 GPSDClient LocationCore GPSLocation GPSDProcesses GPSLocationTesting GPSLocCLI; do
   ln -s "$root/Sources/$target" "$scratch/Sources/$target"
 done
 ln -s "$root/Tests/TestSupport" "$scratch/Tests/TestSupport"
@@ -45,7 +45,10 @@ let package = Package(
         .target(name: "GNSSCore", swiftSettings: strict),
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strict),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strict),
-        .target(name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strict),
+        .target(name: "LocationCore", dependencies: ["GNSSCore"], swiftSettings: strict),
+        .target(
+            name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore"],
+            swiftSettings: strict),
         .target(name: "GPSDProcesses", dependencies: ["GPSDClient"], swiftSettings: strict),
         .target(
             name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],

@@ -163,7 +163,7 @@ extension RealGPSD.LaneC {
             // one and the same grid point — one secret for the box, not one per uid (#51: three
             // uids' cells once intersected to a ~1 km band).
             try decide("rootreduced", uid: nil, "authorizedAlways", "reduced")
-            let rootPoints = Locked<[Double: String]>([:])
+            let rootPoints = Watched<[Double: String]>([:])
             let rootReduced = BrokerLink(
                 path: socket, app: "rootreduced", afterWelcome: [BrokerLine("WATCH").line],
                 onMessage: { message in
@@ -192,7 +192,10 @@ extension RealGPSD.LaneC {
             let distinct = Set(points.map { "\($0.message.double("lat") ?? 0),\($0.message.double("lon") ?? 0)" })
             #expect(distinct.count == 1, "\(distinct)")
             five.terminate()
-            // Root's app, at the same fixes' times: the same point.
+            // Root's app, at the same fixes' times: the same point (its link's lines may arrive
+            // a moment after the other uid's: wait for one of those times).
+            let times = Set(points.compactMap { $0.message.double("time") })
+            #expect(await rootPoints.wait { saw in !times.isDisjoint(with: saw.keys) })
             let rootSaw = rootPoints.withLock { $0 }
             let shared = points.compactMap { point -> (String, String)? in
                 guard let time = point.message.double("time"), let root = rootSaw[time] else { return nil }
