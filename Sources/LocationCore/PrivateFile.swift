@@ -89,6 +89,16 @@ package enum PrivateFile {
         return data.isEmpty ? nil : data
     }
 
+    /// An error's words, as a person reads them: the system's message for a file error
+    /// (FoundationEssentials has no `localizedDescription`).
+    package static func describe(_ error: any Error) -> String {
+        if let error = error as? CocoaError, let posix = error.underlying as? POSIXError {
+            return String(cString: strerror(posix.code.rawValue))
+        }
+        if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+        return String(describing: error)
+    }
+
     /// The user's home folder from the password database, when `HOME` is not set.
     private static func homeDirectory() -> String {
         guard let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir else { return "/" }

@@ -249,39 +249,6 @@ package struct LocationFuzzer: Sendable {
     }
 }
 
-/// The user's reduced-accuracy secret: where, as a fraction of a cell on each axis in
-/// [-0.5, 0.5), every app's positions are shifted before they are snapped to the grid.
-package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
-    package var version = 1
-    package var north: Double
-    package var east: Double
-
-    package init(north: Double, east: Double) {
-        self.north = north
-        self.east = east
-    }
-
-    /// A fresh secret from the system's random source.
-    package static func random() -> ReducedAccuracySecret {
-        var generator = SystemRandomNumberGenerator()
-        return ReducedAccuracySecret(
-            north: Double.random(in: -0.5..<0.5, using: &generator),
-            east: Double.random(in: -0.5..<0.5, using: &generator))
-    }
-
-    /// A secret from `seed` (tests, and authorizers given a `fuzzerSeed`).
-    package static func seeded(_ seed: UInt64) -> ReducedAccuracySecret {
-        var random = SplitMix64(seed: seed)
-        return ReducedAccuracySecret(north: random.unit() - 0.5, east: random.unit() - 0.5)
-    }
-
-    /// The secret of a process whose authorizers keep nothing: every app id in it shares it.
-    package static let process = random()
-
-    /// Both fractions finite and in [-0.5, 0.5).
-    var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }
-}
-
 /// A grid point the fuzzer let out. Every field is a function of the cell alone: its centre, the
 /// constant accuracy (`accuracyFactor × gridSize`) and the minute of the clock that let it out.
 package struct ReducedPoint: Sendable, Equatable {

@@ -1,4 +1,9 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What reduced accuracy remembers about a live app between runs, so restarting it undoes
 /// nothing: the cell it was last in (the hysteresis continues), when it was last given a
@@ -8,13 +13,13 @@ import Foundation
 /// before 0.4.0) are ignored and replaced.
 package struct ReducedAccuracyState: Codable, Sendable, Equatable {
     package var version = 2
-    var cellNorth: Int?
-    var cellEast: Int?
+    package var cellNorth: Int?
+    package var cellEast: Int?
     /// When the last reduced location was given (the wall clock).
-    var lastOutput: Date?
-    var lastLatitude: Double?
-    var lastLongitude: Double?
-    var lastTimestamp: Date?
+    package var lastOutput: Date?
+    package var lastLatitude: Double?
+    package var lastLongitude: Double?
+    package var lastTimestamp: Date?
 
     package init() {}
 }
@@ -102,8 +107,8 @@ package struct ReducedAccuracyStore: Sendable {
         let url = directory.appendingPathComponent("secret.json")
         switch PrivateFile.openRegular(url.path, flags: O_RDONLY) {
         case .success(let descriptor):
-            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            guard let data = try? handle.read(upToCount: Self.maximumSize),
+            defer { close(descriptor) }
+            guard let data = PrivateFile.readAll(descriptor, maximumSize: Self.maximumSize),
                 let kept = try? JSONDecoder().decode(ReducedAccuracySecret.self, from: data), kept.isValid
             else {
                 return .failure(
@@ -149,4 +154,37 @@ package struct ReducedAccuracyStore: Sendable {
             return error.description
         }
     }
+}
+
+/// The user's reduced-accuracy secret: where, as a fraction of a cell on each axis in
+/// [-0.5, 0.5), every app's positions are shifted before they are snapped to the grid.
+package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
+    package var version = 1
+    package var north: Double
+    package var east: Double
+
+    package init(north: Double, east: Double) {
+        self.north = north
+        self.east = east
+    }
+
+    /// A fresh secret from the system's random source.
+    package static func random() -> ReducedAccuracySecret {
+        var generator = SystemRandomNumberGenerator()
+        return ReducedAccuracySecret(
+            north: Double.random(in: -0.5..<0.5, using: &generator),
+            east: Double.random(in: -0.5..<0.5, using: &generator))
+    }
+
+    /// A secret from `seed` (tests, and authorizers given a `fuzzerSeed`).
+    package static func seeded(_ seed: UInt64) -> ReducedAccuracySecret {
+        var random = SplitMix64(seed: seed)
+        return ReducedAccuracySecret(north: random.unit() - 0.5, east: random.unit() - 0.5)
+    }
+
+    /// The secret of a process whose authorizers keep nothing: every app id in it shares it.
+    package static let process = random()
+
+    /// Both fractions finite and in [-0.5, 0.5).
+    package var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 #if canImport(Glibc)
     import Glibc
@@ -128,7 +129,8 @@ public final class DecisionStore: Sendable {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw .io("cannot create \(directory.path): \(error.localizedDescription) — check the folder's permissions")
+            throw .io(
+                "cannot create \(directory.path): \(PrivateFile.describe(error)) — check the folder's permissions")
         }
         // The folder must be ours and closed to others: otherwise another user could plant
         // links or files in it (the store decides what every app of ours may receive).
@@ -163,33 +165,28 @@ public final class DecisionStore: Sendable {
         case .failure(let failure) where failure.missing: return [:]
         case .failure(let failure): return corrupt(failure.description, [:])
         }
-        let data: Data
+        defer { close(descriptor) }
         var info = stat()
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         guard fstat(descriptor, &info) == 0, info.st_size <= Self.maximumSize else {
             return corrupt("it is larger than \(Self.maximumSize >> 20) MB, far more than any store", [:])
         }
-        do {
-            data = try handle.readToEnd() ?? Data()
-        } catch {
-            return corrupt("it cannot be read (\(error.localizedDescription))", [:])
-        }
+        let data = PrivateFile.readAll(descriptor, maximumSize: Self.maximumSize) ?? Data()
         if data.isEmpty { return [:] }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         if let entries = try? decoder.decode([String: Entry].self, from: data) { return entries }
         // Keep every decision that can still be read; only the unreadable ones are lost.
         var salvaged: [String: Entry] = [:]
-        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
-            for (app, value) in object {
-                guard JSONSerialization.isValidJSONObject(value),
-                    let entryData = try? JSONSerialization.data(withJSONObject: value),
-                    let entry = try? decoder.decode(Entry.self, from: entryData)
-                else { continue }
-                salvaged[app] = entry
-            }
+        if let lenient = try? decoder.decode([String: Salvaged].self, from: data) {
+            for (app, value) in lenient { if let entry = value.entry { salvaged[app] = entry } }
         }
         return corrupt("it is not valid (\(salvaged.count) decision(s) could still be read and are kept)", salvaged)
+    }
+
+    /// One app's value in a store that does not decode whole: its entry when it is one.
+    private struct Salvaged: Decodable {
+        let entry: Entry?
+        init(from decoder: any Decoder) throws { entry = try? Entry(from: decoder) }
     }
 
     /// A store that cannot be used as it is: moved aside under a name no earlier copy has (each

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The administrator's location policy: `/etc/gpslocation/policy.json`. It can turn location
 /// services off for everyone, restrict named apps (the user cannot change that), and pre-grant
@@ -76,45 +80,22 @@ public struct LocationPolicy: Sendable, Equatable {
         }
         do {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                throw CocoaError(.fileReadCorruptFile)
-            }
+            let file = try JSONDecoder().decode(PolicyFile.self, from: data)
             // A misspelled key must not let a restriction lapse silently: unknown keys make the
             // policy invalid (services off), named in the report.
-            let unknown = Set(object.keys).subtracting([
-                "locationServicesEnabled", "restricted", "granted", "brokerRequired",
-            ])
-            if !unknown.isEmpty {
-                throw PolicyError.unknownKeys(unknown.sorted())
-            }
-            if let enabled = object["locationServicesEnabled"] {
-                guard let flag = enabled as? Bool else { throw CocoaError(.fileReadCorruptFile) }
-                policy.locationServicesEnabled = flag
-            }
-            if let required = object["brokerRequired"] {
-                guard let flag = required as? Bool else { throw CocoaError(.fileReadCorruptFile) }
-                policy.brokerRequired = flag
-            }
-            if let restricted = object["restricted"] {
-                guard let names = restricted as? [String] else { throw CocoaError(.fileReadCorruptFile) }
-                policy.restricted = Set(names)
-            }
-            if let granted = object["granted"] {
-                guard let entries = granted as? [String: [String: String]] else {
-                    throw CocoaError(.fileReadCorruptFile)
+            if !file.unknown.isEmpty { throw PolicyError.unknownKeys(file.unknown) }
+            if let flag = file.locationServicesEnabled { policy.locationServicesEnabled = flag }
+            if let flag = file.brokerRequired { policy.brokerRequired = flag }
+            if let names = file.restricted { policy.restricted = Set(names) }
+            for (app, entry) in file.granted ?? [:] {
+                let unknownInEntry = Set(entry.keys).subtracting(["status", "accuracy"])
+                if !unknownInEntry.isEmpty {
+                    throw PolicyError.unknownKeys(unknownInEntry.sorted().map { "granted.\(app).\($0)" })
                 }
-                for (app, entry) in entries {
-                    let unknownInEntry = Set(entry.keys).subtracting(["status", "accuracy"])
-                    if !unknownInEntry.isEmpty {
-                        throw PolicyError.unknownKeys(unknownInEntry.sorted().map { "granted.\(app).\($0)" })
-                    }
-                    let stored = DecisionStore.Entry(
-                        status: entry["status"] ?? "", accuracy: entry["accuracy"] ?? "full", decidedAt: Date())
-                    guard let decision = DecisionStore.decision(from: stored) else {
-                        throw CocoaError(.fileReadCorruptFile)
-                    }
-                    policy.granted[app] = decision
-                }
+                let stored = DecisionStore.Entry(
+                    status: entry["status"] ?? "", accuracy: entry["accuracy"] ?? "full", decidedAt: Date())
+                guard let decision = DecisionStore.decision(from: stored) else { throw PolicyError.invalid }
+                policy.granted[app] = decision
             }
         } catch {
             policy = LocationPolicy()
@@ -139,6 +120,40 @@ public struct LocationPolicy: Sendable, Equatable {
 
     private enum PolicyError: Error {
         case unknownKeys([String])
+        case invalid
+    }
+
+    /// The file's form: each key of its type, or the file is invalid; keys it does not know
+    /// are collected (`unknown`), never skipped.
+    private struct PolicyFile: Decodable {
+        var locationServicesEnabled: Bool?
+        var brokerRequired: Bool?
+        var restricted: [String]?
+        var granted: [String: [String: String]]?
+        var unknown: [String] = []
+
+        private struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Key.self)
+            let known: Set<String> = ["locationServicesEnabled", "restricted", "granted", "brokerRequired"]
+            unknown = container.allKeys.map(\.stringValue).filter { !known.contains($0) }.sorted()
+            // A key that is there must hold its type: `null` is not "absent" (it would turn a
+            // restriction off), it makes the file invalid.
+            func value<T: Decodable>(_ type: T.Type, _ name: String) throws -> T? {
+                let key = Key(stringValue: name)
+                return container.contains(key) ? try container.decode(type, forKey: key) : nil
+            }
+            locationServicesEnabled = try value(Bool.self, "locationServicesEnabled")
+            brokerRequired = try value(Bool.self, "brokerRequired")
+            restricted = try value([String].self, "restricted")
+            granted = try value([String: [String: String]].self, "granted")
+        }
     }
 
     /// The decision the policy imposes on `app`, if any: services off → denied, restricted →
