@@ -13,8 +13,8 @@ let strictSettings: [SwiftSetting] = [
 //   CGPS                libgps, and nothing else (a system library over <gps.h>)
 //   GPSDClient          the libgps handle, GPSDSource, gpsd reports and errors
 //   LocationCore        the rules' core, below every face (FoundationEssentials only): so far the
-//                       authorization vocabulary and its stores, the policy, diagnostics,
-//                       private and trusted files (#50)
+//                       units and coordinate, the authorization vocabulary and its stores,
+//                       the policy, the fuzzer's rule, diagnostics, private and trusted files (#50)
 //   GPSLocation         the CoreLocation API, LocationEngine, authorization, location sources
 //   GPSDProcesses       starting gpsd and gpsfake, child processes, free ports (replay --via gpsd, tests)
 //   GPSLocationTesting  harnesses for people testing code that embeds GPSLocation

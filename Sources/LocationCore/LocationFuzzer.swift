@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Reduced ("approximate") accuracy, after Android's `LocationFudger`
 /// (frameworks/base/services/core/java/com/android/server/location/fudger/LocationFudger.java):
@@ -31,15 +35,6 @@ import GNSSCore
 /// or the secret cannot be read or created, `reduce` answers `.unavailable` and the gate delivers
 /// nothing — a fresh secret or rate limit per start would let restarts give the position away.
 package struct LocationFuzzer: Sendable {
-    /// What the gate may let out for one precise location.
-    package enum Outcome: Sendable {
-        case location(CLLocation)
-        /// Nothing now: the rate limit holds.
-        case hold
-        /// Nothing until the state can be kept: why, and what to do.
-        case unavailable(String)
-    }
-
     /// `Outcome` as a value: the grid point itself.
     package enum PointOutcome: Sendable, Equatable {
         case point(ReducedPoint)
@@ -51,9 +46,9 @@ package struct LocationFuzzer: Sendable {
     let minimumInterval: TimeInterval
     package let appID: String
     /// The fraction of a cell a position may pass its cell's edge by and stay in it.
-    static let hysteresis = 0.1
+    package static let hysteresis = 0.1
     /// `horizontalAccuracy` in cells: ≥ (0.5 + hysteresis + 0.5) × √2 ≈ 1.56.
-    static let accuracyFactor = 1.6
+    package static let accuracyFactor = 1.6
     private static let metresPerDegree = 111_320.0
 
     private let store: ReducedAccuracyStore?
@@ -65,9 +60,7 @@ package struct LocationFuzzer: Sendable {
     /// A live restart within the rate limit: the point given before it, given once more.
     private var restored: ReducedPoint?
     /// The last grid point given (heading takes its declination from here).
-    private(set) var lastPoint: ReducedPoint?
-    /// The last reduced location given, as the app got it.
-    var lastGiven: CLLocation? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
+    package private(set) var lastPoint: ReducedPoint?
     /// Behind gpslocd: locations with reduced accuracy's `horizontalAccuracy` are grid points
     /// gpslocd's fuzzer already chose (with the user's secret, out of the app's reach), kept as
     /// they are; the rate limit and the fields still follow the rules here. A precise location
@@ -75,7 +68,7 @@ package struct LocationFuzzer: Sendable {
     private(set) var upstream = false
 
     /// The fuzzer of an app behind gpslocd (see `upstream`).
-    static func behindBroker(appID: String, secret: ReducedAccuracySecret) -> LocationFuzzer {
+    package static func behindBroker(appID: String, secret: ReducedAccuracySecret) -> LocationFuzzer {
         var fuzzer = LocationFuzzer(appID: appID, secret: secret)
         fuzzer.upstream = true
         return fuzzer
@@ -115,21 +108,8 @@ package struct LocationFuzzer: Sendable {
     }
 
     /// Marks the clock as the wall clock (a live source) or not. Only before the first `reduce`.
-    mutating func setLive(_ isLive: Bool) {
+    package mutating func setLive(_ isLive: Bool) {
         if !stateLoaded || store == nil { live = isLive }
-    }
-
-    /// The reduced form of `location` at `now` (the clock the engine checks times by): the
-    /// engine's gate asks here; the rule itself is `reducePoint`.
-    package mutating func reduce(_ location: CLLocation, now: Date) -> Outcome {
-        switch reducePoint(
-            latitude: location.coordinate.latitude, longitude: location.coordinate.longitude,
-            horizontalAccuracy: location.horizontalAccuracy, now: now)
-        {
-        case .point(let point): .location(Self.reducedLocation(point, source: location.sourceInformation))
-        case .hold: .hold
-        case .unavailable(let problem): .unavailable(problem)
-        }
     }
 
     /// What the fuzzer lets out for a precise position at `now`, as a value: the one rule,
@@ -174,17 +154,6 @@ package struct LocationFuzzer: Sendable {
         state = next
         lastPoint = point
         return .point(point)
-    }
-
-    /// What an app with reduced accuracy is told when its fuzzer's secret or state cannot be
-    /// kept (the gate's words, and gpslocd's for a program it serves).
-    package static func unavailableError(appID: String, _ problem: String) -> CLError {
-        CLError(
-            .locationUnknown,
-            message: "\(appID) has approximate (reduced) accuracy, and its secret offset cannot be kept: "
-                + "\(problem) — no approximate location is delivered until it can (a new offset at every "
-                + "start would give the precise position away)",
-            reason: .reducedAccuracyState)
     }
 
     /// Reads the secret (and a live app's state) on first use; the problem when it cannot.
@@ -233,20 +202,6 @@ package struct LocationFuzzer: Sendable {
         let longitude = remainder((Double(column) + 0.5) * step, 360)
         return (row, column, CLLocationCoordinate2D(latitude: latitude, longitude: longitude))
     }
-
-    /// A grid point as the app gets it: every field but the point's own invalid.
-    static func reducedLocation(_ point: ReducedPoint, source: CLLocationSourceInformation?) -> CLLocation {
-        let accuracy = point.accuracy
-        return CLLocation(
-            coordinate: CLLocationCoordinate2D(latitude: point.latitude, longitude: point.longitude), altitude: 0,
-            ellipsoidalAltitude: 0, horizontalAccuracy: accuracy, verticalAccuracy: -1, course: -1,
-            courseAccuracy: -1, speed: -1, speedAccuracy: -1, timestamp: point.timestamp,
-            gnss: GNSSDetails(
-                fixMode: .twoDimensional, quality: .unknown,
-                accuracyClass: AccuracyStage.classify(horizontalAccuracy: accuracy, mode: .twoDimensional),
-                reduced: true, device: nil),
-            sourceInformation: source)
-    }
 }
 
 /// A grid point the fuzzer let out. Every field is a function of the cell alone: its centre, the
@@ -257,4 +212,11 @@ package struct ReducedPoint: Sendable, Equatable {
     /// Metres: bounds the distance to the true position.
     package let accuracy: Double
     package let timestamp: Date
+
+    package init(latitude: Double, longitude: Double, accuracy: Double, timestamp: Date) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.accuracy = accuracy
+        self.timestamp = timestamp
+    }
 }

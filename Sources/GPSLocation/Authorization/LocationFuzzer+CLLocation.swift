@@ -1,0 +1,57 @@
+import Foundation
+import GNSSCore
+
+// The fuzzer's rule is the core's (`LocationFuzzer.reducePoint`, in LocationCore); here, what
+// the CoreLocation face makes of it: a `CLLocation` for the gate, the app's error.
+
+extension LocationFuzzer {
+    /// What the gate may let out for one precise location.
+    package enum Outcome: Sendable {
+        case location(CLLocation)
+        /// Nothing now: the rate limit holds.
+        case hold
+        /// Nothing until the state can be kept: why, and what to do.
+        case unavailable(String)
+    }
+
+    /// The last reduced location given, as the app got it.
+    var lastGiven: CLLocation? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
+
+    /// The reduced form of `location` at `now` (the clock the engine checks times by): the
+    /// engine's gate asks here; the rule itself is `reducePoint`.
+    package mutating func reduce(_ location: CLLocation, now: Date) -> Outcome {
+        switch reducePoint(
+            latitude: location.coordinate.latitude, longitude: location.coordinate.longitude,
+            horizontalAccuracy: location.horizontalAccuracy, now: now)
+        {
+        case .point(let point): .location(Self.reducedLocation(point, source: location.sourceInformation))
+        case .hold: .hold
+        case .unavailable(let problem): .unavailable(problem)
+        }
+    }
+
+    /// What an app with reduced accuracy is told when its fuzzer's secret or state cannot be
+    /// kept (the gate's words, and gpslocd's for a program it serves).
+    package static func unavailableError(appID: String, _ problem: String) -> CLError {
+        CLError(
+            .locationUnknown,
+            message: "\(appID) has approximate (reduced) accuracy, and its secret offset cannot be kept: "
+                + "\(problem) — no approximate location is delivered until it can (a new offset at every "
+                + "start would give the precise position away)",
+            reason: .reducedAccuracyState)
+    }
+
+    /// A grid point as the app gets it: every field but the point's own invalid.
+    static func reducedLocation(_ point: ReducedPoint, source: CLLocationSourceInformation?) -> CLLocation {
+        let accuracy = point.accuracy
+        return CLLocation(
+            coordinate: CLLocationCoordinate2D(latitude: point.latitude, longitude: point.longitude), altitude: 0,
+            ellipsoidalAltitude: 0, horizontalAccuracy: accuracy, verticalAccuracy: -1, course: -1,
+            courseAccuracy: -1, speed: -1, speedAccuracy: -1, timestamp: point.timestamp,
+            gnss: GNSSDetails(
+                fixMode: .twoDimensional, quality: .unknown,
+                accuracyClass: AccuracyStage.classify(horizontalAccuracy: accuracy, mode: .twoDimensional),
+                reduced: true, device: nil),
+            sourceInformation: source)
+    }
+}
