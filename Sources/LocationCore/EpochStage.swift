@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One epoch, one location, complete (#49): of the reports a source gives for one receiver
 /// epoch, the app gets the last.
@@ -39,11 +43,13 @@ import GNSSCore
 ///   epoch stays open for the reports of it that may have one (a fix that begins mid-cycle);
 /// - live, an epoch whose time is still reported a second after its first report is complete
 ///   (a receiver stuck repeating one fix: its first report is not held back for ever).
-struct EpochStage: Sendable {
-    struct Report {
-        var fix: Fix
+package struct EpochStage: Sendable {
+    package init() {}
+
+    package struct Report {
+        package var fix: Fix
         /// When it arrived (a monotonic clock, live sources), for its age when it goes on.
-        var uptime: Double?
+        package var uptime: Double?
     }
 
     private struct Receiver {
@@ -96,7 +102,7 @@ struct EpochStage: Sendable {
 
     /// Adds a report; returns the reports that leave the stage, oldest first: the epoch it closed,
     /// and itself when its epoch is complete (a pair, not an array: this runs for every fix).
-    mutating func add(_ fix: consuming Fix, uptime: Double?) -> (first: Report?, second: Report?) {
+    package mutating func add(_ fix: consuming Fix, uptime: Double?) -> (first: Report?, second: Report?) {
         let hasPosition = fix.hasPosition && fix.mode >= .twoDimensional
         guard let time = fix.time else {
             if !hasPosition { receivers[receiverIndex(fix.device)].sawNoFix = true }
@@ -195,7 +201,7 @@ struct EpochStage: Sendable {
 
     /// The open epoch of `time` (any receiver's) is changed by `update` (a receiver's own error
     /// estimate for it); false when no open epoch has that time.
-    mutating func updateOpen(at time: Date?, _ update: (inout Fix) -> Void) -> Bool {
+    package mutating func updateOpen(at time: Date?, _ update: (inout Fix) -> Void) -> Bool {
         guard let time else { return false }
         for index in receivers.indices {
             guard let openTime = receivers[index].openTime, Self.sameEpoch(openTime, time),
@@ -208,7 +214,7 @@ struct EpochStage: Sendable {
     }
 
     /// Every open epoch, complete now (the source ended or said something else first).
-    mutating func flush(into out: inout [Report]) {
+    package mutating func flush(into out: inout [Report]) {
         for index in receivers.indices {
             if let open = receivers[index].open {
                 receivers[index].open = nil
@@ -219,10 +225,10 @@ struct EpochStage: Sendable {
     }
 
     /// Whether any epoch is open.
-    var isEmpty: Bool { !receivers.contains { $0.open != nil } }
+    package var isEmpty: Bool { !receivers.contains { $0.open != nil } }
 
     /// Drops the open epochs (updates stopped), keeping what was learned of each cycle.
-    mutating func dropOpen() {
+    package mutating func dropOpen() {
         for index in receivers.indices {
             receivers[index].open = nil
             receivers[index].done = false
@@ -238,7 +244,7 @@ struct EpochStage: Sendable {
     }
 
     /// The tenth of a second `time` falls in (0–9).
-    static func phase(of time: Date) -> Int {
+    package static func phase(of time: Date) -> Int {
         // By its milliseconds, rounded: a time on the second stays in tenth 0.
         let milliseconds = Int((time.timeIntervalSince1970 * 1000).rounded())
         return ((milliseconds % 1000 + 1000) % 1000) / 100
@@ -246,9 +252,9 @@ struct EpochStage: Sendable {
 
     /// Seconds within which every report of one epoch arrives, live: gpsd sends them within the
     /// receiver's cycle (a 1 Hz receiver's whole cycle takes well under a second at 4800 baud).
-    static let longestCycle = 1.0
+    package static let longestCycle = 1.0
 
     /// Times within half a millisecond are one epoch: the reports of one epoch carry the same
     /// time, and receivers send times to the millisecond (sl869: epochs at :43.990 and :44.000).
-    static func sameEpoch(_ a: Date, _ b: Date) -> Bool { abs(a.timeIntervalSince(b)) < 0.0005 }
+    package static func sameEpoch(_ a: Date, _ b: Date) -> Bool { abs(a.timeIntervalSince(b)) < 0.0005 }
 }

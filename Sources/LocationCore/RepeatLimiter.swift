@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The one rule for a message that would repeat: each key is said at most once a minute. The
 /// engine's diagnostics of refused fixes and of values out of physical range, and the gpsd
