@@ -238,24 +238,30 @@ struct StationaryAndHeadingTests {
     func headingKnowledge() throws {
         let heading = Paths.fixtures.appendingPathComponent("heading-1hz-gp.nmea").path
         let drive = Paths.fixtures.appendingPathComponent("drive-1hz-gp.nmea").path
-        let attLog = Paths.fixtures.appendingPathComponent("heading-1hz-gp.gpsd.json").path
+        let gpsdLog = Paths.fixtures.appendingPathComponent("heading-1hz-gp.gpsd.json").path
         #expect(NMEAReplaySource(path: heading).reportsHeading == true)
         #expect(NMEAReplaySource(path: drive).reportsHeading == false)
-        #expect(HeadingScan.file(attLog) == true, "gpsd's ATT reports")
+        #expect(HeadingScan.file(gpsdLog) == false, "gpsd's JSON is not NMEA: a replay of it delivers no heading")
         #expect(HeadingScan.file("/nonexistent.nmea") == nil)
         #expect(NMEAReplaySource(path: "-").reportsHeading == nil, "standard input cannot be read twice")
-        // Sentences that name a heading but carry none do not count.
-        #expect(!HeadingScan.holdsHeading(Array("$GPHDT,,T*1B\r\n$GPTHS,123.4,V*0E\r\n".utf8)))
-        #expect(HeadingScan.holdsHeading(Array("$GNTHS,123.4,A*1E\r\n".utf8)))
-        // A heading sentence split across the scan's chunks is still found.
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("heading-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let split = folder.appendingPathComponent("split.nmea")
-        var bytes = [UInt8](repeating: UInt8(ascii: "x"), count: (1 << 20) - 5)
-        bytes += Array("\r\n$GPHDT,87.0,T*00\r\n".utf8)
-        try Data(bytes).write(to: split)
-        #expect(HeadingScan.file(split.path) == true)
+        /// A recording of `sentences` (checksums added), after `padding` bytes of other lines.
+        func recording(_ sentences: [String], padding: Int = 0) throws -> String {
+            let lines = sentences.map { body -> String in
+                let sum = body.utf8.reduce(UInt8(0), ^)
+                return "$" + body + "*" + String(format: "%02X", sum) + "\r\n"
+            }
+            let url = folder.appendingPathComponent("\(UUID().uuidString).nmea")
+            try Data(String(repeating: "x", count: padding).utf8 + Array(("\r\n" + lines.joined()).utf8)).write(to: url)
+            return url.path
+        }
+        // Sentences that name a heading but carry none, or an invalid one, do not count; a heading
+        // sentence past the scan's first chunk (64 KB) is found.
+        #expect(HeadingScan.file(try recording(["GPHDT,,T", "GPTHS,123.4,V"])) == false)
+        #expect(HeadingScan.file(try recording(["GNTHS,123.4,A"])) == true)
+        #expect(HeadingScan.file(try recording(["GPHDT,87.0,T"], padding: (1 << 16) - 5)) == true)
 
         // gpsd or gpslocd: the box's record decides.
         let record = HeadingRecord(directory: folder.appendingPathComponent("cache"))

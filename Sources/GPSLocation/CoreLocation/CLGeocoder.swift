@@ -7,42 +7,38 @@ import Foundation
 // @unchecked Sendable: a non-final class cannot be checked; its own values are immutable.
 open class CLPlacemark: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable {
     /// The place's centre.
-    open var location: CLLocation? { storedLocation }
+    open var location: CLLocation? { fields.location }
     /// The place's name (the town).
-    open var name: String? { storedName }
+    open var name: String? { fields.name }
     /// The street: nil (the town table has none).
-    open var thoroughfare: String? { storedThoroughfare }
+    open var thoroughfare: String? { fields.thoroughfare }
     /// The street number: nil.
-    open var subThoroughfare: String? { storedSubThoroughfare }
+    open var subThoroughfare: String? { fields.subThoroughfare }
     /// The town.
-    open var locality: String? { storedLocality }
+    open var locality: String? { fields.locality }
     /// The district: nil.
-    open var subLocality: String? { storedSubLocality }
+    open var subLocality: String? { fields.subLocality }
     /// The town's region (state, province, England…).
-    open var administrativeArea: String? { storedAdministrativeArea }
+    open var administrativeArea: String? { fields.administrativeArea }
     /// The county: nil.
-    open var subAdministrativeArea: String? { storedSubAdministrativeArea }
+    open var subAdministrativeArea: String? { fields.subAdministrativeArea }
     /// The postal code: nil.
-    open var postalCode: String? { storedPostalCode }
+    open var postalCode: String? { fields.postalCode }
     /// ISO 3166-1 alpha-2, e.g. GB.
-    open var isoCountryCode: String? { storedIsoCountryCode }
+    open var isoCountryCode: String? { fields.isoCountryCode }
     /// The country's name in English.
-    open var country: String? { storedCountry }
+    open var country: String? { fields.country }
     /// The town's time zone (IANA).
-    open var timeZone: TimeZone? { storedTimeZone }
+    open var timeZone: TimeZone? { fields.timeZone }
 
-    private let storedLocation: CLLocation?
-    private let storedName: String?
-    private let storedThoroughfare: String?
-    private let storedSubThoroughfare: String?
-    private let storedLocality: String?
-    private let storedSubLocality: String?
-    private let storedAdministrativeArea: String?
-    private let storedSubAdministrativeArea: String?
-    private let storedPostalCode: String?
-    private let storedIsoCountryCode: String?
-    private let storedCountry: String?
-    private let storedTimeZone: TimeZone?
+    /// Every value, set once (what `init(placemark:)` copies).
+    private struct Fields {
+        var location: CLLocation?
+        var name, thoroughfare, subThoroughfare, locality, subLocality, administrativeArea: String?
+        var subAdministrativeArea, postalCode, isoCountryCode, country: String?
+        var timeZone: TimeZone?
+    }
+    private let fields: Fields
 
     /// Apple's extras: nil here (the town table has no water bodies or points of interest).
     open var inlandWater: String? { nil }
@@ -63,18 +59,11 @@ open class CLPlacemark: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable
         subAdministrativeArea: String? = nil, postalCode: String? = nil, isoCountryCode: String? = nil,
         country: String? = nil, timeZone: TimeZone? = nil
     ) {
-        storedLocation = location
-        storedName = name
-        storedThoroughfare = thoroughfare
-        storedSubThoroughfare = subThoroughfare
-        storedLocality = locality
-        storedSubLocality = subLocality
-        storedAdministrativeArea = administrativeArea
-        storedSubAdministrativeArea = subAdministrativeArea
-        storedPostalCode = postalCode
-        storedIsoCountryCode = isoCountryCode
-        storedCountry = country
-        storedTimeZone = timeZone
+        fields = Fields(
+            location: location, name: name, thoroughfare: thoroughfare, subThoroughfare: subThoroughfare,
+            locality: locality, subLocality: subLocality, administrativeArea: administrativeArea,
+            subAdministrativeArea: subAdministrativeArea, postalCode: postalCode, isoCountryCode: isoCountryCode,
+            country: country, timeZone: timeZone)
         super.init()
     }
 
@@ -85,18 +74,12 @@ open class CLPlacemark: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable
     /// Apple's copy initializer, designated as Apple's (what `placemark` reports, a subclass's
     /// overrides included).
     public init(placemark: CLPlacemark) {
-        storedLocation = placemark.location
-        storedName = placemark.name
-        storedThoroughfare = placemark.thoroughfare
-        storedSubThoroughfare = placemark.subThoroughfare
-        storedLocality = placemark.locality
-        storedSubLocality = placemark.subLocality
-        storedAdministrativeArea = placemark.administrativeArea
-        storedSubAdministrativeArea = placemark.subAdministrativeArea
-        storedPostalCode = placemark.postalCode
-        storedIsoCountryCode = placemark.isoCountryCode
-        storedCountry = placemark.country
-        storedTimeZone = placemark.timeZone
+        fields = Fields(
+            location: placemark.location, name: placemark.name, thoroughfare: placemark.thoroughfare,
+            subThoroughfare: placemark.subThoroughfare, locality: placemark.locality,
+            subLocality: placemark.subLocality, administrativeArea: placemark.administrativeArea,
+            subAdministrativeArea: placemark.subAdministrativeArea, postalCode: placemark.postalCode,
+            isoCountryCode: placemark.isoCountryCode, country: placemark.country, timeZone: placemark.timeZone)
         super.init()
     }
 

@@ -296,7 +296,8 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
 
     /// This location with other GNSS details (the engine's marks).
     func with(gnss: GNSSDetails?) -> CLLocation {
-        var changed = LocationValues(self)
+        // The stored values, not the properties: the engine marks its own locations, on every fix.
+        var changed = values
         changed.gnss = gnss
         return CLLocation(changed)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GNSSCore
+import NMEA0183
 
 // What `CLLocationManager.headingAvailable()` knows before a heading has been delivered in this
 // process: the source's own knowledge (a recording's sentences), else what this box has seen
@@ -10,7 +11,7 @@ extension CLLocationManager {
     /// Whether heading updates can come, answered before any is asked for, as Apple's is:
     /// - true once a heading has been delivered in this process;
     /// - else, when the default source can tell by itself (a replay: true when the recording
-    ///   holds a `HDT`, `THS` or `HDG` sentence with a value, or gpsd's `ATT` with a heading),
+    ///   holds a valid `HDT`, `THS` or `HDG` sentence with a value, as its parser reads them),
     ///   its answer;
     /// - else (gpsd, gpslocd) true when a receiver of this box has reported a heading before,
     ///   or gpsd identified a compass (its `True North` and `OceanServer OS5000` drivers), as
@@ -37,7 +38,10 @@ extension CLLocationManager {
             defer { seen = true }
             return !seen
         }
-        if first, !runner.source.isSimulated { HeadingRecord.user.record(how: "a heading was delivered") }
+        // Written off the delivering thread (it may be the app's main thread): a file and its fsync.
+        if first, !runner.source.isSimulated {
+            DispatchQueue.global(qos: .utility).async { HeadingRecord.user.record(how: "a heading was delivered") }
+        }
     }
 
     /// gpsd identified a device: a compass driver is remembered for the box.
@@ -45,7 +49,8 @@ extension CLLocationManager {
         guard device.activated, let driver = device.driver, HeadingRecord.compassDrivers.contains(driver),
             !runner.source.isSimulated
         else { return }
-        HeadingRecord.user.record(how: "gpsd identified \(device.path) as a \(driver) compass")
+        let how = "gpsd identified \(device.path) as a \(driver) compass"
+        DispatchQueue.global(qos: .utility).async { HeadingRecord.user.record(how: how) }
     }
 }
 
@@ -85,63 +90,36 @@ struct HeadingRecord: Sendable {
     }
 }
 
-/// Finds a heading in a recording without replaying it.
+/// Finds a heading in a recording without replaying it, by the replay's own parser: a heading
+/// the replay would deliver (a valid `HDT`, `THS` or `HDG` sentence with a value) is what counts.
 enum HeadingScan {
     /// The most of a recording read (a heading-reporting receiver sends one every cycle, so a
     /// recording that has none in its first 16 MB has none worth waiting for).
     static let limit = 16 << 20
 
-    /// Whether the file at `path` holds a heading; nil when it cannot be read.
+    /// Whether the recording at `path` holds a heading; nil when it cannot be read.
     static func file(_ path: String) -> Bool? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        var carried: [UInt8] = []
-        var read = 0
-        while read < limit, let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            read += chunk.count
-            let bytes = carried + chunk
-            if holdsHeading(bytes) { return true }
-            // A sentence split across two chunks is seen whole in the next.
-            carried = Array(bytes.suffix(96))
-        }
-        return false
-    }
-
-    /// A `$ttHDT,`, `$ttTHS,` or `$ttHDG,` sentence whose heading field has a value (THS: not
-    /// mode V, invalid), or a gpsd `ATT` report with a heading.
-    static func holdsHeading(_ bytes: [UInt8]) -> Bool {
-        let dollar = UInt8(ascii: "$")
-        var index = 0
-        while index + 8 < bytes.count {
-            defer { index += 1 }
-            if bytes[index] == dollar {
-                let type = bytes[(index + 3)..<(index + 7)]
-                guard
-                    type.elementsEqual("HDT,".utf8) || type.elementsEqual("THS,".utf8)
-                        || type.elementsEqual("HDG,".utf8)
-                else { continue }
-                let first = bytes[index + 7]
-                guard first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") else { continue }
-                if type.elementsEqual("THS,".utf8), invalidTHS(bytes, from: index + 7) { continue }
-                return true
-            } else if bytes[index] == UInt8(ascii: "\""), matches(bytes, at: index, "\"class\":\"ATT\"") {
-                var end = index
-                while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
-                if String(decoding: bytes[index..<end], as: UTF8.self).contains("\"heading\":") { return true }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var decoder = NMEADecoder()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var found = false
+        var total = 0
+        while !found, total < limit {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if count == 0 { break }
+            total += count
+            buffer.withUnsafeBufferPointer { bytes in
+                decoder.feed(
+                    UnsafeBufferPointer(rebasing: bytes[..<count]),
+                    heading: { if $0.trueHeading != nil || $0.magneticHeading != nil { found = true } }, { _ in })
             }
         }
-        return false
-    }
-
-    private static func matches(_ bytes: [UInt8], at index: Int, _ text: String) -> Bool {
-        let pattern = Array(text.utf8)
-        return index + pattern.count <= bytes.count && bytes[index..<(index + pattern.count)].elementsEqual(pattern)
-    }
-
-    /// THS's mode field (after the heading) is V: the receiver says its heading is not valid.
-    private static func invalidTHS(_ bytes: [UInt8], from start: Int) -> Bool {
-        var index = start
-        while index < bytes.count, bytes[index] != UInt8(ascii: ",") { index += 1 }
-        return index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "V")
+        return found
     }
 }

@@ -93,8 +93,9 @@ public final class NMEAReplaySource: LocationSource, Sendable {
         self.clock = clock
     }
 
-    /// Whether the recording holds a heading (`HeadingScan`: a `HDT`, `THS` or `HDG` sentence
-    /// with a value, or gpsd's `ATT`); nil for standard input, which cannot be read twice.
+    /// Whether the recording holds a heading (`HeadingScan`: a valid `HDT`, `THS` or `HDG`
+    /// sentence with a value, by the replay's own parser); nil for standard input, which cannot
+    /// be read twice.
     public var reportsHeading: Bool? { path == "-" ? nil : HeadingScan.file(path) }
 
     /// Called now and then with (bytes read, total bytes when known).
