@@ -95,6 +95,22 @@ struct ModernAPITests {
             add(at(15, metresNorth: 41)),
         ]
         #expect(answers == [false, false, true, true, true, true, false, false])
+        // A receiver clock that steps back: a move is still confirmed a second (of the new
+        // clock) after it begins, not after the step is made up; settling starts again.
+        detector = StationaryDetector()
+        let settled = (0...10).map { add(at(Double($0), metresNorth: 0)) }
+        #expect(settled.last == true)
+        func stationaryAfter(_ location: CLLocation) -> Bool {
+            _ = detector.still(location)
+            return detector.isStationary
+        }
+        let moved = [
+            stationaryAfter(at(11, metresNorth: 30)),  // leaving
+            stationaryAfter(at(-100, metresNorth: 60)),  // the clock stepped back 111 s: leaving again, from here
+            stationaryAfter(at(-99, metresNorth: 90)),  // a second later: moving
+            stationaryAfter(at(-98, metresNorth: 90)),
+        ]
+        #expect(moved == [true, true, false, false])
     }
 
     @Test("LiveConfiguration: .default thins to one a second; navigation gives every location")

@@ -40,17 +40,19 @@ struct StationaryDetector: Sendable {
             return nil
         }
         let accuracy = max(location.horizontalAccuracy, anchor.horizontalAccuracy, 1)
-        let distance = location.distance(from: anchor)
+        // The geodesic only where the rule needs it: every fix of a moving receiver passes here.
         if isStationary {
             let departs =
                 location.horizontalAccuracy >= 0
-                && (distance > max(3 * accuracy, Self.minimumDepartureRadius)
-                    || location.speed >= Self.departureSpeed)
+                && (location.speed >= Self.departureSpeed
+                    || location.distance(from: anchor) > max(3 * accuracy, Self.minimumDepartureRadius))
             guard departs else {
                 leaving = nil
                 return location.timestamp.timeIntervalSince(anchor.timestamp)
             }
-            guard let first = leaving else {
+            // A receiver clock that stepped back (the engine follows a resynchronized clock)
+            // restarts the confirmation from here, never waits out the step.
+            guard let first = leaving, location.timestamp >= first.timestamp else {
                 leaving = location
                 return location.timestamp.timeIntervalSince(anchor.timestamp)
             }
@@ -64,7 +66,10 @@ struct StationaryDetector: Sendable {
             return nil
         }
         let slow = location.speed < 0 || location.speed < Self.maximumSpeed
-        guard slow, location.horizontalAccuracy >= 0, distance <= 2 * accuracy else {
+        // Settling starts again where a stepped-back clock puts the device before its anchor.
+        guard slow, location.horizontalAccuracy >= 0, location.timestamp >= anchor.timestamp,
+            location.distance(from: anchor) <= 2 * accuracy
+        else {
             self.anchor = location
             return nil
         }
