@@ -113,10 +113,13 @@ package final class BrokerClient: @unchecked Sendable {
 
     /// `send`, saying whether the line was queued: false when an AUTHORIZATION line has been
     /// queued since `epoch` (the location is then not the program's, and is not kept as its last).
-    func sendLocation(_ line: String, droppable: Bool, epoch: Int?) -> Bool {
+    func sendLocation(_ line: String, droppable: Bool, epoch: Int?, accepted: () -> Void = {}) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         if let epoch, epoch != authorizationEpoch { return false }
+        // Before the line can reach the program: what it was sent is known to every later
+        // connection by the time it could have read it.
+        accepted()
         queue(line, droppable: droppable)
         return true
     }

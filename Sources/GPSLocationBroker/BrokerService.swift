@@ -210,9 +210,16 @@ package final class BrokerService: Sendable {
             return (false, state.reduced.removeValue(forKey: client.id))
         }
         guard change.start else { return }
-        let session = ReducedSession(client: client, store: reducedStore) { [weak self] line in
-            self?.delivered(line, to: client)
-        }
+        let session = ReducedSession(
+            client: client, store: reducedStore,
+            kept: { [weak self] line in
+                guard let app = client.app else { return }
+                self?.lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: true)
+            },
+            delivered: { [weak self] in
+                guard let self, let app = client.app else { return }
+                state.withLock { $0.lastDelivery[Key(uid: client.identity.uid, app: app)] = Date() }
+            })
         state.withLock { state in
             guard state.clients[client.id] != nil, state.reduced[client.id] == nil else { return }
             state.reduced[client.id] = session
@@ -268,22 +275,17 @@ package final class BrokerService: Sendable {
         }
         for (session, epoch) in reduced { session.send(event, epoch: epoch) }
         for (client, epoch) in targets {
-            guard client.sendLocation(line, droppable: audience == .full, epoch: audience == .full ? epoch : nil) else {
-                continue  // a revocation came first: not sent, so not kept as its last location
-            }
-            if isFix, let app = client.app {
-                lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: false)
-            } else if isEstimate, let app = client.app {
-                lastFixes.recordEstimate(uid: client.identity.uid, app: app, line: line)
+            // A revocation that came first: not sent, so not kept as its last location.
+            _ = client.sendLocation(line, droppable: audience == .full, epoch: audience == .full ? epoch : nil) {
+                if isFix, let app = client.app {
+                    lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: false)
+                } else if isEstimate, let app = client.app {
+                    lastFixes.recordEstimate(uid: client.identity.uid, app: app, line: line)
+                }
             }
         }
     }
 
-    private func delivered(_ line: String, to client: BrokerClient) {
-        guard let app = client.app else { return }
-        state.withLock { $0.lastDelivery[Key(uid: client.identity.uid, app: app)] = Date() }
-        lastFixes.record(uid: client.identity.uid, app: app, line: line, reduced: true)
-    }
 
     /// Asks again whether each When In Use program is in use (`inUseProbe`), and tells those
     /// that changed: one that leaves the terminal's foreground stops receiving within a second

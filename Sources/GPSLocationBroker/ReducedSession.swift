@@ -26,10 +26,17 @@ final class ReducedSession: Sendable {
     private let state: Locked<State>
     private let client: BrokerClient
     private let validity = ValidityStage()
-    private let delivered: @Sendable (String) -> Void
+    private let kept: @Sendable (String) -> Void
+    private let delivered: @Sendable () -> Void
 
-    init(client: BrokerClient, store: ReducedAccuracyStore, delivered: @escaping @Sendable (String) -> Void) {
+    /// `kept(line)` runs as a line is queued, under the client's lock (it may not take the
+    /// service's); `delivered()` after.
+    init(
+        client: BrokerClient, store: ReducedAccuracyStore, kept: @escaping @Sendable (String) -> Void,
+        delivered: @escaping @Sendable () -> Void
+    ) {
         self.client = client
+        self.kept = kept
         self.delivered = delivered
         state = Locked(State(fuzzer: LocationFuzzer(store: store, appID: "reduced", live: true)))
     }
@@ -69,7 +76,7 @@ final class ReducedSession: Sendable {
             guard let point else { return }
             let line = BrokerProtocol.reducedLine(point, time: time)
             // Kept as the app's last location only if it went out (not after a revocation).
-            if client.sendLocation(line, droppable: true, epoch: epoch) { delivered(line) }
+            if client.sendLocation(line, droppable: true, epoch: epoch, accepted: { kept(line) }) { delivered() }
         case .heading(var heading):
             heading.magneticVariation = nil
             heading.magneticHeading = nil

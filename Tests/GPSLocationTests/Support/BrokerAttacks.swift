@@ -144,9 +144,19 @@ let brokerAttackScript = #"""
             if m["class"] == "FIX" and "lat" in m:
                 break
         if how in ("setsid", "pty"):
+            # The parent leads the terminal's session: when it exits, the kernel hangs up its
+            # foreground group, which the child is in until setsid(). The child ignores the
+            # hangup and the parent waits for its setsid() (a busy machine ran the exit first).
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            ready_r, ready_w = os.pipe()
             if os.fork() != 0:
+                os.close(ready_w)
+                os.read(ready_r, 1)
                 os._exit(0)
+            os.close(ready_r)
             os.setsid()
+            os.write(ready_w, b"x")
+            os.close(ready_w)
             if how == "pty":
                 master, slave = os.openpty()
                 fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
