@@ -286,7 +286,6 @@ package final class BrokerService: Sendable {
         }
     }
 
-
     /// Asks again whether each When In Use program is in use (`inUseProbe`), and tells those
     /// that changed: one that leaves the terminal's foreground stops receiving within a second
     /// (`inUseInterval`), one that comes back starts again. Apple's When In Use is the same rule.
