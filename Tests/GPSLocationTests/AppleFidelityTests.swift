@@ -116,7 +116,7 @@ struct AppleFidelityTests {
         // NSCopying as Apple's: an immutable location copies to itself.
         #expect((stub.copy() as? StubLocation) === stub)
         // What a subclass archives is what it reports (its overrides).
-        #expect(LocationValues(stub).horizontalAccuracy == 4.5)
+        #expect(LocationValue(stub).horizontalAccuracy == 4.5)
         // A location archives whole: Apple's fields and GPSLocation's details.
         let location = CLLocation(
             coordinate: CLLocationCoordinate2D(latitude: 51.45, longitude: -2.59), altitude: 40,
@@ -126,7 +126,7 @@ struct AppleFidelityTests {
             sourceInformation: .receiver)
         let data = try NSKeyedArchiver.archivedData(withRootObject: location, requiringSecureCoding: true)
         let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: CLLocation.self, from: data))
-        #expect(LocationValues(back) == LocationValues(location))
+        #expect(LocationValue(back) == LocationValue(location))
 
         let heading = StubHeading()
         #expect(heading.trueHeading == 87 && heading.magneticHeading == -1 && heading.headingAccuracy == 2)

@@ -63,11 +63,11 @@ public final class LastLocationCache: Sendable {
         PrivateFile.userDirectory(.cache, "last")
     }
 
-    /// The file's form (version 1): the location's values by name (`LocationValues`).
+    /// The file's form (version 1): the location's values by name (`LocationValue`).
     private struct Entry: Codable {
         var version = 1
         var app: String
-        var location: LocationValues
+        var location: LocationValue
     }
 
     /// The file for `app` (app ids are letters, digits, '.', '_', '-'; others are refused).
@@ -90,7 +90,7 @@ public final class LastLocationCache: Sendable {
             return true
         }
         guard due, let url = file(for: app) else { return false }
-        guard let data = try? JSONEncoder().encode(Entry(app: app, location: LocationValues(location))) else {
+        guard let data = try? JSONEncoder().encode(Entry(app: app, location: LocationValue(location))) else {
             return false
         }
         return Self.writeAtomically(data, to: url)

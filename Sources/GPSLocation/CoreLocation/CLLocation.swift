@@ -1,101 +1,5 @@
 import Foundation
 
-/// The accuracy tier a location meets: the best `kCLLocationAccuracy*` level its
-/// `horizontalAccuracy` (68 %) satisfies. Thresholds, in metres: bestForNavigation ≤ 3 (and a
-/// 3D fix), best ≤ 5, nearestTenMeters ≤ 10, hundredMeters ≤ 100, kilometer ≤ 1000,
-/// threeKilometers ≤ 3000; anything worse, or unknown, is `coarse`.
-public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
-    /// ≤ 3 m, with a 3D fix.
-    case bestForNavigation = 0
-    /// ≤ 5 m.
-    case best
-    /// ≤ 10 m.
-    case nearestTenMeters
-    /// ≤ 100 m.
-    case hundredMeters
-    /// ≤ 1 km.
-    case kilometer
-    /// ≤ 3 km.
-    case threeKilometers
-    /// Worse than 3 km, or unknown.
-    case coarse
-
-    /// Lower is better.
-    public static func < (lhs: AccuracyClass, rhs: AccuracyClass) -> Bool { lhs.rawValue < rhs.rawValue }
-
-    /// The tier a `desiredAccuracy` value names: −2 → bestForNavigation, −1 → best, otherwise
-    /// the first tier whose threshold is at least the value (10 → nearestTenMeters, 1000 → kilometer).
-    public init(desiredAccuracy: CLLocationAccuracy) {
-        switch desiredAccuracy {
-        case ..<(-1.5): self = .bestForNavigation
-        case ..<0: self = .best
-        case ...10: self = .nearestTenMeters
-        case ...100: self = .hundredMeters
-        case ...1000: self = .kilometer
-        case ...3000: self = .threeKilometers
-        default: self = .coarse
-        }
-    }
-
-    /// The largest `horizontalAccuracy` (metres, 68 %) of the tier; infinity for coarse.
-    public var threshold: CLLocationAccuracy {
-        switch self {
-        case .bestForNavigation: 3
-        case .best: 5
-        case .nearestTenMeters: 10
-        case .hundredMeters: 100
-        case .kilometer: 1000
-        case .threeKilometers: 3000
-        case .coarse: .infinity
-        }
-    }
-
-    /// The `kCLLocationAccuracy*` name without its prefix (`nearestTenMeters`), or `coarse`.
-    public var description: String { literal.description }
-
-    /// The name as a literal: the NDJSON writer copies its bytes with no String in between.
-    package var literal: StaticString {
-        switch self {
-        case .bestForNavigation: "bestForNavigation"
-        case .best: "best"
-        case .nearestTenMeters: "nearestTenMeters"
-        case .hundredMeters: "hundredMeters"
-        case .kilometer: "kilometer"
-        case .threeKilometers: "threeKilometers"
-        case .coarse: "coarse"
-        }
-    }
-}
-
-/// What GPSLocation knows about a location beyond Apple's fields.
-public struct GNSSDetails: Sendable, Equatable {
-    /// `.twoDimensional` or `.threeDimensional`.
-    public var fixMode: FixMode
-    /// What kind of fix: autonomous, differential, RTK fixed or float, dead reckoning.
-    public var quality: FixQuality
-    /// The accuracy tier `horizontalAccuracy` meets (see `AccuracyClass`).
-    public var accuracyClass: AccuracyClass
-    /// True when the authorization gate reduced this location's accuracy.
-    public var reduced: Bool
-    /// The receiver, when known.
-    public var device: String?
-    /// The engine judged the device stationary at this location (`StationaryDetector`: it has
-    /// stayed within twice its accuracy for 10 s): what `CLLocationUpdate.isStationary` says.
-    var isStationary = false
-
-    /// Details of a GNSS location.
-    public init(
-        fixMode: FixMode, quality: FixQuality = .unknown, accuracyClass: AccuracyClass, reduced: Bool = false,
-        device: String? = nil
-    ) {
-        self.fixMode = fixMode
-        self.quality = quality
-        self.accuracyClass = accuracyClass
-        self.reduced = reduced
-        self.device = device
-    }
-}
-
 /// Where a location came from (Apple's, iOS 15): from software — a replayed recording, a list
 /// of fixes, gpsd fed by gpsfake — or from a receiver behind gpsd.
 // @unchecked Sendable: a non-final class cannot be checked; its own values are immutable.
@@ -138,6 +42,23 @@ open class CLLocationSourceInformation: NSObject, NSCopying, @unchecked Sendable
             && other.isProducedByAccessory == isProducedByAccessory
     }
 
+    /// The core's flags as Apple's object (the shared one for each common pair).
+    static func of(_ origin: LocationOrigin) -> CLLocationSourceInformation {
+        switch origin {
+        case .simulated: .simulated
+        case .receiver: .receiver
+        default:
+            CLLocationSourceInformation(
+                softwareSimulationState: origin.isSimulatedBySoftware,
+                andExternalAccessoryState: origin.isProducedByAccessory)
+        }
+    }
+
+    /// Apple's object's flags as the core's value.
+    var origin: LocationOrigin {
+        LocationOrigin(isSimulatedBySoftware: isSimulatedBySoftware, isProducedByAccessory: isProducedByAccessory)
+    }
+
     /// Combines the two flags.
     open override var hash: Int { (isSimulatedBySoftware ? 1 : 0) | (isProducedByAccessory ? 2 : 0) }
 }
@@ -164,8 +85,10 @@ open class CLLocationSourceInformation: NSObject, NSCopying, @unchecked Sendable
 // @unchecked Sendable: a non-final class cannot be checked. Its own state is one immutable value
 // set by the initializer; a subclass that adds mutable state must keep that promise itself.
 open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable {
-    /// Every value, set once.
-    private let values: LocationValues
+    /// Every value, set once: the rules core's delivered value.
+    private let values: LocationValue
+    /// The source information an app gave an initializer (its own object, perhaps a subclass).
+    private let givenSource: CLLocationSourceInformation?
 
     /// Latitude and longitude, WGS 84.
     open var coordinate: CLLocationCoordinate2D { values.coordinate }
@@ -192,19 +115,23 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
     open var gnss: GNSSDetails? { values.gnss }
     /// Whether the location was simulated by software or produced by a receiver; nil for
     /// locations made with Apple's initializers that do not say.
-    open var sourceInformation: CLLocationSourceInformation? { values.sourceInformation }
+    open var sourceInformation: CLLocationSourceInformation? {
+        givenSource ?? values.origin.map(CLLocationSourceInformation.of)
+    }
 
     /// Apple's `init()` (NSObject's, which apps use for a placeholder: `@Published var
     /// lastLocation = CLLocation()`): what `init(latitude: 0, longitude: 0)` gives — coordinate
     /// 0, 0, accuracy 0, no altitude, speed or course, timestamp now.
     public override init() {
-        values = LocationValues(latitude: 0, longitude: 0)
+        values = LocationValue(latitude: 0, longitude: 0)
+        givenSource = nil
         super.init()
     }
 
     /// A location at a coordinate, now, with no altitude, speed or course.
     public init(latitude: CLLocationDegrees, longitude: CLLocationDegrees) {
-        values = LocationValues(latitude: latitude, longitude: longitude)
+        values = LocationValue(latitude: latitude, longitude: longitude)
+        givenSource = nil
         super.init()
     }
 
@@ -213,10 +140,11 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, timestamp: Date
     ) {
-        values = LocationValues(
+        values = LocationValue(
             coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
             verticalAccuracy: verticalAccuracy, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1,
             timestamp: timestamp)
+        givenSource = nil
         super.init()
     }
 
@@ -225,10 +153,11 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
         coordinate: CLLocationCoordinate2D, altitude: CLLocationDistance, horizontalAccuracy: CLLocationAccuracy,
         verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, speed: CLLocationSpeed, timestamp: Date
     ) {
-        values = LocationValues(
+        values = LocationValue(
             coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
             verticalAccuracy: verticalAccuracy, course: course, courseAccuracy: -1, speed: speed, speedAccuracy: -1,
             timestamp: timestamp)
+        givenSource = nil
         super.init()
     }
 
@@ -238,10 +167,11 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
         verticalAccuracy: CLLocationAccuracy, course: CLLocationDirection, courseAccuracy: CLLocationDirectionAccuracy,
         speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy, timestamp: Date
     ) {
-        values = LocationValues(
+        values = LocationValue(
             coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
             verticalAccuracy: verticalAccuracy, course: course, courseAccuracy: courseAccuracy, speed: speed,
             speedAccuracy: speedAccuracy, timestamp: timestamp)
+        givenSource = nil
         super.init()
     }
 
@@ -252,10 +182,11 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
         speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy, timestamp: Date,
         sourceInfo: CLLocationSourceInformation
     ) {
-        values = LocationValues(
+        values = LocationValue(
             coordinate: coordinate, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
             verticalAccuracy: verticalAccuracy, course: course, courseAccuracy: courseAccuracy, speed: speed,
-            speedAccuracy: speedAccuracy, timestamp: timestamp, sourceInformation: sourceInfo)
+            speedAccuracy: speedAccuracy, timestamp: timestamp)
+        givenSource = sourceInfo
         super.init()
     }
 
@@ -266,19 +197,21 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
         courseAccuracy: CLLocationDirectionAccuracy, speed: CLLocationSpeed, speedAccuracy: CLLocationSpeedAccuracy,
         timestamp: Date, gnss: GNSSDetails?, sourceInformation: CLLocationSourceInformation? = nil
     ) {
-        values = LocationValues(
+        values = LocationValue(
             coordinate: coordinate, altitude: altitude, ellipsoidalAltitude: ellipsoidalAltitude,
             horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, course: course,
             courseAccuracy: courseAccuracy, speed: speed, speedAccuracy: speedAccuracy, timestamp: timestamp,
-            gnss: gnss, sourceInformation: sourceInformation)
+            gnss: gnss)
+        givenSource = sourceInformation
         super.init()
     }
 
     /// Unarchives what `encode(with:)` wrote (`NSSecureCoding`); nil when a value is missing or
     /// of the wrong type.
     public required init?(coder: NSCoder) {
-        guard let decoded = LocationValues(coder: coder) else { return nil }
+        guard let decoded = LocationValue(coder: coder) else { return nil }
         values = decoded
+        givenSource = nil
         super.init()
     }
 
@@ -288,7 +221,7 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
     /// Archives every value under its own key (`NSCoding`), what this location reports (a
     /// subclass's overrides included).
     open func encode(with coder: NSCoder) {
-        LocationValues(self).encode(with: coder)
+        LocationValue(self).encode(with: coder)
     }
 
     /// The location itself: it is immutable (`NSCopying`, as Apple's).
@@ -297,16 +230,18 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
     /// This location with other GNSS details (the engine's marks).
     func with(gnss: GNSSDetails?) -> CLLocation {
         // The stored values, not the properties: the engine marks its own locations, on every fix.
-        var changed = values
-        changed.gnss = gnss
-        return CLLocation(changed)
+        CLLocation(values.with(gnss: gnss))
     }
 
-    /// A location of `values`.
-    init(_ values: LocationValues) {
-        self.values = values
+    /// The rules core's location, as CoreLocation delivers it.
+    public init(_ value: LocationValue) {
+        values = value
+        givenSource = nil
         super.init()
     }
+
+    /// The rules core's value: what this location reports (a subclass's overrides included).
+    public var value: LocationValue { LocationValue(self) }
 
     /// The geodesic distance on the WGS 84 ellipsoid (Karney's method), in metres, ignoring
     /// altitude — Apple's "arc that follows the curvature of the Earth".
