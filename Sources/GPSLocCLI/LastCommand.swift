@@ -95,7 +95,7 @@ enum LastCommand {
         return 1
     }
 
-    static func show(_ location: CLLocation, app: String, json: Bool) -> Int32 {
+    static func show(_ location: LocationValue, app: String, json: Bool) -> Int32 {
         let age = Date().timeIntervalSince(location.timestamp)
         if json {
             var writer = NDJSONWriter()

@@ -6,7 +6,7 @@ import GPSLocation
 /// Sendable: while a source runs, its reader thread, the engine's timer thread and the
 /// authorization watcher may each write to a sink, so every sink serializes its own writes.
 protocol UpdateSink: AnyObject, Sendable {
-    func location(_ location: CLLocation)
+    func location(_ location: LocationValue)
     func error(_ error: CLError)
     func diagnostic(code: String, message: String)
     func device(_ device: DeviceEvent)
@@ -123,7 +123,7 @@ final class NDJSONSink: UpdateSink, Sendable {
         }
     }
 
-    func location(_ location: CLLocation) { emit { $0.location(location) } }
+    func location(_ location: LocationValue) { emit { $0.location(location) } }
 
     func error(_ error: CLError) {
         emit { $0.error(error) }
@@ -166,7 +166,7 @@ final class TextSink: UpdateSink, Sendable {
 
     /// Within 80 columns: `08:03:29.0  51.4444648 -2.5569961  ±2.3 m [nav]  alt 42.3 m  11.0 m/s 88° 3d`,
     /// under a `2026-06-15 (UTC)` line whenever the date changes.
-    func location(_ location: CLLocation) {
+    func location(_ location: LocationValue) {
         let stamp = iso8601Milliseconds(location.timestamp)  // 2026-06-15T08:03:29.000Z
         let date = String(stamp.prefix(10))
         let time = String(stamp.dropFirst(11).prefix(10))
@@ -238,7 +238,7 @@ final class TextSink: UpdateSink, Sendable {
 
 /// Shows nothing on stdout (`--gpx -`, whose stdout is the track): errors and notes go to stderr.
 final class QuietSink: UpdateSink, Sendable {
-    func location(_ location: CLLocation) {}
+    func location(_ location: LocationValue) {}
     func error(_ error: CLError) { standardError("gpsloc: \(terminalSafe(error.message))\n") }
     func diagnostic(code: String, message: String) { standardError("gpsloc: \(terminalSafe(message))\n") }
     func device(_ device: DeviceEvent) {}
@@ -267,7 +267,7 @@ final class GPXRecordingSink: UpdateSink, Sendable {
         track = Locked(Track(writer: writer))
     }
 
-    func location(_ location: CLLocation) {
+    func location(_ location: LocationValue) {
         inner.location(location)
         let error = track.withLock { track -> GPXWriter.WriteError? in
             guard !track.failed else { return nil }

@@ -9,7 +9,7 @@ final class TableSink: UpdateSink, Sendable {
     private let units: Units
     /// What the table shows, and its redraw timer.
     private struct Table {
-        var location: CLLocation?
+        var location: LocationValue?
         var sky: SkyView?
         var skyTime = Date.distantPast
         var authorization = "—"
@@ -56,7 +56,7 @@ final class TableSink: UpdateSink, Sendable {
     func tick() { redraw() }
 
     /// A location resolves the problem shown: the message clears, and so does NO FIX.
-    func location(_ location: CLLocation) {
+    func location(_ location: LocationValue) {
         update { table in
             table.location = location
             table.noFix = false

@@ -41,6 +41,18 @@ public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomString
         }
     }
 
+    /// The tier a horizontal accuracy (metres, 68 %) meets; `bestForNavigation` only with a 3D
+    /// fix; unknown (nil, negative, not finite) is `coarse`. The one rule for every location.
+    public init(horizontalAccuracy: Double?, mode: FixMode) {
+        self = .coarse
+        guard let h = horizontalAccuracy, h.isFinite, h >= 0 else { return }
+        for tier in AccuracyClass.allCases where h <= tier.threshold {
+            if tier == .bestForNavigation && mode != .threeDimensional { continue }
+            self = tier
+            return
+        }
+    }
+
     /// The largest `horizontalAccuracy` (metres, 68 %) of the tier; infinity for coarse.
     public var threshold: CLLocationAccuracy {
         switch self {
@@ -207,8 +219,8 @@ extension LocationValue: Codable {
                 fixMode: mode,
                 quality: try container.decodeIfPresent(Int.self, forKey: .quality).flatMap(FixQuality.init(rawValue:))
                     ?? .unknown,
-                accuracyClass: Self.accuracyClass(
-                    named: try container.decodeIfPresent(String.self, forKey: .accuracyClass)),
+                accuracyClass: Self.accuracyClassNamed(
+                    try container.decodeIfPresent(String.self, forKey: .accuracyClass)),
                 reduced: try container.decodeIfPresent(Bool.self, forKey: .reduced) ?? false,
                 device: try container.decodeIfPresent(String.self, forKey: .device))
         }
@@ -244,7 +256,7 @@ extension LocationValue: Codable {
             origin: origin)
     }
 
-    package static func accuracyClass(named name: String?) -> AccuracyClass {
+    package static func accuracyClassNamed(_ name: String?) -> AccuracyClass {
         AccuracyClass.allCases.first { $0.description == name } ?? .coarse
     }
 }
@@ -276,6 +288,15 @@ extension LocationValue {
         Geodesic.wgs84.distance(
             latitude1: coordinate.latitude, longitude1: coordinate.longitude, latitude2: other.coordinate.latitude,
             longitude2: other.coordinate.longitude)
+    }
+
+    /// The accuracy tier: the one the engine gave a GNSS location; for another (made by hand,
+    /// read back), its `horizontalAccuracy`'s, as a 3D fix when it has a valid altitude.
+    public var accuracyClass: AccuracyClass {
+        gnss?.accuracyClass
+            ?? AccuracyClass(
+                horizontalAccuracy: horizontalAccuracy, mode: verticalAccuracy > 0 ? .threeDimensional : .twoDimensional
+            )
     }
 
     /// This location with other GNSS details (the engine's marks).

@@ -8,9 +8,10 @@ import GPSLocation
 /// is slow). Prints microseconds per location and the share of one core at 10 Hz.
 func benchmarkRegions(circles count: Int) {
     let drive = syntheticDrive(count: 36_000).map { fix in
-        CLLocation(
+        LocationValue(
             coordinate: CLLocationCoordinate2D(latitude: fix.latitude!, longitude: fix.longitude!), altitude: 41,
-            horizontalAccuracy: 3, verticalAccuracy: 5, timestamp: fix.time!)
+            horizontalAccuracy: 3, verticalAccuracy: 5, course: -1, courseAccuracy: -1, speed: -1, speedAccuracy: -1,
+            timestamp: fix.time!)
     }
     let latitudes = drive.map(\.coordinate.latitude)
     let longitudes = drive.map(\.coordinate.longitude)

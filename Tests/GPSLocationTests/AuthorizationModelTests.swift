@@ -61,7 +61,7 @@ struct AuthorizationModelTests {
                     speed: 10, course: 45)
                 let precise = AccuracyStage().location(from: fix)
                 let allowed = status == .authorizedAlways || (status == .authorizedWhenInUse && inUse)
-                let locations = engine.handle(.fix(fix), now: time).compactMap { action -> CLLocation? in
+                let locations = engine.handle(.fix(fix), now: time).compactMap { action -> LocationValue? in
                     action.delivered
                 }
                 #expect(locations.count <= 1)
@@ -95,7 +95,7 @@ struct AuthorizationModelTests {
     }
 
     static func expectNothingPrecise(
-        _ location: CLLocation, precise: CLLocation, sourceLocation: SourceLocation = #_sourceLocation
+        _ location: LocationValue, precise: LocationValue, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         #expect(location.gnss?.reduced == true, sourceLocation: sourceLocation)
         #expect(location.coordinate.latitude != precise.coordinate.latitude, sourceLocation: sourceLocation)
@@ -126,9 +126,10 @@ struct AuthorizationModelTests {
             let latitude = 50 + random.unit() * 5
             let longitude = -3 + random.unit() * 5
             let time = Date(timeIntervalSince1970: 1_781_510_400 + Double(trial))
-            let a = fuzzer.reduced(CLLocation(latitude: latitude, longitude: longitude), now: time)!
+            let a = fuzzer.reduced(CLLocation(latitude: latitude, longitude: longitude).value, now: time)!
             // The same cell most of the time: 20 m apart in a 2 km grid crosses a border ~2 % of the time.
-            let b = fuzzer.reduced(CLLocation(latitude: latitude + 0.0001, longitude: longitude + 0.0001), now: time)!
+            let b = fuzzer.reduced(
+                CLLocation(latitude: latitude + 0.0001, longitude: longitude + 0.0001).value, now: time)!
             if a.coordinate == b.coordinate { same += 1 }
         }
         #expect(Double(same) / Double(trials) > 0.95, "\(same) of \(trials)")
@@ -145,7 +146,7 @@ struct AuthorizationModelTests {
             isLive: false,
             fuzzer: LocationFuzzer(appID: "filter", secret: .seeded(3), gridSize: 2000, minimumInterval: 1))
         _ = engine.start(.continuous, now: Date())
-        var delivered: [CLLocation] = []
+        var delivered: [LocationValue] = []
         for fix in fixes {
             delivered += engine.handle(.fix(fix), now: Date()).compactMap(\.delivered)
         }

@@ -95,14 +95,14 @@ struct CompatibilityTests {
     @Test("minimumUpdateInterval: at most one location per interval; with a distance filter both must pass")
     func minimumInterval() throws {
         let fixes = try FixtureFixes.load("drive-10hz-multi")
-        func run(interval: TimeInterval, filter: CLLocationDistance) -> [CLLocation] {
+        func run(interval: TimeInterval, filter: CLLocationDistance) -> [LocationValue] {
             var engine = LocationEngine(
                 authorization: AuthorizationState(appID: "t", status: .authorizedAlways), isLive: false)
             engine.configuration.minimumUpdateInterval = interval
             engine.configuration.distanceFilter = filter
             engine.configuration.maximumLocationAge = 1e9
             _ = engine.start(.continuous, now: Date())
-            var delivered: [CLLocation] = []
+            var delivered: [LocationValue] = []
             for fix in fixes {
                 delivered += engine.handle(.fix(fix), now: Date()).compactMap(\.delivered)
             }

@@ -240,7 +240,7 @@ struct SignalTests {
 struct PhysicalRangeTests {
     /// A running engine given one fix changed by `change`: what it delivered, its diagnostics.
     static func deliver(_ change: (inout Fix) -> Void) -> (
-        engine: LocationEngine, location: CLLocation?, notes: [(String, String)]
+        engine: LocationEngine, location: LocationValue?, notes: [(String, String)]
     ) {
         var engine = LocationEngineTests.engine()
         _ = engine.start(.continuous, now: LocationEngineTests.start)

@@ -127,7 +127,7 @@ struct HonestAccuracyTests {
     @Test("a receiver that reports no estimate at all loses nothing and is delayed only for its first epoch")
     func noEstimatesEver() {
         var engine = Self.engine()
-        var delivered: [CLLocation] = []
+        var delivered: [LocationValue] = []
         var immediate: [Bool] = []
         for second in 0..<8 {
             let now = LocationEngineTests.delivered(engine.handle(.fix(Self.bare(at: Double(second))), now: Self.start))

@@ -14,7 +14,7 @@ struct LastLocationTests {
     }
 
     static func location(reduced: Bool = false, source: CLLocationSourceInformation? = .receiver, age: Double = 600)
-        -> CLLocation
+        -> LocationValue
     {
         CLLocation(
             coordinate: CLLocationCoordinate2D(latitude: 51.4539, longitude: -2.5973), altitude: 45.5,
@@ -23,7 +23,8 @@ struct LastLocationTests {
             gnss: GNSSDetails(
                 fixMode: .threeDimensional, quality: .gps, accuracyClass: reduced ? .threeKilometers : .best,
                 reduced: reduced, device: "/dev/ttyACM0"),
-            sourceInformation: source)
+            sourceInformation: source
+        ).value
     }
 
     @Test("a receiver's location round-trips whole; files are private and written whole")
@@ -37,7 +38,7 @@ struct LastLocationTests {
         #expect(read.coordinate == original.coordinate && read.altitude == original.altitude)
         #expect(read.horizontalAccuracy == original.horizontalAccuracy && read.speed == original.speed)
         #expect(abs(read.timestamp.timeIntervalSince(original.timestamp)) < 1e-6)
-        #expect(read.gnss == original.gnss && read.sourceInformation?.isProducedByAccessory == true)
+        #expect(read.gnss == original.gnss && read.origin?.isProducedByAccessory == true)
         let file = folder.appendingPathComponent("widget.json").path
         let attributes = try FileManager.default.attributesOfItem(atPath: file)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)

@@ -29,7 +29,7 @@ struct LocationEngineTests {
             isLive: isLive)
     }
 
-    static func delivered(_ actions: [LocationEngine.Action]) -> [CLLocation] {
+    static func delivered(_ actions: [LocationEngine.Action]) -> [LocationValue] {
         actions.compactMap(\.delivered)
     }
     static func errors(_ actions: [LocationEngine.Action]) -> [CLError] {

@@ -75,14 +75,15 @@ struct ModernAPITests {
         #expect(stillFlags.contains(true), "standing still is noticed")
         // The engine's one detector, alone.
         var detector = StationaryDetector()
-        func add(_ location: CLLocation) -> Bool {
+        func add(_ location: LocationValue) -> Bool {
             (detector.still(location) ?? 0) >= StationaryDetector.minimumDuration
         }
         let start = Date(timeIntervalSince1970: 1_781_510_400)
-        func at(_ seconds: Double, metresNorth: Double, speed: Double = 0) -> CLLocation {
+        func at(_ seconds: Double, metresNorth: Double, speed: Double = 0) -> LocationValue {
             CLLocation(
                 coordinate: CLLocationCoordinate2D(latitude: 51 + metresNorth / 111_200, longitude: -2), altitude: 0,
-                horizontalAccuracy: 3, verticalAccuracy: -1, course: -1, speed: speed, timestamp: start + seconds)
+                horizontalAccuracy: 3, verticalAccuracy: -1, course: -1, speed: speed, timestamp: start + seconds
+            ).value
         }
         let answers = [
             add(at(0, metresNorth: 0)),
@@ -100,7 +101,7 @@ struct ModernAPITests {
         detector = StationaryDetector()
         let settled = (0...10).map { add(at(Double($0), metresNorth: 0)) }
         #expect(settled.last == true)
-        func stationaryAfter(_ location: CLLocation) -> Bool {
+        func stationaryAfter(_ location: LocationValue) -> Bool {
             _ = detector.still(location)
             return detector.isStationary
         }

@@ -8,10 +8,11 @@ import Testing
 @testable import GPSLocation
 
 /// A location at `t` seconds after a fixed epoch.
-private func spot(_ latitude: Double, _ longitude: Double, accuracy: Double = 2, t: Double) -> CLLocation {
+private func spot(_ latitude: Double, _ longitude: Double, accuracy: Double = 2, t: Double) -> LocationValue {
     CLLocation(
         coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: 0,
-        horizontalAccuracy: accuracy, verticalAccuracy: -1, timestamp: Date(timeIntervalSince1970: 1_781_510_400 + t))
+        horizontalAccuracy: accuracy, verticalAccuracy: -1, timestamp: Date(timeIntervalSince1970: 1_781_510_400 + t)
+    ).value
 }
 
 /// An authorizer that has decided, in use.
@@ -29,7 +30,7 @@ private func north(_ metres: Double) -> Double { 51.45 + metres / 111_250 }
 struct RegionStageTests {
     let fence = Geofence(identifier: "depot", latitude: 51.45, longitude: -2.6, radius: 100)
 
-    private func run(_ locations: [CLLocation], limitation: RegionEvent.Limitation? = nil) -> [RegionEvent] {
+    private func run(_ locations: [LocationValue], limitation: RegionEvent.Limitation? = nil) -> [RegionEvent] {
         var stage = RegionMonitorStage()
         var events: [RegionEvent] = []
         stage.add(fence, into: &events)
@@ -143,7 +144,7 @@ struct NaiveRegions {
 
     /// With `distances` (metres to each fence's centre, by identifier) from elsewhere (GeodSolve).
     mutating func observe(
-        _ location: CLLocation, distances: [String: Double]? = nil, into events: inout [RegionEvent]
+        _ location: LocationValue, distances: [String: Double]? = nil, into events: inout [RegionEvent]
     ) {
         let time = location.timestamp
         if let lastTime, time.timeIntervalSince(lastTime) >= 60 {
@@ -277,7 +278,7 @@ struct MonitoringRecordingTests {
     ]
 
     struct Lines {
-        var locations: [CLLocation] = []
+        var locations: [LocationValue] = []
         var regions: [RegionEvent] = []
         var visits: [[String: Any]] = []
     }
@@ -318,7 +319,9 @@ struct MonitoringRecordingTests {
     }
 
     /// Distances from every location to every centre, by GeographicLib's own GeodSolve.
-    static func geodSolveDistances(_ locations: [CLLocation], _ fences: [Geofence]) async throws -> [[String: Double]] {
+    static func geodSolveDistances(_ locations: [LocationValue], _ fences: [Geofence]) async throws -> [[String:
+        Double]]
+    {
         var input = ""
         for location in locations {
             for fence in fences {

@@ -22,10 +22,11 @@ struct ReducedAccuracyAttackTests {
     static func precise(
         _ latitude: Double, _ longitude: Double, accuracy: Double = 4, altitude: Double = 60, speed: Double = -1,
         course: Double = -1, time: Date
-    ) -> CLLocation {
+    ) -> LocationValue {
         CLLocation(
             coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: altitude,
-            horizontalAccuracy: accuracy, verticalAccuracy: 8, course: course, speed: speed, timestamp: time)
+            horizontalAccuracy: accuracy, verticalAccuracy: 8, course: course, speed: speed, timestamp: time
+        ).value
     }
 
     static func median(_ values: [Double]) -> Double {
@@ -41,7 +42,7 @@ struct ReducedAccuracyAttackTests {
         var groups = 0
         for secret in Self.secrets {
             let centre = (latitude: 40 + random.unit() * 20, longitude: -10 + random.unit() * 30)
-            var byPoint: [String: [CLLocation]] = [:]
+            var byPoint: [String: [LocationValue]] = [:]
             for _ in 0..<600 {
                 // Anywhere in a 12 km box, with any accuracy, altitude, speed, course and time
                 // within the minute: none of it may show.

@@ -8,10 +8,11 @@ import Testing
 /// Restarting an app must not undo reduced accuracy: the offset and the live rate limit are kept.
 @Suite("reduced accuracy across restarts", .timeLimit(.minutes(5)))
 struct ReducedAccuracyPersistenceTests {
-    static func location(_ latitude: Double, _ longitude: Double, at time: Date) -> CLLocation {
+    static func location(_ latitude: Double, _ longitude: Double, at time: Date) -> LocationValue {
         CLLocation(
             coordinate: CLLocationCoordinate2D(latitude: latitude, longitude: longitude), altitude: 0,
-            horizontalAccuracy: 3, verticalAccuracy: -1, timestamp: time)
+            horizontalAccuracy: 3, verticalAccuracy: -1, timestamp: time
+        ).value
     }
 
     @Test("a restarted live app: the same cell, the last location once within the limit, nothing fresher")
@@ -219,7 +220,7 @@ struct ReducedAccuracyPersistenceTests {
 
 extension LocationFuzzer {
     /// The reduced location for `location`, or nil (held, or unavailable).
-    mutating func reduced(_ location: CLLocation, now: Date) -> CLLocation? {
+    mutating func reduced(_ location: LocationValue, now: Date) -> LocationValue? {
         if case .location(let reduced) = reduce(location, now: now) { return reduced }
         return nil
     }

@@ -46,12 +46,13 @@ extension RealGPSD.LaneC {
         func timeOrder() {
             var stage = TimeOrderStage()
             let t = Date(timeIntervalSince1970: 1000)
-            func location(_ time: Date, _ mode: FixMode, _ h: Double) -> CLLocation {
+            func location(_ time: Date, _ mode: FixMode, _ h: Double) -> LocationValue {
                 CLLocation(
                     coordinate: CLLocationCoordinate2D(latitude: 1, longitude: 1), altitude: 0, ellipsoidalAltitude: 0,
                     horizontalAccuracy: h, verticalAccuracy: -1, course: -1, courseAccuracy: -1, speed: -1,
                     speedAccuracy: -1,
-                    timestamp: time, gnss: GNSSDetails(fixMode: mode, accuracyClass: .best))
+                    timestamp: time, gnss: GNSSDetails(fixMode: mode, accuracyClass: .best)
+                ).value
             }
             #expect(stage.check(location(t, .twoDimensional, 5)) == nil)
             #expect(stage.check(location(t, .twoDimensional, 5)) == .duplicate)

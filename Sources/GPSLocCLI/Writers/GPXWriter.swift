@@ -72,7 +72,7 @@ public final class GPXWriter {
     public func breakSegment() { segmentBroken = pointsInSegment > 0 }
 
     /// Appends one track point (elevation only when the altitude is valid).
-    public func append(_ location: CLLocation) throws(WriteError) {
+    public func append(_ location: LocationValue) throws(WriteError) {
         var point = ""
         if segmentBroken {
             point = "  </trkseg>\n  <trkseg>\n"

@@ -13,7 +13,7 @@ public struct NDJSONWriter: Sendable {
 
     public mutating func removeAll() { buffer.removeAll(keepingCapacity: true) }
 
-    public mutating func location(_ location: CLLocation) {
+    public mutating func location(_ location: LocationValue) {
         // A location line has a bounded length (fixed keys, 14 numbers of at most 21 bytes, a
         // timestamp, short enum names): it is laid out on the stack and appended at once.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.locationLineCapacity) { scratch in
@@ -26,7 +26,7 @@ public struct NDJSONWriter: Sendable {
     /// More than the longest location line (about 700 bytes).
     private static let locationLineCapacity = 1024
 
-    private static func location(_ location: CLLocation, into line: inout ByteCursor) {
+    private static func location(_ location: LocationValue, into line: inout ByteCursor) {
         let gnss = location.gnss
         line.put(#"{"type":"location","timestamp":""#)
         line.putTimestamp(location.timestamp)
@@ -60,7 +60,7 @@ public struct NDJSONWriter: Sendable {
         line.put(#"","reduced":"#)
         line.put(gnss?.reduced == true ? "true" : "false")
         line.put(#","simulated":"#)
-        line.put(location.sourceInformation?.isSimulatedBySoftware == true ? "true" : "false")
+        line.put(location.origin?.isSimulatedBySoftware == true ? "true" : "false")
         line.put("}\n")
     }
 

@@ -82,15 +82,15 @@ public final class LastLocationCache: Sendable {
     /// `writeInterval` ago (`force`: write now, e.g. when updates stop). Returns whether it
     /// wrote. Failures are not errors for the app: the cache is a convenience.
     @discardableResult
-    public func record(_ location: CLLocation, for app: String, now: Date = Date(), force: Bool = false) -> Bool {
-        guard recordsSimulated || location.sourceInformation?.isProducedByAccessory == true else { return false }
+    public func record(_ location: LocationValue, for app: String, now: Date = Date(), force: Bool = false) -> Bool {
+        guard recordsSimulated || location.origin?.isProducedByAccessory == true else { return false }
         let due = lastWrite.withLock { writes -> Bool in
             if !force, let last = writes[app], now.timeIntervalSince(last) < writeInterval, now >= last { return false }
             writes[app] = now
             return true
         }
         guard due, let url = file(for: app) else { return false }
-        guard let data = try? JSONEncoder().encode(Entry(app: app, location: LocationValue(location))) else {
+        guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else {
             return false
         }
         return Self.writeAtomically(data, to: url)
@@ -98,18 +98,18 @@ public final class LastLocationCache: Sendable {
 
     /// `app`'s last location, or nil when there is none (or the file is not a cache entry, or
     /// the folder is not private: see `folderProblem`).
-    public func location(for app: String) -> CLLocation? {
+    public func location(for app: String) -> LocationValue? {
         // Only from a private folder of the user's (a planted file in a folder others can write
         // is never taken for the app's own location), a regular file, bounded.
         guard let url = file(for: app), let data = PrivateFile.read(url, maximumSize: 1 << 16),
             let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.app == app
         else { return nil }
-        return CLLocation(entry.location)
+        return entry.location
     }
 
     /// What `app` may see of its cached location under `decision` now: nothing unless it is
     /// authorized; with reduced accuracy, only a location that was reduced when it was cached.
-    public func location(for app: String, allowedBy decision: AuthorizationDecision) -> CLLocation? {
+    public func location(for app: String, allowedBy decision: AuthorizationDecision) -> LocationValue? {
         guard decision.status.isAuthorized, let location = location(for: app), decision.permits(cached: location)
         else { return nil }
         return location

@@ -49,7 +49,7 @@ public final class LocationAuthorizer: Sendable {
         /// The link to gpslocd that holds this app's decision (`brokered`).
         var broker: BrokerLink?
         /// The last location gpslocd keeps for this app, from its latest WELCOME.
-        var brokerLast: CLLocation?
+        var brokerLast: LocationValue?
         /// Why gpslocd cannot be reached (nil while it can, or when not brokered).
         var brokerProblem: String?
     }
@@ -160,7 +160,7 @@ public final class LocationAuthorizer: Sendable {
 
     /// The last location gpslocd kept for this app, as its latest WELCOME gave it (only while
     /// the app may see it; nil for an authorizer that is not brokered).
-    var brokerLastLocation: CLLocation? { locked.withLock { $0.brokerLast } }
+    var brokerLastLocation: LocationValue? { locked.withLock { $0.brokerLast } }
 
     /// An authorizer whose decision gpslocd holds (docs/broker.md): it connects to the socket,
     /// says which app it is, and follows the AUTHORIZATION lines gpslocd sends — a revocation

@@ -2,12 +2,12 @@ import Foundation
 import GNSSCore
 
 // The fuzzer's rule is the core's (`LocationFuzzer.reducePoint`, in LocationCore); here, what
-// the CoreLocation face makes of it: a `CLLocation` for the gate, the app's error.
+// the CoreLocation face makes of it: a `LocationValue` for the gate, the app's error.
 
 extension LocationFuzzer {
     /// What the gate may let out for one precise location.
     package enum Outcome: Sendable {
-        case location(CLLocation)
+        case location(LocationValue)
         /// Nothing now: the rate limit holds.
         case hold
         /// Nothing until the state can be kept: why, and what to do.
@@ -15,16 +15,16 @@ extension LocationFuzzer {
     }
 
     /// The last reduced location given, as the app got it.
-    var lastGiven: CLLocation? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
+    var lastGiven: LocationValue? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
 
     /// The reduced form of `location` at `now` (the clock the engine checks times by): the
     /// engine's gate asks here; the rule itself is `reducePoint`.
-    package mutating func reduce(_ location: CLLocation, now: Date) -> Outcome {
+    package mutating func reduce(_ location: LocationValue, now: Date) -> Outcome {
         switch reducePoint(
             latitude: location.coordinate.latitude, longitude: location.coordinate.longitude,
             horizontalAccuracy: location.horizontalAccuracy, now: now)
         {
-        case .point(let point): .location(Self.reducedLocation(point, source: location.sourceInformation))
+        case .point(let point): .location(Self.reducedLocation(point, source: location.origin))
         case .hold: .hold
         case .unavailable(let problem): .unavailable(problem)
         }
@@ -42,9 +42,9 @@ extension LocationFuzzer {
     }
 
     /// A grid point as the app gets it: every field but the point's own invalid.
-    static func reducedLocation(_ point: ReducedPoint, source: CLLocationSourceInformation?) -> CLLocation {
+    static func reducedLocation(_ point: ReducedPoint, source: LocationOrigin?) -> LocationValue {
         let accuracy = point.accuracy
-        return CLLocation(
+        return LocationValue(
             coordinate: CLLocationCoordinate2D(latitude: point.latitude, longitude: point.longitude), altitude: 0,
             ellipsoidalAltitude: 0, horizontalAccuracy: accuracy, verticalAccuracy: -1, course: -1,
             courseAccuracy: -1, speed: -1, speedAccuracy: -1, timestamp: point.timestamp,
@@ -52,6 +52,6 @@ extension LocationFuzzer {
                 fixMode: .twoDimensional, quality: .unknown,
                 accuracyClass: AccuracyStage.classify(horizontalAccuracy: accuracy, mode: .twoDimensional),
                 reduced: true, device: nil),
-            sourceInformation: source)
+            origin: source)
     }
 }

@@ -16,7 +16,7 @@ package struct BrokerWelcome: Sendable, Equatable {
     /// The last location this app received through gpslocd (kept there, not in the app's files),
     /// when it may see it now: authorized (and in use, for When In Use), and under reduced
     /// accuracy only a reduced one. Its timestamp is the fix's own.
-    package var last: CLLocation?
+    package var last: LocationValue?
 
     init?(_ message: BrokerMessage) {
         guard message.messageClass == "WELCOME", let uid = message.int("uid"), let app = message.string("app") else {

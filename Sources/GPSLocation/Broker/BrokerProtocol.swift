@@ -333,7 +333,7 @@ extension BrokerProtocol {
     /// The location a kept FIX object (a WELCOME's `last`) stands for, as the engine would have
     /// made it: with the receiver's estimate of its time (`lastEstimate`) applied by the engine's
     /// rule; a `reduced` one is the grid point with reduced accuracy's fields.
-    static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> CLLocation? {
+    static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> LocationValue? {
         guard case .fix(var fix) = event(from: message), let latitude = fix.latitude, let longitude = fix.longitude,
             fix.time != nil
         else { return nil }

@@ -58,8 +58,8 @@ extension LocationValue {
             gnss = GNSSDetails(
                 fixMode: mode,
                 quality: FixQuality(rawValue: coder.decodeInteger(forKey: Keys.quality.rawValue)) ?? .unknown,
-                accuracyClass: Self.accuracyClass(
-                    named: coder.containsValue(forKey: Keys.accuracyClass.rawValue)
+                accuracyClass: Self.accuracyClassNamed(
+                    coder.containsValue(forKey: Keys.accuracyClass.rawValue)
                         ? coder.decodeObject(of: NSString.self, forKey: Keys.accuracyClass.rawValue) as String? : nil),
                 reduced: coder.decodeBool(forKey: Keys.reduced.rawValue),
                 device: coder.containsValue(forKey: Keys.device.rawValue)

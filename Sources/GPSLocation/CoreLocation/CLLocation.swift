@@ -261,8 +261,7 @@ open class CLLocation: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable 
 
 extension CLLocation {
     /// The accuracy tier (a GPSLocation addition): the one the engine gave a GNSS location, or
-    /// for a location made by hand, its `horizontalAccuracy` classified as a 2D fix.
-    public var accuracyClass: AccuracyClass {
-        gnss?.accuracyClass ?? AccuracyStage.classify(horizontalAccuracy: horizontalAccuracy, mode: .twoDimensional)
-    }
+    /// for a location made by hand, its `horizontalAccuracy`'s — as a 3D fix when it has a valid
+    /// altitude (`LocationValue.accuracyClass`, the one rule).
+    public var accuracyClass: AccuracyClass { value.accuracyClass }
 }

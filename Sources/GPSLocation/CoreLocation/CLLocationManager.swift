@@ -90,7 +90,10 @@ open class CLLocationManager: NSObject {
     /// (the per-user `lastLocationCache`; behind gpslocd, the one gpslocd keeps for the app),
     /// with its own old timestamp — when the app is authorized now, and with reduced accuracy
     /// only if that one was reduced too.
-    public var location: CLLocation? {
+    public var location: CLLocation? { lastValue.map(CLLocation.init) }
+
+    /// `location`'s value.
+    private var lastValue: LocationValue? {
         if let delivered = runner.withEngine({ $0.lastDelivered }) { return delivered }
         let decision = AuthorizationDecision(status: authorizer.status, accuracy: authorizer.accuracy)
         guard decision.status.isAuthorized else { return nil }
@@ -99,7 +102,7 @@ open class CLLocationManager: NSObject {
             return authorizer.brokerLastLocation.flatMap { decision.permits(cached: $0) ? $0 : nil }
         }
         guard let cache = runner.lastLocationCache else { return nil }
-        let entry: CLLocation?
+        let entry: LocationValue?
         if let cached = state.withLock({ $0.cachedLocation }) {
             entry = cached
         } else {
@@ -263,7 +266,7 @@ open class CLLocationManager: NSObject {
         var loggedMessages: Set<String> = []
         var onSourceEnded: (@Sendable () -> Void)?
         /// The cache's entry for this app, read once (nil inside: there was none).
-        var cachedLocation: CLLocation??
+        var cachedLocation: LocationValue??
         var regions = RegionRegistry()
         var heading: CLHeading?
         var headingOrientation = CLDeviceOrientation.portrait
@@ -451,7 +454,8 @@ open class CLLocationManager: NSObject {
     private func deliver(_ output: EngineRunner.Output) {
         let (delegate, handler) = state.withLock { ($0.delegate.value, $0.diagnosticsHandler) }
         switch output {
-        case .locations(let locations): delegate?.locationManager(self, didUpdateLocations: locations)
+        case .locations(let locations):
+            delegate?.locationManager(self, didUpdateLocations: locations.map(CLLocation.init))
         case .failure(let error): delegate?.locationManager(self, didFailWithError: error)
         case .sourceEnded: onSourceEnded?()
         case .receiver(let event):

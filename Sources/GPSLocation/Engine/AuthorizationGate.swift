@@ -77,7 +77,7 @@ extension AuthorizationDecision {
     /// Whether this decision lets the app see `location` from the last-location cache: nothing
     /// unless it is authorized, and with reduced accuracy only a location that was reduced when
     /// it was cached (a precise one never reaches a reduced app, however old).
-    func permits(cached location: CLLocation) -> Bool {
+    func permits(cached location: LocationValue) -> Bool {
         status.isAuthorized && (accuracy == .fullAccuracy || location.gnss?.reduced == true)
     }
 }
@@ -106,14 +106,14 @@ struct AuthorizationGate: Sendable {
     }
 
     enum Decision {
-        case deliver(CLLocation)
+        case deliver(LocationValue)
         /// Nothing now: the reduced-accuracy rate limit holds.
         case hold
         /// Not allowed; `error` is set the first time in this state.
         case refuse(CLError?)
     }
 
-    mutating func decide(_ location: CLLocation, now: Date) -> Decision {
+    mutating func decide(_ location: LocationValue, now: Date) -> Decision {
         if let refusal = state.refusal { return .refuse(explain(refusal)) }
         if state.accuracy == .fullAccuracy && !reducedRequested { return .deliver(location) }
         switch fuzzer.reduce(location, now: now) {

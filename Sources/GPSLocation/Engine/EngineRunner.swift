@@ -59,7 +59,7 @@ package final class EngineRunner: Sendable {
     /// What the engine's actions leave to do once the lock is released.
     private struct Effects {
         var sourceChanged = false
-        var delivered: CLLocation?
+        var delivered: LocationValue?
         /// Where `delivered` goes (read under the same lock as the step).
         var cache: LastLocationCache?
         /// Outputs taken for inline delivery in the step's own critical section.
@@ -369,7 +369,7 @@ package final class EngineRunner: Sendable {
     /// to the cache.
     /// With `keepingMonitoring`, monitoring services (regions, visits) go on if they run.
     package func stop(keepingMonitoring: Bool = false) {
-        let (wasRunning, last) = state.withLock { state -> (Bool, CLLocation?) in
+        let (wasRunning, last) = state.withLock { state -> (Bool, LocationValue?) in
             _ = state.engine.stop()
             if keepingMonitoring && state.engine.isRunning {
                 // Only the location updates' pending callbacks are dropped.

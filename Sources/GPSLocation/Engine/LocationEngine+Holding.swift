@@ -67,7 +67,7 @@ extension LocationEngine {
     /// (or pause at it); a location that moved resumes them first. The one stationary detector:
     /// `stillFor` (how long the device has stayed put) also marks delivered locations
     /// stationary (`GNSSDetails.isStationary`, which `CLLocationUpdate` reports).
-    mutating func pauses(at location: CLLocation, actions: inout [Action]) -> Bool {
+    mutating func pauses(at location: LocationValue, actions: inout [Action]) -> Bool {
         let still = stationary.still(location)
         stillFor = still
         if configuration.pausesWhileStationary && configuration.activityType != .airborne {
@@ -95,7 +95,7 @@ extension LocationEngine {
     }
 
     /// `location` as delivered: marked stationary when the detector says the device is.
-    func markedStationary(_ location: CLLocation) -> CLLocation {
+    func markedStationary(_ location: LocationValue) -> LocationValue {
         guard stationary.isStationary, var details = location.gnss else { return location }
         details.isStationary = true
         return location.with(gnss: details)
@@ -111,7 +111,7 @@ extension LocationEngine {
 
     /// `minimumUpdateInterval`: the location is at least that long after the last delivered one
     /// (by the locations' own timestamps; 1 ms of slack for receiver rounding).
-    func intervalAdmits(_ location: CLLocation) -> Bool {
+    func intervalAdmits(_ location: LocationValue) -> Bool {
         guard configuration.minimumUpdateInterval > 0, let last = lastDeliveryTime else { return true }
         return location.timestamp.timeIntervalSince(last) >= configuration.minimumUpdateInterval - 0.001
     }
@@ -120,7 +120,7 @@ extension LocationEngine {
     /// its deadline is the most accurate location of the last receiver cycle (the time between
     /// the last two locations) — as accurate or better wins, so a steady receiver gives its
     /// newest — and never one older than that: a better one from seconds ago loses to the newest.
-    mutating func considerForOneShot(_ location: CLLocation) {
+    mutating func considerForOneShot(_ location: LocationValue) {
         defer { oneShotLatest = location }
         let cycle = oneShotLatest.map { max(location.timestamp.timeIntervalSince($0.timestamp), 0.05) } ?? 1
         if let best = oneShotBest, best.horizontalAccuracy < location.horizontalAccuracy,

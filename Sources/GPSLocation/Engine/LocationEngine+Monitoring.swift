@@ -78,7 +78,7 @@ extension LocationEngine {
     }
 
     /// A location that passed the gate, for the monitoring services.
-    mutating func monitor(_ location: CLLocation, clock: Date, now: Date) -> [Action] {
+    mutating func monitor(_ location: LocationValue, clock: Date, now: Date) -> [Action] {
         var actions: [Action] = []
         if !regions.isEmpty {
             let limitation = regionLimitation()

@@ -16,7 +16,7 @@ extension LocationEngine {
     package enum Output: Sendable {
         /// Locations in order, the newest last; consecutive ones waiting together come as one
         /// batch (the engine gives one at a time; the runner joins those that wait together).
-        case locations([CLLocation])
+        case locations([LocationValue])
         /// A problem (`didFailWithError`, an NDJSON error line); `error.endsUpdates` says
         /// whether updates ended with it.
         indirect case failure(CLError)
@@ -53,7 +53,7 @@ extension LocationEngine {
         /// Updates are over: stop the source (a request settled, access denied, the source ended).
         case stopSource
 
-        static func deliver(_ location: CLLocation) -> Action { .emit(.locations([location])) }
+        static func deliver(_ location: LocationValue) -> Action { .emit(.locations([location])) }
         static func fail(_ error: CLError) -> Action { .emit(.failure(error)) }
         static func diagnose(code: String, message: String) -> Action {
             .emit(.diagnostic(LocationDiagnostic(code: code, message: message)))
@@ -67,7 +67,7 @@ extension LocationEngine {
         static var sourceEnded: Action { .emit(.sourceEnded) }
 
         /// The location this action hands the app, if it is one.
-        package var delivered: CLLocation? {
+        package var delivered: LocationValue? {
             if case .emit(.locations(let batch)) = self { batch.last } else { nil }
         }
         /// The error this action hands the app, if it is one.

@@ -55,7 +55,7 @@ package struct LocationEngine: Sendable {
     package let isLive: Bool
     package private(set) var mode: Mode = .stopped
     /// The last location delivered (gated: reduced for a reduced-accuracy app).
-    package internal(set) var lastDelivered: CLLocation?
+    package internal(set) var lastDelivered: LocationValue?
     /// The followed receiver's device path, once one has been chosen.
     var followedReceiver: String? { receivers.selected }
     /// True while running with no usable fix for the staleness timeout.
@@ -75,7 +75,7 @@ package struct LocationEngine: Sendable {
     var validity = ValidityStage()
     let accuracy = AccuracyStage()
     /// What every location says of its source (simulated or a receiver).
-    let sourceInformation: CLLocationSourceInformation?
+    let sourceInformation: LocationOrigin?
     var receivers = ReceiverSelectionStage()
     var timeOrder = TimeOrderStage()
     /// Live freshness: the receiver's clock, advanced by the monotonic clock.
@@ -94,8 +94,8 @@ package struct LocationEngine: Sendable {
     /// When the armed monitoring-gap timer fires (the source's clock), or nil.
     var gapDeadline: Date?
     /// `requestLocation()`'s best location so far.
-    var oneShotBest: CLLocation?
-    var oneShotLatest: CLLocation?
+    var oneShotBest: LocationValue?
+    var oneShotLatest: LocationValue?
     /// A usable fix reached the gate and was not delivered (not authorized now).
     var fixesHeld = false
     /// The replay clock: the time of the latest report that carried one. It follows the receiver
@@ -150,7 +150,7 @@ package struct LocationEngine: Sendable {
 
     package init(
         configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
-        sourceInformation: CLLocationSourceInformation? = nil, fuzzer: LocationFuzzer? = nil
+        sourceInformation: LocationOrigin? = nil, fuzzer: LocationFuzzer? = nil
     ) {
         self.configuration = configuration
         self.isLive = isLive

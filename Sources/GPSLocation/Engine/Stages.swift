@@ -132,7 +132,7 @@ package struct TimeOrderStage: Sendable {
 
     /// Checks `location`; `arrival` is when it arrived by a monotonic clock (live), or nil
     /// (a replay, whose gaps are the recording's own).
-    package mutating func check(_ location: CLLocation, arrival: Double? = nil) -> FixRejection? {
+    package mutating func check(_ location: LocationValue, arrival: Double? = nil) -> FixRejection? {
         resynchronized = nil
         let time = location.timestamp
         guard let last else {
@@ -222,16 +222,11 @@ package struct AccuracyStage: Sendable {
     }
 
     static func classify(horizontalAccuracy: Double?, mode: FixMode) -> AccuracyClass {
-        guard let h = horizontalAccuracy, h.isFinite, h >= 0 else { return .coarse }
-        for tier in AccuracyClass.allCases where h <= tier.threshold {
-            if tier == .bestForNavigation && mode != .threeDimensional { continue }
-            return tier
-        }
-        return .coarse
+        AccuracyClass(horizontalAccuracy: horizontalAccuracy, mode: mode)
     }
 
     /// Builds the location for a fix that passed validity (coordinates and time present).
-    package func location(from fix: Fix, source: CLLocationSourceInformation? = nil) -> CLLocation {
+    package func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
         let horizontal = Self.horizontalAccuracy(fix.errors)
         let is3D = fix.mode == .threeDimensional
         let vertical: Double =
@@ -246,7 +241,7 @@ package struct AccuracyStage: Sendable {
             }
         let altitudeMSL = fix.altitudeMSL ?? fix.altitudeHAE.map { $0 - (fix.geoidSeparation ?? 0) } ?? 0
         let altitudeHAE = fix.altitudeHAE ?? fix.altitudeMSL.map { $0 + (fix.geoidSeparation ?? 0) } ?? 0
-        return CLLocation(
+        return LocationValue(
             coordinate: CLLocationCoordinate2D(latitude: fix.latitude ?? 0, longitude: fix.longitude ?? 0),
             altitude: vertical > 0 ? altitudeMSL : 0,
             ellipsoidalAltitude: vertical > 0 ? altitudeHAE : 0,
@@ -262,11 +257,11 @@ package struct AccuracyStage: Sendable {
             gnss: GNSSDetails(
                 fixMode: fix.mode, quality: fix.quality,
                 accuracyClass: Self.classify(horizontalAccuracy: horizontal, mode: fix.mode), device: fix.device),
-            sourceInformation: source)
+            origin: source)
     }
 
     /// True when `location` satisfies `desiredAccuracy` (a `kCLLocationAccuracy*` value or metres).
-    static func meets(_ location: CLLocation, desiredAccuracy: CLLocationAccuracy) -> Bool {
+    static func meets(_ location: LocationValue, desiredAccuracy: CLLocationAccuracy) -> Bool {
         let tier =
             location.gnss?.accuracyClass
             ?? classify(horizontalAccuracy: location.horizontalAccuracy, mode: .threeDimensional)
@@ -285,11 +280,11 @@ package struct AccuracyStage: Sendable {
 /// The filter itself is the engine's configuration (`Configuration.distanceFilter`, read at each
 /// location): the stage keeps only what it measures from.
 package struct DistanceFilterStage: Sendable {
-    private(set) var lastDelivered: CLLocation?
+    private(set) var lastDelivered: LocationValue?
 
     package init() {}
 
-    package func admits(_ location: CLLocation, distanceFilter: CLLocationDistance) -> Bool {
+    package func admits(_ location: LocationValue, distanceFilter: CLLocationDistance) -> Bool {
         guard distanceFilter > 0, let last = lastDelivered else { return true }
         if location.horizontalAccuracy >= 0 && last.horizontalAccuracy > 0
             && location.horizontalAccuracy <= last.horizontalAccuracy / 2
@@ -301,7 +296,7 @@ package struct DistanceFilterStage: Sendable {
             latitude2: location.coordinate.latitude, longitude2: location.coordinate.longitude, atLeast: distanceFilter)
     }
 
-    package mutating func delivered(_ location: CLLocation) { lastDelivered = location }
+    package mutating func delivered(_ location: LocationValue) { lastDelivered = location }
 
     /// Forget the last delivered location (after `stopUpdatingLocation()`: the next start delivers at once).
     package mutating func reset() { lastDelivered = nil }

@@ -24,17 +24,17 @@ struct StationaryDetector: Sendable {
     /// How long (by the locations' own time) leaving must last to end a stop.
     static let departureConfirmation: TimeInterval = 1
 
-    private var anchor: CLLocation?
+    private var anchor: LocationValue?
     /// True once settled, until a confirmed departure.
     private(set) var isStationary = false
     /// The first location of a departure not yet confirmed.
-    private var leaving: CLLocation?
+    private var leaving: LocationValue?
 
     init() {}
 
     /// Adds a location; returns how long (by the locations' own time) the device has stayed
     /// at its anchor, or nil when this location moved the anchor (it is moving).
-    mutating func still(_ location: CLLocation) -> TimeInterval? {
+    mutating func still(_ location: LocationValue) -> TimeInterval? {
         guard let anchor else {
             self.anchor = location
             return nil

@@ -52,7 +52,7 @@ extension LocationSource {
     public var reportsHeading: Bool? { nil }
 
     /// What the locations from this source say of where they came from.
-    public var sourceInformation: CLLocationSourceInformation { isSimulated ? .simulated : .receiver }
+    public var sourceInformation: LocationOrigin { isSimulated ? .simulated : .receiver }
 }
 
 /// A source that passes on everything `base` reports and, once the handler has taken each event,

@@ -165,7 +165,7 @@ package struct RegionMonitorStage: Sendable {
     /// A location that passed the gate, at the source's clock `clock`. `limitation`: when set,
     /// no region is evaluated; each is told once that its state is unknown, and why.
     package mutating func observe(
-        _ location: CLLocation, clock: Date, limitation: RegionEvent.Limitation?, into events: inout [RegionEvent]
+        _ location: LocationValue, clock: Date, limitation: RegionEvent.Limitation?, into events: inout [RegionEvent]
     ) {
         expireIfSilent(clock: clock, into: &events)
         lastLocationClock = clock

@@ -65,7 +65,7 @@ package struct VisitStage: Sendable {
 
     package mutating func reset() { stop = nil }
 
-    package mutating func observe(_ location: CLLocation, reduced: Bool, into visits: inout [VisitRecord]) {
+    package mutating func observe(_ location: LocationValue, reduced: Bool, into visits: inout [VisitRecord]) {
         let time = location.timestamp
         let latitude = location.coordinate.latitude
         let longitude = location.coordinate.longitude
@@ -123,7 +123,7 @@ package struct VisitStage: Sendable {
         stop = current
     }
 
-    private static func start(at location: CLLocation) -> Stop {
+    private static func start(at location: LocationValue) -> Stop {
         var stop = Stop(first: location.timestamp, last: location.timestamp)
         stop.add(
             location.coordinate.latitude, location.coordinate.longitude, max(0, location.horizontalAccuracy),
@@ -180,11 +180,11 @@ package struct SignificantChangeStage: Sendable {
     static let minimumDistance: Double = 500
     static let minimumInterval: TimeInterval = 300
 
-    private var last: CLLocation?
+    private var last: LocationValue?
 
     package init() {}
 
-    package mutating func admits(_ location: CLLocation) -> Bool {
+    package mutating func admits(_ location: LocationValue) -> Bool {
         if let last {
             guard location.timestamp.timeIntervalSince(last.timestamp) >= Self.minimumInterval,
                 Geodesic.wgs84.isDistance(
