@@ -13,7 +13,7 @@ protocol UpdateSink: AnyObject, Sendable {
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?)
     func sky(_ sky: SkyView)
     /// A receiver's heading (only receivers that report one: HDT, THS, HDG, gpsd's ATT).
-    func heading(_ heading: CLHeading)
+    func heading(_ heading: HeadingValue)
     /// Whether `sky` shows anything (the terminal table): otherwise gpsd's SKY reports are
     /// not even decoded.
     var showsSky: Bool { get }
@@ -138,7 +138,7 @@ final class NDJSONSink: UpdateSink, Sendable {
     }
 
     func sky(_ sky: SkyView) {}
-    func heading(_ heading: CLHeading) { emit { $0.heading(heading) } }
+    func heading(_ heading: HeadingValue) { emit { $0.heading(heading) } }
 
     func region(_ event: RegionEvent) { emit { $0.region(event) } }
     func visit(_ visit: VisitRecord) { emit { $0.visit(visit) } }
@@ -216,7 +216,7 @@ final class TextSink: UpdateSink, Sendable {
         stream.write("authorization: \(status.name), \(accuracy.name) accuracy\(reason.map { " — \($0)" } ?? "")\n")
     }
     func sky(_ sky: SkyView) {}
-    func heading(_ heading: CLHeading) {
+    func heading(_ heading: HeadingValue) {
         stream.write(
             "heading \(TableSink.describe(heading)) at \(iso8601Milliseconds(heading.timestamp).dropFirst(11).prefix(10))\n"
         )
@@ -244,7 +244,7 @@ final class QuietSink: UpdateSink, Sendable {
     func device(_ device: DeviceEvent) {}
     func authorization(status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization, reason: String?) {}
     func sky(_ sky: SkyView) {}
-    func heading(_ heading: CLHeading) {}
+    func heading(_ heading: HeadingValue) {}
     var showsSky: Bool { false }
     func region(_ event: RegionEvent) {}
     func visit(_ visit: VisitRecord) {}
@@ -304,7 +304,7 @@ final class GPXRecordingSink: UpdateSink, Sendable {
         inner.authorization(status: status, accuracy: accuracy, reason: reason)
     }
     func sky(_ sky: SkyView) { inner.sky(sky) }
-    func heading(_ heading: CLHeading) { inner.heading(heading) }
+    func heading(_ heading: HeadingValue) { inner.heading(heading) }
     var showsSky: Bool { inner.showsSky }
     func region(_ event: RegionEvent) { inner.region(event) }
     func visit(_ visit: VisitRecord) { inner.visit(visit) }

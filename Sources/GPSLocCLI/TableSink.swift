@@ -23,7 +23,7 @@ final class TableSink: UpdateSink, Sendable {
         var regions: [String: String] = [:]
         var lastVisit: String?
         /// Only receivers that report a heading get the row.
-        var heading: CLHeading?
+        var heading: HeadingValue?
         var timer: (any DispatchSourceTimer)?
         var started = false
         /// Nothing is drawn until `show()`: the screen is cleared only after the consent
@@ -107,10 +107,10 @@ final class TableSink: UpdateSink, Sendable {
         }
     }
 
-    func heading(_ heading: CLHeading) { update { $0.heading = heading } }
+    func heading(_ heading: HeadingValue) { update { $0.heading = heading } }
 
     /// `123.4° true, 124.4° magnetic` (a part the receiver cannot give: `—`).
-    static func describe(_ heading: CLHeading) -> String {
+    static func describe(_ heading: HeadingValue) -> String {
         let trueText = heading.trueHeading >= 0 ? String(format: "%.1f° true", heading.trueHeading) : "— true"
         let magnetic =
             heading.magneticHeading >= 0 ? String(format: "%.1f° magnetic", heading.magneticHeading) : "— magnetic"

@@ -306,3 +306,28 @@ extension LocationValue {
         return changed
     }
 }
+
+/// A delivered heading, as the rules core makes it: degrees from magnetic and true north
+/// (0–359.9; −1 when it cannot be known), its accuracy (0: GNSS heading reports carry none;
+/// negative: invalid) and the receiver's time. `CLHeading` keeps one for the CoreLocation face.
+public struct HeadingValue: Sendable, Hashable {
+    /// Degrees from magnetic north; −1 when no variation is known yet (no position).
+    public var magneticHeading: CLLocationDirection
+    /// Degrees from true north; −1 when it cannot be known.
+    public var trueHeading: CLLocationDirection
+    /// Degrees; 0: not reported, negative: invalid.
+    public var headingAccuracy: CLLocationDirectionAccuracy
+    /// When the receiver reported it (the source's clock).
+    public var timestamp: Date
+
+    /// A heading from its parts.
+    public init(
+        magneticHeading: CLLocationDirection, trueHeading: CLLocationDirection,
+        headingAccuracy: CLLocationDirectionAccuracy, timestamp: Date
+    ) {
+        self.magneticHeading = magneticHeading
+        self.trueHeading = trueHeading
+        self.headingAccuracy = headingAccuracy
+        self.timestamp = timestamp
+    }
+}

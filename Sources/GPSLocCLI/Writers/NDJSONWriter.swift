@@ -87,7 +87,7 @@ public struct NDJSONWriter: Sendable {
     /// `{"type":"visit","arrival":ISO,"departure":ISO|null,"latitude":…,"longitude":…,"horizontalAccuracy":…}`.
     /// `{"type":"heading","timestamp":…,"trueHeading":…,"magneticHeading":…,"headingAccuracy":…}`;
     /// a heading the receiver cannot give is `null` (in Swift, −1).
-    package mutating func heading(_ heading: CLHeading) {
+    package mutating func heading(_ heading: HeadingValue) {
         append(#"{"type":"heading","timestamp":""#)
         appendTimestamp(heading.timestamp)
         append(#"","trueHeading":"#)

@@ -72,6 +72,13 @@ open class CLHeading: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable {
         super.init()
     }
 
+    /// The rules core's heading, as CoreLocation delivers it.
+    public convenience init(_ value: HeadingValue) {
+        self.init(
+            magneticHeading: value.magneticHeading, trueHeading: value.trueHeading,
+            headingAccuracy: value.headingAccuracy, timestamp: value.timestamp)
+    }
+
     /// Apple's `init()` (NSObject's): an invalid heading — headings and accuracy −1, now, no
     /// magnetometer values. Test doubles start here and override the properties.
     public override convenience init() {

@@ -464,7 +464,8 @@ open class CLLocationManager: NSObject {
         case .sky: break
         case .region(let event): regionEventHappened(event, delegate: delegate)
         case .visit(let record): delegate?.locationManager(self, didVisit: CLVisit(record))
-        case .heading(let heading):
+        case .heading(let value):
+            let heading = CLHeading(value)
             state.withLock { $0.heading = heading }
             headingDelivered()
             delegate?.locationManager(self, didUpdateHeading: heading)

@@ -3,7 +3,7 @@ import NMEA0183
 
 /// Heading updates (`startUpdatingHeading()`): a receiver's heading — NMEA HDT, THS, HDG through
 /// the NMEA engine; gpsd's ATT reports (HDT, compasses, dual-antenna and moving-base receivers) —
-/// becomes a `CLHeading`:
+/// becomes a `HeadingValue` (the app's `CLHeading`):
 /// - `trueHeading` as reported, or, from a magnetic reading (HDG), magnetic + variation;
 /// - `magneticHeading` as reported, or true − variation;
 /// - the variation (full accuracy; see `Declination` for reduced): the sentence's own (HDG), else the receiver's (the latest fix's `magvar`),
@@ -79,7 +79,7 @@ package struct HeadingStage: Sendable {
     /// within the filter of the last one). `lastFix`: the latest fix with a position.
     package mutating func heading(
         _ reading: HeadingReading, lastFix: Fix?, time: Date, declination: Declination = .precise
-    ) -> CLHeading? {
+    ) -> HeadingValue? {
         guard reading.trueHeading != nil || reading.magneticHeading != nil else { return nil }
         seen = true
         guard active else { return nil }
@@ -124,7 +124,7 @@ package struct HeadingStage: Sendable {
             guard change >= filter else { return nil }
         }
         lastDelivered = basis
-        return CLHeading(
+        return HeadingValue(
             magneticHeading: magneticHeading ?? -1, trueHeading: trueHeading ?? -1, headingAccuracy: 0,
             timestamp: time)
     }

@@ -34,7 +34,7 @@ extension LocationEngine {
         /// moved, or the app started updates again).
         case paused(Bool)
         /// A heading for the app (heading updates are on and the app is authorized).
-        indirect case heading(CLHeading)
+        indirect case heading(HeadingValue)
         /// A note that is not an error for the app (a dropped fix, a reconnection): the
         /// diagnostics handler, or an NDJSON diagnostic line.
         indirect case diagnostic(LocationDiagnostic)
@@ -63,7 +63,7 @@ extension LocationEngine {
         static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
         static func visit(_ record: VisitRecord) -> Action { .emit(.visit(record)) }
         static func paused(_ paused: Bool) -> Action { .emit(.paused(paused)) }
-        static func heading(_ heading: CLHeading) -> Action { .emit(.heading(heading)) }
+        static func heading(_ heading: HeadingValue) -> Action { .emit(.heading(heading)) }
         static var sourceEnded: Action { .emit(.sourceEnded) }
 
         /// The location this action hands the app, if it is one.
