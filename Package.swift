@@ -12,10 +12,10 @@ let strictSettings: [SwiftSetting] = [
 //   NMEA0183            NMEA framing, sentences, epoch assembly → Fix (no C, no libgps)
 //   CGPS                libgps, and nothing else (a system library over <gps.h>)
 //   GPSDClient          the libgps handle, GPSDSource, gpsd reports and errors
-//   LocationCore        the rules' core, below every face (FoundationEssentials only): so far the
-//                       units and coordinate, the authorization vocabulary and its stores,
-//                       the policy, the fuzzer's rule, diagnostics, private and trusted files (#50)
-//   GPSLocation         the CoreLocation API, LocationEngine, authorization, location sources
+//   LocationCore        the rules' core, below every face (FoundationEssentials only): the engine
+//                       and its stages, its values in and out, the authorization vocabulary and
+//                       its stores, the policy, the fuzzer, diagnostics, private files (#50)
+//   GPSLocation         the CoreLocation API, the engine's driver, authorization, location sources
 //   GPSDProcesses       starting gpsd and gpsfake, child processes, free ports (replay --via gpsd, tests)
 //   GPSLocationTesting  harnesses for people testing code that embeds GPSLocation
 //   GPSLocCLI / gpsloc  the command-line tool: arguments, writers, terminal UI
@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "GNSSCore", swiftSettings: strictSettings),
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strictSettings),
-        .target(name: "LocationCore", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
+        .target(name: "LocationCore", dependencies: ["GNSSCore", "NMEA0183"], swiftSettings: strictSettings),
         .target(
             name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore"],
             swiftSettings: strictSettings),
@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "NMEA0183Tests", dependencies: ["NMEA0183", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "GPSLocationTests",
-            dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "GPSLocationBroker", "TestSupport"],
+            dependencies: ["GPSLocation", "LocationCore", "GPSLocationTesting", "GPSLocCLI", "GPSLocationBroker", "TestSupport"],
             swiftSettings: strictSettings
         ),
     ]

@@ -18,3 +18,51 @@ package func fixedDecimal(_ value: Double, decimals: Int) -> String {
     }
     return text
 }
+
+/// `value` as `String(format: "%g")` prints it: six significant digits, no trailing zeros, no
+/// point for a whole number; below 0.0001 or from a million on, as a mantissa and an exponent of
+/// at least two digits ("5e+09").
+package func significantDecimal(_ value: Double) -> String {
+    guard value.isFinite, value != 0 else { return value == 0 ? "0" : fixedDecimal(value, decimals: 0) }
+    let magnitude = abs(value)
+    guard magnitude >= 0.0001, magnitude < 999_999.5 else {
+        var exponent = 0
+        var mantissa = magnitude
+        while mantissa >= 10 {
+            mantissa /= 10
+            exponent += 1
+        }
+        while mantissa < 1 {
+            mantissa *= 10
+            exponent -= 1
+        }
+        if (mantissa * 100_000).rounded() >= 1_000_000 {
+            mantissa /= 10
+            exponent += 1
+        }
+        let digits = significantDecimal(mantissa)
+        let power = String(abs(exponent))
+        return (value < 0 ? "-" : "") + digits + "e" + (exponent < 0 ? "-" : "+")
+            + (power.count < 2 ? "0" : "") + power
+    }
+    var digitsBefore = 0
+    var scaled = magnitude
+    while scaled >= 1 {
+        scaled /= 10
+        digitsBefore += 1
+    }
+    var leadingZeros = 0
+    if digitsBefore == 0 {
+        var small = magnitude
+        while small < 0.1 {
+            small *= 10
+            leadingZeros += 1
+        }
+    }
+    var text = fixedDecimal(value, decimals: max(0, 6 - digitsBefore) + leadingZeros)
+    if text.contains(".") {
+        while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+    }
+    return text
+}

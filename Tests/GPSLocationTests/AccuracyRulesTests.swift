@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// The accuracy stage's rules for the altitude: a receiver's altitude reaches the app whenever
 /// the fix is 3D and has one, with an honest vertical accuracy (README, the field table).

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 extension RealGPSD.LaneD {
     /// #31: `Examples/AppShapes`, app-shaped code as Swift 6 apps are written for Apple platforms,

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 // #54: the shapes of real app code that CoreLocation ports lean on — an empty placeholder
 // location, a subclass as a test double, an app's own Encodable, a heading check before

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #31: Apple's remaining semantics, each as public code uses it (the app-shaped programs are in
 /// `AppShapesTests`; the conformances apps declare, in `Support/AppDeclaredConformances.swift`).

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// Randomised sequences of status, accuracy and in-use changes interleaved with fixes, checked
 /// against an independent model of what may be delivered.

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 extension RealGPSD.LaneC {
     /// #51's attacks on gpslocd, each run for real: gpslocd as a user of its own, a real gpsd

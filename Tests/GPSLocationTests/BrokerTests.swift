@@ -6,6 +6,7 @@ import Testing
 
 @testable import GPSLocation
 @testable import GPSLocationBroker
+@testable import LocationCore
 
 /// gpslocd in this process (#34): its socket in a temporary folder, no gpsd needed for what is
 /// tested here (consent, identity, output that never blocks, the protocol).

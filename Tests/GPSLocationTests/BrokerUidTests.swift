@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// A client of gpslocd in another language, as another uid: Python, speaking docs/broker.md's
 /// protocol. One connection per app id; every line received goes to stderr as

@@ -5,6 +5,7 @@ import Testing
 
 @testable import GPSLocCLI
 @testable import GPSLocation
+@testable import LocationCore
 
 @Suite("gpsloc argument parsing", .timeLimit(.minutes(5)))
 struct ArgumentTests {

@@ -165,4 +165,31 @@ struct CompactValueTests {
         // A negative value that rounds to zero prints without its sign (printf keeps it: "-0.0").
         #expect(fixedDecimal(-0.04, decimals: 1) == "0.0")
     }
+
+    /// `significantDecimal` replaces `String(format: "%g")` in the engine's messages (values out
+    /// of physical ranges): the same text, exponent form included.
+    @Test("significantDecimal prints what %g prints")
+    func significantDecimalMatchesPrintf() {
+        var generator = SystemRandomNumberGenerator()
+        var values: [Double] = [0, 1, -1, 720, 5e9, 1e7, 999_999, 1_000_000, 0.0001, 0.00001234, 513.4, 12.5, 1e-7]
+        for _ in 0..<2000 {
+            let exponent = Double.random(in: -6...12, using: &generator)
+            var magnitude = 1.0
+            for _ in 0..<Int(exponent.magnitude) { magnitude = exponent < 0 ? magnitude / 10 : magnitude * 10 }
+            values.append(Double.random(in: -magnitude...magnitude, using: &generator))
+        }
+        var mismatches: [String] = []
+        for value in values {
+            let ours = significantDecimal(value)
+            let theirs = String(format: "%g", value)
+            // Rounding may differ on a tie the scaling made: the same number to six digits.
+            if ours != theirs, let a = Double(ours), let b = Double(theirs), abs(a - b) > abs(b) * 1.1e-5 {
+                mismatches.append("\(value): \(ours) against \(theirs)")
+            } else if ours != theirs && (Double(ours) == nil || ours.contains("e") != theirs.contains("e")) {
+                mismatches.append("\(value): \(ours) against \(theirs)")
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(10))")
+        #expect(significantDecimal(5e9) == "5e+09" && significantDecimal(720) == "720")
+    }
 }

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// Ported CoreLocation code, issue by issue: errors bridge like Apple's, locations say where
 /// they came from, and a time threshold exists beside the distance filter.

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// Shared state read and written from several threads (run under Thread Sanitizer by
 /// scripts/test.sh), and Apple's authorization flags, decided in one place.

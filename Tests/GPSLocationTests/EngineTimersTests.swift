@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// The timers behind the engine's `arm`/`cancel` actions, on their one shared thread. Times are
 /// checked loosely (the suite runs in parallel); the order and the counts are exact. "Nothing

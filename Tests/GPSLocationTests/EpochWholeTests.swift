@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #49: of the reports of one receiver epoch the app gets the last, complete one — once.
 @Suite("every epoch whole: the stage", .timeLimit(.minutes(5)))

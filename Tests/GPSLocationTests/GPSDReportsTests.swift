@@ -7,6 +7,7 @@ import Testing
 
 @testable import GPSLocCLI
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #36: `gpsloc sky` once showed PRNs 23–29 twice ("13 used of 16 seen" for 10 satellites). The
 /// cause is gpsd 3.22's `processGSV`: it starts a new satellite list only at the first part of a

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #23: `CLGeocoder` with real, offline data — GeoNames' towns from Debian's libgeonames0, which
 /// `scripts/setup.sh` installs.

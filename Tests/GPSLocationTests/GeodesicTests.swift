@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// Our Karney geodesic against GeographicLib's own `GeodSolve` (Debian geographiclib-tools).
 @Suite("geodesic distance on WGS 84", .timeLimit(.minutes(5)))

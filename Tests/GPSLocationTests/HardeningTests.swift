@@ -7,6 +7,7 @@ import Testing
 @testable import GPSDClient
 @testable import GPSLocCLI
 @testable import GPSLocation
+@testable import LocationCore
 
 /// The decision store and the policy against mistakes and planted files.
 @Suite("hardening: the decision store and the policy fail closed", .timeLimit(.minutes(5)))

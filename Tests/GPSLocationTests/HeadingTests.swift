@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #23: heading from receivers that report it — NMEA HDT, THS, HDG in the NMEA engine, gpsd's
 /// ATT on the gpsd path — through the gate, to `didUpdateHeading`, `gpsloc` and NDJSON.

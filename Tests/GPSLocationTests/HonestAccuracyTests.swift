@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #23: a location always has an honest horizontal accuracy — never `CLLocationDistanceMax` from a
 /// receiver that reports DOPs, on either path.

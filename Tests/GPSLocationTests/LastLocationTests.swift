@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// The last known location: kept per app, only what passed its gate, only from receivers, and
 /// shown to a new manager at once when (and as far as) the app is authorized.

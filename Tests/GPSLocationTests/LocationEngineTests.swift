@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// The engine alone: every "must" and "must not" driven with a manual clock, no sleeping.
 @Suite("LocationEngine: the one state machine", .timeLimit(.minutes(5)))

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// The manager's threading, made deterministic with `ManualLocationSource` (the test decides
 /// every interleaving), and checked under Thread Sanitizer by scripts/test.sh.

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// An independent model of the documented rules, written separately from the stages:
 /// Vincenty's inverse formula for distance (accurate to well under a millimetre on these

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// The iOS 17–18 surface against recordings: update diagnostics, stationarity, live
 /// configurations, service sessions.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #33: the monitor file holds what a geofence daemon is given — 100,000 circles with real ids
 /// and full-precision coordinates fit, and read back exactly; files of the first format are

@@ -6,6 +6,7 @@ import Testing
 
 @testable import GPSLocCLI
 @testable import GPSLocation
+@testable import LocationCore
 
 /// A location at `t` seconds after a fixed epoch.
 private func spot(_ latitude: Double, _ longitude: Double, accuracy: Double = 2, t: Double) -> LocationValue {

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// `gpsloc` and `CLLocationManager` run the same `LocationEngine`, so the same input gives the
 /// same locations, errors and diagnostics — compared here field by field.

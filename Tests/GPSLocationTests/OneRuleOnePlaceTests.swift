@@ -24,7 +24,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "which cached location an app may see (AuthorizationDecision.permits(cached:))",
             pattern: #"(fullAccuracy|reducedAccuracy).*gnss\?\.reduced"#,
-            places: ["GPSLocation/Engine/AuthorizationGate.swift"]),
+            places: ["LocationCore/Engine/AuthorizationGate.swift"]),
         Rule(
             name: "the user's XDG folders (PrivateFile.userDirectory)",
             pattern: #""XDG_[A-Z]+_HOME""#,
@@ -36,11 +36,11 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "the stationary detector (the engine's, in its own file)",
             pattern: #"StationaryDetector\(\)|struct StationaryDetector"#,
-            places: ["GPSLocation/Engine/LocationEngine.swift", "GPSLocation/Engine/StationaryDetector.swift"]),
+            places: ["LocationCore/Engine/LocationEngine.swift", "LocationCore/Engine/StationaryDetector.swift"]),
         Rule(
             name: "holding a fix for its estimate (LocationEngine.held; NMEA0183 alone carries its own GST)",
             pattern: #"\.applied\(to:"#,
-            places: ["GPSLocation/Engine/LocationEngine+Holding.swift", "NMEA0183/EpochAssembler+Fix.swift"]),
+            places: ["LocationCore/Engine/LocationEngine+Holding.swift", "NMEA0183/EpochAssembler+Fix.swift"]),
         Rule(
             name: "kept regions (RegionKeeper)",
             pattern: #"\.conditions\(monitor:|\.save\([^)]*monitor:|MonitorStore\.Condition\("#,
@@ -48,7 +48,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "what the engine hands an app (LocationEngine.Output, one enum)",
             pattern: #"enum Output\b"#,
-            places: ["GPSLocation/Engine/LocationEngine+Output.swift"]),
+            places: ["LocationCore/Engine/LocationEngine+Output.swift"]),
         // #50: the rules a review of 8692a9e found written two or three times, across the
         // engine, the broker and the CLI.
         Rule(
@@ -67,7 +67,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "the distance filter's value (LocationEngine.Configuration, nowhere else)",
             pattern: #"var distanceFilter\s*:\s*CLLocationDistance\s*="#,
-            places: ["GPSLocation/Engine/LocationEngine+Configuration.swift"]),
+            places: ["LocationCore/Engine/LocationEngine+Configuration.swift"]),
         Rule(
             name: "a one-shot's end (the engine's: no face drives a manager's requestLocation() and ends it itself)",
             pattern: #"OnceDelegate|\.requestLocation\(\)"#,

@@ -3,6 +3,7 @@ import GPSLocationTesting
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #23: live updates pause while the device stays put and resume when it moves
 /// (`pausesLocationUpdatesAutomatically`, true by default as on Apple platforms).

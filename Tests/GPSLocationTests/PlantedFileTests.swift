@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #33: a FIFO planted where a store keeps its file is refused at once; it never hangs the
 /// reader (a FIFO's open waits for a writer that never comes).

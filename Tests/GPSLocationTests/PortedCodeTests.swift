@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// CoreLocation-style async code compiles unchanged and runs against fixtures (the programs
 /// that use the process-wide default source run in `PortedProgramsTests`, lane B).

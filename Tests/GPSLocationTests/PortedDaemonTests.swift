@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 extension RealGPSD.LaneA {
     /// `Examples/PortedDaemon`: unchanged CoreLocation daemon code (`CLLocationManager()`,

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #23: ten programs in the styles real apps use (Tests/GPSLocationTests/PortedCode), each as
 /// written for Apple platforms but for the import, built here and run against a real gpsd fed

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #31: live freshness by the receiver's clock and the monotonic clock, never the system clock.
 /// A box whose clock is wrong (an offline board with no real-time clock) and gpsd replaying an

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// The selection rules on their own and under a manager fed from a list: no gpsd, so these also
 /// run under Thread Sanitizer.

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// #33: reduced accuracy attacked as a patient app would, in the style of Android's
 /// `LocationFudgerTest` (leak-free, consistent, averaging-resistant), over seeded simulations —

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// Restarting an app must not undo reduced accuracy: the offset and the live rate limit are kept.
 @Suite("reduced accuracy across restarts", .timeLimit(.minutes(5)))

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 @Suite("NMEA replay source", .timeLimit(.minutes(5)))
 struct ReplaySourceTests {

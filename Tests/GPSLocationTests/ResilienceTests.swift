@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// This process's open TCP sockets to `port` on this machine (its descriptors whose socket
 /// inode `/proc/net/tcp` lists with that remote port) — a count the suites running beside a

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// A datagram socket standing in for systemd's notification socket: collects what a service
 /// sends to `NOTIFY_SOCKET`, with arrival times.

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// A recording reaches the app whole, whatever the app's speed: a delegate and stream readers
 /// that take each location only while the source is held back waiting for them (`SourcePace`:

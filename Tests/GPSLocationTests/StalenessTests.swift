@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import GPSLocation
+@testable import LocationCore
 
 extension RealGPSD.LaneA {
     @Suite("staleness: no usable fix for a few receiver cycles")

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// Counts the writes to one file, from inotify's `IN_MODIFY` events: a test waits for a file to
 /// be written to (a terminal's output copied there) without reading it on a timer.

@@ -3,6 +3,7 @@ import GNSSCore
 import GPSLocationTesting
 
 @testable import GPSLocation
+@testable import LocationCore
 
 /// Whether a recording's source is as far ahead of its consumer as the runner lets it be: held
 /// back waiting for the consumer, or ended (the runner's `flowObserver`). A consumer that takes

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// The monitoring services of `LocationEngine` — regions (`RegionMonitorStage`), visits
 /// (`VisitStage`) and significant changes (`SignificantChangeStage`): starting and stopping them,
@@ -26,14 +27,14 @@ extension LocationEngine {
     }
 
     /// Stops monitoring a region; `.stopSource` when nothing runs any more.
-    mutating func stopMonitoring(_ identifier: String) -> [Action] {
+    package mutating func stopMonitoring(_ identifier: String) -> [Action] {
         regions.remove(identifier)
         return stopIfIdle()
     }
 
     /// Every region at once (their owner goes away): the stage is dropped whole, not emptied one
     /// region at a time.
-    mutating func stopMonitoringAllRegions() -> [Action] {
+    package mutating func stopMonitoringAllRegions() -> [Action] {
         regions = RegionMonitorStage()
         return stopIfIdle()
     }
@@ -44,7 +45,7 @@ extension LocationEngine {
         return refusal
     }
 
-    mutating func stopVisits() -> [Action] {
+    package mutating func stopVisits() -> [Action] {
         visits = nil
         return stopIfIdle()
     }
@@ -55,7 +56,7 @@ extension LocationEngine {
         return refusal
     }
 
-    mutating func stopSignificantChanges() -> [Action] {
+    package mutating func stopSignificantChanges() -> [Action] {
         significantChanges = nil
         return stopIfIdle()
     }
@@ -136,7 +137,7 @@ extension LocationEngine {
     }
 
     /// Stops heading updates; the source stops when nothing else runs.
-    mutating func stopHeading() -> [Action] {
+    package mutating func stopHeading() -> [Action] {
         guard headingStage.active else { return [] }
         headingStage.stop()
         return isRunning ? [] : [.stopSource]

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// What a location source reports to the engine.
 public enum LocationSourceEvent: Sendable {

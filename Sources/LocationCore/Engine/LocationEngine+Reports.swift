@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 // The engine's reports of fixes it does not use and of silence (staleness): part of
 // `LocationEngine`, in a file of their own.

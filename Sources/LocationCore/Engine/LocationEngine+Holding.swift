@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 // The engine's rules for what waits (open epochs, a fix held for its GST) and when it goes, for
 // pausing while the device stays put, and for the minimum update interval: part of
@@ -44,7 +45,7 @@ extension LocationEngine {
 
     /// The estimate for the fix's own time wins (`ReceiverErrorEstimate.applied`, the rule the
     /// NMEA engine follows too); any other estimate leaves the fix as it is.
-    static func applying(_ estimate: ReceiverErrorEstimate?, to fix: Fix) -> Fix {
+    package static func applying(_ estimate: ReceiverErrorEstimate?, to fix: Fix) -> Fix {
         var fix = fix
         apply(estimate, to: &fix)
         return fix

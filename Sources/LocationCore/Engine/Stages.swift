@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import Glibc
 
 // The pipeline's stages: small synchronous values with typed input and output. None does I/O,
 // touches a queue or reads a clock: "now" is always passed in.
@@ -49,23 +51,15 @@ package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         case .outOfRange: "the position is out of range (latitude beyond ±90° or longitude beyond ±180°)"
         case .missingTime: "the fix carries no time, so its age is unknown"
         case .stale(let age) where age >= 86_400:
-            String(
-                format:
-                    "the fix is dated %.0f days ago — the receiver's date is wrong (a week-rollover bug), or gpsd is playing an old recording (for recordings use `gpsloc replay FILE`, which follows their own clock)",
-                age / 86_400)
+            "the fix is dated \(fixedDecimal(age / 86_400, decimals: 0)) days ago — the receiver's date is wrong (a week-rollover bug), or gpsd is playing an old recording (for recordings use `gpsloc replay FILE`, which follows their own clock)"
         case .stale(let age):
-            String(format: "the fix is %.1f s old: the receiver stopped reporting fresh positions", age)
+            "the fix is \(fixedDecimal(age, decimals: 1)) s old: the receiver stopped reporting fresh positions"
         case .future(let ahead):
-            String(
-                format:
-                    "the fix is dated %.0f s in the future — the receiver's clock (or date rollover) is wrong; check `gpspipe -w` and the receiver's firmware",
-                ahead)
-        case .backwards(let seconds): String(format: "the fix's time went back by %.3f s; it is dropped", seconds)
+            "the fix is dated \(fixedDecimal(ahead, decimals: 0)) s in the future — the receiver's clock (or date rollover) is wrong; check `gpspipe -w` and the receiver's firmware"
+        case .backwards(let seconds):
+            "the fix's time went back by \(fixedDecimal(seconds, decimals: 3)) s; it is dropped"
         case .jumped(let seconds):
-            String(
-                format:
-                    "the fix's time jumped %.1f s further ahead than the time that has passed; it is dropped (followed once the receiver keeps to it)",
-                seconds)
+            "the fix's time jumped \(fixedDecimal(seconds, decimals: 1)) s further ahead than the time that has passed; it is dropped (followed once the receiver keeps to it)"
         case .duplicate: "a repeat of the last location"
         }
     }
@@ -119,7 +113,7 @@ package struct TimeOrderStage: Sendable {
     /// Consistent fixes that confirm a stepped clock (default 3).
     var confirmations: Int
     /// Set by the `check` that accepted a new timeline: the step in seconds (negative: back).
-    private(set) var resynchronized: TimeInterval?
+    package private(set) var resynchronized: TimeInterval?
 
     private var last: Date?
     private var lastArrival: Double?

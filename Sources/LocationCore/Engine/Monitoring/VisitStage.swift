@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// A stop somewhere: the visit stage's output, and `CLVisit`'s fields.
 package struct VisitRecord: Sendable, Equatable {

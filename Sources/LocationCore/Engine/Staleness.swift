@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// Notices when usable fixes stop coming — the sky is lost, the antenna is unplugged, the
 /// receiver keeps sending "no fix" reports — so the app hears of it once instead of silence.
@@ -23,7 +24,7 @@ package struct FixStalenessMonitor: Sendable {
     /// The source's clock at the last usable fix (or at the first report, before any fix).
     private(set) var lastFixClock: Date?
     /// True between the report and the next usable fix.
-    private(set) var isStale = false
+    package private(set) var isStale = false
     private var lastFixTime: Date?
     /// The last eight intervals, oldest overwritten first (no heap allocation per fix).
     private var intervals = InlineArray<8, TimeInterval>(repeating: 0)
@@ -38,7 +39,7 @@ package struct FixStalenessMonitor: Sendable {
     package private(set) var cycle: TimeInterval?
 
     /// The timeout in force now.
-    var effectiveTimeout: TimeInterval {
+    package var effectiveTimeout: TimeInterval {
         timeout ?? max(Self.minimumAutomaticTimeout, Self.automaticCycles * (cycle ?? 1))
     }
 
@@ -93,7 +94,7 @@ package struct FixStalenessMonitor: Sendable {
 
     /// Something else already told the app that no location is coming (gpsd lost, for
     /// example): mark the stretch stale without a second report.
-    mutating func reportedElsewhere() { reported = true }
+    package mutating func reportedElsewhere() { reported = true }
 
     /// Checks the silence at `clock`. Returns the seconds without a usable fix the first time
     /// they reach the timeout in a stretch (report it); nil otherwise.
@@ -114,15 +115,16 @@ package struct FixStalenessMonitor: Sendable {
     /// used (then that is the cause, not the sky).
     package static func message(silence: TimeInterval, lastLocationTime: Date?, rejection: String? = nil) -> String {
         if let rejection {
-            return String(format: "no usable position fix for %.1f s: fixes arrive but are not used — ", silence)
+            return
+                "no usable position fix for \(fixedDecimal(silence, decimals: 1)) s: fixes arrive but are not used — "
                 + rejection
         }
         guard let lastLocationTime else {
-            return String(format: "no usable position fix yet after %.1f s", silence)
+            return "no usable position fix yet after \(fixedDecimal(silence, decimals: 1)) s"
                 + " — the receiver is still searching for satellites (a cold start can take a minute or more under open sky;"
                 + " indoors it may never fix) — `gpsloc doctor` shows what it sees"
         }
-        return String(format: "no usable position fix for %.1f s", silence)
+        return "no usable position fix for \(fixedDecimal(silence, decimals: 1)) s"
             + " — the last location (\(iso8601Milliseconds(lastLocationTime))) is kept but is getting old;"
             + " the receiver has lost its fix (check its view of the sky and the antenna, or `gpsloc doctor`)"
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
 
 /// What a receiver can physically report. Values outside become unknown (nil / −1) before
@@ -23,11 +23,11 @@ package enum PhysicalRanges {
     static func clamp(_ fix: inout Fix) -> String? {
         var removed: [String] = []
         if let speed = fix.speed, !speed.isFinite || !Self.speed.contains(speed) {
-            removed.append(String(format: "speed %g m/s", speed))
+            removed.append("speed \(significantDecimal(speed)) m/s")
             fix.speed = nil
         }
         if let course = fix.course, !course.isFinite || !Self.course.contains(course) {
-            removed.append(String(format: "course %g°", course))
+            removed.append("course \(significantDecimal(course))°")
             fix.course = nil
         }
         // (No arrays here: this runs for every fix, and must not allocate.)
@@ -35,7 +35,7 @@ package enum PhysicalRanges {
             value.map { !$0.isFinite || !Self.altitude.contains($0) } ?? false
         }
         if badAltitude(fix.altitudeMSL) || badAltitude(fix.altitudeHAE) {
-            removed.append(String(format: "altitude %g m", fix.altitudeMSL ?? fix.altitudeHAE ?? 0))
+            removed.append("altitude \(significantDecimal(fix.altitudeMSL ?? fix.altitudeHAE ?? 0)) m")
             fix.altitudeMSL = nil
             fix.altitudeHAE = nil
             fix.climb = nil

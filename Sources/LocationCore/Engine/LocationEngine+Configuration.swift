@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 extension LocationEngine {
     /// What the app asked for.
@@ -16,17 +17,17 @@ extension LocationEngine {
         package var maximumLocationAge: TimeInterval = 10
         /// nil: three receiver cycles, at least 1 s (see `FixStalenessMonitor`).
         package var staleFixTimeout: TimeInterval?
-        var receiverSelection: ReceiverSelection = .bestFix
+        package var receiverSelection: ReceiverSelection = .bestFix
         /// See `TimeOrderStage.jumpTolerance`.
-        var timeJumpTolerance: TimeInterval = 5
+        package var timeJumpTolerance: TimeInterval = 5
         /// How long `requestLocation()` waits for `desiredAccuracy`.
         package var requestLocationTimeout: TimeInterval = 10
         /// Legacy region monitoring (`startMonitoring(for:)`) needs Always, as on Apple
         /// platforms; `CLMonitor` and gpsloc accept When In Use while in use.
-        var regionsRequireAlways = false
+        package var regionsRequireAlways = false
         /// `pausesLocationUpdatesAutomatically` (the manager's default is true; gpsloc's false).
-        var pausesAutomatically = false
-        var activityType: CLActivityType = .other
+        package var pausesAutomatically = false
+        package var activityType: CLActivityType = .other
         /// Continuous updates pause once the device has stayed put this long (by the locations'
         /// own time; `StationaryDetector`), and resume when it moves; nil: never.
         var pauseAfter: TimeInterval? { pausesAutomatically ? Self.pauseDelay(for: activityType) : nil }
@@ -34,7 +35,7 @@ extension LocationEngine {
         /// the location that shows it is delivered, marked stationary, and then none until the
         /// device moves (Apple: updates "can suspend … until the person starts moving"). Never
         /// for `.airborne`. Takes the place of `pauseAfter`.
-        var pausesWhileStationary = false
+        package var pausesWhileStationary = false
         package init() {}
 
         /// How long a device stays put before its updates pause, by Apple's activity types:

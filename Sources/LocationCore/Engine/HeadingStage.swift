@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 import NMEA0183
 
 /// Heading updates (`startUpdatingHeading()`): a receiver's heading — NMEA HDT, THS, HDG through
@@ -56,7 +57,7 @@ package struct HeadingStage: Sendable {
                 + "of travel is `location.course`")
     }
 
-    static func normalized(_ degrees: Double) -> Double {
+    package static func normalized(_ degrees: Double) -> Double {
         let value = degrees.truncatingRemainder(dividingBy: 360)
         return value < 0 ? value + 360 : value
     }

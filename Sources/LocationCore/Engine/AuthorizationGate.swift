@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// What an app may receive right now: the engine's input from the authorizer (or from the
 /// simulated authorization of `gpsloc replay`).
@@ -77,7 +78,7 @@ extension AuthorizationDecision {
     /// Whether this decision lets the app see `location` from the last-location cache: nothing
     /// unless it is authorized, and with reduced accuracy only a location that was reduced when
     /// it was cached (a precise one never reaches a reduced app, however old).
-    func permits(cached location: LocationValue) -> Bool {
+    package func permits(cached location: LocationValue) -> Bool {
         status.isAuthorized && (accuracy == .fullAccuracy || location.gnss?.reduced == true)
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// Every rule about which location an app receives, in one place: a pure state machine.
 ///
@@ -57,9 +58,9 @@ package struct LocationEngine: Sendable {
     /// The last location delivered (gated: reduced for a reduced-accuracy app).
     package internal(set) var lastDelivered: LocationValue?
     /// The followed receiver's device path, once one has been chosen.
-    var followedReceiver: String? { receivers.selected }
+    package var followedReceiver: String? { receivers.selected }
     /// True while running with no usable fix for the staleness timeout.
-    var isStale: Bool { staleness.isStale }
+    package var isStale: Bool { staleness.isStale }
     package var authorization: AuthorizationState { gate.state }
     /// True while the source must run: location updates or a monitoring service.
     package var isRunning: Bool {
@@ -69,7 +70,7 @@ package struct LocationEngine: Sendable {
     var isMonitoring: Bool {
         !monitoringSuspended && (!regions.isEmpty || visits != nil || significantChanges != nil)
     }
-    func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
+    package func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
     package func region(_ identifier: String) -> Geofence? { regions.fence(identifier) }
 
     var validity = ValidityStage()
@@ -267,7 +268,7 @@ package struct LocationEngine: Sendable {
 
     /// Something was told to the app about authorization already (the manager's request
     /// errors): the gate does not repeat it for the current state.
-    mutating func authorizationExplained() { gate.explained = true }
+    package mutating func authorizationExplained() { gate.explained = true }
 
     /// The app's authorization changed (a grant, a revocation, a policy edit, in-use).
     package mutating func setAuthorization(_ state: AuthorizationState, now: Date) -> [Action] {
@@ -367,7 +368,7 @@ package struct LocationEngine: Sendable {
     }
 
     /// A timer the engine armed has fired.
-    mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
+    package mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
         switch timer {
         case .deliveryStall:
             return []

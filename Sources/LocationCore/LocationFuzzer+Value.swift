@@ -1,8 +1,8 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
 
-// The fuzzer's rule is the core's (`LocationFuzzer.reducePoint`, in LocationCore); here, what
-// the CoreLocation face makes of it: a `LocationValue` for the gate, the app's error.
+// The fuzzer's rule (`LocationFuzzer.reducePoint`) applied to a delivered location: what the
+// gate lets out, and the error an app is given when its state cannot be kept.
 
 extension LocationFuzzer {
     /// What the gate may let out for one precise location.
@@ -15,7 +15,7 @@ extension LocationFuzzer {
     }
 
     /// The last reduced location given, as the app got it.
-    var lastGiven: LocationValue? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
+    package var lastGiven: LocationValue? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
 
     /// The reduced form of `location` at `now` (the clock the engine checks times by): the
     /// engine's gate asks here; the rule itself is `reducePoint`.
@@ -42,7 +42,7 @@ extension LocationFuzzer {
     }
 
     /// A grid point as the app gets it: every field but the point's own invalid.
-    static func reducedLocation(_ point: ReducedPoint, source: LocationOrigin?) -> LocationValue {
+    package static func reducedLocation(_ point: ReducedPoint, source: LocationOrigin?) -> LocationValue {
         let accuracy = point.accuracy
         return LocationValue(
             coordinate: CLLocationCoordinate2D(latitude: point.latitude, longitude: point.longitude), altitude: 0,

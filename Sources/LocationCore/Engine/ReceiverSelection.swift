@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// Which receiver a manager follows when gpsd reports several.
 ///
@@ -38,7 +39,7 @@ package struct ReceiverSelectionStage: Sendable {
     var lossTimeout: TimeInterval
     var betterStreak: Int
     /// The device followed now, if any.
-    private(set) var selected: String?
+    package private(set) var selected: String?
 
     private struct Record {
         var usable = false
@@ -105,7 +106,7 @@ package struct ReceiverSelectionStage: Sendable {
 
     /// gpsd activated or deactivated a device. Returns true when the followed receiver went away.
     @discardableResult
-    mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
+    package mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
         guard !event.activated else { return false }
         records[event.path] = nil
         guard event.path == selected else { return false }
@@ -115,7 +116,7 @@ package struct ReceiverSelectionStage: Sendable {
 
     /// Once, when pinned to a path gpsd has not reported while another device has: the pinned
     /// path and the device that is reporting, so the app hears why nothing comes.
-    mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
+    package mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
         defer { missingPin = nil }
         return missingPin
     }

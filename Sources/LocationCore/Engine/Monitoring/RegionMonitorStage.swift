@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import Glibc
 
 /// A circle on the WGS 84 ellipsoid: the geometry of `CLCircularRegion` and
 /// `CLMonitor.CircularGeographicCondition` (degrees, metres).

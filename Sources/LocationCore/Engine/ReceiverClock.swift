@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// Live freshness by the receiver's clock, not the system's.
 ///
@@ -87,17 +88,15 @@ package struct ReceiverClock: Sendable {
 
     /// "2 h 0 min", "15.0 s", "170 days".
     static func duration(_ seconds: TimeInterval) -> String {
-        if seconds >= 2 * 86_400 { return String(format: "%.0f days", seconds / 86_400) }
+        if seconds >= 2 * 86_400 { return "\(fixedDecimal(seconds / 86_400, decimals: 0)) days" }
         if seconds >= 3_600 {
-            return String(
-                format: "%.0f h %.0f min", (seconds / 3_600).rounded(.down),
-                (seconds.truncatingRemainder(dividingBy: 3_600) / 60).rounded(.down))
+            return
+                "\(fixedDecimal((seconds / 3_600).rounded(.down), decimals: 0)) h \(fixedDecimal((seconds.truncatingRemainder(dividingBy: 3_600) / 60).rounded(.down), decimals: 0)) min"
         }
         if seconds >= 60 {
-            return String(
-                format: "%.0f min %.0f s", (seconds / 60).rounded(.down),
-                seconds.truncatingRemainder(dividingBy: 60).rounded(.down))
+            return
+                "\(fixedDecimal((seconds / 60).rounded(.down), decimals: 0)) min \(fixedDecimal(seconds.truncatingRemainder(dividingBy: 60).rounded(.down), decimals: 0)) s"
         }
-        return String(format: "%.1f s", seconds)
+        return "\(fixedDecimal(seconds, decimals: 1)) s"
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
 
 // The stages a fix goes through, from the source's report to the app: ranges, the DOP fallback,
@@ -116,7 +116,8 @@ extension LocationEngine {
             actions.append(
                 .diagnose(
                     code: "timeResynchronized",
-                    message: String(format: "the receiver's clock stepped by %.1f s and kept to it; following it", step)
+                    message:
+                        "the receiver's clock stepped by \(fixedDecimal(step, decimals: 1)) s and kept to it; following it"
                 ))
         }
         staleness.fix(time: candidate.timestamp, clock: checkClock)

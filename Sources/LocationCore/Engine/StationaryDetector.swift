@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
 
 /// Decides whether the device is stationary, from the locations themselves, with hysteresis so a
 /// still receiver's noise does not flip it:

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
 
 // What the engine returns from each step: outputs for the app and the driver's own work. Part of
