@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "GNSSCore", swiftSettings: strictSettings),
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strictSettings),
-        .target(name: "LocationCore", dependencies: ["GNSSCore", "NMEA0183"], swiftSettings: strictSettings),
+        .target(name: "LocationCore", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strictSettings),
         .target(
             name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore"],
             swiftSettings: strictSettings),
@@ -53,8 +53,8 @@ let package = Package(
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .target(name: "CBrokerSupport"),
         .target(
-            name: "GPSLocationBroker", dependencies: ["GPSLocation", "CBrokerSupport"], swiftSettings: strictSettings),
-        .executableTarget(name: "gpslocd", dependencies: ["GPSLocationBroker"], swiftSettings: strictSettings),
+            name: "GPSLocationBroker", dependencies: ["LocationCore", "GPSDClient", "CBrokerSupport"], swiftSettings: strictSettings),
+        .executableTarget(name: "gpslocd", dependencies: ["GPSLocationBroker", "LocationCore", "GPSDClient", "GNSSCore"], swiftSettings: strictSettings),
         .executableTarget(name: "nmea-sim", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .executableTarget(
             name: "ported-daemon", dependencies: ["GPSLocation"], path: "Examples/PortedDaemon",

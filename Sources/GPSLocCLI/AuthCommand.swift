@@ -52,7 +52,7 @@ enum AuthCommand {
                 if apps.isEmpty { print("no app has a decision yet (\(store.fileURL.path))") }
                 for name in apps {
                     let effective =
-                        LocationAuthorizer.resolve(app: name, store: store, policyPath: LocationPolicy.defaultPath)
+                        AuthorizationDecision.resolve(app: name, store: store, policyPath: LocationPolicy.defaultPath)
                         ?? AuthorizationDecision(status: .notDetermined)
                     let fromPolicy = policy.decision(for: name) != nil
                     var line = "\(name): \(effective.status.name)"

@@ -36,7 +36,7 @@ enum LastCommand {
             return throughBroker(socket, app: app, json: json)
         }
         let decision =
-            LocationAuthorizer.resolve(app: app, store: DecisionStore(), policyPath: LocationPolicy.defaultPath)
+            AuthorizationDecision.resolve(app: app, store: DecisionStore(), policyPath: LocationPolicy.defaultPath)
             ?? AuthorizationDecision(status: .notDetermined)
         let cache = LastLocationCache.user
         // The engine's own gate, as `watch` applies it (restricted, denied, in use, reduced).

@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// One program connected to gpslocd: its socket, who the kernel says it is, what it asked for,
 /// and its unsent output. Writes never block: what the socket does not take waits here (up to
@@ -17,7 +21,7 @@ package final class BrokerClient: @unchecked Sendable {
     /// queued 1.4 GB of replies).
     static let maximumReplies = 4 << 20
 
-    private let lock = NSLock()
+    private let lock = PlainLock()
     private var pending: [UInt8] = []
     /// The lines in `pending`, in order: bytes left of each (the first may be partly sent), and
     /// what it is — an AUTHORIZATION line moves ahead of lines still waiting (`sendAuthorization`).

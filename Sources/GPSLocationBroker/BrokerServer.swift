@@ -1,7 +1,10 @@
 import CBrokerSupport
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// gpslocd's socket and its one loop (epoll): accepts programs, identifies each by the kernel
 /// (`PeerIdentity`) as it connects, reads their lines and hands them to the `BrokerService`,
@@ -66,7 +69,7 @@ package final class BrokerServer: Sendable {
     }
 
     private static func listen(at path: String) throws(Failure) -> Int32 {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = parentFolder(of: path)
         try? FileManager.default.createDirectory(
             atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         if let problem = unsafeFolder(folder, allowRoot: true) {
@@ -278,7 +281,7 @@ package final class BrokerServer: Sendable {
     private func refuse(_ fd: Int32, _ reason: String) {
         var line = BrokerLine("ERROR")
         line.add("message", reason)
-        _ = BrokerLink.sendAll(fd, line.line)
+        _ = BrokerProtocol.sendAll(fd, line.line)
         Self.log("refused a connection: \(reason)")
         close(fd)
     }
@@ -338,7 +341,7 @@ package final class BrokerServer: Sendable {
                 + "the audit log has every connection)\n"
         }
         if write { output += "gpslocd: \(text)\n" }
-        if !output.isEmpty { FileHandle.standardError.write(Data(output.utf8)) }
+        if !output.isEmpty { DescriptorWrite.write(output, to: STDERR_FILENO) }
     }
 
     private enum ReadOutcome { case drained, more, gone, throttled }

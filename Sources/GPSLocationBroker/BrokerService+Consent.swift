@@ -1,6 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 
 // Consent: a program's request for a decision, the agent that answers it for its user, and the
 // prompt's expiry. Part of `BrokerService`, in a file of its own.

@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// Decisions: who may make them, where they are kept, which one holds, and telling programs.
 ///
@@ -14,7 +18,7 @@ extension BrokerService {
     func decision(_ key: Key, in state: inout State) -> AuthorizationDecision {
         if let known = state.decisions[key] { return known }
         let decided =
-            LocationAuthorizer.resolve(
+            AuthorizationDecision.resolve(
                 app: key.app, store: store(key.uid), administrator: administratorStore(key.uid), policyPath: policyPath)
             ?? AuthorizationDecision(status: .notDetermined)
         state.decisions[key] = decided

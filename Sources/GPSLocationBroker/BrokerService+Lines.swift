@@ -1,6 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 
 // What gpslocd writes: replies, protocol errors and the audit log. Part of `BrokerService`, in a
 // file of its own.

@@ -1,6 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// gpslocd's decisions and sessions: what each connected program may receive, applied here, out
 /// of its reach. The server's loop hands it each line; gpsd's reports reach it from one shared

@@ -1,6 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// The last location gpslocd sent each (uid, app): the FIX line as that app received it — gpsd's
 /// fix for full accuracy, the grid point for reduced — kept in memory and in

@@ -1,5 +1,9 @@
 import CBrokerSupport
-import Foundation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
 
 /// Who is at the other end of a Unix socket, as the kernel says — never as the program says.
 ///
@@ -245,7 +249,7 @@ package struct PeerIdentity: Sendable, Equatable {
     static func flatpakID(info: String) -> String? {
         var inApplication = false
         for line in info.split(separator: "\n") {
-            let text = line.trimmingCharacters(in: .whitespaces)
+            let text = line.trimmingWhitespace()
             if text.hasPrefix("[") {
                 inApplication = text == "[Application]"
             } else if inApplication, text.hasPrefix("name=") {

@@ -1,6 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// A program with reduced accuracy behind gpslocd, in one pass and with no engine of its own:
 /// each of gpsd's fixes that the engine's validity rule admits (`ValidityStage`: a 2D or 3D fix

@@ -1,5 +1,9 @@
 import CBrokerSupport
-import Foundation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
 
 /// When In Use, judged on who holds the connection **now** (#51), not on the process that
 /// connected: a program connected in a terminal's foreground could fork, let the parent exit and

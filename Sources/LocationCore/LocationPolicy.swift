@@ -164,3 +164,22 @@ public struct LocationPolicy: Sendable, Equatable {
         return granted[app]
     }
 }
+
+extension AuthorizationDecision {
+    /// Which decision holds, the one precedence rule (#51), from the strongest:
+    /// 1. the administrator's policy file (`LocationPolicy`), for every uid;
+    /// 2. a refusal (`restricted` or `denied`) the administrator made for this uid's app
+    ///    (`administrator`: gpslocd's `STATE/users/UID/administrator/`, written only by root's
+    ///    `gpsloc auth … --uid`) — neither the user nor a service running as that uid lifts it;
+    /// 3. the user's own decision (`store`): a person may refuse what the administrator allowed;
+    /// 4. the administrator's grant, when the user has not decided;
+    /// nil: not determined.
+    package static func resolve(
+        app: String, store: DecisionStore, administrator: DecisionStore? = nil, policyPath: String
+    ) -> AuthorizationDecision? {
+        if let policy = LocationPolicy.effective(path: policyPath).decision(for: app) { return policy }
+        let imposed = administrator?.decision(for: app)
+        if let imposed, imposed.status.refusesAll { return imposed }
+        return store.decision(for: app) ?? imposed
+    }
+}

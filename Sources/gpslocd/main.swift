@@ -1,7 +1,10 @@
 import Dispatch
-import Foundation
-import GPSLocation
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
 import GPSLocationBroker
+import Glibc
+import LocationCore
 
 /// gpslocd: the system location service (docs/broker.md, `man gpslocd`).
 let usage = """
@@ -34,7 +37,7 @@ while let argument = arguments.popFirst() {
     guard ["--gpsd", "--socket", "--state", "--policy", "--requests-per-second"].contains(argument),
         let value = arguments.popFirst()
     else {
-        FileHandle.standardError.write(Data("gpslocd: unknown or incomplete option \(argument)\n\n\(usage)\n".utf8))
+        DescriptorWrite.write("gpslocd: unknown or incomplete option \(argument)\n\n\(usage)\n", to: STDERR_FILENO)
         exit(2)
     }
     options[String(argument.dropFirst(2))] = value
@@ -43,8 +46,8 @@ while let argument = arguments.popFirst() {
 var requestsPerSecond: Double?  // nil: BrokerServer's default (400)
 if let text = options["requests-per-second"] {
     guard let value = Double(text), value >= 1, value.isFinite else {
-        FileHandle.standardError.write(
-            Data("gpslocd: --requests-per-second must be a number of at least 1, not \(text)\n".utf8))
+        DescriptorWrite.write(
+            "gpslocd: --requests-per-second must be a number of at least 1, not \(text)\n", to: STDERR_FILENO)
         exit(2)
     }
     requestsPerSecond = value
@@ -52,7 +55,7 @@ if let text = options["requests-per-second"] {
 let endpoint: GPSDEndpoint
 if let text = options["gpsd"] {
     guard let parsed = GPSDEndpoint.parse(text) else {
-        FileHandle.standardError.write(Data("gpslocd: --gpsd must be HOST[:PORT], not \(text)\n".utf8))
+        DescriptorWrite.write("gpslocd: --gpsd must be HOST[:PORT], not \(text)\n", to: STDERR_FILENO)
         exit(2)
     }
     endpoint = parsed
@@ -66,12 +69,12 @@ do {
     try FileManager.default.createDirectory(
         at: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
 } catch {
-    FileHandle.standardError.write(
-        Data("gpslocd: cannot create the state folder \(stateDirectory.path): \(error.localizedDescription)\n".utf8))
+    DescriptorWrite.write(
+        "gpslocd: cannot create the state folder \(stateDirectory.path): \(error)\n", to: STDERR_FILENO)
     exit(1)
 }
 if let problem = BrokerServer.unsafeFolder(stateDirectory.path, allowRoot: false) {
-    FileHandle.standardError.write(Data("gpslocd: refusing the state folder: \(problem)\n".utf8))
+    DescriptorWrite.write("gpslocd: refusing the state folder: \(problem)\n", to: STDERR_FILENO)
     exit(1)
 }
 // Two descriptors per program: the soft limit (1,024 outside systemd) up to the hard one.
@@ -90,7 +93,7 @@ let server: BrokerServer
 do {
     server = try BrokerServer(service: service, socketPath: socketPath, requestsPerSecond: requestsPerSecond)
 } catch {
-    FileHandle.standardError.write(Data("gpslocd: \(error.description)\n".utf8))
+    DescriptorWrite.write("gpslocd: \(error.description)\n", to: STDERR_FILENO)
     exit(1)
 }
 /// SIGINT and SIGTERM end the loop (the handlers run on a global queue, not the main actor);
@@ -100,11 +103,10 @@ nonisolated func stopOnSignals(_ server: BrokerServer) -> [any DispatchSourceSig
 }
 // Kept for the life of the process: a released signal source is cancelled.
 let signalSources = stopOnSignals(server)
-FileHandle.standardError.write(
-    Data(
-        "gpslocd: listening on \(socketPath ?? "the socket systemd passed"), reading gpsd at \(endpoint), state in \(stateDirectory.path)\n"
-            .utf8))
+DescriptorWrite.write(
+    "gpslocd: listening on \(socketPath ?? "the socket systemd passed"), reading gpsd at \(endpoint), state in \(stateDirectory.path)\n",
+    to: STDERR_FILENO)
 server.run()
 service.stop()
 for source in signalSources { source.cancel() }
-FileHandle.standardError.write(Data("gpslocd: stopped\n".utf8))
+DescriptorWrite.write("gpslocd: stopped\n", to: STDERR_FILENO)

@@ -1,9 +1,9 @@
 import Foundation
-import GNSSCore
 import GPSLocationTesting
 import TestSupport
 import Testing
 
+@testable import GNSSCore
 @testable import GPSDClient
 @testable import GPSLocCLI
 @testable import GPSLocation

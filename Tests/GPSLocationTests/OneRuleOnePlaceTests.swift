@@ -63,7 +63,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "how often a last location is written (LastLocationCache.defaultWriteInterval)",
             pattern: #"[wW]riteInterval: TimeInterval = \d"#,
-            places: ["GPSLocation/Authorization/LastLocationCache.swift"]),
+            places: ["LocationCore/LastLocationCache.swift"]),
         Rule(
             name: "the distance filter's value (LocationEngine.Configuration, nowhere else)",
             pattern: #"var distanceFilter\s*:\s*CLLocationDistance\s*="#,

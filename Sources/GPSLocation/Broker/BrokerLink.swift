@@ -151,7 +151,7 @@ package final class BrokerLink: Sendable {
     package func send(_ line: String) -> Bool {
         shared.withLock { state in
             guard state.fd >= 0 else { return false }
-            return BrokerLink.sendAll(state.fd, line)
+            return BrokerProtocol.sendAll(state.fd, line)
         }
     }
 
@@ -183,21 +183,6 @@ package final class BrokerLink: Sendable {
             if !replies.wait(until: deadline) {
                 throw BrokerUnavailable(description: "gpslocd at \(path) did not answer within \(Int(timeout)) s")
             }
-        }
-    }
-
-    /// Writes all of `line` to a socket without SIGPIPE (a gone peer is an error, not a signal).
-    package static func sendAll(_ fd: Int32, _ line: String) -> Bool {
-        var bytes = Array(line.utf8)
-        return bytes.withUnsafeMutableBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let sent = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                if sent < 0 && errno == EINTR { continue }
-                if sent <= 0 { return false }
-                offset += sent
-            }
-            return true
         }
     }
 
@@ -262,7 +247,7 @@ package final class BrokerLink: Sendable {
         var hello = BrokerLine("HELLO")
         hello.add("version", BrokerProtocol.version)
         hello.add("app", app)
-        guard BrokerLink.sendAll(fd, hello.line) else {
+        guard BrokerProtocol.sendAll(fd, hello.line) else {
             // Refused at connect (gpslocd could not identify it, a uid over its connections…):
             // its ERROR line may already be here — say why, not only that it closed.
             var timeout = timeval(tv_sec: 1, tv_usec: 0)
@@ -339,53 +324,4 @@ package final class BrokerLink: Sendable {
             }
         }
     }
-}
-
-/// Splits a byte stream into lines (without the newline); a line over the maximum is an error.
-package struct BrokerLineReader: Sendable {
-    private var buffer: [UInt8]
-    private var start = 0
-    package private(set) var failure: String?
-
-    package init(pending: [UInt8] = []) { buffer = pending }
-
-    package var remainder: [UInt8] { Array(buffer[start...]) }
-
-    /// The next whole line, if one is buffered.
-    package mutating func next() -> ArraySlice<UInt8>? {
-        guard let newline = buffer[start...].firstIndex(of: 10) else {
-            if start > 0 {
-                buffer.removeFirst(start)
-                start = 0
-            }
-            return nil
-        }
-        let line = buffer[start..<newline]
-        start = newline + 1
-        return line
-    }
-
-    /// Reads more from `fd` (blocking); false at the end of the stream, an error, or an overlong line.
-    package mutating func fill(from fd: Int32) -> Bool {
-        if buffer.count - start > BrokerProtocol.maximumLineLength {
-            failure = "a line longer than \(BrokerProtocol.maximumLineLength) bytes"
-            return false
-        }
-        var chunk = [UInt8](repeating: 0, count: 16 << 10)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count > 0 {
-                buffer.append(contentsOf: chunk[0..<count])
-                return true
-            }
-            if count < 0 && errno == EINTR { continue }
-            failure = count == 0 ? nil : String(cString: strerror(errno))
-            return false
-        }
-    }
-
-    /// Appends bytes already read (a non-blocking server's reads).
-    package mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
-    /// Bytes buffered and not yet returned as lines.
-    package var pendingCount: Int { buffer.count - start }
 }

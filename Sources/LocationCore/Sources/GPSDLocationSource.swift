@@ -1,6 +1,8 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import GNSSCore
+import GPSDClient
+import Glibc
 
 /// gpsd through libgps, as a `LocationSource`. It reconnects when gpsd goes away or is not
 /// there yet (`ReconnectPolicy`), reporting the loss once as a non-terminal
@@ -148,10 +150,8 @@ public final class GPSDLocationSource: LocationSource {
             let say = lost.notices.withLock { $0.allows("reconnecting", at: now, always: attempt <= 3) }
             let notice = LocationSourceEvent.notice(
                 code: "reconnecting",
-                message: String(
-                    format: "reconnecting to gpsd at %@ (attempt %d, in %.1f s%@)", endpoint.description, attempt,
-                    delay,
-                    attempt == 3 ? "; from now on said once a minute" : ""))
+                message: "reconnecting to gpsd at \(endpoint.description) (attempt \(attempt), in "
+                    + "\(fixedDecimal(delay, decimals: 1)) s\(attempt == 3 ? "; from now on said once a minute" : ""))")
             guard attempt == 1 else { return say ? [notice] : [] }
             let reason: CLError.Reason = error.code == .unreachable ? .gpsdUnreachable : .gpsdLost
             // The error says what is wrong; whether anything retries is the `reconnecting` notice's

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
 
 /// The last location an app received, kept per user and per app so a new manager can show it
 /// at once (Apple's `manager.location` before updates start) and `gpsloc last` can print it.

@@ -1,5 +1,8 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
 
 /// The process-wide table of gpsd connections shared by `GPSDLocationSource`s.
 final class SharedGPSDConnections: Sendable {

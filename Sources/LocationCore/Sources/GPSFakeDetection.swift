@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
 
 /// Whether a gpsd on this machine is one that gpsd's own `gpsfake` started — so what it reports
 /// is a recording played back, and locations from it are `isSimulatedBySoftware`.
@@ -19,12 +22,12 @@ package enum GPSFakeDetection {
         let port = String(endpoint.port)
         for entry in entries where Int32(entry) != nil {
             let arguments = commandLine(proc, entry)
-            guard arguments.first.map({ ($0 as NSString).lastPathComponent == "gpsd" }) == true,
+            guard arguments.first.map({ lastPathComponent(of: $0) == "gpsd" }) == true,
                 zip(arguments, arguments.dropFirst()).contains(where: { $0 == "-S" && $1 == port })
                     || arguments.contains("-S" + port),
                 let parent = parentID(proc, entry)
             else { continue }
-            if commandLine(proc, parent).contains(where: { ($0 as NSString).lastPathComponent == "gpsfake" }) {
+            if commandLine(proc, parent).contains(where: { lastPathComponent(of: $0) == "gpsfake" }) {
                 return true
             }
         }

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+import GPSDClient
+import Glibc
 
 /// gpslocd's wire protocol, version 1 (docs/broker.md is its specification): one JSON object per
 /// line over a Unix stream socket, each with a `class`, in both directions. The library (the
@@ -35,7 +37,7 @@ package enum BrokerProtocol {
 
     /// What to do when gpslocd at `path` cannot be reached: start it, or (where the policy
     /// allows direct mode) read gpsd directly.
-    static func unreachableAdvice(
+    package static func unreachableAdvice(
         _ path: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
         let start =
@@ -133,7 +135,8 @@ package struct BrokerLine: Sendable {
             case "\n": text += "\\n"
             case "\r": text += "\\r"
             case "\t": text += "\\t"
-            case _ where scalar.value < 0x20: text += String(format: "\\u%04x", scalar.value)
+            case _ where scalar.value < 0x20:
+                text += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
             default: text.unicodeScalars.append(scalar)
             }
         }
@@ -333,7 +336,7 @@ extension BrokerProtocol {
     /// The location a kept FIX object (a WELCOME's `last`) stands for, as the engine would have
     /// made it: with the receiver's estimate of its time (`lastEstimate`) applied by the engine's
     /// rule; a `reduced` one is the grid point with reduced accuracy's fields.
-    static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> LocationValue? {
+    package static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> LocationValue? {
         guard case .fix(var fix) = event(from: message), let latitude = fix.latitude, let longitude = fix.longitude,
             fix.time != nil
         else { return nil }
@@ -407,4 +410,70 @@ extension BrokerProtocol {
             return nil
         }
     }
+}
+
+extension BrokerProtocol {
+    /// Writes all of `line` to a socket without SIGPIPE (a gone peer is an error, not a signal).
+    package static func sendAll(_ fd: Int32, _ line: String) -> Bool {
+        var bytes = Array(line.utf8)
+        return bytes.withUnsafeMutableBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let sent = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if sent < 0 && errno == EINTR { continue }
+                if sent <= 0 { return false }
+                offset += sent
+            }
+            return true
+        }
+    }
+}
+
+/// Splits a byte stream into lines (without the newline); a line over the maximum is an error.
+package struct BrokerLineReader: Sendable {
+    private var buffer: [UInt8]
+    private var start = 0
+    package private(set) var failure: String?
+
+    package init(pending: [UInt8] = []) { buffer = pending }
+
+    package var remainder: [UInt8] { Array(buffer[start...]) }
+
+    /// The next whole line, if one is buffered.
+    package mutating func next() -> ArraySlice<UInt8>? {
+        guard let newline = buffer[start...].firstIndex(of: 10) else {
+            if start > 0 {
+                buffer.removeFirst(start)
+                start = 0
+            }
+            return nil
+        }
+        let line = buffer[start..<newline]
+        start = newline + 1
+        return line
+    }
+
+    /// Reads more from `fd` (blocking); false at the end of the stream, an error, or an overlong line.
+    package mutating func fill(from fd: Int32) -> Bool {
+        if buffer.count - start > BrokerProtocol.maximumLineLength {
+            failure = "a line longer than \(BrokerProtocol.maximumLineLength) bytes"
+            return false
+        }
+        var chunk = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                buffer.append(contentsOf: chunk[0..<count])
+                return true
+            }
+            if count < 0 && errno == EINTR { continue }
+            failure = count == 0 ? nil : String(cString: strerror(errno))
+            return false
+        }
+    }
+
+    /// Appends bytes already read (a non-blocking server's reads).
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
+    /// Bytes buffered and not yet returned as lines.
+    package var pendingCount: Int { buffer.count - start }
 }
