@@ -82,20 +82,36 @@ struct ArchitectureTests {
     /// #50's light binaries: the layers under the CoreLocation face need only FoundationEssentials
     /// (no FoundationInternationalization, no ICU), so a program built on them alone is small.
     @Test(
-        "the lower layers import FoundationEssentials, never Foundation",
+        "the lower layers and gpslocd import FoundationEssentials, never Foundation",
         arguments: [
-            "GNSSCore", "NMEA0183", "GPSDClient", "GPSDProcesses", "LocationCore",
+            "GNSSCore", "NMEA0183", "GPSDClient", "GPSDProcesses", "LocationCore", "GPSLocationBroker", "gpslocd",
         ])
     func lowerLayersAreEssentials(_ module: String) throws {
         let folder = Paths.packageRoot.appendingPathComponent("Sources/\(module)")
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+        let files = (FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String] ?? [])
+            .filter { $0.hasSuffix(".swift") }
         #expect(!files.isEmpty)
         for file in files {
             let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
             let imports = text.split(separator: "\n").filter {
-                $0.contains("import Foundation") && !$0.contains("FoundationEssentials")
+                ($0.contains("import Foundation") && !$0.contains("FoundationEssentials"))
+                    || $0.hasSuffix("import GPSLocation")
             }
             #expect(imports.isEmpty, "\(module)/\(file): \(imports)")
         }
+    }
+
+    /// What the loader maps for gpslocd as built: no Foundation, no FoundationInternationalization,
+    /// no ICU (the dynamic debug build shows each library by name; the installed one is static).
+    @Test("gpslocd as built links no Foundation and no ICU")
+    func gpslocdLinksNoFoundation() async throws {
+        let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/gpslocd").path
+        let run = try await runProgram("/usr/bin/ldd", [daemon])
+        #expect(run.status == 0, "\(run.stdout)")
+        #expect(run.stdout.contains("libFoundationEssentials"), "\(run.stdout)")
+        let heavy = run.stdout.split(separator: "\n").filter {
+            $0.contains("libFoundation.so") || $0.contains("FoundationInternationalization") || $0.contains("icu")
+        }
+        #expect(heavy.isEmpty, "\(heavy)")
     }
 }

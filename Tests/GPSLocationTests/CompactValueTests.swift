@@ -192,4 +192,21 @@ struct CompactValueTests {
         #expect(mismatches.isEmpty, "\(mismatches.prefix(10))")
         #expect(significantDecimal(5e9) == "5e+09" && significantDecimal(720) == "720")
     }
+
+    /// The path and text helpers gpslocd uses instead of `NSString` and `CharacterSet`: the same
+    /// answers as Foundation's for the paths and lines they see.
+    @Test("parentFolder, lastPathComponent and trimmingWhitespace answer as NSString and CharacterSet")
+    func pathHelpersMatchFoundation() {
+        let paths = [
+            "/run/gpslocd/socket", "/socket", "socket", "/", "", "/run/gpslocd/", "a/b", "//x", "/usr/sbin/gpsd",
+            "relative/dir/", "/a//b",
+        ]
+        for path in paths {
+            #expect(parentFolder(of: path) == (path as NSString).deletingLastPathComponent, "\(path)")
+            #expect(lastPathComponent(of: path) == (path as NSString).lastPathComponent, "\(path)")
+        }
+        for line in ["  name=org.x  ", "\tname=a\t", "", "   ", "[Application]", " a b "] {
+            #expect(line.trimmingWhitespace() == line.trimmingCharacters(in: .whitespaces), "\(line)")
+        }
+    }
 }
