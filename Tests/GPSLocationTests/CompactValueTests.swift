@@ -3,6 +3,7 @@ import GNSSCore
 import Testing
 
 @testable import GPSLocCLI
+@testable import LocationCore
 
 /// The compact forms the hot path uses (#35's replay speed) keep every value as it was: a fix's
 /// eight-byte optional values, and NDJSON's numbers written two digits at a time from the right.
@@ -207,6 +208,15 @@ struct CompactValueTests {
         }
         for line in ["  name=org.x  ", "\tname=a\t", "", "   ", "[Application]", " a b "] {
             #expect(line.trimmingWhitespace() == line.trimmingCharacters(in: .whitespaces), "\(line)")
+        }
+    }
+
+    /// A monitor's file name decodes as `removingPercentEncoding` decodes it (gpsloc lists them
+    /// without Foundation).
+    @Test("monitor file names decode as removingPercentEncoding")
+    func monitorNamesDecode() {
+        for name in ["fences", "caf%C3%A9", "a%20b", "%", "%4", "%ZZ", "%FF", "x%2Fy", "", "%e2%82%ac"] {
+            #expect(MonitorStore.percentDecoded(Substring(name)) == name.removingPercentEncoding, "\(name)")
         }
     }
 }

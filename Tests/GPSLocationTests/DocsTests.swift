@@ -29,7 +29,7 @@ struct DocsTests {
             "GPSLocation/CoreLocation/CLLocationManager.swift", "GPSLocation/CoreLocation/CLLocation.swift",
             "GPSLocation/CoreLocation/CLLocationUpdate.swift", "GPSLocation/CoreLocation/CLMonitor.swift",
             "GPSLocation/CoreLocation/CLGeocoder.swift", "GPSLocation/CoreLocation/CLServiceSession.swift",
-            "GPSLocation/LocationSources/NMEAReplaySource.swift", "GPSLocation/Authorization/LocationAuthorizer.swift",
+            "LocationCore/Sources/NMEAReplaySource.swift", "LocationCore/Authorization/LocationAuthorizer.swift",
             "GPSLocationTesting/ManualLocationSource.swift",
         ].map { root.appendingPathComponent("Sources/" + $0) }
     }

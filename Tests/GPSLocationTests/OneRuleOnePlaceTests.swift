@@ -44,7 +44,7 @@ struct OneRuleOnePlaceTests {
         Rule(
             name: "kept regions (RegionKeeper)",
             pattern: #"\.conditions\(monitor:|\.save\([^)]*monitor:|MonitorStore\.Condition\("#,
-            places: ["GPSLocation/Authorization/RegionKeeper.swift"]),
+            places: ["LocationCore/Authorization/RegionKeeper.swift"]),
         Rule(
             name: "what the engine hands an app (LocationEngine.Output, one enum)",
             pattern: #"enum Output\b"#,

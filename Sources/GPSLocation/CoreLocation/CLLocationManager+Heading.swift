@@ -89,37 +89,3 @@ struct HeadingRecord: Sendable {
         try? PrivateFile.replace(file, with: data)
     }
 }
-
-/// Finds a heading in a recording without replaying it, by the replay's own parser: a heading
-/// the replay would deliver (a valid `HDT`, `THS` or `HDG` sentence with a value) is what counts.
-enum HeadingScan {
-    /// The most of a recording read (a heading-reporting receiver sends one every cycle, so a
-    /// recording that has none in its first 16 MB has none worth waiting for).
-    static let limit = 16 << 20
-
-    /// Whether the recording at `path` holds a heading; nil when it cannot be read.
-    static func file(_ path: String) -> Bool? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var decoder = NMEADecoder()
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var found = false
-        var total = 0
-        while !found, total < limit {
-            let count = read(descriptor, &buffer, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            if count == 0 { break }
-            total += count
-            buffer.withUnsafeBufferPointer { bytes in
-                decoder.feed(
-                    UnsafeBufferPointer(rebasing: bytes[..<count]),
-                    heading: { if $0.trueHeading != nil || $0.magneticHeading != nil { found = true } }, { _ in })
-            }
-        }
-        return found
-    }
-}

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import Glibc
 
 extension LocationAuthorizer {
     /// The person at this process's terminal answers (questions on stderr, answers on stdin):
@@ -12,7 +14,7 @@ extension LocationAuthorizer {
             DescriptorWrite.write(
                 question(appID: appID, usageDescription: usageDescription, wantsAlways: wantsAlways),
                 to: STDERR_FILENO)
-            guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased().first else { return nil }
+            guard let answer = readLine()?.trimmingWhitespace().lowercased().first else { return nil }
             let status: CLAuthorizationStatus
             switch answer {
             case "o", "w": status = .authorizedWhenInUse
@@ -23,7 +25,7 @@ extension LocationAuthorizer {
                 return nil
             }
             DescriptorWrite.write("Precise location? [y/N] (no: approximate, a 2 km grid): ", to: STDERR_FILENO)
-            let precise = readLine()?.trimmingCharacters(in: .whitespaces).lowercased().first == "y"
+            let precise = readLine()?.trimmingWhitespace().lowercased().first == "y"
             return AuthorizationDecision(
                 status: status, accuracy: precise ? .fullAccuracy : .reducedAccuracy, isTemporary: answer == "o")
         }

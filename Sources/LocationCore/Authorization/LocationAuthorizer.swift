@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import Glibc
 
 /// Asks someone whether an app may have its location. Hosts plug in their own (a dialog, a
 /// policy); nil means nobody can be asked (a daemon, CI).
@@ -156,11 +158,11 @@ public final class LocationAuthorizer: Sendable {
     }
 
     /// True when gpslocd holds this app's decision (`brokered`).
-    var isBrokered: Bool { locked.withLock { $0.broker != nil } }
+    package var isBrokered: Bool { locked.withLock { $0.broker != nil } }
 
     /// The last location gpslocd kept for this app, as its latest WELCOME gave it (only while
     /// the app may see it; nil for an authorizer that is not brokered).
-    var brokerLastLocation: LocationValue? { locked.withLock { $0.brokerLast } }
+    package var brokerLastLocation: LocationValue? { locked.withLock { $0.brokerLast } }
 
     /// An authorizer whose decision gpslocd holds (docs/broker.md): it connects to the socket,
     /// says which app it is, and follows the AUTHORIZATION lines gpslocd sends — a revocation
@@ -284,7 +286,7 @@ public final class LocationAuthorizer: Sendable {
 
     /// True once authorization was requested of this authorizer — by any manager, `CLMonitor`,
     /// `liveUpdates` or `CLServiceSession` sharing it — so none of them says it never was.
-    var wasRequested: Bool { locked.withLock { $0.requested } }
+    package var wasRequested: Bool { locked.withLock { $0.requested } }
 
     /// Apple's request rules. `always`: `requestAlwaysAuthorization()`.
     public func request(always: Bool) -> RequestOutcome {

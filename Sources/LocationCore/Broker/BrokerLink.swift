@@ -1,5 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
+import GPSDClient
+import Glibc
+import NMEA0183
 
 /// What gpslocd said of the connecting program when it connected (its WELCOME).
 package struct BrokerWelcome: Sendable, Equatable {
@@ -72,10 +76,10 @@ package final class BrokerLink: Sendable {
         var welcome: BrokerWelcome?
     }
     private let shared = Locked(Shared())
-    private let replies = NSCondition()
+    private let replies = ConditionLock()
     /// Held while a line is handed over, so that after `close` returns none is (unless `close`
     /// is called from a handler, on the link's thread).
-    private let delivering = NSLock()
+    private let delivering = PlainLock()
 
     package init(
         path: String, app: String, afterWelcome: [String] = [],
@@ -93,9 +97,7 @@ package final class BrokerLink: Sendable {
 
     /// Starts the link's thread; returns at once.
     package func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "gpslocd link"
-        thread.start()
+        _ = WorkerThread(name: "gpslocd link") { [self] in run() }
     }
 
     /// Connects once and waits for the WELCOME (up to `timeout` seconds), then keeps the link
@@ -105,7 +107,7 @@ package final class BrokerLink: Sendable {
         let outcome = Locked<Result<BrokerWelcome, BrokerUnavailable>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let first = Locked(true)
-        let thread = Thread { [self] in
+        _ = WorkerThread(name: "gpslocd link") { [self] in
             run { result in
                 guard
                     first.withLock({ value in
@@ -117,8 +119,6 @@ package final class BrokerLink: Sendable {
                 done.signal()
             }
         }
-        thread.name = "gpslocd link"
-        thread.start()
         if done.wait(timeout: .now() + timeout) == .timedOut {
             throw BrokerUnavailable(
                 description: "gpslocd at \(path) did not answer within \(Int(timeout)) s — check `systemctl status "

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import GNSSCore
+import Glibc
 
 /// The one place monitored regions are kept between runs: `CLLocationManager`'s legacy regions
 /// and each `CLMonitor`'s conditions both go through it. It turns the regions and their last
@@ -12,8 +13,8 @@ package final class RegionKeeper: Sendable {
         package var fence: Geofence
         package var presence: RegionPresence
         package var date: Date?
-        var notifyOnEntry = true
-        var notifyOnExit = true
+        package var notifyOnEntry = true
+        package var notifyOnExit = true
 
         package init(
             fence: Geofence, presence: RegionPresence, date: Date?, notifyOnEntry: Bool = true,
@@ -80,14 +81,14 @@ package final class RegionKeeper: Sendable {
 
     /// Saves what `snapshot` gives, at most once a second (region events); nil: nothing to
     /// save (its owner is gone).
-    func saveSoon(_ snapshot: @escaping @Sendable () -> [Kept]?) {
+    package func saveSoon(_ snapshot: @escaping @Sendable () -> [Kept]?) {
         writer.write { [weak self] in
             if let regions = snapshot() { self?.save(regions) }
         }
     }
 
     /// Whether `saveSoon` still holds a save (forgotten: the owner going away saves itself).
-    func takePending() -> Bool { writer.takePending() }
+    package func takePending() -> Bool { writer.takePending() }
 
     /// Tells `report` about `problem`, unless it was the last one told.
     package func said(_ problem: String) {

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import GNSSCore
+import Glibc
 
 /// Where monitored regions live between runs, so a daemon restarted by systemd gets its
 /// geofences back with their last known states: one JSON file per monitor under
@@ -137,7 +139,8 @@ public struct MonitorStore: Sendable {
             {
                 encoded.unicodeScalars.append(scalar)
             } else {
-                encoded += String(format: "%%%02X", byte)
+                let hex = String(byte, radix: 16, uppercase: true)
+                encoded += "%" + (hex.count < 2 ? "0" : "") + hex
             }
         }
         return folder.appendingPathComponent("monitor-\(encoded).json")
@@ -153,7 +156,7 @@ public struct MonitorStore: Sendable {
         case .failure(let failure) where failure.missing: return []
         case .failure(let failure): throw Failure(description: failure.description + " (not a monitor file)")
         }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             throw Failure(description: "\(url.path) cannot be read: \(String(cString: strerror(errno)))")
@@ -163,7 +166,9 @@ public struct MonitorStore: Sendable {
                 description:
                     "\(url.path) is larger than \(Self.maximumFileSize >> 20) MB — not a monitor file; move it away")
         }
-        let data = handle.readDataToEndOfFile()
+        guard let data = PrivateFile.readAll(descriptor, maximumSize: Self.maximumFileSize + 1) else {
+            throw Failure(description: "\(url.path) cannot be read: \(String(cString: strerror(errno)))")
+        }
         do {
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
@@ -228,7 +233,7 @@ public struct MonitorStore: Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         return names.compactMap { name -> String? in
             guard name.hasPrefix("monitor-"), name.hasSuffix(".json") else { return nil }
-            return String(name.dropFirst(8).dropLast(5)).removingPercentEncoding
+            return Self.percentDecoded(name.dropFirst(8).dropLast(5))
         }.sorted()
     }
 
@@ -240,12 +245,39 @@ public struct MonitorStore: Sendable {
                 try FileManager.default.createDirectory(
                     at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw Failure(description: "cannot create \(folder.path): \(error.localizedDescription)")
+                throw Failure(description: "cannot create \(folder.path): \(PrivateFile.describe(error))")
             }
         }
         if !create && !FileManager.default.fileExists(atPath: folder.path) { return }
         if let problem = PrivateFile.folderProblem(folder) {
             throw Failure(description: "the monitor folder: \(problem); nothing is read or written there")
         }
+    }
+}
+
+extension MonitorStore {
+    /// A monitor's name from its file name: `%XX` escapes back to bytes; nil when an escape is
+    /// malformed or the bytes are not UTF-8 (`removingPercentEncoding`'s answers).
+    static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var index = text.utf8.startIndex
+        let utf8 = text.utf8
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%") {
+                let first = utf8.index(after: index)
+                guard first < utf8.endIndex else { return nil }
+                let second = utf8.index(after: first)
+                guard second < utf8.endIndex,
+                    let value = UInt8(String(decoding: [utf8[first], utf8[second]], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(value)
+                index = utf8.index(after: second)
+            } else {
+                bytes.append(byte)
+                index = utf8.index(after: index)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 }

@@ -1,5 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
+import GPSDClient
+import Glibc
+import NMEA0183
 
 /// Locations through gpslocd, the system location service (docs/broker.md), as a
 /// `LocationSource`: what gpsd reports, after gpslocd's gate for this program — its decision,

@@ -1,5 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
+import GPSDClient
+import Glibc
+import NMEA0183
 import Synchronization
 
 /// How fast a replay runs.
@@ -61,10 +65,10 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     private let clock: any ReplayClock
     private struct State {
         var running = false
-        var thread: Thread?
+        var thread: WorkerThread?
         /// The thread that calls the handler in a fast replay (`Handoff`): a `stop` from its
         /// callback must not wait for the run it is part of.
-        var deliverer: Thread?
+        var deliverer: WorkerThread?
         /// Bumped by each `start`: a reading thread goes on only while its number is current, so
         /// a restart (a `stop` and `start` from the reading thread's own callback) never leaves
         /// two threads reading.
@@ -114,13 +118,16 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             return (state.run, state.finished)
         }
         guard let started else { return }
-        let thread = Thread { [self] in
-            run(handler, number: started.number)
-            started.finished.signal()
+        // Made and recorded under the lock; the thread passes the lock before it reads, so a stop
+        // from its own handler always finds it recorded.
+        state.withLock { state in
+            let thread = WorkerThread(name: "gpslocation.replay") { [self] in
+                self.state.withLock { _ in }
+                run(handler, number: started.number)
+                started.finished.signal()
+            }
+            if state.run == started.number { state.thread = thread }
         }
-        thread.name = "gpslocation.replay"
-        state.withLock { if $0.run == started.number { $0.thread = thread } }
-        thread.start()
     }
 
     /// Stops reading; returns once the reading thread has handed over its last fix.
@@ -133,7 +140,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             return (state.running && state.thread != nil, state.thread, state.finished)
         }
         let deliverer = state.withLock { $0.deliverer }
-        if wasRunning && Thread.current != thread && Thread.current != deliverer {
+        if wasRunning && thread?.isCurrent != true && deliverer?.isCurrent != true {
             finished.wait()
             finished.signal()
         }
@@ -201,10 +208,13 @@ public final class NMEAReplaySource: LocationSource, Sendable {
         // two instead of their sum. Paced, the handler runs here, each fix at its time.
         let handoff = speed == nil ? Handoff(handler: handler, isRunning: isRunning) : nil
         if let handoff {
-            let deliverer = Thread { handoff.deliver() }
-            deliverer.name = "gpslocation.replay.deliver"
-            state.withLock { if $0.run == number { $0.deliverer = deliverer } }
-            deliverer.start()
+            state.withLock { state in
+                let deliverer = WorkerThread(name: "gpslocation.replay.deliver") { [self] in
+                    self.state.withLock { _ in }
+                    handoff.deliver()
+                }
+                if state.run == number { state.deliverer = deliverer }
+            }
         }
         defer { handoff?.finish() }
         var batch: [LocationSourceEvent] = []
@@ -294,7 +304,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
 /// delivered late).
 private final class Handoff: @unchecked Sendable {
     // @unchecked Sendable: `waiting`, `closed` and `done` are guarded by `condition`.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var waiting: [[LocationSourceEvent]] = []
     private var closed = false
     private var done = false
@@ -342,5 +352,39 @@ private final class Handoff: @unchecked Sendable {
             condition.unlock()
             for event in events where isRunning() { handler(event) }
         }
+    }
+}
+
+/// Finds a heading in a recording without replaying it, by the replay's own parser: a heading
+/// the replay would deliver (a valid `HDT`, `THS` or `HDG` sentence with a value) is what counts.
+enum HeadingScan {
+    /// The most of a recording read (a heading-reporting receiver sends one every cycle, so a
+    /// recording that has none in its first 16 MB has none worth waiting for).
+    static let limit = 16 << 20
+
+    /// Whether the recording at `path` holds a heading; nil when it cannot be read.
+    static func file(_ path: String) -> Bool? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var decoder = NMEADecoder()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var found = false
+        var total = 0
+        while !found, total < limit {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if count == 0 { break }
+            total += count
+            buffer.withUnsafeBufferPointer { bytes in
+                decoder.feed(
+                    UnsafeBufferPointer(rebasing: bytes[..<count]),
+                    heading: { if $0.trueHeading != nil || $0.magneticHeading != nil { found = true } }, { _ in })
+            }
+        }
+        return found
     }
 }

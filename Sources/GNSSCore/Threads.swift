@@ -1,0 +1,92 @@
+import FoundationEssentials
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A thread of the package's own (`Foundation.Thread` without Foundation): a detached pthread
+/// that runs `body` once. Compare with `isCurrent` to know whether code runs on it.
+package struct WorkerThread: @unchecked Sendable {
+    // @unchecked Sendable: a pthread_t is an identifier, compared with pthread_equal.
+    private let thread: pthread_t
+
+    /// Starts `body` on a new thread. (Unnamed: Glibc's Swift module does not export
+    /// `pthread_setname_np`; `name` says what it is in the code.)
+    package init(name: String, _ body: @escaping @Sendable () -> Void) {
+        final class Box: @unchecked Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var created = pthread_t()
+        let result = pthread_create(
+            &created, &attributes,
+            { raw in
+                let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                box.body()
+                return nil
+            }, box)
+        pthread_attr_destroy(&attributes)
+        precondition(result == 0, "cannot start a thread: \(String(cString: strerror(result)))")
+        thread = created
+    }
+
+    /// True when called on this thread.
+    package var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+
+    /// True on the process's main thread (`Thread.isMainThread`): its thread id is the process
+    /// id (`/proc/thread-self` names "PID/task/TID"; Glibc's Swift module has no `gettid`).
+    package static var isMainThread: Bool {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+        guard count > 0 else { return false }
+        let text = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let parts = text.split(separator: "/")
+        return parts.count == 3 && parts[0] == parts[2]
+    }
+}
+
+/// A lock with a condition (`NSCondition` without Foundation): a pthread mutex and condition
+/// variable, which Thread Sanitizer understands.
+package final class ConditionLock: @unchecked Sendable {
+    // @unchecked Sendable: the mutex and condition are the synchronisation itself.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    package init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        condition.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
+    /// Waits (the lock held) until signalled.
+    package func wait() { pthread_cond_wait(condition, mutex) }
+    /// Waits (the lock held) until signalled or `deadline` (wall clock) passes; false on timeout.
+    package func wait(until deadline: Date) -> Bool {
+        let seconds = deadline.timeIntervalSince1970
+        guard seconds.isFinite else {
+            wait()
+            return true
+        }
+        let whole = seconds.rounded(.down)
+        var time = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+        return pthread_cond_timedwait(condition, mutex, &time) != ETIMEDOUT
+    }
+    package func signal() { pthread_cond_signal(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
+}
