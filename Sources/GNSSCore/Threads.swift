@@ -12,7 +12,7 @@ package struct WorkerThread: @unchecked Sendable {
 
     /// Starts `body` on a new thread. (Unnamed: Glibc's Swift module does not export
     /// `pthread_setname_np`; `name` says what it is in the code.)
-    package init(name: String, _ body: @escaping @Sendable () -> Void) {
+    package init(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         final class Box: @unchecked Sendable {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -21,6 +21,7 @@ package struct WorkerThread: @unchecked Sendable {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        if let stackSize { pthread_attr_setstacksize(&attributes, stackSize) }
         var created = pthread_t()
         let result = pthread_create(
             &created, &attributes,
@@ -40,6 +41,16 @@ package struct WorkerThread: @unchecked Sendable {
     /// True on the process's main thread (`Thread.isMainThread`): its thread id is the process
     /// id (`/proc/thread-self` names "PID/task/TID"; Glibc's Swift module has no `gettid`).
     package static var isMainThread: Bool {
+        if let main = mainThread.withLock({ $0 }) { return pthread_equal(main, pthread_self()) != 0 }
+        guard askKernelIsMain() else { return false }
+        mainThread.withLock { $0 = pthread_self() }
+        return true
+    }
+
+    /// The main thread, once it has been seen: later answers compare without a system call.
+    private static let mainThread = Locked<pthread_t?>(nil)
+
+    private static func askKernelIsMain() -> Bool {
         var buffer = [CChar](repeating: 0, count: 64)
         let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
         guard count > 0 else { return false }
@@ -90,3 +101,29 @@ package final class ConditionLock: @unchecked Sendable {
     package func signal() { pthread_cond_signal(condition) }
     package func broadcast() { pthread_cond_broadcast(condition) }
 }
+
+/// A lock its holder may take again (`NSRecursiveLock` without Foundation): a recursive pthread
+/// mutex.
+package final class RecursiveLock: @unchecked Sendable {
+    // @unchecked Sendable: the mutex is the synchronisation itself.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    package init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
+}
+

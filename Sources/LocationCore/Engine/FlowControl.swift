@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import GNSSCore
 import Synchronization
 
@@ -20,7 +21,7 @@ extension EngineRunner {
 /// waits for calls `changed()`; each waiter checks its own condition again. The condition's lock
 /// is never taken while a state lock is held, so the two cannot deadlock.
 package enum FlowControl {
-    private static let condition = NSCondition()
+    private static let condition = ConditionLock()
     /// Threads inside `wait`. `changed()` takes the condition only when there are any: a waiter
     /// counts itself (holding the condition) before it checks `ready()`, and a changer changes
     /// its state before it reads the count, so either the waiter sees the change or the changer

@@ -1,3 +1,6 @@
+import FoundationEssentials
+import Dispatch
+import Glibc
 import GNSSCore
 
 /// Starts and stops an `EngineRunner`'s source in the order the engine decided.

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import GNSSCore
 import Synchronization
 
@@ -98,9 +99,11 @@ package final class EngineRunner: Sendable {
     }()
     /// True on the main thread or in a job of the main queue (the main actor's executor, which
     /// a test harness may drain on another thread).
-    static var onMainQueue: Bool { Thread.isMainThread || DispatchQueue.getSpecific(key: mainQueueKey) == true }
+    package static var onMainQueue: Bool {
+        DispatchQueue.getSpecific(key: mainQueueKey) == true || WorkerThread.isMainThread
+    }
     /// Serializes inline delivery (no queue); recursive, so an adapter's callback may stop.
-    let delivering = NSRecursiveLock()
+    let delivering = RecursiveLock()
 
     /// - Parameters:
     ///   - fuzzer: reduced accuracy's fuzzer (`LocationAuthorizer.makeFuzzer`; default: this
@@ -136,14 +139,14 @@ package final class EngineRunner: Sendable {
     deinit {
         timers.cancelAll()
         clock.cancelAll(ObjectIdentifier(self))
-        if case .runLoop(let target) = state.withLock({ $0.delivery }) { target.release() }
+        if case .performer(let target) = state.withLock({ $0.delivery }) { target.release() }
         if sourceControl.isRunning { source.stop() }
     }
 
     // MARK: Settings
 
     /// Reads or changes the engine under the lock (configuration, state queries).
-    func withEngine<Result>(_ body: (inout LocationEngine) -> Result) -> Result {
+    package func withEngine<Result>(_ body: (inout LocationEngine) -> Result) -> Result {
         state.withLock { body(&$0.engine) }
     }
 
@@ -158,7 +161,7 @@ package final class EngineRunner: Sendable {
             switch state.withLock({ $0.delivery }) {
             case .main: DispatchQueue.main
             case .queue(let queue): queue
-            case .inline, .runLoop: nil
+            case .inline, .performer: nil
             }
         }
         set { delivery = .on(newValue) }
@@ -171,7 +174,7 @@ package final class EngineRunner: Sendable {
             switch newValue {
             case .queue(let queue): queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
             case .main: _ = Self.mainQueueKey
-            case .inline, .runLoop: break
+            case .inline, .performer: break
             }
             state.withLock { $0.delivery = newValue }
         }
@@ -180,7 +183,7 @@ package final class EngineRunner: Sendable {
     /// Told (on the clock's timer thread, not the delivery target) when outputs have waited
     /// `stallWarning` seconds for a main queue or run loop that does not run: the program's
     /// thread is blocked, and nothing reaches the app until it runs its loop. Once per runner.
-    var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
+    package var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
         get { state.withLock { $0.stallHandler } }
         set { state.withLock { $0.stallHandler = newValue } }
     }
@@ -214,7 +217,7 @@ package final class EngineRunner: Sendable {
     package var isRunning: Bool { state.withLock { $0.engine.isRunning } }
 
     /// Changes with every `stop()`.
-    var generation: Int { state.withLock { $0.generation } }
+    package var generation: Int { state.withLock { $0.generation } }
 
     /// True when called on the delivery target's thread: inside this runner's queue, on the main
     /// thread for the main queue, on the run loop's thread for a run loop. Waiting for delivery
@@ -224,9 +227,9 @@ package final class EngineRunner: Sendable {
         case .inline: false
         // The main queue runs on the main thread (`RunLoop.main`) or, after `dispatchMain()`, on
         // a worker that serves it; its queue-specific value answers for both.
-        case .main: DispatchQueue.getSpecific(key: Self.mainQueueKey) == true || Thread.isMainThread
+        case .main: DispatchQueue.getSpecific(key: Self.mainQueueKey) == true || WorkerThread.isMainThread
         case .queue: DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
-        case .runLoop(let target): target.isCurrent
+        case .performer(let target): target.isCurrent
         }
     }
 
@@ -324,7 +327,7 @@ package final class EngineRunner: Sendable {
         case .inline: flush()
         case .main: DispatchQueue.main.sync {}
         case .queue(let queue): queue.sync {}
-        case .runLoop(let target):
+        case .performer(let target):
             let done = DispatchSemaphore(value: 0)
             target.perform { done.signal() }
             done.wait()

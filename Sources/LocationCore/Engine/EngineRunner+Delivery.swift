@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import GNSSCore
 
 // The runner's delivery: outputs queued in order and handed to the adapter in batches, on its
@@ -7,7 +8,7 @@ import GNSSCore
 // `EngineRunner`, in a file of its own.
 extension EngineRunner {
     /// Queues an output of the adapter's own, in order with the engine's.
-    func enqueue(_ output: Output) {
+    package func enqueue(_ output: Output) {
         state.withLock { Self.append(output, to: &$0) }
         scheduleDrain()
     }
@@ -67,7 +68,7 @@ extension EngineRunner {
         switch delivery {
         case .main: DispatchQueue.main.async { [weak self] in self?.drain() }
         case .queue(let queue): queue.async { [weak self] in self?.drain() }
-        case .runLoop(let target): target.perform { [weak self] in self?.drain() }
+        case .performer(let target): target.perform { [weak self] in self?.drain() }
         case .inline: drain()
         }
     }

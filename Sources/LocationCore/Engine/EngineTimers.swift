@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import GNSSCore
 
 /// The timers behind `LocationEngine`'s `arm`/`cancel` actions, for the drivers
@@ -192,10 +193,7 @@ final class TimerThread: Sendable {
     }
 
     private func launch() {
-        let thread = Thread { [self] in run() }
-        thread.name = "gpslocation.timers"
-        thread.stackSize = 512 * 1024
-        thread.start()
+        _ = WorkerThread(name: "gpslocation.timers", stackSize: 512 * 1024) { [self] in run() }
     }
 
     private func run() {
