@@ -49,7 +49,7 @@ let package = Package(
         .target(
             name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],
             swiftSettings: strictSettings),
-        .target(name: "GPSLocCLI", dependencies: ["GPSLocation", "GPSDProcesses"], swiftSettings: strictSettings),
+        .target(name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183"], swiftSettings: strictSettings),
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .target(name: "CBrokerSupport"),
         .target(

@@ -31,3 +31,16 @@ extension StringProtocol {
         return String(self[first...last])
     }
 }
+
+/// `text` right-aligned in `width` characters (`%5d`, `%12.8f`): spaces before it, nothing cut.
+package func padLeft(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+}
+
+extension String {
+    /// Left-aligned in `width` characters (`padding(toLength:withPad: " ", startingAt: 0)`): spaces
+    /// after it, or cut to `width`.
+    package func paddedRight(to width: Int) -> String {
+        count >= width ? String(prefix(width)) : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -126,4 +126,3 @@ package final class RecursiveLock: @unchecked Sendable {
     package func lock() { pthread_mutex_lock(mutex) }
     package func unlock() { pthread_mutex_unlock(mutex) }
 }
-

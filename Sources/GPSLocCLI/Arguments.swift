@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// A usage mistake: gpsloc prints it with the command's help and exits 2.
 public struct UsageError: Error, Equatable, CustomStringConvertible {
@@ -87,7 +91,7 @@ public struct Arguments: Equatable {
     }
 
     static func plain(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%g", value)
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(significantDecimal(value))"
     }
 
     /// A number in [minimum, maximum]; a value outside (or not a number) is a usage error that

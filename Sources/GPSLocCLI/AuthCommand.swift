@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 enum AuthCommand {
     static let help = """

@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// `gpsloc auth` and `gpsloc agent` where gpslocd is in force: requests to it over its socket,
 /// answered for the caller's own uid (root: any, with --uid). The decisions live in gpslocd's

@@ -1,4 +1,8 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
 
 // zsh and fish completion scripts, built like the bash one from the commands' --help texts.
 extension ManualCommand {

@@ -1,6 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// `gpsloc doctor`: what is wrong with this machine's GPS setup, one line a check, each with
 /// the command that fixes it. A first version: gpsd, its reachability and devices, receivers,
@@ -35,7 +38,7 @@ enum DoctorCommand {
                 return
             }
             // Device paths, driver names and messages come from gpsd: made terminal-safe.
-            print("\(level.padding(toLength: 5, withPad: " ", startingAt: 0)) \(terminalSafe(message))")
+            print("\(level.paddedRight(to: 5)) \(terminalSafe(message))")
         }
 
         // Which mode apps are in: through gpslocd (it alone reads gpsd) or reading gpsd directly.
@@ -106,7 +109,7 @@ enum DoctorCommand {
             } else if !devices.isEmpty {
                 report(
                     "warn",
-                    String(format: "no position report within %.1f s (two of the receiver's cycles) — ", waited)
+                    "no position report within \(fixedDecimal(waited, decimals: 1)) s (two of the receiver's cycles) — "
                         + "the receiver may be starting; check `gpspipe -w -n 10`")
             }
         }
@@ -159,7 +162,7 @@ enum DoctorCommand {
         }
         if let defaults = try? String(contentsOfFile: "/etc/default/gpsd", encoding: .utf8),
             !defaults.split(separator: "\n").contains(where: {
-                $0.replacingOccurrences(of: " ", with: "").hasPrefix("USBAUTO=\"true\"")
+                $0.replacing(" ", with: "").hasPrefix("USBAUTO=\"true\"")
             })
         {
             report(

@@ -1,6 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 import Synchronization
 
 /// Options shared by `watch` and `replay`: they become the engine's configuration.
@@ -105,7 +108,7 @@ struct PipelineOptions {
         guard let equals = text.lastIndex(of: "=") else { throw UsageError(usage) }
         let identifier = String(text[..<equals])
         let numbers = text[text.index(after: equals)...].split(separator: ",", omittingEmptySubsequences: false)
-            .map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            .map { Double($0.trimmingWhitespace()) }
         guard !identifier.isEmpty, identifier.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }),
             numbers.count == 3, let latitude = numbers[0], let longitude = numbers[1], let radius = numbers[2]
         else { throw UsageError(usage) }

@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// The `gpsloc` command line: dispatch, usage errors (exit 2), runtime failures (exit 1).
 public enum GPSLoc {

@@ -1,4 +1,8 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
 
 /// Help texts within a terminal's 80 columns (and the man page's 73, inside its indent): a line
 /// too long is broken at spaces, its continuation aligned with the line's description column
@@ -71,7 +75,7 @@ enum HelpText {
         let words = String(characters.dropFirst(column)).split(separator: " ").map(String.init)
         let pad = String(repeating: " ", count: column)
         for word in words {
-            if current.count + 1 + word.count > width && current.trimmingCharacters(in: .whitespaces).count > 0 {
+            if current.count + 1 + word.count > width && current.trimmingWhitespace().count > 0 {
                 lines.append(current)
                 current = pad + word
             } else {

@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// `gpsloc last`: the last location an app received (the per-user last-location cache), as
 /// the app itself would see it: nothing unless it is authorized now, and with reduced accuracy
@@ -105,12 +109,10 @@ enum LastCommand {
         } else {
             let accuracy =
                 location.horizontalAccuracy < CLLocationDistanceMax
-                ? String(format: "±%.0f m", location.horizontalAccuracy) : "accuracy unknown"
+                ? "±\(fixedDecimal(location.horizontalAccuracy, decimals: 0)) m" : "accuracy unknown"
             print(
-                String(
-                    format: "%@: %.6f, %.6f %@%@ at %@ (%@ old)", app, location.coordinate.latitude,
-                    location.coordinate.longitude, accuracy, location.gnss?.reduced == true ? " (approximate)" : "",
-                    iso8601Milliseconds(location.timestamp), describe(age: age)))
+                "\(app): \(fixedDecimal(location.coordinate.latitude, decimals: 6)), \(fixedDecimal(location.coordinate.longitude, decimals: 6)) \(accuracy)\(location.gnss?.reduced == true ? " (approximate)" : "") at \(iso8601Milliseconds(location.timestamp)) (\(describe(age: age)) old)"
+            )
         }
         return 0
     }

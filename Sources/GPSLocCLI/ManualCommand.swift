@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// `gpsloc manpage` (roff for gpsloc(1)) and `gpsloc completion bash`, both built from the
 /// same help texts `--help` prints, so the installed page and completion cannot drift from
@@ -187,7 +191,7 @@ enum ManualCommand {
     static func usageLines(_ help: String) -> [String] {
         var lines: [String] = []
         for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
-            let text = line.trimmingCharacters(in: .whitespaces)
+            let text = line.trimmingWhitespace()
             if text.hasPrefix("usage: ") {
                 lines.append(String(text.dropFirst(7)))
             } else if !lines.isEmpty && text.hasPrefix("gpsloc ") {
@@ -210,7 +214,7 @@ enum ManualCommand {
 
     /// roff escaping: backslashes, hyphens of options, and lines starting with . or '.
     private static func escape(_ line: String) -> String {
-        var text = line.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
+        var text = line.replacing("\\", with: "\\e").replacing("-", with: "\\-")
         if text.hasPrefix(".") || text.hasPrefix("'") { text = "\\&" + text }
         return text
     }

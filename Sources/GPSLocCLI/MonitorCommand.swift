@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// `gpsloc monitor`: the conditions a named `CLMonitor` of an app keeps between runs
 /// (`MonitorStore`), listed, added and removed without writing code.
@@ -47,9 +51,7 @@ enum MonitorCommand {
                         } else {
                             print(
                                 "\(terminalSafe(name))  \(terminalSafe(condition.fence.identifier))  "
-                                    + String(
-                                        format: "%.7f %.7f r %.0f m", condition.fence.latitude,
-                                        condition.fence.longitude, condition.fence.radius)
+                                    + "\(fixedDecimal(condition.fence.latitude, decimals: 7)) \(fixedDecimal(condition.fence.longitude, decimals: 7)) r \(fixedDecimal(condition.fence.radius, decimals: 0)) m"
                                     + "  \(condition.presence.rawValue)")
                         }
                     }
@@ -66,7 +68,7 @@ enum MonitorCommand {
                     do {
                         fences.append(try PipelineOptions.region(text))
                     } catch {
-                        throw UsageError(error.message.replacingOccurrences(of: "--region", with: "each circle"))
+                        throw UsageError(error.message.replacing("--region", with: "each circle"))
                     }
                 }
                 // By identifier (a later circle replaces an earlier one of the same name): linear in
@@ -111,12 +113,22 @@ enum MonitorCommand {
     }
 
     private static func jsonLine(app: String, monitor: String, _ condition: RegionKeeper.Kept) -> String {
-        let object: [String: Any] = [
-            "type": "condition", "app": app, "monitor": monitor, "identifier": condition.fence.identifier,
-            "latitude": condition.fence.latitude, "longitude": condition.fence.longitude,
-            "radius": condition.fence.radius, "state": condition.presence.rawValue,
-        ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        struct Line: Encodable {
+            var type = "condition"
+            var app: String
+            var monitor: String
+            var identifier: String
+            var latitude: Double
+            var longitude: Double
+            var radius: Double
+            var state: String
+        }
+        let line = Line(
+            app: app, monitor: monitor, identifier: condition.fence.identifier, latitude: condition.fence.latitude,
+            longitude: condition.fence.longitude, radius: condition.fence.radius, state: condition.presence.rawValue)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(line)) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
 }

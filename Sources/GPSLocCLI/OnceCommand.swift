@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// `gpsloc watch --once`: the engine's one-shot (`requestLocation()`'s rule: the first location
 /// meeting `--desired-accuracy`, else the best of the last receiver cycle at the timeout),

@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// Where a command's updates go: NDJSON lines, or a human view on a terminal.
 ///
@@ -180,10 +184,11 @@ final class TextSink: UpdateSink, Sendable {
         let tier = location.gnss.map { Self.shortTier($0.accuracyClass) } ?? "?"
         let altitude = location.verticalAccuracy > 0 ? "alt " + units.length(location.altitude) : "alt —"
         let speed = location.speed >= 0 ? units.speed(location.speed, brief: true) : "—"
-        let course = location.course >= 0 ? String(format: "%.0f°", location.course) : "—°"
+        let course = location.course >= 0 ? "\(fixedDecimal(location.course, decimals: 0))°" : "—°"
         let mode = location.gnss?.fixMode.description ?? ""
         let reduced = location.gnss?.reduced == true ? "  REDUCED" : ""
-        let coordinates = String(format: "%.7f %.7f", location.coordinate.latitude, location.coordinate.longitude)
+        let coordinates =
+            "\(fixedDecimal(location.coordinate.latitude, decimals: 7)) \(fixedDecimal(location.coordinate.longitude, decimals: 7))"
         stream.write(
             (header ?? "")
                 + "\(time)  \(coordinates)  \(horizontal) [\(tier)]  \(altitude)  \(speed) \(course) \(mode)\(reduced)\n"
@@ -231,7 +236,8 @@ final class TextSink: UpdateSink, Sendable {
         let departure = visit.departure.map { "left \(iso8601Milliseconds($0))" } ?? "still there"
         stream.write(
             "visit: arrived \(iso8601Milliseconds(visit.arrival)), \(departure), "
-                + String(format: "%.7f %.7f ±%.0f m\n", visit.latitude, visit.longitude, visit.horizontalAccuracy))
+                + "\(fixedDecimal(visit.latitude, decimals: 7)) \(fixedDecimal(visit.longitude, decimals: 7)) ±\(fixedDecimal(visit.horizontalAccuracy, decimals: 0)) m\n"
+        )
     }
     func finish() { stream.flush() }
 }

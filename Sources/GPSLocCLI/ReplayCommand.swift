@@ -1,6 +1,10 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
 import GPSDProcesses
-import GPSLocation
+import Glibc
+import LocationCore
 
 enum ReplayCommand {
     static let help = """
@@ -216,7 +220,7 @@ final class ProgressBar: Sendable {
         let filled = Int(fraction * Double(width))
         let line =
             "\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
-            + String(format: "%3.0f%% %.1f/%.1f MB", fraction * 100, Double(read) / 1e6, Double(total) / 1e6)
+            + "\(padLeft(fixedDecimal(fraction * 100, decimals: 0), 3))% \(fixedDecimal(Double(read) / 1e6, decimals: 1))/\(fixedDecimal(Double(total) / 1e6, decimals: 1)) MB"
         standardError(line)
     }
 

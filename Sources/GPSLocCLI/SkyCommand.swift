@@ -1,6 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import GNSSCore
-import GPSLocation
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// `gpsloc sky`: the satellites gpsd sees right now.
 enum SkyCommand {
@@ -70,16 +73,17 @@ enum SkyCommand {
         var lines = ["  PRN  GNSS       Elev   Azim   SNR  Used"]
         for satellite in sky.satellites {
             let number = { (value: Double?, width: Int) in
-                value.map { String(format: "%\(width).0f", $0) } ?? String(repeating: " ", count: width - 1) + "-"
+                value.map { padLeft(fixedDecimal($0, decimals: 0), width) } ?? String(repeating: " ", count: width - 1)
+                    + "-"
             }
             lines.append(
                 // Padded in Swift: Foundation on Linux ignores a width on %@ (the columns slid).
-                String(format: "%5d  ", satellite.prn)
-                    + satellite.constellation.description.padding(toLength: 9, withPad: " ", startingAt: 0)
+                "\(padLeft(String(satellite.prn), 5))  "
+                    + satellite.constellation.description.paddedRight(to: 9)
                     + "  \(number(satellite.elevation, 4))   \(number(satellite.azimuth, 4))  \(number(satellite.signalToNoise, 4))  \(satellite.used ? " yes" : "  no")"
             )
         }
-        let dop = { (value: Double?) in value.map { String(format: "%.2f", $0) } ?? "-" }
+        let dop = { (value: Double?) in value.map { "\(fixedDecimal($0, decimals: 2))" } ?? "-" }
         lines.append(
             "\(sky.satellitesUsed) used of \(sky.satellitesVisible) seen; HDOP \(dop(sky.dilution.horizontal)), VDOP \(dop(sky.dilution.vertical)), PDOP \(dop(sky.dilution.position))"
         )

@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// A table that refreshes in place on a terminal (like gpsd's cgps, but showing what an app
 /// receives). At most 78 columns, so it fits an 80-column terminal; redrawn on every update
@@ -111,9 +115,10 @@ final class TableSink: UpdateSink, Sendable {
 
     /// `123.4° true, 124.4° magnetic` (a part the receiver cannot give: `—`).
     static func describe(_ heading: HeadingValue) -> String {
-        let trueText = heading.trueHeading >= 0 ? String(format: "%.1f° true", heading.trueHeading) : "— true"
+        let trueText = heading.trueHeading >= 0 ? "\(fixedDecimal(heading.trueHeading, decimals: 1))° true" : "— true"
         let magnetic =
-            heading.magneticHeading >= 0 ? String(format: "%.1f° magnetic", heading.magneticHeading) : "— magnetic"
+            heading.magneticHeading >= 0
+            ? "\(fixedDecimal(heading.magneticHeading, decimals: 1))° magnetic" : "— magnetic"
         return "\(trueText), \(magnetic)"
     }
 
@@ -162,8 +167,10 @@ final class TableSink: UpdateSink, Sendable {
                 let gnss = location.gnss
                 let age = Date().timeIntervalSince(location.timestamp)
                 lines.append(row("Time", "\(iso8601Milliseconds(location.timestamp))  (age \(Self.age(age)))"))
-                lines.append(row("Latitude", String(format: "%12.8f°", location.coordinate.latitude)))
-                lines.append(row("Longitude", String(format: "%12.8f°", location.coordinate.longitude)))
+                lines.append(
+                    row("Latitude", "\(padLeft(fixedDecimal(location.coordinate.latitude, decimals: 8), 12))°"))
+                lines.append(
+                    row("Longitude", "\(padLeft(fixedDecimal(location.coordinate.longitude, decimals: 8), 12))°"))
                 lines.append(
                     row(
                         "Altitude",
@@ -179,7 +186,8 @@ final class TableSink: UpdateSink, Sendable {
                         "Vertical",
                         location.verticalAccuracy > 0 ? "±" + units.length(location.verticalAccuracy) : "—"))
                 lines.append(row("Speed", location.speed >= 0 ? units.speed(location.speed) : "—"))
-                lines.append(row("Course", location.course >= 0 ? String(format: "%.1f°", location.course) : "—"))
+                lines.append(
+                    row("Course", location.course >= 0 ? "\(fixedDecimal(location.course, decimals: 1))°" : "—"))
                 if let heading = table.heading { lines.append(row("Heading", Self.describe(heading))) }
                 let fix =
                     table.noFix
@@ -218,7 +226,7 @@ final class TableSink: UpdateSink, Sendable {
 
     /// Every value is made terminal-safe: device paths, driver names and messages come from gpsd.
     private func row(_ label: String, _ value: String) -> String {
-        Self.fit(label.padding(toLength: 14, withPad: " ", startingAt: 0) + terminalSafe(value))
+        Self.fit(label.paddedRight(to: 14) + terminalSafe(value))
     }
 
     /// `text` in lines of at most `width` characters, broken at spaces.
@@ -243,10 +251,10 @@ final class TableSink: UpdateSink, Sendable {
     private static func fit(_ text: String) -> String { text.count <= 78 ? text : String(text.prefix(77)) + "…" }
 
     private static func age(_ seconds: Double) -> String {
-        if seconds < 0 { return String(format: "%.1f s in the future: check this machine's clock", -seconds) }
-        if seconds < 120 { return String(format: "%.1f s", seconds) }
-        if seconds < 7200 { return String(format: "%.0f min", seconds / 60) }
-        return String(format: "%.1f days", seconds / 86_400)
+        if seconds < 0 { return "\(fixedDecimal(-seconds, decimals: 1)) s in the future: check this machine's clock" }
+        if seconds < 120 { return "\(fixedDecimal(seconds, decimals: 1)) s" }
+        if seconds < 7200 { return "\(fixedDecimal(seconds / 60, decimals: 0)) min" }
+        return "\(fixedDecimal(seconds / 86_400, decimals: 1)) days"
     }
 
     private func write(_ text: String) { output(text) }

@@ -1,4 +1,8 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
 
 /// The units the table and the text lines show (`--units`, else `GPSD_UNITS`, as cgps reads it;
 /// default metric). NDJSON and GPX are always SI: metres and metres per second.
@@ -21,7 +25,8 @@ enum Units: String, CaseIterable, Sendable {
     /// A length: metres, or feet (imperial and nautical, as cgps shows altitudes).
     func length(_ metres: Double, decimals: Int = 1) -> String {
         self == .metric
-            ? String(format: "%.\(decimals)f m", metres) : String(format: "%.\(decimals)f ft", metres / 0.3048)
+            ? "\(fixedDecimal(metres, decimals: decimals)) m"
+            : "\(fixedDecimal(metres / 0.3048, decimals: decimals)) ft"
     }
 
     /// A speed: m/s with km/h, miles per hour, or knots.
@@ -29,10 +34,10 @@ enum Units: String, CaseIterable, Sendable {
         switch self {
         case .metric:
             brief
-                ? String(format: "%.1f m/s", metresPerSecond)
-                : String(format: "%.2f m/s (%.1f km/h)", metresPerSecond, metresPerSecond * 3.6)
-        case .imperial: String(format: "%.1f mph", metresPerSecond * 3600 / 1609.344)
-        case .nautical: String(format: "%.1f kn", metresPerSecond * 3600 / 1852)
+                ? "\(fixedDecimal(metresPerSecond, decimals: 1)) m/s"
+                : "\(fixedDecimal(metresPerSecond, decimals: 2)) m/s (\(fixedDecimal(metresPerSecond * 3.6, decimals: 1)) km/h)"
+        case .imperial: "\(fixedDecimal(metresPerSecond * 3600 / 1609.344, decimals: 1)) mph"
+        case .nautical: "\(fixedDecimal(metresPerSecond * 3600 / 1852, decimals: 1)) kn"
         }
     }
 }

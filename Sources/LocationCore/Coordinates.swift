@@ -104,3 +104,6 @@ public enum CLActivityType: Int, Sendable {
     /// Flying: never paused automatically.
     case airborne = 5
 }
+
+/// Apple's `kCLHeadingFilterNone`: every heading change.
+public let kCLHeadingFilterNone: CLLocationDegrees = -1

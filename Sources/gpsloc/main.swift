@@ -1,4 +1,4 @@
-import Foundation
 import GPSLocCLI
+import Glibc
 
 exit(GPSLoc.main(Array(CommandLine.arguments.dropFirst())))

@@ -85,6 +85,7 @@ struct ArchitectureTests {
         "the lower layers and gpslocd import FoundationEssentials, never Foundation",
         arguments: [
             "GNSSCore", "NMEA0183", "GPSDClient", "GPSDProcesses", "LocationCore", "GPSLocationBroker", "gpslocd",
+            "GPSLocCLI", "gpsloc",
         ])
     func lowerLayersAreEssentials(_ module: String) throws {
         let folder = Paths.packageRoot.appendingPathComponent("Sources/\(module)")
@@ -101,11 +102,12 @@ struct ArchitectureTests {
         }
     }
 
-    /// What the loader maps for gpslocd as built: no Foundation, no FoundationInternationalization,
-    /// no ICU (the dynamic debug build shows each library by name; the installed one is static).
-    @Test("gpslocd as built links no Foundation and no ICU")
-    func gpslocdLinksNoFoundation() async throws {
-        let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/gpslocd").path
+    /// What the loader maps for gpsloc and gpslocd as built: no Foundation, no
+    /// FoundationInternationalization, no ICU (the dynamic debug build shows each library by
+    /// name; the installed ones are static).
+    @Test("gpsloc and gpslocd as built link no Foundation and no ICU", arguments: ["gpsloc", "gpslocd"])
+    func binariesLinkNoFoundation(_ program: String) async throws {
+        let daemon = Paths.packageRoot.appendingPathComponent(".build/debug/\(program)").path
         let run = try await runProgram("/usr/bin/ldd", [daemon])
         #expect(run.status == 0, "\(run.stdout)")
         #expect(run.stdout.contains("libFoundationEssentials"), "\(run.stdout)")

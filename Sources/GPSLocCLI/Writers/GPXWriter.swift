@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// Records locations as a GPX 1.1 track that is a complete, valid document after every point —
 /// a reader can open it at any moment, even after the process was killed mid-track.
@@ -80,9 +84,9 @@ public final class GPXWriter {
             pointsInSegment = 0
         }
         pointsInSegment += 1
-        point += String(
-            format: "   <trkpt lat=\"%.9f\" lon=\"%.9f\">", location.coordinate.latitude, location.coordinate.longitude)
-        if location.verticalAccuracy > 0 { point += String(format: "<ele>%.3f</ele>", location.altitude) }
+        point +=
+            "   <trkpt lat=\"\(fixedDecimal(location.coordinate.latitude, decimals: 9))\" lon=\"\(fixedDecimal(location.coordinate.longitude, decimals: 9))\">"
+        if location.verticalAccuracy > 0 { point += "<ele>\(fixedDecimal(location.altitude, decimals: 3))</ele>" }
         point += "<time>\(iso8601Milliseconds(location.timestamp))</time>"
         if let gnss = location.gnss { point += "<fix>\(gnss.fixMode == .threeDimensional ? "3d" : "2d")</fix>" }
         point += "</trkpt>\n"
@@ -139,7 +143,7 @@ public final class GPXWriter {
     }
 
     private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;")
+            .replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
     }
 }

@@ -1,5 +1,9 @@
-import Foundation
-import GPSLocation
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
 
 /// Writes gpsloc's NDJSON lines (see ARCHITECTURE.md and the README): one object per line,
 /// each with `"type"`; unknown values are `null` (never −1, never NaN); timestamps are UTC

@@ -5,9 +5,6 @@ import Foundation
 // asks for these, hears clearly that they are not available (an error with the reason), never
 // silence and never invented data.
 
-/// Apple's `kCLHeadingFilterNone`: every heading change.
-public let kCLHeadingFilterNone: CLLocationDegrees = -1
-
 /// Apple's device orientation, for `headingOrientation`.
 public enum CLDeviceOrientation: Int32, Sendable {
     /// Not known (the only value that matters here: a heading is the receiver's, not a screen's).

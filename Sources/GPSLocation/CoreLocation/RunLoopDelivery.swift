@@ -7,18 +7,20 @@ import LocationCore
 // delivery (`EngineRunner.Delivery`, in LocationCore), since a run loop is Foundation's.
 
 extension EngineRunner.Delivery {
-        /// A manager's delivery, by Apple's rule: the run loop of the thread that creates it.
-        /// On the main thread that is the main queue, which `dispatchMain()`, `RunLoop.main.run()`
-        /// and an `async` main all serve. On another thread whose run loop is running (the
-        /// manager is made inside a run loop callout), that run loop. Elsewhere — a dispatch
-        /// queue, a Swift concurrency thread, a thread that never runs its loop — Apple's
-        /// callbacks would never come; here `fallback`, a private serial queue, serves instead
-        /// (`usesFallback` is then true).
-        package static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (EngineRunner.Delivery, usesFallback: Bool) {
-            if WorkerThread.isMainThread { return (.main, false) }
-            if RunLoop.current.currentMode != nil { return (.performer(RunLoopTarget()), false) }
-            return (.queue(fallback()), true)
-        }
+    /// A manager's delivery, by Apple's rule: the run loop of the thread that creates it.
+    /// On the main thread that is the main queue, which `dispatchMain()`, `RunLoop.main.run()`
+    /// and an `async` main all serve. On another thread whose run loop is running (the
+    /// manager is made inside a run loop callout), that run loop. Elsewhere — a dispatch
+    /// queue, a Swift concurrency thread, a thread that never runs its loop — Apple's
+    /// callbacks would never come; here `fallback`, a private serial queue, serves instead
+    /// (`usesFallback` is then true).
+    package static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (
+        EngineRunner.Delivery, usesFallback: Bool
+    ) {
+        if WorkerThread.isMainThread { return (.main, false) }
+        if RunLoop.current.currentMode != nil { return (.performer(RunLoopTarget()), false) }
+        return (.queue(fallback()), true)
+    }
 }
 
 /// A thread's run loop, and the thread, to deliver on. @unchecked Sendable: a run loop is

@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
-import Glibc
 import GNSSCore
+import Glibc
 
 extension EngineRunner {
     /// Where a runner hands its outputs to the adapter.

@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
-import Glibc
 import GNSSCore
+import Glibc
 
 // The runner's delivery: outputs queued in order and handed to the adapter in batches, on its
 // queue, never under the engine's lock (see `EngineRunner`'s "Delivery"). Part of

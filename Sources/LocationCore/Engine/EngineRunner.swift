@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
-import Glibc
 import GNSSCore
+import Glibc
 import Synchronization
 
 /// The one driver of `LocationEngine`. `CLLocationManager`, `CLMonitor`, `CLLocationUpdate`,

@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
-import Glibc
 import GNSSCore
+import Glibc
 
 /// The timers behind `LocationEngine`'s `arm`/`cancel` actions, for the drivers
 /// (`CLLocationManager`, gpsloc). Each arming fires `fired` once; nothing wakes up while none

@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
-import Glibc
 import GNSSCore
+import Glibc
 import Synchronization
 
 extension EngineRunner {

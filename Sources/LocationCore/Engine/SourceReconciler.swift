@@ -1,7 +1,7 @@
-import FoundationEssentials
 import Dispatch
-import Glibc
+import FoundationEssentials
 import GNSSCore
+import Glibc
 
 /// Starts and stops an `EngineRunner`'s source in the order the engine decided.
 ///
