@@ -8,7 +8,11 @@
   for the same fix (matched by its time) arrived — what gpsloc adds over gpsd's own client —
   as percentiles.
 
-Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ]
+- memory: resident set (VmRSS at the end of the minute, VmHWM its peak) of each client;
+- with --installed DIR (the static, stripped programs scripts/install.sh installs): those
+  programs' `gpsloc watch --json`, and gpslocd serving a second one, measured the same way.
+
+Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ] [--installed DIR]
 """
 import argparse, json, os, subprocess, sys, tempfile, threading, time
 
@@ -16,6 +20,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("bin")
 parser.add_argument("--seconds", type=float, default=60)
 parser.add_argument("--rate", type=float, default=10)
+parser.add_argument("--installed")
 options = parser.parse_args()
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -61,6 +66,16 @@ def switches(pid):
     return total
 
 
+def memory(pid):
+    """(VmRSS, VmHWM) in MB."""
+    values = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS", "VmHWM")):
+                values[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return values.get("VmRSS", 0), values.get("VmHWM", 0)
+
+
 def reader(stream, key, arrivals, counts, name):
     for line in stream:
         now = time.monotonic()
@@ -103,9 +118,31 @@ def main():
         "GPSDConnection alone": (subprocess.Popen([os.path.join(options.bin, "gpsloc-bench"), "read", "--port", port],
                                               stdout=subprocess.PIPE, text=True), "none"),
     }
+    if options.installed:
+        installed = os.path.join(options.installed, "gpsloc")
+        clients["installed gpsloc watch --json"] = (subprocess.Popen(
+            [installed, "watch", "--json", "--port", port, "--max-age", "1e9"], env=environment,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True), "timestamp")
+        socket_path = os.path.join(work, "gpslocd.socket")
+        daemon = subprocess.Popen(
+            [os.path.join(options.installed, "gpslocd"), "--gpsd", f"127.0.0.1:{port}", "--socket", socket_path,
+             "--state", os.path.join(work, "gpslocd-state")], stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            if os.path.exists(socket_path):
+                break
+            time.sleep(0.05)
+        brokered = dict(environment, GPSLOCATION_BROKER=socket_path)
+        subprocess.run([installed, "auth", "grant", "gpsloc", "--always"], env=brokered, check=True,
+                       stdout=subprocess.DEVNULL)
+        clients["gpslocd (serving one gpsloc watch)"] = (daemon, "none")
+        clients["gpsloc watch --json through gpslocd"] = (subprocess.Popen(
+            [installed, "watch", "--json", "--max-age", "1e9"], env=brokered,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True), "timestamp")
     arrivals = {name: {} for name in clients}
     counts = {}
     for name, (process, key) in clients.items():
+        if process.stdout is None:
+            continue
         threading.Thread(target=reader, args=(process.stdout, key, arrivals[name], counts, name), daemon=True).start()
     time.sleep(5)  # start-up is not what is measured
     start = {name: cpu_seconds(p.pid) for name, (p, _) in clients.items()}
@@ -117,6 +154,7 @@ def main():
     end = {name: cpu_seconds(p.pid) for name, (p, _) in clients.items()}
     woke = {name: switches(p.pid) - woke[name] for name, (p, _) in clients.items()}
     exact = {name: precise_cpu(ran[name], runtimes(p.pid)) for name, (p, _) in clients.items()}
+    resident = {name: memory(p.pid) for name, (p, _) in clients.items()}
     for process, _ in clients.values():
         process.terminate()
     server.send_signal(2)
@@ -130,7 +168,7 @@ def main():
         print(f"{name}: CPU {cpu[name]:.4f} s ({cpu[name] / elapsed * 60:.4f} s a minute, "
               f"{'exact' if exact[name] is not None else 'in 10 ms ticks'}; ticks say {ticks[name]:.2f} s, "
               f"{cpu[name] / elapsed * 100:.3f} % of a core), {woke[name] / elapsed:.1f} context switches a second, "
-              f"{counts.get(name, 0)} lines")
+              f"{counts.get(name, 0)} lines; resident {resident[name][0]:.1f} MB (peak {resident[name][1]:.1f} MB)")
     ratio = cpu["gpsloc watch --json"] / max(cpu["gpspipe -w"], 1e-9)
     print(f"gpsloc / gpspipe CPU: {ratio:.2f}×")
     ours, theirs = arrivals["gpsloc watch --json"], arrivals["gpspipe -w"]

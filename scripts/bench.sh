@@ -135,8 +135,14 @@ for label, path in (("dynamic (.build/release)", sys.argv[1]), ("static, strippe
           f"max RSS --help {max_rss([path, '--help'])} KB, replay of the loop recording {max_rss([path, 'replay', sys.argv[3], '--fast', '--json'])} KB")
 PY
 
-echo "== live: gpsloc watch --json beside gpspipe -w on one real gpsd (a 10 Hz receiver, one minute)"
-python3 scripts/bench-live.py "$bin" --seconds 60
+echo "== live: gpsloc watch --json beside gpspipe -w on one real gpsd (a 10 Hz receiver, one minute);"
+echo "   the installed (static, stripped) gpsloc, and gpslocd serving one, measured in the same run"
+installed_dir="$(scripts/build-static.sh)"
+mkdir -p "$out/installed"
+strip -o "$out/installed/gpsloc" "$installed_dir/gpsloc"
+strip -o "$out/installed/gpslocd" "$installed_dir/gpslocd"
+ls -l "$out/installed" | awk 'NR > 1 { printf "installed %s: %.1f MB on disk\n", $9, $5 / 1e6 }'
+python3 scripts/bench-live.py "$bin" --seconds 60 --installed "$out/installed"
 
 echo "== geofences: 10,000 monitored circles, one hour of a 10 Hz drive (grid index against the naive loop)"
 "$bin/gpsloc-bench" regions 10000
