@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "GNSSCore", swiftSettings: strict),
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strict),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strict),
-        .target(name: "LocationCore", dependencies: ["GNSSCore"], swiftSettings: strict),
+        .target(name: "LocationCore", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strict),
         .target(
             name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore"],
             swiftSettings: strict),
@@ -53,11 +53,14 @@ let package = Package(
         .target(
             name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],
             swiftSettings: strict),
-        .target(name: "GPSLocCLI", dependencies: ["GPSLocation", "GPSDProcesses"], swiftSettings: strict),
+        .target(
+            name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183"],
+            swiftSettings: strict),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(
             name: "GPSLocationTests",
-            dependencies: ["GPSLocation", "GPSLocationTesting", "GPSLocCLI", "TestSupport"], swiftSettings: strict),
+            dependencies: ["GPSLocation", "LocationCore", "GPSLocationTesting", "GPSLocCLI", "TestSupport"],
+            swiftSettings: strict),
     ]
 )
 MANIFEST

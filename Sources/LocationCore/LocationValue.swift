@@ -120,17 +120,29 @@ public struct GNSSDetails: Sendable, Equatable {
 /// `gpsloc` prints it, gpslocd sends it. `Codable` here is the library's storage form (the last
 /// location cache): each value under its own name, dates as seconds since 1970.
 public struct LocationValue: Sendable, Equatable {
+    /// Latitude and longitude, WGS 84.
     public var coordinate: CLLocationCoordinate2D
+    /// Metres above mean sea level; valid when `verticalAccuracy` > 0.
     public var altitude: CLLocationDistance
+    /// Metres above the WGS 84 ellipsoid; 0 without a valid altitude.
     public var ellipsoidalAltitude: CLLocationDistance
+    /// Metres, 68 %; negative: the coordinate is invalid.
     public var horizontalAccuracy: CLLocationAccuracy
+    /// Metres, 68 %; 0 or negative: no valid altitude.
     public var verticalAccuracy: CLLocationAccuracy
+    /// Degrees clockwise from true north; negative: unknown.
     public var course: CLLocationDirection
+    /// Degrees, 68 %; negative: unknown.
     public var courseAccuracy: CLLocationDirectionAccuracy
+    /// Metres per second over ground; negative: unknown.
     public var speed: CLLocationSpeed
+    /// Metres per second, 68 %; negative: unknown.
     public var speedAccuracy: CLLocationSpeedAccuracy
+    /// When the receiver made the fix (its own clock, UTC).
     public var timestamp: Date
+    /// Fix mode, quality, accuracy tier, reduction and receiver; nil for a location made by hand.
     public var gnss: GNSSDetails?
+    /// Simulated by software or produced by a receiver; nil when not known.
     public var origin: LocationOrigin?
 
     /// Every value; `ellipsoidalAltitude` (nil: the altitude's) is 0 without a valid altitude.
@@ -163,6 +175,7 @@ public struct LocationValue: Sendable, Equatable {
             timestamp: Date())
     }
 
+    /// Every value equal.
     public static func == (a: LocationValue, b: LocationValue) -> Bool {
         a.coordinate.latitude == b.coordinate.latitude && a.coordinate.longitude == b.coordinate.longitude
             && a.altitude == b.altitude && a.ellipsoidalAltitude == b.ellipsoidalAltitude
@@ -191,6 +204,7 @@ extension LocationValue: Codable {
         ]
     }
 
+    /// Each value under its own name (the last-location cache's form).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         for (key, value) in numbers { try container.encode(value, forKey: key) }
@@ -207,6 +221,7 @@ extension LocationValue: Codable {
         }
     }
 
+    /// What `encode(to:)` wrote; fails on a missing or non-finite value or an out-of-range coordinate.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
         var numbers: [Keys: Double] = [:]
