@@ -201,7 +201,7 @@ package struct EpochStage: Sendable {
 
     /// The open epoch of `time` (any receiver's) is changed by `update` (a receiver's own error
     /// estimate for it); false when no open epoch has that time.
-    package mutating func updateOpen(at time: Date?, _ update: (inout Fix) -> Void) -> Bool {
+    mutating func updateOpen(at time: Date?, _ update: (inout Fix) -> Void) -> Bool {
         guard let time else { return false }
         for index in receivers.indices {
             guard let openTime = receivers[index].openTime, Self.sameEpoch(openTime, time),
@@ -228,7 +228,7 @@ package struct EpochStage: Sendable {
     package var isEmpty: Bool { !receivers.contains { $0.open != nil } }
 
     /// Drops the open epochs (updates stopped), keeping what was learned of each cycle.
-    package mutating func dropOpen() {
+    mutating func dropOpen() {
         for index in receivers.indices {
             receivers[index].open = nil
             receivers[index].done = false
@@ -252,9 +252,9 @@ package struct EpochStage: Sendable {
 
     /// Seconds within which every report of one epoch arrives, live: gpsd sends them within the
     /// receiver's cycle (a 1 Hz receiver's whole cycle takes well under a second at 4800 baud).
-    package static let longestCycle = 1.0
+    static let longestCycle = 1.0
 
     /// Times within half a millisecond are one epoch: the reports of one epoch carry the same
     /// time, and receivers send times to the millisecond (sl869: epochs at :43.990 and :44.000).
-    package static func sameEpoch(_ a: Date, _ b: Date) -> Bool { abs(a.timeIntervalSince(b)) < 0.0005 }
+    static func sameEpoch(_ a: Date, _ b: Date) -> Bool { abs(a.timeIntervalSince(b)) < 0.0005 }
 }

@@ -15,7 +15,7 @@ extension LocationFuzzer {
     }
 
     /// The last reduced location given, as the app got it.
-    package var lastGiven: LocationValue? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
+    var lastGiven: LocationValue? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
 
     /// The reduced form of `location` at `now` (the clock the engine checks times by): the
     /// engine's gate asks here; the rule itself is `reducePoint`.
@@ -42,7 +42,7 @@ extension LocationFuzzer {
     }
 
     /// A grid point as the app gets it: every field but the point's own invalid.
-    package static func reducedLocation(_ point: ReducedPoint, source: LocationOrigin?) -> LocationValue {
+    static func reducedLocation(_ point: ReducedPoint, source: LocationOrigin?) -> LocationValue {
         let accuracy = point.accuracy
         return LocationValue(
             coordinate: CLLocationCoordinate2D(latitude: point.latitude, longitude: point.longitude), altitude: 0,

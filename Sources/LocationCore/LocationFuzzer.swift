@@ -46,9 +46,9 @@ package struct LocationFuzzer: Sendable {
     let minimumInterval: TimeInterval
     package let appID: String
     /// The fraction of a cell a position may pass its cell's edge by and stay in it.
-    package static let hysteresis = 0.1
+    static let hysteresis = 0.1
     /// `horizontalAccuracy` in cells: ≥ (0.5 + hysteresis + 0.5) × √2 ≈ 1.56.
-    package static let accuracyFactor = 1.6
+    static let accuracyFactor = 1.6
     private static let metresPerDegree = 111_320.0
 
     private let store: ReducedAccuracyStore?
@@ -60,7 +60,7 @@ package struct LocationFuzzer: Sendable {
     /// A live restart within the rate limit: the point given before it, given once more.
     private var restored: ReducedPoint?
     /// The last grid point given (heading takes its declination from here).
-    package private(set) var lastPoint: ReducedPoint?
+    private(set) var lastPoint: ReducedPoint?
     /// Behind gpslocd: locations with reduced accuracy's `horizontalAccuracy` are grid points
     /// gpslocd's fuzzer already chose (with the user's secret, out of the app's reach), kept as
     /// they are; the rate limit and the fields still follow the rules here. A precise location
@@ -68,7 +68,7 @@ package struct LocationFuzzer: Sendable {
     private(set) var upstream = false
 
     /// The fuzzer of an app behind gpslocd (see `upstream`).
-    package static func behindBroker(appID: String, secret: ReducedAccuracySecret) -> LocationFuzzer {
+    static func behindBroker(appID: String, secret: ReducedAccuracySecret) -> LocationFuzzer {
         var fuzzer = LocationFuzzer(appID: appID, secret: secret)
         fuzzer.upstream = true
         return fuzzer
@@ -108,7 +108,7 @@ package struct LocationFuzzer: Sendable {
     }
 
     /// Marks the clock as the wall clock (a live source) or not. Only before the first `reduce`.
-    package mutating func setLive(_ isLive: Bool) {
+    mutating func setLive(_ isLive: Bool) {
         if !stateLoaded || store == nil { live = isLive }
     }
 

@@ -74,7 +74,7 @@ package enum PrivateFile {
 
     /// Up to `maximumSize` bytes from `descriptor`, to its end; nil when it is empty or a read
     /// fails.
-    package static func readAll(_ descriptor: Int32, maximumSize: Int) -> Data? {
+    static func readAll(_ descriptor: Int32, maximumSize: Int) -> Data? {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while data.count < maximumSize {
@@ -110,7 +110,7 @@ package enum PrivateFile {
     /// refused at once instead of hanging the caller (a FIFO's open waits for a writer). The
     /// descriptor is returned in blocking mode. The one way every store opens its files.
     /// `ENOENT` is `.failure` with `missing` true.
-    package static func openRegular(_ path: String, flags: Int32) -> Result<Int32, Failure> {
+    static func openRegular(_ path: String, flags: Int32) -> Result<Int32, Failure> {
         let descriptor = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let code = errno

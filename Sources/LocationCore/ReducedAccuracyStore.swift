@@ -13,13 +13,13 @@ import GNSSCore
 /// before 0.4.0) are ignored and replaced.
 package struct ReducedAccuracyState: Codable, Sendable, Equatable {
     package var version = 2
-    package var cellNorth: Int?
-    package var cellEast: Int?
+    var cellNorth: Int?
+    var cellEast: Int?
     /// When the last reduced location was given (the wall clock).
-    package var lastOutput: Date?
-    package var lastLatitude: Double?
-    package var lastLongitude: Double?
-    package var lastTimestamp: Date?
+    var lastOutput: Date?
+    var lastLatitude: Double?
+    var lastLongitude: Double?
+    var lastTimestamp: Date?
 
     package init() {}
 }
@@ -186,5 +186,5 @@ package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
     package static let process = random()
 
     /// Both fractions finite and in [-0.5, 0.5).
-    package var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }
+    var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }
 }

@@ -37,7 +37,7 @@ package enum BrokerProtocol {
 
     /// What to do when gpslocd at `path` cannot be reached: start it, or (where the policy
     /// allows direct mode) read gpsd directly.
-    package static func unreachableAdvice(
+    static func unreachableAdvice(
         _ path: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
         let start =

@@ -45,7 +45,7 @@ extension LocationEngine {
 
     /// The estimate for the fix's own time wins (`ReceiverErrorEstimate.applied`, the rule the
     /// NMEA engine follows too); any other estimate leaves the fix as it is.
-    package static func applying(_ estimate: ReceiverErrorEstimate?, to fix: Fix) -> Fix {
+    static func applying(_ estimate: ReceiverErrorEstimate?, to fix: Fix) -> Fix {
         var fix = fix
         apply(estimate, to: &fix)
         return fix

@@ -368,7 +368,7 @@ package struct LocationEngine: Sendable {
     }
 
     /// A timer the engine armed has fired.
-    package mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
+    mutating func timerFired(_ timer: Timer, now: Date) -> [Action] {
         switch timer {
         case .deliveryStall:
             return []

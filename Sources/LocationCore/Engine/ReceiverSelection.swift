@@ -39,7 +39,7 @@ package struct ReceiverSelectionStage: Sendable {
     var lossTimeout: TimeInterval
     var betterStreak: Int
     /// The device followed now, if any.
-    package private(set) var selected: String?
+    private(set) var selected: String?
 
     private struct Record {
         var usable = false
@@ -106,7 +106,7 @@ package struct ReceiverSelectionStage: Sendable {
 
     /// gpsd activated or deactivated a device. Returns true when the followed receiver went away.
     @discardableResult
-    package mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
+    mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
         guard !event.activated else { return false }
         records[event.path] = nil
         guard event.path == selected else { return false }
@@ -116,7 +116,7 @@ package struct ReceiverSelectionStage: Sendable {
 
     /// Once, when pinned to a path gpsd has not reported while another device has: the pinned
     /// path and the device that is reporting, so the app hears why nothing comes.
-    package mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
+    mutating func takeMissingPin() -> (pinned: String, reporting: String)? {
         defer { missingPin = nil }
         return missingPin
     }

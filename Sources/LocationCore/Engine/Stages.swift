@@ -113,7 +113,7 @@ package struct TimeOrderStage: Sendable {
     /// Consistent fixes that confirm a stepped clock (default 3).
     var confirmations: Int
     /// Set by the `check` that accepted a new timeline: the step in seconds (negative: back).
-    package private(set) var resynchronized: TimeInterval?
+    private(set) var resynchronized: TimeInterval?
 
     private var last: Date?
     private var lastArrival: Double?

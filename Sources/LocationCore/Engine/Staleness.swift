@@ -39,7 +39,7 @@ package struct FixStalenessMonitor: Sendable {
     package private(set) var cycle: TimeInterval?
 
     /// The timeout in force now.
-    package var effectiveTimeout: TimeInterval {
+    var effectiveTimeout: TimeInterval {
         timeout ?? max(Self.minimumAutomaticTimeout, Self.automaticCycles * (cycle ?? 1))
     }
 
@@ -94,7 +94,7 @@ package struct FixStalenessMonitor: Sendable {
 
     /// Something else already told the app that no location is coming (gpsd lost, for
     /// example): mark the stretch stale without a second report.
-    package mutating func reportedElsewhere() { reported = true }
+    mutating func reportedElsewhere() { reported = true }
 
     /// Checks the silence at `clock`. Returns the seconds without a usable fix the first time
     /// they reach the timeout in a stretch (report it); nil otherwise.
