@@ -69,6 +69,14 @@ struct OneRuleOnePlaceTests {
             pattern: #"var distanceFilter\s*:\s*CLLocationDistance\s*="#,
             places: ["LocationCore/Engine/LocationEngine+Configuration.swift"]),
         Rule(
+            name: "the minimum update interval's value (LocationEngine.Configuration; the faces set it there)",
+            pattern: #"var minimumUpdateInterval\s*:\s*TimeInterval\s*="#,
+            places: ["LocationCore/Engine/LocationEngine+Configuration.swift"]),
+        Rule(
+            name: "reduced accuracy's 15 minutes between points (LocationFuzzer's default)",
+            pattern: #"^\s*(_\s+)?minimumInterval\s*:\s*TimeInterval\s*=\s*\d"#,
+            places: ["LocationCore/LocationFuzzer.swift"]),
+        Rule(
             name: "a one-shot's end (the engine's: no face drives a manager's requestLocation() and ends it itself)",
             pattern: #"OnceDelegate|\.requestLocation\(\)"#,
             places: []),
