@@ -16,7 +16,8 @@ import FoundationEssentials
 /// `inout` access to a class's stored property is checked for exclusivity at run time (two
 /// runtime calls), and a fast replay took this lock about 17 times per location — those checks
 /// were 4 % of its instructions. The lock already makes every access exclusive.
-package final class Locked<Value> {
+package final class Locked<Value>: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only reached through `withLock`.
     @usableFromInline let value: UnsafeMutablePointer<Value>
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
@@ -66,7 +67,3 @@ package final class PlainLock: @unchecked Sendable {
     package func lock() { pthread_mutex_lock(mutex) }
     package func unlock() { pthread_mutex_unlock(mutex) }
 }
-
-// @unchecked Sendable: `value` is only reached through `withLock`; and only for a value that may
-// cross threads itself (a lock does not make a non-Sendable value safe to hand to another thread).
-extension Locked: @unchecked Sendable where Value: Sendable {}
