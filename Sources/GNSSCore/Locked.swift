@@ -46,24 +46,3 @@ package final class Locked<Value>: @unchecked Sendable {
         return try body(&value.pointee)
     }
 }
-
-/// A plain mutex for code that locks and unlocks around its own state (`NSLock` without
-/// Foundation): a pthread mutex, which Thread Sanitizer understands (see `Locked`).
-package final class PlainLock: @unchecked Sendable {
-    // @unchecked Sendable: the mutex is the synchronisation itself.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    package init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    package func lock() { pthread_mutex_lock(mutex) }
-    package func unlock() { pthread_mutex_unlock(mutex) }
-}

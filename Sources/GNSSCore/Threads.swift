@@ -50,6 +50,10 @@ package struct WorkerThread: @unchecked Sendable {
     /// The main thread, once it has been seen: later answers compare without a system call.
     private static let mainThread = Locked<pthread_t?>(nil)
 
+    /// Called on the main thread by code that knows it is there (the CoreLocation face asks
+    /// Foundation): the answer then holds where `/proc` is not mounted.
+    package static func noteMainThread() { mainThread.withLock { $0 = pthread_self() } }
+
     private static func askKernelIsMain() -> Bool {
         var buffer = [CChar](repeating: 0, count: 64)
         let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
@@ -60,60 +64,19 @@ package struct WorkerThread: @unchecked Sendable {
     }
 }
 
-/// A lock with a condition (`NSCondition` without Foundation): a pthread mutex and condition
-/// variable, which Thread Sanitizer understands.
-package final class ConditionLock: @unchecked Sendable {
-    // @unchecked Sendable: the mutex and condition are the synchronisation itself.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
-
-    package init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        condition.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    package func lock() { pthread_mutex_lock(mutex) }
-    package func unlock() { pthread_mutex_unlock(mutex) }
-    /// Waits (the lock held) until signalled.
-    package func wait() { pthread_cond_wait(condition, mutex) }
-    /// Waits (the lock held) until signalled or `deadline` (wall clock) passes; false on timeout.
-    package func wait(until deadline: Date) -> Bool {
-        let seconds = deadline.timeIntervalSince1970
-        guard seconds.isFinite else {
-            wait()
-            return true
-        }
-        let whole = seconds.rounded(.down)
-        var time = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
-        return pthread_cond_timedwait(condition, mutex, &time) != ETIMEDOUT
-    }
-    package func signal() { pthread_cond_signal(condition) }
-    package func broadcast() { pthread_cond_broadcast(condition) }
-}
-
-/// A lock its holder may take again (`NSRecursiveLock` without Foundation): a recursive pthread
-/// mutex.
-package final class RecursiveLock: @unchecked Sendable {
+/// A pthread mutex (`NSLock`, or `NSRecursiveLock` with `recursive`, without Foundation), which
+/// Thread Sanitizer understands (see `Locked`). `ConditionLock` waits on one.
+package final class PlainLock: @unchecked Sendable {
     // @unchecked Sendable: the mutex is the synchronisation itself.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    fileprivate let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    package init() {
+    /// `recursive`: the holder may take it again (an adapter's callback that stops its runner).
+    package init(recursive: Bool = false) {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+        if recursive { pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE)) }
         pthread_mutex_init(mutex, &attributes)
         pthread_mutexattr_destroy(&attributes)
     }
@@ -125,4 +88,41 @@ package final class RecursiveLock: @unchecked Sendable {
 
     package func lock() { pthread_mutex_lock(mutex) }
     package func unlock() { pthread_mutex_unlock(mutex) }
+}
+
+/// A lock with a condition (`NSCondition` without Foundation): a `PlainLock` and a pthread
+/// condition variable.
+package final class ConditionLock: @unchecked Sendable {
+    // @unchecked Sendable: the mutex and condition are the synchronisation itself.
+    private let mutex = PlainLock()
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    package init() {
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        condition.deallocate()
+    }
+
+    package func lock() { mutex.lock() }
+    package func unlock() { mutex.unlock() }
+    /// Waits (the lock held) until signalled.
+    package func wait() { pthread_cond_wait(condition, mutex.mutex) }
+    /// Waits (the lock held) until signalled or `deadline` (wall clock) passes; false on timeout.
+    package func wait(until deadline: Date) -> Bool {
+        let seconds = deadline.timeIntervalSince1970
+        guard seconds.isFinite else {
+            wait()
+            return true
+        }
+        let whole = seconds.rounded(.down)
+        var time = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+        return pthread_cond_timedwait(condition, mutex.mutex, &time) != ETIMEDOUT
+    }
+    package func signal() { pthread_cond_signal(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
 }

@@ -221,6 +221,33 @@ struct LastLocationTests {
         #expect(kept.coordinate == delegate.locations.last?.coordinate)
     }
 
+    /// `location` is the object the delegate was handed, read after read (Apple's manager keeps
+    /// it): an app that compares it with what it received (`===`, NSObject's `isEqual`), or a
+    /// SwiftUI model that publishes it, sees one location, not a new object on every read.
+    @Test("manager.location is the very object the delegate last received, on every read")
+    func locationKeepsItsIdentity() async throws {
+        let fixes = try FixtureFixes.load("clean-1hz-multi")
+        let source = ManualLocationSource(isLive: false)
+        let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer(.authorizedAlways))
+        manager.lastLocationCache = nil
+        manager.maximumLocationAge = 1e9
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) }
+        #expect(await delegate.waitForLocations(3))
+        // Everything sent is delivered (the source stopped sending): what the delegate holds is final.
+        manager.runner.settle()
+        let count = delegate.locations.count
+        let received = try #require(delegate.locations.last)
+        let first = try #require(manager.location)
+        #expect(delegate.locations.count == count, "no location came in between")
+        #expect(first === received)
+        #expect(manager.location === first)
+        #expect(manager.location?.isEqual(received) == true)
+        manager.stopUpdatingLocation()
+    }
+
     /// The same attack on the authorization store (#24): a second user replaces the decisions
     /// file through an open folder to grant an app of theirs Always. Nothing is read from it.
     @Test(

@@ -207,7 +207,7 @@ open class CLGeocoder: NSObject, @unchecked Sendable {
             state.pending += 1
             return state.generation
         }
-        let queue = EngineRunner.onMainQueue ? DispatchQueue.main : DispatchQueue.global()
+        let queue = Thread.isMainThread || EngineRunner.onMainQueue ? DispatchQueue.main : DispatchQueue.global()
         // Apple's handler is not `@Sendable`: it is called once, on `queue`, and nowhere else.
         nonisolated(unsafe) let handler = completionHandler
         GeocoderThread.shared.enqueue { [self] in

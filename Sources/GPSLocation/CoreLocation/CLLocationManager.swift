@@ -86,33 +86,6 @@ open class CLLocationManager: NSObject {
         get { runner.withEngine { $0.configuration.minimumUpdateInterval } }
         set { runner.withEngine { $0.configuration.minimumUpdateInterval = max(0, newValue) } }
     }
-    /// The last location delivered to this manager; before any, the last one this app received
-    /// (the per-user `lastLocationCache`; behind gpslocd, the one gpslocd keeps for the app),
-    /// with its own old timestamp — when the app is authorized now, and with reduced accuracy
-    /// only if that one was reduced too.
-    public var location: CLLocation? { lastValue.map(CLLocation.init) }
-
-    /// `location`'s value.
-    private var lastValue: LocationValue? {
-        if let delivered = runner.withEngine({ $0.lastDelivered }) { return delivered }
-        let decision = AuthorizationDecision(status: authorizer.status, accuracy: authorizer.accuracy)
-        guard decision.status.isAuthorized else { return nil }
-        // Behind gpslocd the last location is kept there, and comes with the WELCOME.
-        if authorizer.isBrokered {
-            return authorizer.brokerLastLocation.flatMap { decision.permits(cached: $0) ? $0 : nil }
-        }
-        guard let cache = runner.lastLocationCache else { return nil }
-        let entry: LocationValue?
-        if let cached = state.withLock({ $0.cachedLocation }) {
-            entry = cached
-        } else {
-            entry = cache.location(for: authorizer.appID)
-            state.withLock { $0.cachedLocation = .some(entry) }
-        }
-        guard let entry, decision.permits(cached: entry) else { return nil }
-        return entry
-    }
-
     /// Where the last location this app received is kept between runs (default: the user's
     /// cache, `LastLocationCache.user`); nil keeps nothing.
     public var lastLocationCache: LastLocationCache? {
@@ -267,6 +240,8 @@ open class CLLocationManager: NSObject {
         var onSourceEnded: (@Sendable () -> Void)?
         /// The cache's entry for this app, read once (nil inside: there was none).
         var cachedLocation: LocationValue??
+        /// The last `CLLocation` handed to the delegate (what `location` returns while current).
+        var lastShown: CLLocation?
         var regions = RegionRegistry()
         var heading: CLHeading?
         var headingOrientation = CLDeviceOrientation.portrait
@@ -455,7 +430,9 @@ open class CLLocationManager: NSObject {
         let (delegate, handler) = state.withLock { ($0.delegate.value, $0.diagnosticsHandler) }
         switch output {
         case .locations(let locations):
-            delegate?.locationManager(self, didUpdateLocations: locations.map(CLLocation.init))
+            let objects = locations.map(CLLocation.init)
+            state.withLock { $0.lastShown = objects.last }
+            delegate?.locationManager(self, didUpdateLocations: objects)
         case .failure(let error): delegate?.locationManager(self, didFailWithError: error)
         case .sourceEnded: onSourceEnded?()
         case .receiver(let event):

@@ -17,7 +17,11 @@ extension EngineRunner.Delivery {
     package static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (
         EngineRunner.Delivery, usesFallback: Bool
     ) {
-        if WorkerThread.isMainThread { return (.main, false) }
+        if Thread.isMainThread {
+            // The core's own check reads /proc; Foundation knows without it.
+            WorkerThread.noteMainThread()
+            return (.main, false)
+        }
         if RunLoop.current.currentMode != nil { return (.performer(RunLoopTarget()), false) }
         return (.queue(fallback()), true)
     }

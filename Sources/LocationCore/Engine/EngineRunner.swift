@@ -103,7 +103,7 @@ package final class EngineRunner: Sendable {
         DispatchQueue.getSpecific(key: mainQueueKey) == true || WorkerThread.isMainThread
     }
     /// Serializes inline delivery (no queue); recursive, so an adapter's callback may stop.
-    let delivering = RecursiveLock()
+    let delivering = PlainLock(recursive: true)
 
     /// - Parameters:
     ///   - fuzzer: reduced accuracy's fuzzer (`LocationAuthorizer.makeFuzzer`; default: this
