@@ -8,7 +8,7 @@ import Glibc
 /// SD card for nothing. The first request writes at once; requests within the interval after it
 /// are merged into one write at its end, which always runs the latest `work`. `flush()` writes
 /// what is pending now (on stop, deinit).
-package final class CoalescedWriter: Sendable {
+final class CoalescedWriter: Sendable {
     private struct State {
         var pending: (@Sendable () -> Void)?
         var lastWrite: DispatchTime?
@@ -16,7 +16,7 @@ package final class CoalescedWriter: Sendable {
     }
     private let state = Locked(State())
     private let interval: Double
-    private let queue = DispatchQueue(label: "gpslocation.coalesced-writer")
+    package let queue = DispatchQueue(label: "gpslocation.coalesced-writer")
 
     package init(interval: Double = 1) { self.interval = interval }
 

@@ -102,7 +102,7 @@ public final class DecisionStore: Sendable {
         }
     }
 
-    static func decision(from entry: Entry) -> AuthorizationDecision? {
+    package static func decision(from entry: Entry) -> AuthorizationDecision? {
         let status: CLAuthorizationStatus
         switch entry.status {
         case "denied": status = .denied
@@ -156,7 +156,7 @@ public final class DecisionStore: Sendable {
     }
 
     /// The largest store read (a few hundred bytes an app): anything bigger is not a store.
-    package static let maximumSize = 1 << 20
+    static let maximumSize = 1 << 20
 
     private func readEntries() -> [String: Entry] {
         let descriptor: Int32
@@ -214,7 +214,7 @@ public final class DecisionStore: Sendable {
         return salvaged
     }
 
-    private func write(_ entries: [String: Entry]) throws {
+    package func write(_ entries: [String: Entry]) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

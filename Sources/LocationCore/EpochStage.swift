@@ -43,13 +43,13 @@ import GNSSCore
 ///   epoch stays open for the reports of it that may have one (a fix that begins mid-cycle);
 /// - live, an epoch whose time is still reported a second after its first report is complete
 ///   (a receiver stuck repeating one fix: its first report is not held back for ever).
-package struct EpochStage: Sendable {
+struct EpochStage: Sendable {
     package init() {}
 
-    package struct Report {
-        package var fix: Fix
+    struct Report {
+        var fix: Fix
         /// When it arrived (a monotonic clock, live sources), for its age when it goes on.
-        package var uptime: Double?
+        var uptime: Double?
     }
 
     private struct Receiver {
@@ -225,7 +225,7 @@ package struct EpochStage: Sendable {
     }
 
     /// Whether any epoch is open.
-    package var isEmpty: Bool { !receivers.contains { $0.open != nil } }
+    var isEmpty: Bool { !receivers.contains { $0.open != nil } }
 
     /// Drops the open epochs (updates stopped), keeping what was learned of each cycle.
     mutating func dropOpen() {
@@ -244,7 +244,7 @@ package struct EpochStage: Sendable {
     }
 
     /// The tenth of a second `time` falls in (0–9).
-    package static func phase(of time: Date) -> Int {
+    static func phase(of time: Date) -> Int {
         // By its milliseconds, rounded: a time on the second stays in tenth 0.
         let milliseconds = Int((time.timeIntervalSince1970 * 1000).rounded())
         return ((milliseconds % 1000 + 1000) % 1000) / 100

@@ -28,7 +28,7 @@ public final class LastLocationCache: Sendable {
     /// When each app's location was last written; the latest app is kept apart, so the usual
     /// case (one app, a location ten times a second) compares one string instead of hashing.
     private struct Writes {
-        var app = ""
+        package var app = ""
         var time = Date.distantPast
         var others: [String: Date] = [:]
 
@@ -68,8 +68,8 @@ public final class LastLocationCache: Sendable {
 
     /// The file's form (version 1): the location's values by name (`LocationValue`).
     private struct Entry: Codable {
-        var version = 1
-        var app: String
+        package var version = 1
+        package var app: String
         var location: LocationValue
     }
 

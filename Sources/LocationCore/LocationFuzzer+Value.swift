@@ -6,7 +6,7 @@ import GNSSCore
 
 extension LocationFuzzer {
     /// What the gate may let out for one precise location.
-    package enum Outcome: Sendable {
+    enum Outcome: Sendable {
         case location(LocationValue)
         /// Nothing now: the rate limit holds.
         case hold
@@ -19,7 +19,7 @@ extension LocationFuzzer {
 
     /// The reduced form of `location` at `now` (the clock the engine checks times by): the
     /// engine's gate asks here; the rule itself is `reducePoint`.
-    package mutating func reduce(_ location: LocationValue, now: Date) -> Outcome {
+    mutating func reduce(_ location: LocationValue, now: Date) -> Outcome {
         switch reducePoint(
             latitude: location.coordinate.latitude, longitude: location.coordinate.longitude,
             horizontalAccuracy: location.horizontalAccuracy, now: now)

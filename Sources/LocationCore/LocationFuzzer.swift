@@ -53,9 +53,9 @@ package struct LocationFuzzer: Sendable {
 
     private let store: ReducedAccuracyStore?
     /// Live: the clock is the wall clock, so the rate limit and the cell are kept between runs.
-    package private(set) var live: Bool
+    private(set) var live: Bool
     private var secret: ReducedAccuracySecret?
-    private var state = ReducedAccuracyState()
+    package var state = ReducedAccuracyState()
     private var stateLoaded = false
     /// A live restart within the rate limit: the point given before it, given once more.
     private var restored: ReducedPoint?

@@ -116,7 +116,7 @@ public struct LocationPolicy: Sendable, Equatable {
     }
 
     /// The largest policy read.
-    package static let maximumSize = 1 << 20
+    static let maximumSize = 1 << 20
 
     private enum PolicyError: Error {
         case unknownKeys([String])
@@ -128,9 +128,9 @@ public struct LocationPolicy: Sendable, Equatable {
     private struct PolicyFile: Decodable {
         var locationServicesEnabled: Bool?
         var brokerRequired: Bool?
-        var restricted: [String]?
+        package var restricted: [String]?
         var granted: [String: [String: String]]?
-        var unknown: [String] = []
+        package var unknown: [String] = []
 
         private struct Key: CodingKey {
             var stringValue: String

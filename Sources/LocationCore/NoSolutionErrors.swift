@@ -12,10 +12,10 @@ import GNSSCore
 /// more is removed, with the speed and climb errors made from it. What remains is the fix's
 /// own epoch's estimate: the receiver's GST for its time completes it (`handleEstimate`), else
 /// it is delivered with its accuracy unknown — never the outage's.
-package enum NoSolutionErrors {
+enum NoSolutionErrors {
     /// Removes `fix`'s errors that stand for a no-solution DOP (`FixErrors.NoSolution`), in place
     /// (a fix is not copied on its way through the engine's stages).
-    package static func clean(_ fix: inout Fix) {
+    static func clean(_ fix: inout Fix) {
         guard fix.mode >= .twoDimensional else { return }
         let floors = FixErrors.NoSolution(dgps: fix.quality == .dgps)
         if let eph = fix.errors.horizontal, eph >= floors.horizontal { fix.errors.horizontal = nil }

@@ -91,7 +91,7 @@ package enum PrivateFile {
 
     /// An error's words, as a person reads them: the system's message for a file error
     /// (FoundationEssentials has no `localizedDescription`).
-    package static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error) -> String {
         if let error = error as? CocoaError, let posix = error.underlying as? POSIXError {
             return String(cString: strerror(posix.code.rawValue))
         }
@@ -131,7 +131,7 @@ package enum PrivateFile {
     package struct Failure: Error, CustomStringConvertible {
         package let description: String
         /// The file does not exist (`ENOENT`).
-        package var missing = false
+        var missing = false
         package init(description: String, missing: Bool = false) {
             self.description = description
             self.missing = missing

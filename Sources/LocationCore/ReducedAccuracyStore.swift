@@ -38,7 +38,7 @@ package struct ReducedAccuracyState: Codable, Sendable, Equatable {
 /// it lets a reduced location out, and lets none out when that fails or the secret cannot be read
 /// or created (a fresh secret per run would let restarts average their way to the position).
 package struct ReducedAccuracyStore: Sendable {
-    package let directory: URL
+    let directory: URL
 
     package init(directory: URL? = nil) {
         self.directory = directory ?? PrivateFile.userDirectory(.state, "reduced")
@@ -85,7 +85,7 @@ package struct ReducedAccuracyStore: Sendable {
     /// exclusive lock, so processes starting at once all read the one that was written first.
     /// Fails — and reduced accuracy then delivers nothing — when the folder is not private, the
     /// file is damaged (the message says to remove it), or it cannot be written.
-    package func secret() -> Result<ReducedAccuracySecret, PrivateFile.Failure> {
+    func secret() -> Result<ReducedAccuracySecret, PrivateFile.Failure> {
         try? FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if let problem = PrivateFile.folderProblem(directory) {
@@ -134,7 +134,7 @@ package struct ReducedAccuracyStore: Sendable {
     }
 
     /// The largest state file read or written.
-    package static let maximumSize = 64 << 10
+    static let maximumSize = 64 << 10
 
     /// Saves `state`; nil when it is kept, else why not and what to do (the folder is not
     /// private, the disk is full, …).
@@ -160,8 +160,8 @@ package struct ReducedAccuracyStore: Sendable {
 /// [-0.5, 0.5), every app's positions are shifted before they are snapped to the grid.
 package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
     package var version = 1
-    package var north: Double
-    package var east: Double
+    var north: Double
+    var east: Double
 
     package init(north: Double, east: Double) {
         self.north = north
@@ -169,7 +169,7 @@ package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
     }
 
     /// A fresh secret from the system's random source.
-    package static func random() -> ReducedAccuracySecret {
+    static func random() -> ReducedAccuracySecret {
         var generator = SystemRandomNumberGenerator()
         return ReducedAccuracySecret(
             north: Double.random(in: -0.5..<0.5, using: &generator),
@@ -177,13 +177,13 @@ package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
     }
 
     /// A secret from `seed` (tests, and authorizers given a `fuzzerSeed`).
-    package static func seeded(_ seed: UInt64) -> ReducedAccuracySecret {
+    static func seeded(_ seed: UInt64) -> ReducedAccuracySecret {
         var random = SplitMix64(seed: seed)
         return ReducedAccuracySecret(north: random.unit() - 0.5, east: random.unit() - 0.5)
     }
 
     /// The secret of a process whose authorizers keep nothing: every app id in it shares it.
-    package static let process = random()
+    static let process = random()
 
     /// Both fractions finite and in [-0.5, 0.5).
     var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }

@@ -10,9 +10,9 @@ import FoundationEssentials
 /// a minute in a log or on a broker, not 3,600 (`OneRuleOnePlaceTests` keeps it the one place).
 /// Times are the caller's clock (the receiver's time for a recording); a clock that went back
 /// says the message again rather than stay silent.
-package struct RepeatLimiter: Sendable {
+struct RepeatLimiter: Sendable {
     /// At most one message per key in this many seconds.
-    package static let interval: TimeInterval = 60
+    static let interval: TimeInterval = 60
 
     private var lastSaid: [String: Date] = [:]
 
@@ -20,7 +20,7 @@ package struct RepeatLimiter: Sendable {
 
     /// Whether the message `key` may be said at `clock`; when it may, it counts as said then.
     /// `always` says it whatever the interval (and starts the interval again).
-    package mutating func allows(_ key: String, at clock: Date, always: Bool = false) -> Bool {
+    mutating func allows(_ key: String, at clock: Date, always: Bool = false) -> Bool {
         if !always, let last = lastSaid[key], clock >= last, clock.timeIntervalSince(last) < Self.interval {
             return false
         }
@@ -29,5 +29,5 @@ package struct RepeatLimiter: Sendable {
     }
 
     /// Forgets `key` (its next message is said at once).
-    package mutating func reset(_ key: String) { lastSaid[key] = nil }
+    mutating func reset(_ key: String) { lastSaid[key] = nil }
 }

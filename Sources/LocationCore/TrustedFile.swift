@@ -5,10 +5,10 @@ import Glibc
 /// "Authorization on Linux"): it and its folder must be owned by root or the user running, and
 /// writable by no one else; the file must be a regular file — not a link, a FIFO or a device —
 /// of at most `maximumSize` bytes. Anything else is refused with the command that fixes it.
-package enum TrustedFile {
+enum TrustedFile {
     /// nil when `path` may be trusted; else what is wrong and how to fix it. A missing file is
     /// not checked here (the caller decides what a missing file means).
-    package static func problem(_ path: String, maximumSize: Int, administrator: Bool) -> String? {
+    static func problem(_ path: String, maximumSize: Int, administrator: Bool) -> String? {
         let sudo = administrator ? "sudo " : ""
         let owner = administrator ? "root:" : "$(id -u)"
         var info = stat()

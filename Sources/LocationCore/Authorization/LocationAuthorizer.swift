@@ -35,10 +35,10 @@ public final class LocationAuthorizer: Sendable {
     /// Why the app wants the location, shown in prompts; requests without one fail loudly.
     public let usageDescription: String?
     private struct State {
-        var decision: AuthorizationDecision
+        package var decision: AuthorizationDecision
         var prompt: AuthorizationPrompt?
         var upgradeUsed = false
-        var inUse: Bool
+        package var inUse: Bool
         var observers: [UUID: @Sendable () -> Void] = [:]
         var store: DecisionStore?
         var watcher: FileChangeWatcher?
@@ -348,7 +348,7 @@ public final class LocationAuthorizer: Sendable {
     }
 
     /// Closes the link to gpslocd (a brokered authorizer); nothing else changes.
-    package func disconnect() { locked.withLock { $0.broker }?.close() }
+    func disconnect() { locked.withLock { $0.broker }?.close() }
 
     /// Sets the decision directly (a settings change, a policy); returns true when it changed.
     @discardableResult

@@ -28,8 +28,8 @@ package final class RegionKeeper: Sendable {
         }
     }
 
-    package let store: MonitorStore
-    package let monitor: String
+    let store: MonitorStore
+    let monitor: String
     package let app: String
     private let writer = CoalescedWriter()
     private let lastProblem = Locked<String?>(nil)

@@ -13,7 +13,7 @@ package struct BrokerWelcome: Sendable, Equatable {
     /// the program gave (which only a sandbox or a uid of its own makes more than a label).
     package var app: String
     /// How the app id was established: `unit`, `flatpak` or `label`.
-    package var identity: String
+    var identity: String
     /// Whether gpslocd judges the program in use (the foreground process group of a terminal).
     package var inUse: Bool
     package var decision: AuthorizationDecision
@@ -37,7 +37,7 @@ package struct BrokerWelcome: Sendable, Equatable {
     }
 
     /// The decision an AUTHORIZATION or WELCOME line carries (not determined when unreadable).
-    static func decision(_ message: BrokerMessage) -> AuthorizationDecision {
+    package static func decision(_ message: BrokerMessage) -> AuthorizationDecision {
         AuthorizationDecision(
             status: message.string("status").flatMap(BrokerProtocol.status(named:)) ?? .notDetermined,
             accuracy: message.string("accuracy").flatMap(BrokerProtocol.accuracy(named:)) ?? .reducedAccuracy)
@@ -59,7 +59,7 @@ package final class BrokerLink: Sendable {
         case lost(BrokerUnavailable)
     }
 
-    package let path: String
+    let path: String
     package let app: String
     /// Lines sent right after each WELCOME (a WATCH).
     private let afterWelcome: [String]
@@ -93,7 +93,7 @@ package final class BrokerLink: Sendable {
     }
 
     /// The WELCOME of the current connection, if connected.
-    package var welcome: BrokerWelcome? { shared.withLock { $0.welcome } }
+    var welcome: BrokerWelcome? { shared.withLock { $0.welcome } }
 
     /// Starts the link's thread; returns at once.
     package func start() {
@@ -301,7 +301,7 @@ package final class BrokerLink: Sendable {
     }
 
     /// Reads lines until the connection ends; returns why it ended.
-    private func read(_ fd: Int32, pending: [UInt8]) -> BrokerUnavailable {
+    package func read(_ fd: Int32, pending: [UInt8]) -> BrokerUnavailable {
         var reader = BrokerLineReader(pending: pending)
         while true {
             while let line = reader.next() {

@@ -72,7 +72,7 @@ package enum BrokerProtocol {
     }
 
     /// The statuses' names on the wire (the decision store's own names).
-    package static func statusName(_ status: CLAuthorizationStatus) -> String { status.name }
+    static func statusName(_ status: CLAuthorizationStatus) -> String { status.name }
     package static func status(named name: String) -> CLAuthorizationStatus? {
         switch name {
         case "notDetermined": .notDetermined
@@ -94,7 +94,7 @@ package enum BrokerProtocol {
 
 /// One line being written: fields in order, JSON-escaped, no allocation beyond the string.
 package struct BrokerLine: Sendable {
-    package private(set) var text: String
+    private(set) var text: String
 
     package init(_ messageClass: String) {
         text = "{\"class\":\"\(messageClass)\""
@@ -174,7 +174,7 @@ package enum JSONValue: Decodable, Sendable {
 
 /// A line as read: its fields.
 package struct BrokerMessage: Sendable {
-    package let fields: [String: JSONValue]
+    let fields: [String: JSONValue]
     package var messageClass: String { string("class") ?? "" }
 
     private static let decoder = JSONDecoder()
@@ -326,7 +326,7 @@ extension BrokerProtocol {
         return line.line
     }
 
-    package static func error(from message: BrokerMessage) -> CLError {
+    static func error(from message: BrokerMessage) -> CLError {
         CLError(
             CLError.Code(rawValue: message.int("code") ?? 0) ?? .locationUnknown,
             message: message.string("message") ?? "gpslocd reported a problem",
@@ -336,7 +336,7 @@ extension BrokerProtocol {
     /// The location a kept FIX object (a WELCOME's `last`) stands for, as the engine would have
     /// made it: with the receiver's estimate of its time (`lastEstimate`) applied by the engine's
     /// rule; a `reduced` one is the grid point with reduced accuracy's fields.
-    package static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> LocationValue? {
+    static func lastLocation(from message: BrokerMessage, estimate: BrokerMessage? = nil) -> LocationValue? {
         guard case .fix(var fix) = event(from: message), let latitude = fix.latitude, let longitude = fix.longitude,
             fix.time != nil
         else { return nil }
@@ -354,7 +354,7 @@ extension BrokerProtocol {
     }
 
     /// The source event a line from gpslocd carries, or nil when it carries none.
-    package static func event(from message: BrokerMessage) -> LocationSourceEvent? {
+    static func event(from message: BrokerMessage) -> LocationSourceEvent? {
         func time(_ key: String = "time") -> Date? { message.double(key).map { Date(timeIntervalSince1970: $0) } }
         switch message.messageClass {
         case "FIX":
@@ -432,12 +432,12 @@ extension BrokerProtocol {
 /// Splits a byte stream into lines (without the newline); a line over the maximum is an error.
 package struct BrokerLineReader: Sendable {
     private var buffer: [UInt8]
-    private var start = 0
-    package private(set) var failure: String?
+    package var start = 0
+    private(set) var failure: String?
 
     package init(pending: [UInt8] = []) { buffer = pending }
 
-    package var remainder: [UInt8] { Array(buffer[start...]) }
+    var remainder: [UInt8] { Array(buffer[start...]) }
 
     /// The next whole line, if one is buffered.
     package mutating func next() -> ArraySlice<UInt8>? {
@@ -454,7 +454,7 @@ package struct BrokerLineReader: Sendable {
     }
 
     /// Reads more from `fd` (blocking); false at the end of the stream, an error, or an overlong line.
-    package mutating func fill(from fd: Int32) -> Bool {
+    mutating func fill(from fd: Int32) -> Bool {
         if buffer.count - start > BrokerProtocol.maximumLineLength {
             failure = "a line longer than \(BrokerProtocol.maximumLineLength) bytes"
             return false

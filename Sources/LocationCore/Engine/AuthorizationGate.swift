@@ -12,7 +12,7 @@ package struct AuthorizationState: Sendable, Equatable {
     package var isInUse: Bool
     /// Why the decision cannot be known now (gpslocd unreachable: the app is denied meanwhile),
     /// with what to do; the refusal says this instead of advising a grant.
-    package var unavailable: String?
+    var unavailable: String?
 
     package init(
         appID: String, status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy,
@@ -87,7 +87,7 @@ extension AuthorizationDecision {
 /// accuracy passes through `LocationFuzzer`; anything else is withheld, and the app is told why
 /// once per state (`refusal`).
 struct AuthorizationGate: Sendable {
-    var state: AuthorizationState {
+    package var state: AuthorizationState {
         didSet { if state != oldValue { explained = false } }
     }
     var fuzzer: LocationFuzzer

@@ -26,26 +26,26 @@ package final class EngineRunner: Sendable {
     /// What the adapter receives: the engine's outputs, batched.
     package typealias Output = LocationEngine.Output
 
-    struct State {
+    package struct State {
         var engine: LocationEngine
         /// Where outputs are handed over.
-        var delivery: Delivery
+        package var delivery: Delivery
         var consumer: (@Sendable (Output) -> Void)?
         /// Whether the source should run, as the engine last decided (`reconcileSource` makes
         /// it so; `SourceReconciler` holds whether it does).
         var sourceRunning = false
         /// Bumped by `stop()`: events, timers and outputs of an older generation are dropped.
-        var generation = 0
+        package var generation = 0
         var pending: [Output] = []
         /// How many locations `pending` holds.
         var pendingLocations = 0
         var drainScheduled = false
-        var maximumBatch = 100
+        package var maximumBatch = 100
         /// Live locations dropped for a slow adapter and not yet reported.
         var dropped = 0
-        var lastLocationCache: LastLocationCache?
+        package var lastLocationCache: LastLocationCache?
         /// Errors with these reasons end updates (for gpsloc watch, which exits on them).
-        var endingReasons: Set<CLError.Reason> = []
+        package var endingReasons: Set<CLError.Reason> = []
         /// Bumped by `stop(keepingMonitoring: true)`: locations taken for delivery before it are
         /// not handed over after it.
         var locationGeneration = 0
@@ -54,7 +54,7 @@ package final class EngineRunner: Sendable {
         var stallCheckArmed = false
         var stallReported = false
         var flowObserver: (@Sendable (SourceFlow) -> Void)?
-        var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
+        package var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
     }
 
     /// What the engine's actions leave to do once the lock is released.
@@ -62,7 +62,7 @@ package final class EngineRunner: Sendable {
         var sourceChanged = false
         var delivered: LocationValue?
         /// Where `delivered` goes (read under the same lock as the step).
-        var cache: LastLocationCache?
+        package var cache: LastLocationCache?
         /// Outputs taken for inline delivery in the step's own critical section.
         var batch: Batch?
         /// The adapter was `maximumBatch` locations behind after the step.
@@ -72,14 +72,14 @@ package final class EngineRunner: Sendable {
     /// Outputs taken from `pending` to be handed over, with the generations they belong to.
     struct Batch {
         var outputs: [Output]
-        var generation: Int
+        package var generation: Int
         var locationGeneration: Int
         var consumer: (@Sendable (Output) -> Void)?
     }
 
     package let source: any LocationSource
     package let appID: String
-    let state: Locked<State>
+    package let state: Locked<State>
     /// `State.generation` and `State.locationGeneration`, stored under the lock whenever they
     /// change and read without it by the hand-over loop: one atomic load per output, not a lock.
     let generations = Atomic<Int>(0)

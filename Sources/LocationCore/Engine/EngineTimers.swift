@@ -11,9 +11,9 @@ import Glibc
 /// earliest deadline: a fire costs one thread wake-up. Dispatch timers cost four (libdispatch's
 /// event thread for the timer, a worker for the handler, the event thread again to re-arm) —
 /// for a 10 Hz receiver the staleness timer alone was a third of a live client's wake-ups.
-package final class EngineTimers: Sendable {
+final class EngineTimers: Sendable {
     private let fired: @Sendable (LocationEngine.Timer) -> Void
-    private let clock: any EngineClock
+    package let clock: any EngineClock
     private var owner: ObjectIdentifier { ObjectIdentifier(self) }
 
     /// `fired` runs on the clock's thread (the shared timer thread, or the caller of
@@ -32,7 +32,7 @@ package final class EngineTimers: Sendable {
         clock.schedule(owner, timer, after: seconds) { fired(timer) }
     }
 
-    package func cancel(_ timer: LocationEngine.Timer) { clock.cancel(owner, timer) }
+    func cancel(_ timer: LocationEngine.Timer) { clock.cancel(owner, timer) }
 
     func cancelAll() { clock.cancelAll(owner) }
 }
@@ -71,28 +71,28 @@ package struct SystemEngineClock: EngineClock {
 /// A clock that moves only when told (`advance(by:)`): due timers fire on the caller's thread,
 /// in deadline order, with "now" set to each one's deadline. For tests of what the engine does
 /// when time passes — a staleness report, a one-shot deadline — and of what it then does not do.
-package final class ManualEngineClock: EngineClock {
-    private struct Entry {
+final class ManualEngineClock: EngineClock {
+    package struct Entry {
         var deadline: Double
         var sequence: Int
         var action: @Sendable () -> Void
     }
-    private struct State {
+    package struct State {
         var now: Date
         var uptime: Double = 1000
         var sequence = 0
         var entries: [TimerKey: Entry] = [:]
     }
-    private let state: Locked<State>
+    package let state: Locked<State>
 
     package init(start: Date = Date()) { state = Locked(State(now: start)) }
 
-    package var now: Date { state.withLock { $0.now } }
-    package var uptime: Double { state.withLock { $0.uptime } }
+    var now: Date { state.withLock { $0.now } }
+    var uptime: Double { state.withLock { $0.uptime } }
     /// Timers armed and not yet fired or cancelled.
     var armed: Int { state.withLock { $0.entries.count } }
 
-    package func schedule(
+    func schedule(
         _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
         _ action: @escaping @Sendable () -> Void
     ) {
@@ -104,17 +104,17 @@ package final class ManualEngineClock: EngineClock {
         }
     }
 
-    package func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer) {
+    func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer) {
         state.withLock { $0.entries[TimerKey(owner: owner, timer: timer)] = nil }
     }
 
-    package func cancelAll(_ owner: ObjectIdentifier) {
+    func cancelAll(_ owner: ObjectIdentifier) {
         state.withLock { $0.entries = $0.entries.filter { $0.key.owner != owner } }
     }
 
     /// Moves both clocks `seconds` on, firing every timer that comes due on the way (one armed
     /// by a fire included, when it falls inside the step).
-    package func advance(by seconds: TimeInterval) {
+    func advance(by seconds: TimeInterval) {
         let target = state.withLock { $0.uptime } + seconds
         while true {
             let action = state.withLock { state -> (@Sendable () -> Void)? in

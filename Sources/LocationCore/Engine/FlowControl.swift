@@ -6,7 +6,7 @@ import Synchronization
 
 extension EngineRunner {
     /// Where a recording's source stands against the adapter, for `flowObserver`.
-    package enum SourceFlow: Sendable {
+    enum SourceFlow: Sendable {
         /// `maximumBatch` locations wait for the adapter: the source's thread waits too.
         case heldBack
         /// The adapter caught up; the source reads on.

@@ -17,14 +17,14 @@ import NMEA0183
 ///   (`kCLHeadingFilterNone`: every one). The timestamp is the source's clock.
 /// A receiver that reports no heading is said once, after `patience` fixes without one.
 package struct HeadingStage: Sendable {
-    package private(set) var active = false
+    private(set) var active = false
     /// Apple's default `headingFilter` is 1°.
     package var filter: CLLocationDegrees = 1
     private var lastDelivered: Double?
     private var fixesWithout = 0
     private var failureSaid = false
     /// True once any heading came from the source.
-    package private(set) var seen = false
+    private(set) var seen = false
     static let patience = 10
     /// False for gpsloc, which shows headings when they come and says nothing when they do not.
     package var saysWhenMissing = true
@@ -45,7 +45,7 @@ package struct HeadingStage: Sendable {
 
     /// A fix came: with heading updates on and no heading from the source after `patience`
     /// fixes, the failure to tell (once).
-    package mutating func fixCame() -> CLError? {
+    mutating func fixCame() -> CLError? {
         guard active, saysWhenMissing, !seen, !failureSaid else { return nil }
         fixesWithout += 1
         guard fixesWithout >= Self.patience else { return nil }
@@ -57,13 +57,13 @@ package struct HeadingStage: Sendable {
                 + "of travel is `location.course`")
     }
 
-    package static func normalized(_ degrees: Double) -> Double {
+    static func normalized(_ degrees: Double) -> Double {
         let value = degrees.truncatingRemainder(dividingBy: 360)
         return value < 0 ? value + 360 : value
     }
 
     /// Where the declination between true and magnetic heading is taken.
-    package enum Declination: Sendable {
+    enum Declination: Sendable {
         /// The sentence's, the receiver's, or gpsd's table at the latest fix (full accuracy).
         case precise
         /// Reduced accuracy: gpsd's table at the reduced position the app was last given (nil:
@@ -78,7 +78,7 @@ package struct HeadingStage: Sendable {
 
     /// The heading to deliver for `reading`, or nil (heading updates off, nothing usable, or
     /// within the filter of the last one). `lastFix`: the latest fix with a position.
-    package mutating func heading(
+    mutating func heading(
         _ reading: HeadingReading, lastFix: Fix?, time: Date, declination: Declination = .precise
     ) -> HeadingValue? {
         guard reading.trueHeading != nil || reading.magneticHeading != nil else { return nil }

@@ -60,14 +60,14 @@ extension LocationEngine {
         }
         static func receiver(_ device: DeviceEvent) -> Action { .emit(.receiver(device)) }
         static func sky(_ sky: SkyView) -> Action { .emit(.sky(sky)) }
-        static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
+        package static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
         static func visit(_ record: VisitRecord) -> Action { .emit(.visit(record)) }
         static func paused(_ paused: Bool) -> Action { .emit(.paused(paused)) }
         static func heading(_ heading: HeadingValue) -> Action { .emit(.heading(heading)) }
         static var sourceEnded: Action { .emit(.sourceEnded) }
 
         /// The location this action hands the app, if it is one.
-        package var delivered: LocationValue? {
+        var delivered: LocationValue? {
             if case .emit(.locations(let batch)) = self { batch.last } else { nil }
         }
         /// The error this action hands the app, if it is one.
@@ -79,7 +79,7 @@ extension LocationEngine {
             if case .emit(.diagnostic(let diagnostic)) = self { diagnostic } else { nil }
         }
         /// What this action hands the app, if anything.
-        package var output: Output? {
+        var output: Output? {
             if case .emit(let output) = self { output } else { nil }
         }
     }

@@ -53,15 +53,15 @@ package struct LocationEngine: Sendable {
         didSet { applyConfiguration() }
     }
     /// True when the clock is the wall clock (gpsd); false for replays and lists.
-    package let isLive: Bool
-    package private(set) var mode: Mode = .stopped
+    let isLive: Bool
+    private(set) var mode: Mode = .stopped
     /// The last location delivered (gated: reduced for a reduced-accuracy app).
     package internal(set) var lastDelivered: LocationValue?
     /// The followed receiver's device path, once one has been chosen.
     package var followedReceiver: String? { receivers.selected }
     /// True while running with no usable fix for the staleness timeout.
     package var isStale: Bool { staleness.isStale }
-    package var authorization: AuthorizationState { gate.state }
+    var authorization: AuthorizationState { gate.state }
     /// True while the source must run: location updates or a monitoring service.
     package var isRunning: Bool {
         mode != .stopped || isMonitoring || (headingStage.active && headingStage.runsSource)
@@ -86,7 +86,7 @@ package struct LocationEngine: Sendable {
     var staleness = FixStalenessMonitor()
     // Internal, not private, where LocationEngine+Monitoring.swift uses them.
     var gate: AuthorizationGate
-    var filter = DistanceFilterStage()
+    package var filter = DistanceFilterStage()
     var regions = RegionMonitorStage()
     var visits: VisitStage?
     var significantChanges: SignificantChangeStage?
@@ -171,7 +171,7 @@ package struct LocationEngine: Sendable {
     }
 
     /// The monotonic clock (seconds) drivers pass as `uptime` for live sources.
-    package static func uptime() -> Double { TimeOrderStage.monotonicNow() }
+    static func uptime() -> Double { TimeOrderStage.monotonicNow() }
 
     /// The source's clock at `now`: live, the receiver's clock (`ReceiverClock`) when `uptime`
     /// is given and a fix has come, else the wall clock; the recording's latest time in a replay.
@@ -288,7 +288,7 @@ package struct LocationEngine: Sendable {
 
     /// One event from the source. `now`: the wall clock; `uptime`: a monotonic clock in
     /// seconds (live sources; it guards against receivers whose dates jump).
-    package mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
+    mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
         guard isRunning else { return [] }
         // An open epoch, and a fix held for its estimate, wait no longer than the next report of
         // any other kind than the receiver's cycle gives (a receiver unplugged right after its

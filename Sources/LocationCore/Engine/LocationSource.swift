@@ -60,7 +60,7 @@ extension LocationSource {
 /// tells `tap` of it: gpsloc counts the fixes for its summary, a test learns that a recording
 /// has ended (the engine has its end).
 package final class TappedLocationSource: LocationSource, Sendable {
-    package let base: any LocationSource
+    let base: any LocationSource
     private let tap: @Sendable (LocationSourceEvent) -> Void
 
     package init(_ base: any LocationSource, tap: @escaping @Sendable (LocationSourceEvent) -> Void) {

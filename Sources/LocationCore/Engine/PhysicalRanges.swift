@@ -11,12 +11,12 @@ import GNSSCore
 /// - a satellite's elevation −90…90°, azimuth 0…<360°, signal-to-noise 0…100 dB-Hz;
 /// - dilutions of precision more than 0 and at most 100 (gpsd's 99.99 means unknown).
 package enum PhysicalRanges {
-    package static let speed: ClosedRange<Double> = 0...1_000
-    package static let course: Range<Double> = 0..<360
-    package static let elevation: ClosedRange<Double> = -90...90
-    package static let azimuth: Range<Double> = 0..<360
-    package static let signalToNoise: ClosedRange<Double> = 0...100
-    package static let altitude: ClosedRange<Double> = -2_000...60_000
+    static let speed: ClosedRange<Double> = 0...1_000
+    static let course: Range<Double> = 0..<360
+    static let elevation: ClosedRange<Double> = -90...90
+    static let azimuth: Range<Double> = 0..<360
+    static let signalToNoise: ClosedRange<Double> = 0...100
+    static let altitude: ClosedRange<Double> = -2_000...60_000
 
     /// Removes `fix`'s out-of-range values, in place (a fix is not copied on its way through the
     /// engine's stages), and says what was removed (for the diagnostic), or nil when nothing was.
@@ -88,7 +88,7 @@ package enum PhysicalRanges {
     /// GPS set; `gpsloc sky` showed PRNs 23–29 twice, "13 used of 16 seen" for 10 satellites.
     /// Entries of one (constellation, number) merge: the first elevation and azimuth, the
     /// strongest signal, used if any signal was.
-    package static func merged(_ satellites: [Satellite]) -> [Satellite] {
+    static func merged(_ satellites: [Satellite]) -> [Satellite] {
         var index: [Int: Int] = [:]
         var result: [Satellite] = []
         result.reserveCapacity(satellites.count)

@@ -31,14 +31,14 @@ package struct ReceiverClock: Sendable {
     package init() {}
 
     /// The receiver's time when the monotonic clock reads `arrival`, or nil before any fix.
-    package func now(arrival: Double) -> Date? {
+    func now(arrival: Double) -> Date? {
         anchor.map { $0.time.addingTimeInterval(arrival - $0.arrival) }
     }
 
     /// How far (seconds) the fix dated `time`, arriving at `arrival`, lags the receiver's clock;
     /// 0 for the first fix and for a fix that confirms a new timeline. A fix not older than
     /// `maximumAge` moves the clock on.
-    package mutating func age(of time: Date, arrival: Double, maximumAge: TimeInterval) -> TimeInterval {
+    mutating func age(of time: Date, arrival: Double, maximumAge: TimeInterval) -> TimeInterval {
         guard let expected = now(arrival: arrival) else {
             anchor = (time, arrival)
             return 0

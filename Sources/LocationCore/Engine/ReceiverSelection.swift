@@ -33,7 +33,7 @@ public enum ReceiverSelection: Sendable, Hashable, CustomStringConvertible {
 ///   receivers).
 ///
 /// Fixes that name no device (an NMEA replay, one receiver) always pass.
-package struct ReceiverSelectionStage: Sendable {
+struct ReceiverSelectionStage: Sendable {
     var selection: ReceiverSelection
     /// Seconds without a usable fix after which the followed receiver is given up.
     var lossTimeout: TimeInterval
@@ -62,7 +62,7 @@ package struct ReceiverSelectionStage: Sendable {
 
     /// Whether a fix from `device` goes on. `horizontalAccuracy` is nil for an unusable fix
     /// (no fix, or rejected as invalid) and `.infinity` when the receiver gave no estimate.
-    package mutating func admits(device: String?, mode: FixMode, horizontalAccuracy: Double?, clock: Date) -> Bool {
+    mutating func admits(device: String?, mode: FixMode, horizontalAccuracy: Double?, clock: Date) -> Bool {
         guard let device else { return true }
         var record = records[device] ?? Record()
         record.usable = horizontalAccuracy != nil
@@ -121,7 +121,7 @@ package struct ReceiverSelectionStage: Sendable {
         return missingPin
     }
 
-    package mutating func reset() {
+    mutating func reset() {
         records.removeAll()
         selected = nil
         missingPin = nil

@@ -29,7 +29,7 @@ package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
     case duplicate
 
     /// A short stable name (the NDJSON diagnostic `code`).
-    package var code: String {
+    var code: String {
         switch self {
         case .noFix: "noFix"
         case .missingCoordinate, .outOfRange: "invalidFix"
@@ -107,7 +107,7 @@ package struct ValidityStage: Sendable {
 ///   rollover, a recording that loops) is followed again after `confirmations` consecutive
 ///   fixes that agree with each other on the new time; `resynchronized` then says by how much
 ///   time stepped, for the caller to report.
-package struct TimeOrderStage: Sendable {
+struct TimeOrderStage: Sendable {
     /// Seconds a live fix may run ahead of the elapsed time since the last one (default 5).
     var jumpTolerance: TimeInterval
     /// Consistent fixes that confirm a stepped clock (default 3).
@@ -115,7 +115,7 @@ package struct TimeOrderStage: Sendable {
     /// Set by the `check` that accepted a new timeline: the step in seconds (negative: back).
     private(set) var resynchronized: TimeInterval?
 
-    private var last: Date?
+    package var last: Date?
     private var lastArrival: Double?
     private var candidate: (time: Date, arrival: Double?, count: Int)?
 
@@ -169,7 +169,7 @@ package struct TimeOrderStage: Sendable {
         lastArrival = arrival
     }
 
-    package mutating func reset() {
+    mutating func reset() {
         last = nil
         lastArrival = nil
         candidate = nil
@@ -199,7 +199,7 @@ package struct TimeOrderStage: Sendable {
 /// - `speedAccuracy` = eps / k, `courseAccuracy` = epd / k.
 /// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
 /// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
-package struct AccuracyStage: Sendable {
+struct AccuracyStage: Sendable {
     /// gpsd's vertical over horizontal UERE (23 m / 15 m): a vertical accuracy where the
     /// receiver gives no vertical estimate.
     static let verticalOverHorizontal = 23.0 / 15.0
@@ -220,7 +220,7 @@ package struct AccuracyStage: Sendable {
     }
 
     /// Builds the location for a fix that passed validity (coordinates and time present).
-    package func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
+    func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
         let horizontal = Self.horizontalAccuracy(fix.errors)
         let is3D = fix.mode == .threeDimensional
         let vertical: Double =
@@ -278,7 +278,7 @@ package struct DistanceFilterStage: Sendable {
 
     package init() {}
 
-    package func admits(_ location: LocationValue, distanceFilter: CLLocationDistance) -> Bool {
+    func admits(_ location: LocationValue, distanceFilter: CLLocationDistance) -> Bool {
         guard distanceFilter > 0, let last = lastDelivered else { return true }
         if location.horizontalAccuracy >= 0 && last.horizontalAccuracy > 0
             && location.horizontalAccuracy <= last.horizontalAccuracy / 2
@@ -290,10 +290,10 @@ package struct DistanceFilterStage: Sendable {
             latitude2: location.coordinate.latitude, longitude2: location.coordinate.longitude, atLeast: distanceFilter)
     }
 
-    package mutating func delivered(_ location: LocationValue) { lastDelivered = location }
+    mutating func delivered(_ location: LocationValue) { lastDelivered = location }
 
     /// Forget the last delivered location (after `stopUpdatingLocation()`: the next start delivers at once).
-    package mutating func reset() { lastDelivered = nil }
+    mutating func reset() { lastDelivered = nil }
 }
 
 /// A fix that came with no error estimate at all (gpsd reports the RMC of a cycle before its GGA
@@ -303,7 +303,7 @@ package struct DistanceFilterStage: Sendable {
 /// at most `maximumAge` seconds from the fix. So a receiver that reports DOPs never gives a
 /// location whose `horizontalAccuracy` is `CLLocationDistanceMax`, except for a fix that comes
 /// before its first satellite report. Estimates the fix has are never replaced.
-package struct DilutionFallbackStage: Sendable {
+struct DilutionFallbackStage: Sendable {
     static let maximumAge: TimeInterval = 10
     private var latest: SkyView?
 
@@ -316,7 +316,7 @@ package struct DilutionFallbackStage: Sendable {
     }
 
     /// Fills `fix`'s missing estimates, in place (a fix is not copied on its way through the stages).
-    package func fill(_ fix: inout Fix) {
+    func fill(_ fix: inout Fix) {
         guard AccuracyStage.horizontalAccuracy(fix.errors) == nil, let sky = latest else { return }
         if let skyTime = sky.time, let fixTime = fix.time, abs(fixTime.timeIntervalSince(skyTime)) > Self.maximumAge {
             return

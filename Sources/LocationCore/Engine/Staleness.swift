@@ -15,16 +15,16 @@ import GNSSCore
 /// the last eight intervals between usable fixes' own timestamps, and never less than one
 /// second (so a 10 Hz receiver gets 1 s, a 1 Hz receiver 3 s, a 0.2 Hz one 15 s). Before two
 /// fixes have been seen, a 1 s cycle is assumed.
-package struct FixStalenessMonitor: Sendable {
+struct FixStalenessMonitor: Sendable {
     /// Seconds without a usable fix before the report; nil: automatic (see the type).
-    package var timeout: TimeInterval?
+    var timeout: TimeInterval?
     static let automaticCycles = 3.0
     static let minimumAutomaticTimeout = 1.0
 
     /// The source's clock at the last usable fix (or at the first report, before any fix).
     private(set) var lastFixClock: Date?
     /// True between the report and the next usable fix.
-    package private(set) var isStale = false
+    private(set) var isStale = false
     private var lastFixTime: Date?
     /// The last eight intervals, oldest overwritten first (no heap allocation per fix).
     private var intervals = InlineArray<8, TimeInterval>(repeating: 0)
@@ -36,7 +36,7 @@ package struct FixStalenessMonitor: Sendable {
 
     /// The receiver's cycle as learned so far (seconds), or nil: the median of the intervals,
     /// computed when one is added (the engine asks for it on every fix).
-    package private(set) var cycle: TimeInterval?
+    private(set) var cycle: TimeInterval?
 
     /// The timeout in force now.
     var effectiveTimeout: TimeInterval {
@@ -44,14 +44,14 @@ package struct FixStalenessMonitor: Sendable {
     }
 
     /// A report of any kind arrived at `clock`: starts the wait for the first fix.
-    package mutating func heard(clock: Date) {
+    mutating func heard(clock: Date) {
         if lastFixClock == nil { lastFixClock = clock }
     }
 
     /// A usable fix with receiver time `time` arrived when the source's clock read `clock`.
     /// Returns true when this ends a stale stretch.
     @discardableResult
-    package mutating func fix(time: Date, clock: Date) -> Bool {
+    mutating func fix(time: Date, clock: Date) -> Bool {
         if let last = lastFixTime {
             let interval = time.timeIntervalSince(last)
             // The median of eight ignores an outage's single long gap.
@@ -109,11 +109,11 @@ package struct FixStalenessMonitor: Sendable {
     }
 
     /// Forget everything (updates stopped).
-    package mutating func reset() { self = FixStalenessMonitor(timeout: timeout) }
+    mutating func reset() { self = FixStalenessMonitor(timeout: timeout) }
 
     /// The message an app sees, in words. `rejection`: why the fixes that did arrive were not
     /// used (then that is the cause, not the sky).
-    package static func message(silence: TimeInterval, lastLocationTime: Date?, rejection: String? = nil) -> String {
+    static func message(silence: TimeInterval, lastLocationTime: Date?, rejection: String? = nil) -> String {
         if let rejection {
             return
                 "no usable position fix for \(fixedDecimal(silence, decimals: 1)) s: fixes arrive but are not used — "

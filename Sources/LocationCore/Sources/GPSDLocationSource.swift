@@ -83,7 +83,7 @@ public final class GPSDLocationSource: LocationSource {
     }
 
     /// One connection's outage state: lost or not, and when the last `reconnecting` notice went.
-    package final class Lost: Sendable {
+    final class Lost: Sendable {
         let value = Locked(false)
         /// The `reconnecting` notices of this outage (once a minute after the first three).
         let notices = Locked(RepeatLimiter())
@@ -91,7 +91,7 @@ public final class GPSDLocationSource: LocationSource {
     }
 
     /// What a gpsd client event means to the engine; `now` times the notices' rate limit.
-    package static func events(
+    static func events(
         for event: GPSDEvent, endpoint: GPSDEndpoint, lost: Lost, now: Date = Date()
     ) -> [LocationSourceEvent] {
         func problem(_ error: GPSDError, _ reason: CLError.Reason, message: String? = nil, terminal: Bool = false)

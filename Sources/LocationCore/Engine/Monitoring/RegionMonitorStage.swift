@@ -75,7 +75,7 @@ package struct RegionEvent: Sendable, Equatable {
 /// `indexMargin` is checked only against the circles of its cell, the circles whose state is
 /// not a settled `outside`, and the few that do not fit the grid (near a pole, across the
 /// antimeridian, huge); any circle left out is then certainly, and already, outside.
-package struct RegionMonitorStage: Sendable {
+struct RegionMonitorStage: Sendable {
     static let dwell: TimeInterval = 4
     static let minimumLocations = 3
     static let gapTimeout: TimeInterval = 60
@@ -83,8 +83,8 @@ package struct RegionMonitorStage: Sendable {
     static let cellDegrees: Double = 0.01
 
     private struct Tracked {
-        var fence: Geofence
-        var state: RegionPresence = .unknown
+        package var fence: Geofence
+        package var state: RegionPresence = .unknown
         /// The state before the last gap (nil: never determined).
         var lastKnown: RegionPresence?
         var candidate: RegionPresence?
@@ -110,7 +110,7 @@ package struct RegionMonitorStage: Sendable {
 
     package init() {}
 
-    package var isEmpty: Bool { slotByID.isEmpty }
+    var isEmpty: Bool { slotByID.isEmpty }
 
     package func state(of identifier: String) -> RegionPresence? {
         slotByID[identifier].flatMap { slots[$0]?.state }
@@ -149,7 +149,7 @@ package struct RegionMonitorStage: Sendable {
         if let limitation { limit(slot, limitation, at: time, into: &events) }
     }
 
-    package mutating func remove(_ identifier: String) {
+    mutating func remove(_ identifier: String) {
         guard let slot = slotByID.removeValue(forKey: identifier), let tracked = slots[slot] else { return }
         for key in tracked.cells {
             cells[key]?.removeAll { $0 == slot }
@@ -166,7 +166,7 @@ package struct RegionMonitorStage: Sendable {
 
     /// A location that passed the gate, at the source's clock `clock`. `limitation`: when set,
     /// no region is evaluated; each is told once that its state is unknown, and why.
-    package mutating func observe(
+    mutating func observe(
         _ location: LocationValue, clock: Date, limitation: RegionEvent.Limitation?, into events: inout [RegionEvent]
     ) {
         expireIfSilent(clock: clock, into: &events)

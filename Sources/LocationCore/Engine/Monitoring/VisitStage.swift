@@ -30,7 +30,7 @@ package struct VisitRecord: Sendable, Equatable {
 /// With reduced accuracy the gate passes one snapped location every few minutes, so the stage
 /// then accepts gaps up to `reducedMaximumGap` and a radius of the locations' own accuracy:
 /// visits come late and as coarse as the locations are, never finer.
-package struct VisitStage: Sendable {
+struct VisitStage: Sendable {
     package static let radius: Double = 50
     static let placeRadius: Double = 5
     static let minimumStay: TimeInterval = 180
@@ -39,9 +39,9 @@ package struct VisitStage: Sendable {
     static let dwell: TimeInterval = 3
     static let minimumLocations = 2
 
-    fileprivate struct Stop {
+    package struct Stop {
         var first: Date
-        var last: Date
+        package var last: Date
         var sumLatitude = 0.0
         var sumLongitude = 0.0
         var count = 0
@@ -56,17 +56,17 @@ package struct VisitStage: Sendable {
         var leavingCount = 0
         var leavingSince = Date.distantPast
 
-        var latitude: Double { sumLatitude / Double(count) }
-        var longitude: Double { sumLongitude / Double(count) }
+        package var latitude: Double { sumLatitude / Double(count) }
+        package var longitude: Double { sumLongitude / Double(count) }
     }
 
-    private var stop: Stop?
+    package var stop: Stop?
 
     package init() {}
 
-    package mutating func reset() { stop = nil }
+    mutating func reset() { stop = nil }
 
-    package mutating func observe(_ location: LocationValue, reduced: Bool, into visits: inout [VisitRecord]) {
+    mutating func observe(_ location: LocationValue, reduced: Bool, into visits: inout [VisitRecord]) {
         let time = location.timestamp
         let latitude = location.coordinate.latitude
         let longitude = location.coordinate.longitude
@@ -124,7 +124,7 @@ package struct VisitStage: Sendable {
         stop = current
     }
 
-    private static func start(at location: LocationValue) -> Stop {
+    package static func start(at location: LocationValue) -> Stop {
         var stop = Stop(first: location.timestamp, last: location.timestamp)
         stop.add(
             location.coordinate.latitude, location.coordinate.longitude, max(0, location.horizontalAccuracy),
@@ -135,7 +135,7 @@ package struct VisitStage: Sendable {
 }
 
 extension VisitStage.Stop {
-    fileprivate mutating func add(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ time: Date) {
+    package mutating func add(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ time: Date) {
         sumLatitude += latitude
         sumLongitude += longitude
         count += 1
@@ -177,15 +177,15 @@ extension VisitStage.Stop {
 /// device is at least `minimumDistance` from the last one reported and at least
 /// `minimumInterval` has passed since it (Apple's documented 500 m and five minutes), by the
 /// locations' own timestamps.
-package struct SignificantChangeStage: Sendable {
+struct SignificantChangeStage: Sendable {
     static let minimumDistance: Double = 500
     static let minimumInterval: TimeInterval = 300
 
-    private var last: LocationValue?
+    package var last: LocationValue?
 
     package init() {}
 
-    package mutating func admits(_ location: LocationValue) -> Bool {
+    mutating func admits(_ location: LocationValue) -> Bool {
         if let last {
             guard location.timestamp.timeIntervalSince(last.timestamp) >= Self.minimumInterval,
                 Geodesic.wgs84.isDistance(
