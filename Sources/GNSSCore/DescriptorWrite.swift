@@ -4,17 +4,17 @@
 
 /// Writing text to a file descriptor without trapping: `FileHandle.write` traps when the write
 /// fails (a closed stderr, a reader gone), which turned a diagnostic into a crash (SIGILL).
-package enum DescriptorWrite {
+public enum DescriptorWrite {
     /// Writes all of `text` to `descriptor` (retrying partial writes and EINTR); nil when done,
     /// else the `errno` of the failed write.
     @discardableResult
-    package static func write(_ text: String, to descriptor: Int32) -> Int32? {
+    public static func write(_ text: String, to descriptor: Int32) -> Int32? {
         write(Array(text.utf8), to: descriptor)
     }
 
     /// The same for bytes.
     @discardableResult
-    package static func write(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
+    public static func write(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
         bytes.withUnsafeBytes { raw -> Int32? in
             var offset = 0
             while offset < raw.count {

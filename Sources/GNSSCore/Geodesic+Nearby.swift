@@ -14,7 +14,7 @@ extension Geodesic {
     /// meridional and prime-vertical radii there; that estimate is within 10⁻⁵ of the geodesic
     /// length at such distances, so when it is more than 1 % from `threshold` it decides.
     /// Otherwise — near the threshold, far apart, near a pole — the exact `distance` decides.
-    package func isDistance(
+    public func isDistance(
         latitude1: Double, longitude1: Double, latitude2: Double, longitude2: Double, atLeast threshold: Double
     ) -> Bool {
         if let estimate = tangentPlaneDistance(latitude1, longitude1, latitude2, longitude2, within: 0.2) {

@@ -16,12 +16,12 @@ import FoundationEssentials
 /// `inout` access to a class's stored property is checked for exclusivity at run time (two
 /// runtime calls), and a fast replay took this lock about 17 times per location — those checks
 /// were 4 % of its instructions. The lock already makes every access exclusive.
-package final class Locked<Value>: @unchecked Sendable {
+public final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only reached through `withLock`.
     @usableFromInline let value: UnsafeMutablePointer<Value>
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    package init(_ value: Value) {
+    public init(_ value: Value) {
         self.value = .allocate(capacity: 1)
         self.value.initialize(to: value)
         mutex = .allocate(capacity: 1)
@@ -40,7 +40,7 @@ package final class Locked<Value>: @unchecked Sendable {
     /// version moved every result through value witnesses (a retain and a release per class
     /// reference in it), once per lock taken.
     @inlinable
-    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value.pointee)

@@ -10,12 +10,12 @@ import Glibc
 /// just after its first line ran to its end, one run in a few dozen). Here the default action stays
 /// until libdispatch's handler is in place (a signal in that moment ends the program, as it
 /// would have anyway), and `install` waits for the handler before it returns.
-package enum SignalSources {
+public enum SignalSources {
     /// Sources for `signals`, each calling `handler(signal)` on `queue`, registered before
     /// this returns. Keep them: a released source is cancelled. (Once per process: libdispatch
     /// leaves its handler installed when a source is cancelled, so a second `install` of the
     /// same signal could not see its own registration.)
-    package static func install(
+    public static func install(
         _ signals: [Int32], queue: DispatchQueue = .global(), handler: @escaping @Sendable (Int32) -> Void
     ) -> [any DispatchSourceSignal] {
         let sources = signals.map { number in

@@ -1,14 +1,14 @@
 /// SplitMix64: a small, fast, seedable random number generator. Used wherever GPSLocation
 /// needs reproducible randomness (the reduced-accuracy offset, the simulator, tests).
-package struct SplitMix64: RandomNumberGenerator, Sendable {
-    package private(set) var state: UInt64
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public private(set) var state: UInt64
 
-    package init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
     /// Continues a generator from a saved `state`.
-    package init(state: UInt64) { self.state = state }
+    public init(state: UInt64) { self.state = state }
 
-    package mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -17,5 +17,5 @@ package struct SplitMix64: RandomNumberGenerator, Sendable {
     }
 
     /// Uniform in [0, 1), 53 bits.
-    package mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

@@ -6,13 +6,13 @@ import FoundationEssentials
 
 /// A thread of the package's own (`Foundation.Thread` without Foundation): a detached pthread
 /// that runs `body` once. Compare with `isCurrent` to know whether code runs on it.
-package struct WorkerThread: @unchecked Sendable {
+public struct WorkerThread: @unchecked Sendable {
     // @unchecked Sendable: a pthread_t is an identifier, compared with pthread_equal.
     private let thread: pthread_t
 
     /// Starts `body` on a new thread. (Unnamed: Glibc's Swift module does not export
     /// `pthread_setname_np`; `name` says what it is in the code.)
-    package init(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
+    public init(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         final class Box: @unchecked Sendable {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -36,11 +36,11 @@ package struct WorkerThread: @unchecked Sendable {
     }
 
     /// True when called on this thread.
-    package var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+    public var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
 
     /// True on the process's main thread (`Thread.isMainThread`): its thread id is the process
     /// id (`/proc/thread-self` names "PID/task/TID"; Glibc's Swift module has no `gettid`).
-    package static var isMainThread: Bool {
+    public static var isMainThread: Bool {
         if let main = mainThread.withLock({ $0 }) { return pthread_equal(main, pthread_self()) != 0 }
         guard askKernelIsMain() else { return false }
         mainThread.withLock { $0 = pthread_self() }
@@ -52,7 +52,7 @@ package struct WorkerThread: @unchecked Sendable {
 
     /// Called on the main thread by code that knows it is there (the CoreLocation face asks
     /// Foundation): the answer then holds where `/proc` is not mounted.
-    package static func noteMainThread() { mainThread.withLock { $0 = pthread_self() } }
+    public static func noteMainThread() { mainThread.withLock { $0 = pthread_self() } }
 
     private static func askKernelIsMain() -> Bool {
         var buffer = [CChar](repeating: 0, count: 64)
@@ -66,12 +66,12 @@ package struct WorkerThread: @unchecked Sendable {
 
 /// A pthread mutex (`NSLock`, or `NSRecursiveLock` with `recursive`, without Foundation), which
 /// Thread Sanitizer understands (see `Locked`). `ConditionLock` waits on one.
-package final class PlainLock: @unchecked Sendable {
+public final class PlainLock: @unchecked Sendable {
     // @unchecked Sendable: the mutex is the synchronisation itself.
     fileprivate let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// `recursive`: the holder may take it again (an adapter's callback that stops its runner).
-    package init(recursive: Bool = false) {
+    public init(recursive: Bool = false) {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         var attributes = pthread_mutexattr_t()
@@ -86,18 +86,18 @@ package final class PlainLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    package func lock() { pthread_mutex_lock(mutex) }
-    package func unlock() { pthread_mutex_unlock(mutex) }
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
 }
 
 /// A lock with a condition (`NSCondition` without Foundation): a `PlainLock` and a pthread
 /// condition variable.
-package final class ConditionLock: @unchecked Sendable {
+public final class ConditionLock: @unchecked Sendable {
     // @unchecked Sendable: the mutex and condition are the synchronisation itself.
     private let mutex = PlainLock()
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
-    package init() {
+    public init() {
         condition = .allocate(capacity: 1)
         condition.initialize(to: pthread_cond_t())
         pthread_cond_init(condition, nil)
@@ -108,12 +108,12 @@ package final class ConditionLock: @unchecked Sendable {
         condition.deallocate()
     }
 
-    package func lock() { mutex.lock() }
-    package func unlock() { mutex.unlock() }
+    public func lock() { mutex.lock() }
+    public func unlock() { mutex.unlock() }
     /// Waits (the lock held) until signalled.
-    package func wait() { pthread_cond_wait(condition, mutex.mutex) }
+    public func wait() { pthread_cond_wait(condition, mutex.mutex) }
     /// Waits (the lock held) until signalled or `deadline` (wall clock) passes; false on timeout.
-    package func wait(until deadline: Date) -> Bool {
+    public func wait(until deadline: Date) -> Bool {
         let seconds = deadline.timeIntervalSince1970
         guard seconds.isFinite else {
             wait()
@@ -123,6 +123,6 @@ package final class ConditionLock: @unchecked Sendable {
         var time = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
         return pthread_cond_timedwait(condition, mutex.mutex, &time) != ETIMEDOUT
     }
-    package func signal() { pthread_cond_signal(condition) }
-    package func broadcast() { pthread_cond_broadcast(condition) }
+    public func signal() { pthread_cond_signal(condition) }
+    public func broadcast() { pthread_cond_broadcast(condition) }
 }

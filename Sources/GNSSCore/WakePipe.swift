@@ -7,12 +7,12 @@ import FoundationEssentials
 
 /// A pipe one thread sleeps on and others write to, to wake it early: the gpsd reader's wait
 /// between reconnection attempts and the engines' timer thread.
-package final class WakePipe: Sendable {
+public final class WakePipe: Sendable {
     private let reader: Int32
     private let writer: Int32
 
     /// `owner` names the thread in the message if the pipe cannot be made.
-    package init(owner: String) {
+    public init(owner: String) {
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) != 0 {
             fatalError("GPSLocation: cannot make the \(owner)'s wake-up pipe (\(String(cString: strerror(errno))))")
@@ -31,14 +31,14 @@ package final class WakePipe: Sendable {
     }
 
     /// Wakes the thread in `wait` (or makes its next `wait` return at once).
-    package func signal() {
+    public func signal() {
         var byte: UInt8 = 1
         _ = write(writer, &byte, 1)
     }
 
     /// Sleeps until `signal()` or `deadline` (`DispatchTime` uptime nanoseconds; nil: none),
     /// then takes the signals that came.
-    package func wait(until deadline: UInt64?) {
+    public func wait(until deadline: UInt64?) {
         var timeout: Int32 = -1
         if let deadline {
             let now = DispatchTime.now().uptimeNanoseconds
@@ -52,10 +52,10 @@ package final class WakePipe: Sendable {
     }
 
     /// The end to poll on (a loop that waits on many descriptors); `drain()` after it fires.
-    package var readDescriptor: Int32 { reader }
+    public var readDescriptor: Int32 { reader }
 
     /// Takes the signals that came.
-    package func drain() {
+    public func drain() {
         var buffer = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         _ = withUnsafeMutableBytes(of: &buffer) { Glibc.read(reader, $0.baseAddress, $0.count) }
     }

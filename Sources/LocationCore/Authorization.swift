@@ -67,8 +67,8 @@ extension CLAuthorizationStatus {
     /// Whether this status authorizes an app at all (Always, or When In Use): the one place this
     /// is decided — the gate, the manager's cached `location`, `CLServiceSession`, `gpsloc auth`
     /// and `gpsloc doctor` all ask here (`OneRuleOnePlaceTests` keeps it so).
-    package var isAuthorized: Bool { self == .authorizedAlways || self == .authorizedWhenInUse }
+    public var isAuthorized: Bool { self == .authorizedAlways || self == .authorizedWhenInUse }
     /// Refused outright, whatever the app does: the user said no (`denied`) or the
     /// administrator's policy did (`restricted`). Updates stay stopped and say so once.
-    package var refusesAll: Bool { self == .denied || self == .restricted }
+    public var refusesAll: Bool { self == .denied || self == .restricted }
 }

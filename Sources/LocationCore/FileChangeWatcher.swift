@@ -12,15 +12,15 @@ import Glibc
 /// where it now is. Each time the watched folders change, `onChange` is called too (a file may
 /// have come with its folder). When a folder cannot be watched any more (inotify's watch limit),
 /// `onFailure` says so once — the caller then fails closed.
-package final class FileChangeWatcher: @unchecked Sendable {
+public final class FileChangeWatcher: @unchecked Sendable {
     // @unchecked Sendable: `source` is set once in init and only cancelled after; `watches`
     // is touched only on `queue` (and in init, before the source starts).
     private let descriptor: Int32
-    package var source: (any DispatchSourceRead)?
+    public var source: (any DispatchSourceRead)?
     private let names: Set<String>
     /// The folders of the watched paths.
     private let targets: [String]
-    package let queue = DispatchQueue(label: "gpslocation.filewatch")
+    public let queue = DispatchQueue(label: "gpslocation.filewatch")
     /// Watch descriptor → the folder it watches.
     private var watches: [Int32: String] = [:]
     private let onChange: @Sendable () -> Void
@@ -29,7 +29,7 @@ package final class FileChangeWatcher: @unchecked Sendable {
 
     /// Watches the folders of `paths` (or their nearest existing ancestors) and reports changes
     /// to those file names.
-    package init?(
+    public init?(
         paths: [String], onFailure: @escaping @Sendable (String) -> Void = { _ in },
         onChange: @escaping @Sendable () -> Void
     ) {

@@ -28,7 +28,7 @@ public final class LastLocationCache: Sendable {
     /// When each app's location was last written; the latest app is kept apart, so the usual
     /// case (one app, a location ten times a second) compares one string instead of hashing.
     private struct Writes {
-        package var app = ""
+        public var app = ""
         var time = Date.distantPast
         var others: [String: Date] = [:]
 
@@ -52,7 +52,7 @@ public final class LastLocationCache: Sendable {
         recordsSimulated = false
     }
 
-    package init(directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool) {
+    public init(directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool) {
         self.directory = directory
         self.writeInterval = writeInterval
         self.recordsSimulated = recordsSimulated
@@ -68,8 +68,8 @@ public final class LastLocationCache: Sendable {
 
     /// The file's form (version 1): the location's values by name (`LocationValue`).
     private struct Entry: Codable {
-        package var version = 1
-        package var app: String
+        public var version = 1
+        public var app: String
         var location: LocationValue
     }
 

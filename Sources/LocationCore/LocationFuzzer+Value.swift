@@ -32,7 +32,7 @@ extension LocationFuzzer {
 
     /// What an app with reduced accuracy is told when its fuzzer's secret or state cannot be
     /// kept (the gate's words, and gpslocd's for a program it serves).
-    package static func unavailableError(appID: String, _ problem: String) -> CLError {
+    public static func unavailableError(appID: String, _ problem: String) -> CLError {
         CLError(
             .locationUnknown,
             message: "\(appID) has approximate (reduced) accuracy, and its secret offset cannot be kept: "

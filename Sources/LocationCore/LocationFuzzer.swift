@@ -34,9 +34,9 @@ import GNSSCore
 /// runs (`ReducedAccuracyStore`), saved *before* a location is let out: when it cannot be kept,
 /// or the secret cannot be read or created, `reduce` answers `.unavailable` and the gate delivers
 /// nothing — a fresh secret or rate limit per start would let restarts give the position away.
-package struct LocationFuzzer: Sendable {
+public struct LocationFuzzer: Sendable {
     /// `Outcome` as a value: the grid point itself.
-    package enum PointOutcome: Sendable, Equatable {
+    public enum PointOutcome: Sendable, Equatable {
         case point(ReducedPoint)
         case hold
         case unavailable(String)
@@ -44,7 +44,7 @@ package struct LocationFuzzer: Sendable {
 
     let gridSize: Double
     let minimumInterval: TimeInterval
-    package let appID: String
+    public let appID: String
     /// The fraction of a cell a position may pass its cell's edge by and stay in it.
     static let hysteresis = 0.1
     /// `horizontalAccuracy` in cells: ≥ (0.5 + hysteresis + 0.5) × √2 ≈ 1.56.
@@ -55,7 +55,7 @@ package struct LocationFuzzer: Sendable {
     /// Live: the clock is the wall clock, so the rate limit and the cell are kept between runs.
     private(set) var live: Bool
     private var secret: ReducedAccuracySecret?
-    package var state = ReducedAccuracyState()
+    public var state = ReducedAccuracyState()
     private var stateLoaded = false
     /// A live restart within the rate limit: the point given before it, given once more.
     private var restored: ReducedPoint?
@@ -76,7 +76,7 @@ package struct LocationFuzzer: Sendable {
 
     /// A fuzzer with a known secret that keeps nothing (tests; the default secret is this
     /// process's, shared by every app id in it).
-    package init(
+    public init(
         appID: String, secret: ReducedAccuracySecret = .process, gridSize: Double = 2000,
         minimumInterval: TimeInterval = 900
     ) {
@@ -92,7 +92,7 @@ package struct LocationFuzzer: Sendable {
     /// The app's fuzzer: the user's secret from `store` (nil: this process's) and, for a live
     /// source, the app's kept state. Nothing is read until the first location to reduce, so
     /// apps with full accuracy touch no file.
-    package init(
+    public init(
         store: ReducedAccuracyStore?, appID: String, live: Bool, gridSize: Double = 2000,
         minimumInterval: TimeInterval = 900
     ) {
@@ -116,7 +116,7 @@ package struct LocationFuzzer: Sendable {
     /// which the engine's gate (through `reduce`) and gpslocd (on gpsd's fixes, with no engine
     /// of its own) both call. `horizontalAccuracy` matters only `upstream`: a position already
     /// as coarse as a grid point is one, and is kept.
-    package mutating func reducePoint(latitude: Double, longitude: Double, horizontalAccuracy: Double, now: Date)
+    public mutating func reducePoint(latitude: Double, longitude: Double, horizontalAccuracy: Double, now: Date)
         -> PointOutcome
     {
         if let problem = prepare(now: now) { return .unavailable(problem) }
@@ -206,14 +206,14 @@ package struct LocationFuzzer: Sendable {
 
 /// A grid point the fuzzer let out. Every field is a function of the cell alone: its centre, the
 /// constant accuracy (`accuracyFactor × gridSize`) and the minute of the clock that let it out.
-package struct ReducedPoint: Sendable, Equatable {
-    package let latitude: Double
-    package let longitude: Double
+public struct ReducedPoint: Sendable, Equatable {
+    public let latitude: Double
+    public let longitude: Double
     /// Metres: bounds the distance to the true position.
-    package let accuracy: Double
-    package let timestamp: Date
+    public let accuracy: Double
+    public let timestamp: Date
 
-    package init(latitude: Double, longitude: Double, accuracy: Double, timestamp: Date) {
+    public init(latitude: Double, longitude: Double, accuracy: Double, timestamp: Date) {
         self.latitude = latitude
         self.longitude = longitude
         self.accuracy = accuracy

@@ -128,9 +128,9 @@ public struct LocationPolicy: Sendable, Equatable {
     private struct PolicyFile: Decodable {
         var locationServicesEnabled: Bool?
         var brokerRequired: Bool?
-        package var restricted: [String]?
+        public var restricted: [String]?
         var granted: [String: [String: String]]?
-        package var unknown: [String] = []
+        public var unknown: [String] = []
 
         private struct Key: CodingKey {
             var stringValue: String
@@ -174,7 +174,7 @@ extension AuthorizationDecision {
     /// 3. the user's own decision (`store`): a person may refuse what the administrator allowed;
     /// 4. the administrator's grant, when the user has not decided;
     /// nil: not determined.
-    package static func resolve(
+    public static func resolve(
         app: String, store: DecisionStore, administrator: DecisionStore? = nil, policyPath: String
     ) -> AuthorizationDecision? {
         if let policy = LocationPolicy.effective(path: policyPath).decision(for: app) { return policy }

@@ -70,7 +70,7 @@ public enum AccuracyClass: Int, Sendable, Comparable, CaseIterable, CustomString
     public var description: String { literal.description }
 
     /// The name as a literal: the NDJSON writer copies its bytes with no String in between.
-    package var literal: StaticString {
+    public var literal: StaticString {
         switch self {
         case .bestForNavigation: "bestForNavigation"
         case .best: "best"
@@ -188,14 +188,14 @@ public struct LocationValue: Sendable, Equatable {
 
 extension LocationValue: Codable {
     /// The names, in the cache file and in a keyed archive.
-    package enum Keys: String, CodingKey, CaseIterable {
+    public enum Keys: String, CodingKey, CaseIterable {
         case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy, course
         case courseAccuracy, speed, speedAccuracy, timestamp, fixMode, quality, accuracyClass, reduced, device
         case simulated, accessory
     }
 
     /// The numbers every location has, by name (dates as seconds since 1970).
-    package var numbers: [(Keys, Double)] {
+    public var numbers: [(Keys, Double)] {
         [
             (.latitude, coordinate.latitude), (.longitude, coordinate.longitude), (.altitude, altitude),
             (.ellipsoidalAltitude, ellipsoidalAltitude), (.horizontalAccuracy, horizontalAccuracy),
@@ -254,7 +254,7 @@ extension LocationValue: Codable {
 
     /// A location from its numbers; nil when one is missing or not finite, or the coordinate is
     /// out of range.
-    package init?(numbers: [Keys: Double], gnss: GNSSDetails?, origin: LocationOrigin?) {
+    public init?(numbers: [Keys: Double], gnss: GNSSDetails?, origin: LocationOrigin?) {
         func number(_ key: Keys) -> Double? { numbers[key].flatMap { $0.isFinite ? $0 : nil } }
         guard let latitude = number(.latitude), let longitude = number(.longitude), abs(latitude) <= 90,
             abs(longitude) <= 180, let altitude = number(.altitude),
@@ -271,7 +271,7 @@ extension LocationValue: Codable {
             origin: origin)
     }
 
-    package static func accuracyClassNamed(_ name: String?) -> AccuracyClass {
+    public static func accuracyClassNamed(_ name: String?) -> AccuracyClass {
         AccuracyClass.allCases.first { $0.description == name } ?? .coarse
     }
 }

@@ -8,13 +8,13 @@ import Glibc
 /// Reading goes through `read` and `folderProblem`: a folder of the user's closed to others, a
 /// regular file of the user's of bounded size, never a link or a FIFO. `folderProblem` is the one
 /// folder check of every private store: decisions, monitors, reduced accuracy, last locations.
-package enum PrivateFile {
+public enum PrivateFile {
     /// The user's base folder of one XDG kind, with `gpslocation/` and `subpath` below it: the
     /// variable (`XDG_CONFIG_HOME`, `XDG_CACHE_HOME`, `XDG_STATE_HOME`) when it names an
     /// absolute path, else its default below `$HOME` (`.config`, `.cache`, `.local/state`), as
     /// the XDG Base Directory Specification says (a relative value is invalid and ignored).
     /// The one place every store finds its folder.
-    package enum BaseDirectory: String, Sendable {
+    public enum BaseDirectory: String, Sendable {
         case config = "XDG_CONFIG_HOME"
         case cache = "XDG_CACHE_HOME"
         case state = "XDG_STATE_HOME"
@@ -28,7 +28,7 @@ package enum PrivateFile {
         }
     }
 
-    package static func userDirectory(_ base: BaseDirectory, _ subpath: String = "") -> URL {
+    public static func userDirectory(_ base: BaseDirectory, _ subpath: String = "") -> URL {
         let environment = ProcessInfo.processInfo.environment
         let root: URL
         if let value = environment[base.rawValue], value.hasPrefix("/") {
@@ -42,7 +42,7 @@ package enum PrivateFile {
 
     /// What is wrong with `directory` as a private folder, with the command that fixes it; nil:
     /// a folder of the user's that no one else can write to (the package creates them 0700).
-    package static func folderProblem(_ directory: URL) -> String? {
+    public static func folderProblem(_ directory: URL) -> String? {
         var info = stat()
         guard lstat(directory.path, &info) == 0 else {
             return "\(directory.path) cannot be created (\(String(cString: strerror(errno))))"
@@ -62,7 +62,7 @@ package enum PrivateFile {
     /// The contents of `url` when it is a regular file of the user's of at most `maximumSize`
     /// bytes in a private folder; nil otherwise (missing, a link, a FIFO — opened without
     /// blocking —, someone else's, too large).
-    package static func read(_ url: URL, maximumSize: Int) -> Data? {
+    public static func read(_ url: URL, maximumSize: Int) -> Data? {
         guard folderProblem(url.deletingLastPathComponent()) == nil,
             case .success(let descriptor) = openRegular(url.path, flags: O_RDONLY)
         else { return nil }
@@ -128,17 +128,17 @@ package enum PrivateFile {
     }
 
     /// Why a replacement failed, in words that name the file.
-    package struct Failure: Error, CustomStringConvertible {
-        package let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
         /// The file does not exist (`ENOENT`).
         var missing = false
-        package init(description: String, missing: Bool = false) {
+        public init(description: String, missing: Bool = false) {
             self.description = description
             self.missing = missing
         }
     }
 
-    package static func replace(_ url: URL, with data: Data) throws(Failure) {
+    public static func replace(_ url: URL, with data: Data) throws(Failure) {
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UUID().uuidString).tmp")
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)

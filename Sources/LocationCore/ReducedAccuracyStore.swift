@@ -11,8 +11,8 @@ import GNSSCore
 /// that same location again instead). The secret offset is the user's, not the app's
 /// (`ReducedAccuracySecret`, in `secret.json`). Version 1 files (a per-app drifting offset,
 /// before 0.4.0) are ignored and replaced.
-package struct ReducedAccuracyState: Codable, Sendable, Equatable {
-    package var version = 2
+public struct ReducedAccuracyState: Codable, Sendable, Equatable {
+    public var version = 2
     var cellNorth: Int?
     var cellEast: Int?
     /// When the last reduced location was given (the wall clock).
@@ -21,7 +21,7 @@ package struct ReducedAccuracyState: Codable, Sendable, Equatable {
     var lastLongitude: Double?
     var lastTimestamp: Date?
 
-    package init() {}
+    public init() {}
 }
 
 /// One file per app in `$XDG_STATE_HOME/gpslocation/reduced/` (or
@@ -37,17 +37,17 @@ package struct ReducedAccuracyState: Codable, Sendable, Equatable {
 /// Reduced accuracy **fails closed** on this store: `LocationFuzzer` keeps an app's state before
 /// it lets a reduced location out, and lets none out when that fails or the secret cannot be read
 /// or created (a fresh secret per run would let restarts average their way to the position).
-package struct ReducedAccuracyStore: Sendable {
+public struct ReducedAccuracyStore: Sendable {
     let directory: URL
 
-    package init(directory: URL? = nil) {
+    public init(directory: URL? = nil) {
         self.directory = directory ?? PrivateFile.userDirectory(.state, "reduced")
     }
 
-    package static let user = ReducedAccuracyStore()
+    public static let user = ReducedAccuracyStore()
 
     /// The file name for `app` (see the type).
-    package static func fileName(for app: String) -> String {
+    public static func fileName(for app: String) -> String {
         let plain =
             !app.isEmpty && app.utf8.count <= 64 && !app.hasPrefix(".")
             && app.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
@@ -71,7 +71,7 @@ package struct ReducedAccuracyStore: Sendable {
 
     /// The kept state, or nil when there is none (or it cannot be read: the next save then
     /// decides whether reduced locations may be delivered at all).
-    package func load(_ app: String) -> ReducedAccuracyState? {
+    public func load(_ app: String) -> ReducedAccuracyState? {
         guard let data = PrivateFile.read(file(for: app), maximumSize: Self.maximumSize) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
@@ -138,7 +138,7 @@ package struct ReducedAccuracyStore: Sendable {
 
     /// Saves `state`; nil when it is kept, else why not and what to do (the folder is not
     /// private, the disk is full, …).
-    package func save(_ state: ReducedAccuracyState, for app: String) -> String? {
+    public func save(_ state: ReducedAccuracyState, for app: String) -> String? {
         try? FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if let problem = PrivateFile.folderProblem(directory) { return problem }
@@ -158,12 +158,12 @@ package struct ReducedAccuracyStore: Sendable {
 
 /// The user's reduced-accuracy secret: where, as a fraction of a cell on each axis in
 /// [-0.5, 0.5), every app's positions are shifted before they are snapped to the grid.
-package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
-    package var version = 1
+public struct ReducedAccuracySecret: Codable, Sendable, Equatable {
+    public var version = 1
     var north: Double
     var east: Double
 
-    package init(north: Double, east: Double) {
+    public init(north: Double, east: Double) {
         self.north = north
         self.east = east
     }
@@ -183,7 +183,7 @@ package struct ReducedAccuracySecret: Codable, Sendable, Equatable {
     }
 
     /// The secret of a process whose authorizers keep nothing: every app id in it shares it.
-    static let process = random()
+    public static let process = random()
 
     /// Both fractions finite and in [-0.5, 0.5).
     var isValid: Bool { version == 1 && (-0.5..<0.5).contains(north) && (-0.5..<0.5).contains(east) }

@@ -3,17 +3,17 @@
 /// `CLLocationUpdate`, `CLMonitor.Event` and `CLServiceSession.Diagnostic` carry them, decided
 /// here once. At most one is true; while the status is not determined it is
 /// `requestInProgress`, never `denied`.
-package struct AuthorizationFlags: Equatable {
-    package var denied = false
-    package var deniedGlobally = false
-    package var restricted = false
-    package var insufficientlyInUse = false
-    package var requestInProgress = false
+public struct AuthorizationFlags: Equatable {
+    public var denied = false
+    public var deniedGlobally = false
+    public var restricted = false
+    public var insufficientlyInUse = false
+    public var requestInProgress = false
 
-    package init() {}
+    public init() {}
 
     /// From the app's authorization now: the `AuthorizationState` the engine's gate reads.
-    package init(_ state: AuthorizationState, servicesEnabled: Bool) {
+    public init(_ state: AuthorizationState, servicesEnabled: Bool) {
         self.init(status: state.status, isInUse: state.isInUse, servicesEnabled: servicesEnabled)
     }
 
@@ -33,7 +33,7 @@ package struct AuthorizationFlags: Equatable {
 
     /// From the reason an error gave for delivering nothing (nil reason, or one that is not
     /// about authorization: no flag).
-    package init(reason: CLError.Reason?, servicesEnabled: Bool) {
+    public init(reason: CLError.Reason?, servicesEnabled: Bool) {
         switch reason {
         case .notAuthorized?: self.init(status: .denied, isInUse: true, servicesEnabled: servicesEnabled)
         case .restricted?: self.init(status: .restricted, isInUse: true, servicesEnabled: true)
@@ -44,5 +44,5 @@ package struct AuthorizationFlags: Equatable {
         }
     }
 
-    package var any: Bool { denied || deniedGlobally || restricted || insufficientlyInUse || requestInProgress }
+    public var any: Bool { denied || deniedGlobally || restricted || insufficientlyInUse || requestInProgress }
 }

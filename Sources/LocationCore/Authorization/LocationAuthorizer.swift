@@ -35,10 +35,10 @@ public final class LocationAuthorizer: Sendable {
     /// Why the app wants the location, shown in prompts; requests without one fail loudly.
     public let usageDescription: String?
     private struct State {
-        package var decision: AuthorizationDecision
+        public var decision: AuthorizationDecision
         var prompt: AuthorizationPrompt?
         var upgradeUsed = false
-        package var inUse: Bool
+        public var inUse: Bool
         var observers: [UUID: @Sendable () -> Void] = [:]
         var store: DecisionStore?
         var watcher: FileChangeWatcher?
@@ -105,7 +105,7 @@ public final class LocationAuthorizer: Sendable {
     /// The fuzzer for a manager or session of this app — the one way every face gets one: the
     /// user's secret and the app's kept state from the store (read at its first reduced
     /// location, so apps with full accuracy touch nothing), or this authorizer's in-memory secret.
-    package func makeFuzzer(live: Bool) -> LocationFuzzer {
+    public func makeFuzzer(live: Bool) -> LocationFuzzer {
         if isBrokered { return .behindBroker(appID: appID, secret: fuzzerSecret) }
         if let store = reducedAccuracyStore { return LocationFuzzer(store: store, appID: appID, live: live) }
         // Nothing is kept without a store, so whether the clock is the wall clock changes nothing.
@@ -113,7 +113,7 @@ public final class LocationAuthorizer: Sendable {
     }
 
     /// What the location engine needs to know to gate locations for this app.
-    package var state: AuthorizationState {
+    public var state: AuthorizationState {
         locked.withLock {
             var state = AuthorizationState(
                 appID: appID, status: $0.decision.status, accuracy: $0.decision.accuracy, isInUse: $0.inUse)
@@ -158,11 +158,11 @@ public final class LocationAuthorizer: Sendable {
     }
 
     /// True when gpslocd holds this app's decision (`brokered`).
-    package var isBrokered: Bool { locked.withLock { $0.broker != nil } }
+    public var isBrokered: Bool { locked.withLock { $0.broker != nil } }
 
     /// The last location gpslocd kept for this app, as its latest WELCOME gave it (only while
     /// the app may see it; nil for an authorizer that is not brokered).
-    package var brokerLastLocation: LocationValue? { locked.withLock { $0.brokerLast } }
+    public var brokerLastLocation: LocationValue? { locked.withLock { $0.brokerLast } }
 
     /// An authorizer whose decision gpslocd holds (docs/broker.md): it connects to the socket,
     /// says which app it is, and follows the AUTHORIZATION lines gpslocd sends — a revocation
@@ -286,7 +286,7 @@ public final class LocationAuthorizer: Sendable {
 
     /// True once authorization was requested of this authorizer — by any manager, `CLMonitor`,
     /// `liveUpdates` or `CLServiceSession` sharing it — so none of them says it never was.
-    package var wasRequested: Bool { locked.withLock { $0.requested } }
+    public var wasRequested: Bool { locked.withLock { $0.requested } }
 
     /// Apple's request rules. `always`: `requestAlwaysAuthorization()`.
     public func request(always: Bool) -> RequestOutcome {

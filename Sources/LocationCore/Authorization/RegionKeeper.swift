@@ -7,16 +7,16 @@ import Glibc
 /// states into the store's records and back, writes region events at most once a second
 /// (`CoalescedWriter`: thousands of regions make a large file, and an SD card wears) and changes
 /// of the set at once, and says each distinct problem once (`report`).
-package final class RegionKeeper: Sendable {
+public final class RegionKeeper: Sendable {
     /// One kept region: its circle, last known state and when that was learnt.
-    package struct Kept: Sendable, Equatable {
-        package var fence: Geofence
-        package var presence: RegionPresence
-        package var date: Date?
-        package var notifyOnEntry = true
-        package var notifyOnExit = true
+    public struct Kept: Sendable, Equatable {
+        public var fence: Geofence
+        public var presence: RegionPresence
+        public var date: Date?
+        public var notifyOnEntry = true
+        public var notifyOnExit = true
 
-        package init(
+        public init(
             fence: Geofence, presence: RegionPresence, date: Date?, notifyOnEntry: Bool = true,
             notifyOnExit: Bool = true
         ) {
@@ -30,13 +30,13 @@ package final class RegionKeeper: Sendable {
 
     let store: MonitorStore
     let monitor: String
-    package let app: String
+    public let app: String
     private let writer = CoalescedWriter()
     private let lastProblem = Locked<String?>(nil)
     private let report: @Sendable (String) -> Void
 
     /// A keeper of `monitor`'s regions for `app` in `store`; `report` hears each new problem.
-    package init(
+    public init(
         store: MonitorStore, monitor: String, app: String, report: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.store = store
@@ -46,7 +46,7 @@ package final class RegionKeeper: Sendable {
     }
 
     /// The regions kept by an earlier run (empty when none).
-    package func load() throws(MonitorStore.Failure) -> [Kept] {
+    public func load() throws(MonitorStore.Failure) -> [Kept] {
         try store.conditions(monitor: monitor, app: app).map { condition in
             Kept(
                 fence: Geofence(
@@ -59,7 +59,7 @@ package final class RegionKeeper: Sendable {
 
     /// Replaces what is kept with `regions`, now (a region added or removed); a problem is
     /// told to `report` (once), and the regions stay monitored.
-    package func save(_ regions: [Kept]) {
+    public func save(_ regions: [Kept]) {
         do {
             try write(regions)
             lastProblem.withLock { $0 = nil }
@@ -69,7 +69,7 @@ package final class RegionKeeper: Sendable {
     }
 
     /// Replaces what is kept with `regions`, now, or throws why it cannot (`gpsloc monitor`).
-    package func write(_ regions: [Kept]) throws(MonitorStore.Failure) {
+    public func write(_ regions: [Kept]) throws(MonitorStore.Failure) {
         let conditions = regions.map { kept in
             MonitorStore.Condition(
                 identifier: kept.fence.identifier, latitude: kept.fence.latitude, longitude: kept.fence.longitude,
@@ -81,17 +81,17 @@ package final class RegionKeeper: Sendable {
 
     /// Saves what `snapshot` gives, at most once a second (region events); nil: nothing to
     /// save (its owner is gone).
-    package func saveSoon(_ snapshot: @escaping @Sendable () -> [Kept]?) {
+    public func saveSoon(_ snapshot: @escaping @Sendable () -> [Kept]?) {
         writer.write { [weak self] in
             if let regions = snapshot() { self?.save(regions) }
         }
     }
 
     /// Whether `saveSoon` still holds a save (forgotten: the owner going away saves itself).
-    package func takePending() -> Bool { writer.takePending() }
+    public func takePending() -> Bool { writer.takePending() }
 
     /// Tells `report` about `problem`, unless it was the last one told.
-    package func said(_ problem: String) {
+    public func said(_ problem: String) {
         let first = lastProblem.withLock { last in
             defer { last = problem }
             return last != problem

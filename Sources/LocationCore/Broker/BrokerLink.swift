@@ -6,21 +6,21 @@ import Glibc
 import NMEA0183
 
 /// What gpslocd said of the connecting program when it connected (its WELCOME).
-package struct BrokerWelcome: Sendable, Equatable {
+public struct BrokerWelcome: Sendable, Equatable {
     /// The uid the kernel gave for the program (`SO_PEERCRED`).
-    package var uid: Int
+    public var uid: Int
     /// The app id gpslocd keys decisions by: the systemd unit, the Flatpak id, or the label
     /// the program gave (which only a sandbox or a uid of its own makes more than a label).
-    package var app: String
+    public var app: String
     /// How the app id was established: `unit`, `flatpak` or `label`.
     var identity: String
     /// Whether gpslocd judges the program in use (the foreground process group of a terminal).
-    package var inUse: Bool
-    package var decision: AuthorizationDecision
+    public var inUse: Bool
+    public var decision: AuthorizationDecision
     /// The last location this app received through gpslocd (kept there, not in the app's files),
     /// when it may see it now: authorized (and in use, for When In Use), and under reduced
     /// accuracy only a reduced one. Its timestamp is the fix's own.
-    package var last: LocationValue?
+    public var last: LocationValue?
 
     init?(_ message: BrokerMessage) {
         guard message.messageClass == "WELCOME", let uid = message.int("uid"), let app = message.string("app") else {
@@ -37,7 +37,7 @@ package struct BrokerWelcome: Sendable, Equatable {
     }
 
     /// The decision an AUTHORIZATION or WELCOME line carries (not determined when unreadable).
-    package static func decision(_ message: BrokerMessage) -> AuthorizationDecision {
+    public static func decision(_ message: BrokerMessage) -> AuthorizationDecision {
         AuthorizationDecision(
             status: message.string("status").flatMap(BrokerProtocol.status(named:)) ?? .notDetermined,
             accuracy: message.string("accuracy").flatMap(BrokerProtocol.accuracy(named:)) ?? .reducedAccuracy)
@@ -45,22 +45,22 @@ package struct BrokerWelcome: Sendable, Equatable {
 }
 
 /// Why gpslocd could not be used: the message says what to do.
-package struct BrokerUnavailable: Error, Sendable, CustomStringConvertible {
-    package var description: String
+public struct BrokerUnavailable: Error, Sendable, CustomStringConvertible {
+    public var description: String
 }
 
 /// One connection to gpslocd, kept: it connects, says HELLO, and reconnects (every second,
 /// woken early by `close`) when gpslocd goes away. Lines reach `onMessage` on the link's own
 /// thread, in order; `onState` hears of each connection (with its WELCOME) and each loss.
 /// Requests wait for their REPLY (`request`).
-package final class BrokerLink: Sendable {
-    package enum State: Sendable {
+public final class BrokerLink: Sendable {
+    public enum State: Sendable {
         case connected(BrokerWelcome)
         case lost(BrokerUnavailable)
     }
 
     let path: String
-    package let app: String
+    public let app: String
     /// Lines sent right after each WELCOME (a WATCH).
     private let afterWelcome: [String]
     private let onMessage: @Sendable (BrokerMessage) -> Void
@@ -81,7 +81,7 @@ package final class BrokerLink: Sendable {
     /// is called from a handler, on the link's thread).
     private let delivering = PlainLock()
 
-    package init(
+    public init(
         path: String, app: String, afterWelcome: [String] = [],
         onMessage: @escaping @Sendable (BrokerMessage) -> Void, onState: @escaping @Sendable (State) -> Void
     ) {
@@ -96,14 +96,14 @@ package final class BrokerLink: Sendable {
     var welcome: BrokerWelcome? { shared.withLock { $0.welcome } }
 
     /// Starts the link's thread; returns at once.
-    package func start() {
+    public func start() {
         _ = WorkerThread(name: "gpslocd link") { [self] in run() }
     }
 
     /// Connects once and waits for the WELCOME (up to `timeout` seconds), then keeps the link
     /// on its thread. Throws when gpslocd cannot be reached or does not answer; the link goes on
     /// trying every second until `close` (callers that want one attempt close it).
-    package func startAndWait(timeout: TimeInterval = 5) throws(BrokerUnavailable) -> BrokerWelcome {
+    public func startAndWait(timeout: TimeInterval = 5) throws(BrokerUnavailable) -> BrokerWelcome {
         let outcome = Locked<Result<BrokerWelcome, BrokerUnavailable>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let first = Locked(true)
@@ -131,7 +131,7 @@ package final class BrokerLink: Sendable {
     }
 
     /// Stops the link: its connection is shut and no line reaches `onMessage` after this returns.
-    package func close() {
+    public func close() {
         let (fd, thread) = shared.withLock { state -> (Int32, pthread_t?) in
             state.closed = true
             return (state.fd, state.thread)
@@ -148,7 +148,7 @@ package final class BrokerLink: Sendable {
 
     /// Sends one line; false when not connected.
     @discardableResult
-    package func send(_ line: String) -> Bool {
+    public func send(_ line: String) -> Bool {
         shared.withLock { state in
             guard state.fd >= 0 else { return false }
             return BrokerProtocol.sendAll(state.fd, line)
@@ -156,7 +156,7 @@ package final class BrokerLink: Sendable {
     }
 
     /// Sends a request (a line with an `id`) and waits up to `timeout` for its REPLY.
-    package func request(_ build: (inout BrokerLine) -> Void, className: String, timeout: TimeInterval)
+    public func request(_ build: (inout BrokerLine) -> Void, className: String, timeout: TimeInterval)
         throws(BrokerUnavailable) -> BrokerMessage
     {
         let id = shared.withLock { state in
@@ -301,7 +301,7 @@ package final class BrokerLink: Sendable {
     }
 
     /// Reads lines until the connection ends; returns why it ended.
-    package func read(_ fd: Int32, pending: [UInt8]) -> BrokerUnavailable {
+    public func read(_ fd: Int32, pending: [UInt8]) -> BrokerUnavailable {
         var reader = BrokerLineReader(pending: pending)
         while true {
             while let line = reader.next() {

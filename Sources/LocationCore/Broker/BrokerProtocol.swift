@@ -7,13 +7,13 @@ import Glibc
 /// line over a Unix stream socket, each with a `class`, in both directions. The library (the
 /// client side) and gpslocd (the server side) both speak it through this type, so neither can
 /// drift from the other.
-package enum BrokerProtocol {
+public enum BrokerProtocol {
     /// The protocol version a HELLO and a WELCOME carry.
-    package static let version = 1
+    public static let version = 1
     /// Where gpslocd listens unless told otherwise (`gpslocd.socket`).
-    package static let defaultSocketPath = "/run/gpslocd/socket"
+    public static let defaultSocketPath = "/run/gpslocd/socket"
     /// The longest line either side accepts; a longer one is a protocol error.
-    package static let maximumLineLength = 64 << 10
+    public static let maximumLineLength = 64 << 10
 
     /// The broker in force: `GPSLOCATION_BROKER` when set (a path, or `none`/`off` for direct
     /// mode even where gpslocd runs), else the default socket when it exists, else nil (direct
@@ -21,7 +21,7 @@ package enum BrokerProtocol {
     /// policy says `brokerRequired`, there is no direct mode: the default socket is in force
     /// whether or not it exists (`none` included), so without gpslocd nothing is delivered and
     /// the error says to start it.
-    package static func socketPath(
+    public static func socketPath(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         policy: @autoclosure () -> LocationPolicy = LocationPolicy.effective()
     ) -> String? {
@@ -55,7 +55,7 @@ package enum BrokerProtocol {
 
     /// Calls `body` with the `sockaddr_un` of `path` and its length (connect, bind); nil when
     /// the path is too long for one. The one place both sides build the address.
-    package static func withSocketAddress<Result>(
+    public static func withSocketAddress<Result>(
         _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result
     ) -> Result? {
         var address = sockaddr_un()
@@ -73,7 +73,7 @@ package enum BrokerProtocol {
 
     /// The statuses' names on the wire (the decision store's own names).
     static func statusName(_ status: CLAuthorizationStatus) -> String { status.name }
-    package static func status(named name: String) -> CLAuthorizationStatus? {
+    public static func status(named name: String) -> CLAuthorizationStatus? {
         switch name {
         case "notDetermined": .notDetermined
         case "restricted": .restricted
@@ -83,7 +83,7 @@ package enum BrokerProtocol {
         default: nil
         }
     }
-    package static func accuracy(named name: String) -> CLAccuracyAuthorization? {
+    public static func accuracy(named name: String) -> CLAccuracyAuthorization? {
         switch name {
         case "full": .fullAccuracy
         case "reduced": .reducedAccuracy
@@ -93,38 +93,38 @@ package enum BrokerProtocol {
 }
 
 /// One line being written: fields in order, JSON-escaped, no allocation beyond the string.
-package struct BrokerLine: Sendable {
+public struct BrokerLine: Sendable {
     private(set) var text: String
 
-    package init(_ messageClass: String) {
+    public init(_ messageClass: String) {
         text = "{\"class\":\"\(messageClass)\""
         text.reserveCapacity(256)
     }
 
-    package mutating func add(_ key: String, _ value: String?) {
+    public mutating func add(_ key: String, _ value: String?) {
         guard let value else { return }
         text += ",\"\(key)\":"
         Self.appendQuoted(value, to: &text)
     }
-    package mutating func add(_ key: String, _ value: Double?) {
+    public mutating func add(_ key: String, _ value: Double?) {
         guard let value, value.isFinite else { return }
         text += ",\"\(key)\":\(value)"
     }
-    package mutating func add(_ key: String, _ value: Int?) {
+    public mutating func add(_ key: String, _ value: Int?) {
         guard let value else { return }
         text += ",\"\(key)\":\(value)"
     }
-    package mutating func add(_ key: String, _ value: Bool?) {
+    public mutating func add(_ key: String, _ value: Bool?) {
         guard let value else { return }
         text += ",\"\(key)\":\(value)"
     }
     /// A value already written as JSON (an array of objects).
-    package mutating func addRaw(_ key: String, _ json: String) { text += ",\"\(key)\":\(json)" }
+    public mutating func addRaw(_ key: String, _ json: String) { text += ",\"\(key)\":\(json)" }
 
     /// The finished line, newline included.
-    package var line: String { text + "}\n" }
+    public var line: String { text + "}\n" }
     /// The finished object, without the newline (for arrays).
-    package var object: String { text + "}" }
+    public var object: String { text + "}" }
 
     static func appendQuoted(_ value: String, to text: inout String) {
         text += "\""
@@ -146,7 +146,7 @@ package struct BrokerLine: Sendable {
 
 /// A JSON value as read (Foundation's decoder tells booleans from numbers; `JSONSerialization`
 /// on Linux does not).
-package enum JSONValue: Decodable, Sendable {
+public enum JSONValue: Decodable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
@@ -154,7 +154,7 @@ package enum JSONValue: Decodable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    package init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -173,38 +173,38 @@ package enum JSONValue: Decodable, Sendable {
 }
 
 /// A line as read: its fields.
-package struct BrokerMessage: Sendable {
+public struct BrokerMessage: Sendable {
     let fields: [String: JSONValue]
-    package var messageClass: String { string("class") ?? "" }
+    public var messageClass: String { string("class") ?? "" }
 
     private static let decoder = JSONDecoder()
 
     /// Parses one line; nil when it is not a JSON object with a `class`.
-    package init?(line: some Collection<UInt8>) {
+    public init?(line: some Collection<UInt8>) {
         guard let object = try? Self.decoder.decode([String: JSONValue].self, from: Data(line)),
             case .string = object["class"]
         else { return nil }
         fields = object
     }
-    package init(fields: [String: JSONValue]) { self.fields = fields }
+    public init(fields: [String: JSONValue]) { self.fields = fields }
 
-    package func string(_ key: String) -> String? {
+    public func string(_ key: String) -> String? {
         if case .string(let value) = fields[key] { value } else { nil }
     }
-    package func double(_ key: String) -> Double? {
+    public func double(_ key: String) -> Double? {
         if case .number(let value) = fields[key] { value } else { nil }
     }
-    package func int(_ key: String) -> Int? {
+    public func int(_ key: String) -> Int? {
         guard let value = double(key), value == value.rounded(), abs(value) < 1e15 else { return nil }
         return Int(value)
     }
-    package func bool(_ key: String) -> Bool? {
+    public func bool(_ key: String) -> Bool? {
         if case .bool(let value) = fields[key] { value } else { nil }
     }
-    package func object(_ key: String) -> BrokerMessage? {
+    public func object(_ key: String) -> BrokerMessage? {
         if case .object(let fields) = fields[key] { BrokerMessage(fields: fields) } else { nil }
     }
-    package func objects(_ key: String) -> [BrokerMessage] {
+    public func objects(_ key: String) -> [BrokerMessage] {
         guard case .array(let values) = fields[key] else { return [] }
         return values.compactMap { value in
             if case .object(let fields) = value { BrokerMessage(fields: fields) } else { nil }
@@ -216,7 +216,7 @@ package struct BrokerMessage: Sendable {
 
 extension BrokerProtocol {
     /// A source event as the line gpslocd sends (nil: an event that is not sent).
-    package static func line(for event: LocationSourceEvent) -> String {
+    public static func line(for event: LocationSourceEvent) -> String {
         switch event {
         case .fix(let fix): return fixLine(fix)
         case .errorEstimate(let estimate):
@@ -305,7 +305,7 @@ extension BrokerProtocol {
     /// A reduced program's line for one of gpsd's fixes: the grid point the fuzzer last let out,
     /// at the fix's time, with nothing else of the fix (no altitude, speed, course, receiver or
     /// estimate); `eph` is the 95 % figure, twice the point's accuracy.
-    package static func reducedLine(_ point: ReducedPoint, time: Date?) -> String {
+    public static func reducedLine(_ point: ReducedPoint, time: Date?) -> String {
         var line = BrokerLine("FIX")
         line.add("mode", FixMode.twoDimensional.rawValue)
         line.add("quality", FixQuality.unknown.rawValue)
@@ -317,7 +317,7 @@ extension BrokerProtocol {
         return line.line
     }
 
-    package static func problemLine(_ error: CLError, terminal: Bool) -> String {
+    public static func problemLine(_ error: CLError, terminal: Bool) -> String {
         var line = BrokerLine("PROBLEM")
         line.add("code", error.code.rawValue)
         line.add("reason", error.reason?.name)
@@ -414,7 +414,7 @@ extension BrokerProtocol {
 
 extension BrokerProtocol {
     /// Writes all of `line` to a socket without SIGPIPE (a gone peer is an error, not a signal).
-    package static func sendAll(_ fd: Int32, _ line: String) -> Bool {
+    public static func sendAll(_ fd: Int32, _ line: String) -> Bool {
         var bytes = Array(line.utf8)
         return bytes.withUnsafeMutableBytes { raw in
             var offset = 0
@@ -430,17 +430,17 @@ extension BrokerProtocol {
 }
 
 /// Splits a byte stream into lines (without the newline); a line over the maximum is an error.
-package struct BrokerLineReader: Sendable {
+public struct BrokerLineReader: Sendable {
     private var buffer: [UInt8]
-    package var start = 0
+    public var start = 0
     private(set) var failure: String?
 
-    package init(pending: [UInt8] = []) { buffer = pending }
+    public init(pending: [UInt8] = []) { buffer = pending }
 
     var remainder: [UInt8] { Array(buffer[start...]) }
 
     /// The next whole line, if one is buffered.
-    package mutating func next() -> ArraySlice<UInt8>? {
+    public mutating func next() -> ArraySlice<UInt8>? {
         guard let newline = buffer[start...].firstIndex(of: 10) else {
             if start > 0 {
                 buffer.removeFirst(start)
@@ -473,7 +473,7 @@ package struct BrokerLineReader: Sendable {
     }
 
     /// Appends bytes already read (a non-blocking server's reads).
-    package mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
     /// Bytes buffered and not yet returned as lines.
-    package var pendingCount: Int { buffer.count - start }
+    public var pendingCount: Int { buffer.count - start }
 }

@@ -3,18 +3,18 @@ import GNSSCore
 
 /// What an app may receive right now: the engine's input from the authorizer (or from the
 /// simulated authorization of `gpsloc replay`).
-package struct AuthorizationState: Sendable, Equatable {
+public struct AuthorizationState: Sendable, Equatable {
     /// The app the gate speaks of in its messages.
-    package var appID: String
-    package var status: CLAuthorizationStatus
-    package var accuracy: CLAccuracyAuthorization
+    public var appID: String
+    public var status: CLAuthorizationStatus
+    public var accuracy: CLAccuracyAuthorization
     /// When-In-Use delivers only while this is true (see `LocationAuthorizer.isInUse`).
-    package var isInUse: Bool
+    public var isInUse: Bool
     /// Why the decision cannot be known now (gpslocd unreachable: the app is denied meanwhile),
     /// with what to do; the refusal says this instead of advising a grant.
     var unavailable: String?
 
-    package init(
+    public init(
         appID: String, status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy,
         isInUse: Bool = true
     ) {
@@ -25,7 +25,7 @@ package struct AuthorizationState: Sendable, Equatable {
     }
 
     /// True when locations may flow (authorized, and in use for When-In-Use).
-    package var allowsDelivery: Bool {
+    public var allowsDelivery: Bool {
         status.isAuthorized && (status != .authorizedWhenInUse || isInUse)
     }
 
@@ -39,7 +39,7 @@ package struct AuthorizationState: Sendable, Equatable {
                 + "would deliver nothing)"
     }
 
-    package var refusal: CLError? {
+    public var refusal: CLError? {
         if let unavailable, !allowsDelivery {
             return CLError(.denied, message: unavailable, reason: .brokerUnreachable)
         }
@@ -78,7 +78,7 @@ extension AuthorizationDecision {
     /// Whether this decision lets the app see `location` from the last-location cache: nothing
     /// unless it is authorized, and with reduced accuracy only a location that was reduced when
     /// it was cached (a precise one never reaches a reduced app, however old).
-    package func permits(cached location: LocationValue) -> Bool {
+    public func permits(cached location: LocationValue) -> Bool {
         status.isAuthorized && (accuracy == .fullAccuracy || location.gnss?.reduced == true)
     }
 }
@@ -87,7 +87,7 @@ extension AuthorizationDecision {
 /// accuracy passes through `LocationFuzzer`; anything else is withheld, and the app is told why
 /// once per state (`refusal`).
 struct AuthorizationGate: Sendable {
-    package var state: AuthorizationState {
+    public var state: AuthorizationState {
         didSet { if state != oldValue { explained = false } }
     }
     var fuzzer: LocationFuzzer

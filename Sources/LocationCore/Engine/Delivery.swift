@@ -5,7 +5,7 @@ import Glibc
 
 extension EngineRunner {
     /// Where a runner hands its outputs to the adapter.
-    package enum Delivery: Sendable {
+    public enum Delivery: Sendable {
         /// On the thread that produced them (the source's, or the work queue's for a timer),
         /// one at a time: gpsloc writes its output so.
         case inline
@@ -54,7 +54,7 @@ extension EngineRunner {
 
 /// Where an adapter's own target runs the runner's deliveries (`EngineRunner.Delivery.performer`):
 /// the CoreLocation face's run loop of the thread that made a manager.
-package protocol DeliveryPerformer: Sendable {
+public protocol DeliveryPerformer: Sendable {
     /// Runs `block` on the target at its next turn.
     func perform(_ block: @escaping @Sendable () -> Void)
     /// True when called on the target's thread.

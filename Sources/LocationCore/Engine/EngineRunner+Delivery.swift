@@ -8,7 +8,7 @@ import Glibc
 // `EngineRunner`, in a file of its own.
 extension EngineRunner {
     /// Queues an output of the adapter's own, in order with the engine's.
-    package func enqueue(_ output: Output) {
+    public func enqueue(_ output: Output) {
         state.withLock { Self.append(output, to: &$0) }
         scheduleDrain()
     }
@@ -18,12 +18,12 @@ extension EngineRunner {
     /// not drop them: `drain` checks each under the delivery lock, so after `stop()` and this
     /// call, nothing that `stop()` ended reaches the adapter. It never waits for the delivery
     /// target to run: a main thread blocked elsewhere cannot hold a stopping thread up.
-    package func flush() {
+    public func flush() {
         delivering.lock()
         delivering.unlock()
     }
 
-    package static func append(_ output: Output, to state: inout State) {
+    public static func append(_ output: Output, to state: inout State) {
         guard case .locations(let new) = output else {
             state.pending.append(output)
             return

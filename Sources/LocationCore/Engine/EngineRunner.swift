@@ -22,30 +22,30 @@ import Synchronization
 ///
 /// **Timers** only enqueue: a fired timer's engine step runs on the runner's own serial work
 /// queue, so no user code and no file I/O runs on the process-wide timer thread.
-package final class EngineRunner: Sendable {
+public final class EngineRunner: Sendable {
     /// What the adapter receives: the engine's outputs, batched.
-    package typealias Output = LocationEngine.Output
+    public typealias Output = LocationEngine.Output
 
-    package struct State {
+    public struct State {
         var engine: LocationEngine
         /// Where outputs are handed over.
-        package var delivery: Delivery
+        public var delivery: Delivery
         var consumer: (@Sendable (Output) -> Void)?
         /// Whether the source should run, as the engine last decided (`reconcileSource` makes
         /// it so; `SourceReconciler` holds whether it does).
         var sourceRunning = false
         /// Bumped by `stop()`: events, timers and outputs of an older generation are dropped.
-        package var generation = 0
+        public var generation = 0
         var pending: [Output] = []
         /// How many locations `pending` holds.
         var pendingLocations = 0
         var drainScheduled = false
-        package var maximumBatch = 100
+        public var maximumBatch = 100
         /// Live locations dropped for a slow adapter and not yet reported.
         var dropped = 0
-        package var lastLocationCache: LastLocationCache?
+        public var lastLocationCache: LastLocationCache?
         /// Errors with these reasons end updates (for gpsloc watch, which exits on them).
-        package var endingReasons: Set<CLError.Reason> = []
+        public var endingReasons: Set<CLError.Reason> = []
         /// Bumped by `stop(keepingMonitoring: true)`: locations taken for delivery before it are
         /// not handed over after it.
         var locationGeneration = 0
@@ -54,7 +54,7 @@ package final class EngineRunner: Sendable {
         var stallCheckArmed = false
         var stallReported = false
         var flowObserver: (@Sendable (SourceFlow) -> Void)?
-        package var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
+        public var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
     }
 
     /// What the engine's actions leave to do once the lock is released.
@@ -62,7 +62,7 @@ package final class EngineRunner: Sendable {
         var sourceChanged = false
         var delivered: LocationValue?
         /// Where `delivered` goes (read under the same lock as the step).
-        package var cache: LastLocationCache?
+        public var cache: LastLocationCache?
         /// Outputs taken for inline delivery in the step's own critical section.
         var batch: Batch?
         /// The adapter was `maximumBatch` locations behind after the step.
@@ -72,14 +72,14 @@ package final class EngineRunner: Sendable {
     /// Outputs taken from `pending` to be handed over, with the generations they belong to.
     struct Batch {
         var outputs: [Output]
-        package var generation: Int
+        public var generation: Int
         var locationGeneration: Int
         var consumer: (@Sendable (Output) -> Void)?
     }
 
-    package let source: any LocationSource
-    package let appID: String
-    package let state: Locked<State>
+    public let source: any LocationSource
+    public let appID: String
+    public let state: Locked<State>
     /// `State.generation` and `State.locationGeneration`, stored under the lock whenever they
     /// change and read without it by the hand-over loop: one atomic load per output, not a lock.
     let generations = Atomic<Int>(0)
@@ -87,7 +87,7 @@ package final class EngineRunner: Sendable {
     private let sourceControl = SourceReconciler()
     private let timers: EngineTimers
     /// "Now" for the engine and the timers' time: the system's, or a test's `ManualEngineClock`.
-    package let clock: any EngineClock
+    public let clock: any EngineClock
     /// Where fired timers' steps run (serially), off the shared timer thread.
     private let work = DispatchQueue(label: "gpslocation.engine")
     private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
@@ -99,7 +99,7 @@ package final class EngineRunner: Sendable {
     }()
     /// True on the main thread or in a job of the main queue (the main actor's executor, which
     /// a test harness may drain on another thread).
-    package static var onMainQueue: Bool {
+    public static var onMainQueue: Bool {
         DispatchQueue.getSpecific(key: mainQueueKey) == true || WorkerThread.isMainThread
     }
     /// Serializes inline delivery (no queue); recursive, so an adapter's callback may stop.
@@ -112,7 +112,7 @@ package final class EngineRunner: Sendable {
     ///     produced them (the source's, or the work queue's for a timer), one at a time — no
     ///     thread hop a location (gpsloc: a recording's thread then writes its own output).
     ///   - clock: "now" and the timers (tests inject a `ManualEngineClock`).
-    package init(
+    public init(
         source: any LocationSource, configuration: LocationEngine.Configuration, authorization: AuthorizationState,
         fuzzer: LocationFuzzer? = nil, lastLocationCache: LastLocationCache?, queue: DispatchQueue?,
         clock: any EngineClock = SystemEngineClock()
@@ -146,17 +146,17 @@ package final class EngineRunner: Sendable {
     // MARK: Settings
 
     /// Reads or changes the engine under the lock (configuration, state queries).
-    package func withEngine<Result>(_ body: (inout LocationEngine) -> Result) -> Result {
+    public func withEngine<Result>(_ body: (inout LocationEngine) -> Result) -> Result {
         state.withLock { body(&$0.engine) }
     }
 
-    package func setConsumer(_ consumer: @escaping @Sendable (Output) -> Void) {
+    public func setConsumer(_ consumer: @escaping @Sendable (Output) -> Void) {
         state.withLock { $0.consumer = consumer }
     }
 
     /// The queue outputs are handed over on, or nil (inline, or a run loop: see `delivery`).
     /// Setting it delivers on that queue (nil: inline).
-    package var queue: DispatchQueue? {
+    public var queue: DispatchQueue? {
         get {
             switch state.withLock({ $0.delivery }) {
             case .main: DispatchQueue.main
@@ -168,7 +168,7 @@ package final class EngineRunner: Sendable {
     }
 
     /// Where outputs are handed over: inline, on a serial queue, or on a thread's run loop.
-    package var delivery: Delivery {
+    public var delivery: Delivery {
         get { state.withLock { $0.delivery } }
         set {
             switch newValue {
@@ -183,7 +183,7 @@ package final class EngineRunner: Sendable {
     /// Told (on the clock's timer thread, not the delivery target) when outputs have waited
     /// `stallWarning` seconds for a main queue or run loop that does not run: the program's
     /// thread is blocked, and nothing reaches the app until it runs its loop. Once per runner.
-    package var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
+    public var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
         get { state.withLock { $0.stallHandler } }
         set { state.withLock { $0.stallHandler = newValue } }
     }
@@ -198,26 +198,26 @@ package final class EngineRunner: Sendable {
     static let stallWarning: TimeInterval = 5
 
     /// At most this many locations wait for the adapter (see the type's documentation).
-    package var maximumBatch: Int {
+    public var maximumBatch: Int {
         get { state.withLock { $0.maximumBatch } }
         set { state.withLock { $0.maximumBatch = max(1, newValue) } }
     }
 
-    package var lastLocationCache: LastLocationCache? {
+    public var lastLocationCache: LastLocationCache? {
         get { state.withLock { $0.lastLocationCache } }
         set { state.withLock { $0.lastLocationCache = newValue } }
     }
 
     /// Errors with these reasons end updates too (besides those after which the engine stops).
-    package var endingReasons: Set<CLError.Reason> {
+    public var endingReasons: Set<CLError.Reason> {
         get { state.withLock { $0.endingReasons } }
         set { state.withLock { $0.endingReasons = newValue } }
     }
 
-    package var isRunning: Bool { state.withLock { $0.engine.isRunning } }
+    public var isRunning: Bool { state.withLock { $0.engine.isRunning } }
 
     /// Changes with every `stop()`.
-    package var generation: Int { state.withLock { $0.generation } }
+    public var generation: Int { state.withLock { $0.generation } }
 
     /// True when called on the delivery target's thread: inside this runner's queue, on the main
     /// thread for the main queue, on the run loop's thread for a run loop. Waiting for delivery
@@ -239,7 +239,7 @@ package final class EngineRunner: Sendable {
     /// (under the lock too: a one-shot's cancel decided before the next request's arm is done
     /// before it), and brings the source and the cache in line after the lock is released.
     /// Dropped when `generation` is given and a `stop()` came since.
-    package func drive(generation expected: Int? = nil, _ step: (inout LocationEngine) -> [LocationEngine.Action]) {
+    public func drive(generation expected: Int? = nil, _ step: (inout LocationEngine) -> [LocationEngine.Action]) {
         _ = driveStep(generation: expected, step)
     }
 
@@ -321,7 +321,7 @@ package final class EngineRunner: Sendable {
     /// over (with a queue: until that queue has run them). With a `ManualEngineClock` and a
     /// source that has stopped sending, what the adapter holds afterwards is final: a test
     /// proves "nothing more" without waiting. Never call it from the adapter's queue.
-    package func settle() {
+    public func settle() {
         work.sync {}
         switch delivery {
         case .inline: flush()
@@ -359,7 +359,7 @@ package final class EngineRunner: Sendable {
 
     /// Starts updates (or a one-shot request); false when the engine refused (denied, restricted).
     @discardableResult
-    package func start(_ mode: LocationEngine.Mode) -> Bool {
+    public func start(_ mode: LocationEngine.Mode) -> Bool {
         drive { engine in engine.start(mode, now: clock.now) }
         return isRunning
     }
@@ -371,7 +371,7 @@ package final class EngineRunner: Sendable {
     /// it has (`reconcileSource`); its events are dropped either way. The newest location goes
     /// to the cache.
     /// With `keepingMonitoring`, monitoring services (regions, visits) go on if they run.
-    package func stop(keepingMonitoring: Bool = false) {
+    public func stop(keepingMonitoring: Bool = false) {
         let (wasRunning, last) = state.withLock { state -> (Bool, LocationValue?) in
             _ = state.engine.stop()
             if keepingMonitoring && state.engine.isRunning {

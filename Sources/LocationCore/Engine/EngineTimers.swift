@@ -13,12 +13,12 @@ import Glibc
 /// for a 10 Hz receiver the staleness timer alone was a third of a live client's wake-ups.
 final class EngineTimers: Sendable {
     private let fired: @Sendable (LocationEngine.Timer) -> Void
-    package let clock: any EngineClock
+    public let clock: any EngineClock
     private var owner: ObjectIdentifier { ObjectIdentifier(self) }
 
     /// `fired` runs on the clock's thread (the shared timer thread, or the caller of
     /// `ManualEngineClock.advance`); it feeds `engine.timerFired(timer, now:)`.
-    package init(
+    public init(
         clock: any EngineClock = SystemEngineClock(), fired: @escaping @Sendable (LocationEngine.Timer) -> Void
     ) {
         self.clock = clock
@@ -40,7 +40,7 @@ final class EngineTimers: Sendable {
 /// The time an `EngineRunner` lives by: "now" for the engine and the deadlines of its timers.
 /// The system clock is the wall clock, the monotonic clock and the shared timer thread; a test
 /// injects `ManualEngineClock` and moves time itself, so a timer test neither waits nor guesses.
-package protocol EngineClock: Sendable {
+public protocol EngineClock: Sendable {
     /// The wall clock the engine is given as "now".
     var now: Date { get }
     /// A monotonic clock in seconds (the arrival order of a live source's reports).
@@ -54,38 +54,38 @@ package protocol EngineClock: Sendable {
 }
 
 /// The real clocks: `Date()`, the monotonic clock, and the process's one timer thread.
-package struct SystemEngineClock: EngineClock {
-    package init() {}
-    package var now: Date { Date() }
-    package var uptime: Double { LocationEngine.uptime() }
-    package func schedule(
+public struct SystemEngineClock: EngineClock {
+    public init() {}
+    public var now: Date { Date() }
+    public var uptime: Double { LocationEngine.uptime() }
+    public func schedule(
         _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
         _ action: @escaping @Sendable () -> Void
     ) { TimerThread.shared.schedule(owner, timer, after: seconds, action) }
-    package func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer) {
+    public func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer) {
         TimerThread.shared.cancel(owner, timer)
     }
-    package func cancelAll(_ owner: ObjectIdentifier) { TimerThread.shared.cancelAll(owner) }
+    public func cancelAll(_ owner: ObjectIdentifier) { TimerThread.shared.cancelAll(owner) }
 }
 
 /// A clock that moves only when told (`advance(by:)`): due timers fire on the caller's thread,
 /// in deadline order, with "now" set to each one's deadline. For tests of what the engine does
 /// when time passes — a staleness report, a one-shot deadline — and of what it then does not do.
 final class ManualEngineClock: EngineClock {
-    package struct Entry {
+    public struct Entry {
         var deadline: Double
         var sequence: Int
         var action: @Sendable () -> Void
     }
-    package struct State {
+    public struct State {
         var now: Date
         var uptime: Double = 1000
         var sequence = 0
         var entries: [TimerKey: Entry] = [:]
     }
-    package let state: Locked<State>
+    public let state: Locked<State>
 
-    package init(start: Date = Date()) { state = Locked(State(now: start)) }
+    public init(start: Date = Date()) { state = Locked(State(now: start)) }
 
     var now: Date { state.withLock { $0.now } }
     var uptime: Double { state.withLock { $0.uptime } }

@@ -20,7 +20,7 @@ extension EngineRunner {
 /// for an async stream's reader): one condition for the process. Whoever changes what a waiter
 /// waits for calls `changed()`; each waiter checks its own condition again. The condition's lock
 /// is never taken while a state lock is held, so the two cannot deadlock.
-package enum FlowControl {
+public enum FlowControl {
     private static let condition = ConditionLock()
     /// Threads inside `wait`. `changed()` takes the condition only when there are any: a waiter
     /// counts itself (holding the condition) before it checks `ready()`, and a changer changes
@@ -30,7 +30,7 @@ package enum FlowControl {
     private static let waiters = Atomic<Int>(0)
 
     /// Blocks the calling thread until `ready()` is true. Never call it on a concurrency thread.
-    package static func wait(until ready: () -> Bool) {
+    public static func wait(until ready: () -> Bool) {
         condition.lock()
         waiters.add(1, ordering: .sequentiallyConsistent)
         defer {
@@ -40,7 +40,7 @@ package enum FlowControl {
         while !ready() { condition.wait() }
     }
 
-    package static func changed() {
+    public static func changed() {
         guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         condition.lock()
         condition.broadcast()

@@ -16,10 +16,10 @@ import NMEA0183
 /// - delivered when it moved at least `filter` degrees from the last one delivered
 ///   (`kCLHeadingFilterNone`: every one). The timestamp is the source's clock.
 /// A receiver that reports no heading is said once, after `patience` fixes without one.
-package struct HeadingStage: Sendable {
+public struct HeadingStage: Sendable {
     private(set) var active = false
     /// Apple's default `headingFilter` is 1°.
-    package var filter: CLLocationDegrees = 1
+    public var filter: CLLocationDegrees = 1
     private var lastDelivered: Double?
     private var fixesWithout = 0
     private var failureSaid = false
@@ -27,21 +27,21 @@ package struct HeadingStage: Sendable {
     private(set) var seen = false
     static let patience = 10
     /// False for gpsloc, which shows headings when they come and says nothing when they do not.
-    package var saysWhenMissing = true
+    public var saysWhenMissing = true
     /// True (the manager): heading updates alone run the source. False (gpsloc): headings ride
     /// along with the location updates and never keep the source running by themselves.
-    package var runsSource = true
+    public var runsSource = true
 
-    package init() {}
+    public init() {}
 
-    package mutating func start() {
+    public mutating func start() {
         active = true
         lastDelivered = nil
         fixesWithout = 0
         failureSaid = false
     }
 
-    package mutating func stop() { active = false }
+    public mutating func stop() { active = false }
 
     /// A fix came: with heading updates on and no heading from the source after `patience`
     /// fixes, the failure to tell (once).

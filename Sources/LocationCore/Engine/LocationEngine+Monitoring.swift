@@ -7,7 +7,7 @@ import GNSSCore
 extension LocationEngine {
     /// Starts monitoring `fence` (replacing one with its identifier). `assuming`: the state to
     /// start from (a persisted one); unknown is determined by the next location.
-    package mutating func startMonitoring(_ fence: Geofence, assuming: RegionPresence = .unknown, now: Date)
+    public mutating func startMonitoring(_ fence: Geofence, assuming: RegionPresence = .unknown, now: Date)
         -> [Action]
     {
         var actions = admitMonitoring()
@@ -27,36 +27,36 @@ extension LocationEngine {
     }
 
     /// Stops monitoring a region; `.stopSource` when nothing runs any more.
-    package mutating func stopMonitoring(_ identifier: String) -> [Action] {
+    public mutating func stopMonitoring(_ identifier: String) -> [Action] {
         regions.remove(identifier)
         return stopIfIdle()
     }
 
     /// Every region at once (their owner goes away): the stage is dropped whole, not emptied one
     /// region at a time.
-    package mutating func stopMonitoringAllRegions() -> [Action] {
+    public mutating func stopMonitoringAllRegions() -> [Action] {
         regions = RegionMonitorStage()
         return stopIfIdle()
     }
 
-    package mutating func startVisits() -> [Action] {
+    public mutating func startVisits() -> [Action] {
         let refusal = admitMonitoring()
         if visits == nil { visits = VisitStage() }
         return refusal
     }
 
-    package mutating func stopVisits() -> [Action] {
+    public mutating func stopVisits() -> [Action] {
         visits = nil
         return stopIfIdle()
     }
 
-    package mutating func startSignificantChanges() -> [Action] {
+    public mutating func startSignificantChanges() -> [Action] {
         let refusal = admitMonitoring()
         if significantChanges == nil { significantChanges = SignificantChangeStage() }
         return refusal
     }
 
-    package mutating func stopSignificantChanges() -> [Action] {
+    public mutating func stopSignificantChanges() -> [Action] {
         significantChanges = nil
         return stopIfIdle()
     }
@@ -105,7 +105,7 @@ extension LocationEngine {
 extension LocationEngine {
     /// Starts heading updates (`startUpdatingHeading()`). A refused authorization is said once,
     /// as for locations.
-    package mutating func startHeading() -> [Action] {
+    public mutating func startHeading() -> [Action] {
         var actions: [Action] = []
         if let refusal = gate.state.refusal {
             if let error = gate.explain(refusal) { actions.append(.fail(error)) }
@@ -137,7 +137,7 @@ extension LocationEngine {
     }
 
     /// Stops heading updates; the source stops when nothing else runs.
-    package mutating func stopHeading() -> [Action] {
+    public mutating func stopHeading() -> [Action] {
         guard headingStage.active else { return [] }
         headingStage.stop()
         return isRunning ? [] : [.stopSource]

@@ -13,7 +13,7 @@ extension LocationEngine {
     /// one reference wide, and is copied on its way to the adapter (the engine's actions, the
     /// runner's queue, the hand-over) as a reference, not as the largest payload (a sky view,
     /// an error) byte by byte.
-    package enum Output: Sendable {
+    public enum Output: Sendable {
         /// Locations in order, the newest last; consecutive ones waiting together come as one
         /// batch (the engine gives one at a time; the runner joins those that wait together).
         case locations([LocationValue])
@@ -44,7 +44,7 @@ extension LocationEngine {
     }
 
     /// What the driver must do, in order: outputs for the app, and the driver's own work.
-    package enum Action: Sendable {
+    public enum Action: Sendable {
         /// Hand this to the app.
         case emit(Output)
         /// Call `timerFired(timer, now:)` after this many seconds (replacing an armed one).
@@ -60,7 +60,7 @@ extension LocationEngine {
         }
         static func receiver(_ device: DeviceEvent) -> Action { .emit(.receiver(device)) }
         static func sky(_ sky: SkyView) -> Action { .emit(.sky(sky)) }
-        package static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
+        public static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
         static func visit(_ record: VisitRecord) -> Action { .emit(.visit(record)) }
         static func paused(_ paused: Bool) -> Action { .emit(.paused(paused)) }
         static func heading(_ heading: HeadingValue) -> Action { .emit(.heading(heading)) }
@@ -71,11 +71,11 @@ extension LocationEngine {
             if case .emit(.locations(let batch)) = self { batch.last } else { nil }
         }
         /// The error this action hands the app, if it is one.
-        package var failure: CLError? {
+        public var failure: CLError? {
             if case .emit(.failure(let error)) = self { error } else { nil }
         }
         /// The diagnostic this action hands the app, if it is one.
-        package var diagnostic: LocationDiagnostic? {
+        public var diagnostic: LocationDiagnostic? {
             if case .emit(.diagnostic(let diagnostic)) = self { diagnostic } else { nil }
         }
         /// What this action hands the app, if anything.

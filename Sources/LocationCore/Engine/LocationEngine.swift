@@ -27,9 +27,9 @@ import GNSSCore
 /// reason (and the same reason at most once a minute); a stretch without usable fixes is one
 /// `fail(locationUnknown)` (`FixStalenessMonitor`); a refused authorization is one `fail`
 /// per state. Errors carry a `CLError.Reason`.
-package struct LocationEngine: Sendable {
+public struct LocationEngine: Sendable {
     /// The engine's timers; the driver arms and cancels them as told.
-    package enum Timer: Hashable, Sendable {
+    public enum Timer: Hashable, Sendable {
         /// No usable fix yet: is the source stale? (live sources only)
         case staleness
         /// `requestLocation()`'s timeout.
@@ -41,7 +41,7 @@ package struct LocationEngine: Sendable {
         case deliveryStall
     }
 
-    package enum Mode: Sendable, Equatable {
+    public enum Mode: Sendable, Equatable {
         case stopped
         /// `startUpdatingLocation()`.
         case continuous
@@ -49,29 +49,29 @@ package struct LocationEngine: Sendable {
         case oneShot
     }
 
-    package var configuration: Configuration {
+    public var configuration: Configuration {
         didSet { applyConfiguration() }
     }
     /// True when the clock is the wall clock (gpsd); false for replays and lists.
     let isLive: Bool
     private(set) var mode: Mode = .stopped
     /// The last location delivered (gated: reduced for a reduced-accuracy app).
-    package internal(set) var lastDelivered: LocationValue?
+    public internal(set) var lastDelivered: LocationValue?
     /// The followed receiver's device path, once one has been chosen.
-    package var followedReceiver: String? { receivers.selected }
+    public var followedReceiver: String? { receivers.selected }
     /// True while running with no usable fix for the staleness timeout.
-    package var isStale: Bool { staleness.isStale }
+    public var isStale: Bool { staleness.isStale }
     var authorization: AuthorizationState { gate.state }
     /// True while the source must run: location updates or a monitoring service.
-    package var isRunning: Bool {
+    public var isRunning: Bool {
         mode != .stopped || isMonitoring || (headingStage.active && headingStage.runsSource)
     }
     /// True while regions, visits or significant changes are monitored (and not refused).
     var isMonitoring: Bool {
         !monitoringSuspended && (!regions.isEmpty || visits != nil || significantChanges != nil)
     }
-    package func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
-    package func region(_ identifier: String) -> Geofence? { regions.fence(identifier) }
+    public func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
+    public func region(_ identifier: String) -> Geofence? { regions.fence(identifier) }
 
     var validity = ValidityStage()
     let accuracy = AccuracyStage()
@@ -86,7 +86,7 @@ package struct LocationEngine: Sendable {
     var staleness = FixStalenessMonitor()
     // Internal, not private, where LocationEngine+Monitoring.swift uses them.
     var gate: AuthorizationGate
-    package var filter = DistanceFilterStage()
+    public var filter = DistanceFilterStage()
     var regions = RegionMonitorStage()
     var visits: VisitStage?
     var significantChanges: SignificantChangeStage?
@@ -140,7 +140,7 @@ package struct LocationEngine: Sendable {
     /// Heading updates; where the latest fix with a position was, and the magnetic variation
     /// it reported (for a heading's declination). Only these, not the whole fix: it is kept
     /// for every fix.
-    package var headingStage = HeadingStage()
+    public var headingStage = HeadingStage()
     var lastPosition: (latitude: Double, longitude: Double, magneticVariation: Double?)?
     var pendingHeading: HeadingReading?
     /// The source's last problem since its last fix (a one-shot that times out names it).
@@ -149,7 +149,7 @@ package struct LocationEngine: Sendable {
     /// `pausesWhileStationary`: this stop's stationary location has been delivered.
     var stationaryDelivered = false
 
-    package init(
+    public init(
         configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
         sourceInformation: LocationOrigin? = nil, fuzzer: LocationFuzzer? = nil
     ) {
@@ -175,7 +175,7 @@ package struct LocationEngine: Sendable {
 
     /// The source's clock at `now`: live, the receiver's clock (`ReceiverClock`) when `uptime`
     /// is given and a fix has come, else the wall clock; the recording's latest time in a replay.
-    package func clock(now: Date, uptime: Double? = nil) -> Date? {
+    public func clock(now: Date, uptime: Double? = nil) -> Date? {
         guard isLive else { return recordingNow }
         return uptime.flatMap(receiverClock.now(arrival:)) ?? now
     }
@@ -184,7 +184,7 @@ package struct LocationEngine: Sendable {
 
     /// Starts continuous updates or a one-shot request. Returns what to do; when access is
     /// denied or restricted the engine stays stopped (check `mode`) and says so once.
-    package mutating func start(_ newMode: Mode, now: Date) -> [Action] {
+    public mutating func start(_ newMode: Mode, now: Date) -> [Action] {
         precondition(newMode != .stopped, "use stop()")
         var actions: [Action] = []
         if let refusal = gate.state.refusal {
@@ -220,7 +220,7 @@ package struct LocationEngine: Sendable {
 
     /// Stops location updates and forgets what they learned (the next start delivers at once).
     /// Monitoring services go on; when none runs, the source may stop (`isRunning`).
-    package mutating func stop() -> [Action] {
+    public mutating func stop() -> [Action] {
         guard mode != .stopped else { return [] }
         mode = .stopped
         oneShotBest = nil
@@ -268,10 +268,10 @@ package struct LocationEngine: Sendable {
 
     /// Something was told to the app about authorization already (the manager's request
     /// errors): the gate does not repeat it for the current state.
-    package mutating func authorizationExplained() { gate.explained = true }
+    public mutating func authorizationExplained() { gate.explained = true }
 
     /// The app's authorization changed (a grant, a revocation, a policy edit, in-use).
-    package mutating func setAuthorization(_ state: AuthorizationState, now: Date) -> [Action] {
+    public mutating func setAuthorization(_ state: AuthorizationState, now: Date) -> [Action] {
         guard state != gate.state else { return [] }
         gate.state = state
         guard isRunning, let refusal = state.refusal else { return [] }

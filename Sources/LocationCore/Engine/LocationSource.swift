@@ -59,21 +59,21 @@ extension LocationSource {
 /// A source that passes on everything `base` reports and, once the handler has taken each event,
 /// tells `tap` of it: gpsloc counts the fixes for its summary, a test learns that a recording
 /// has ended (the engine has its end).
-package final class TappedLocationSource: LocationSource, Sendable {
+public final class TappedLocationSource: LocationSource, Sendable {
     let base: any LocationSource
     private let tap: @Sendable (LocationSourceEvent) -> Void
 
-    package init(_ base: any LocationSource, tap: @escaping @Sendable (LocationSourceEvent) -> Void) {
+    public init(_ base: any LocationSource, tap: @escaping @Sendable (LocationSourceEvent) -> Void) {
         self.base = base
         self.tap = tap
     }
 
-    package var isLive: Bool { base.isLive }
-    package var isSimulated: Bool { base.isSimulated }
-    package var reportsHeading: Bool? { base.reportsHeading }
-    package var waitsForConsumer: Bool { base.waitsForConsumer }
-    package func stop() { base.stop() }
-    package func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+    public var isLive: Bool { base.isLive }
+    public var isSimulated: Bool { base.isSimulated }
+    public var reportsHeading: Bool? { base.reportsHeading }
+    public var waitsForConsumer: Bool { base.waitsForConsumer }
+    public func stop() { base.stop() }
+    public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
         let tap = tap
         base.start { event in
             handler(event)

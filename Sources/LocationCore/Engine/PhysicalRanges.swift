@@ -10,7 +10,7 @@ import GNSSCore
 /// - error estimates finite and not negative;
 /// - a satellite's elevation −90…90°, azimuth 0…<360°, signal-to-noise 0…100 dB-Hz;
 /// - dilutions of precision more than 0 and at most 100 (gpsd's 99.99 means unknown).
-package enum PhysicalRanges {
+public enum PhysicalRanges {
     static let speed: ClosedRange<Double> = 0...1_000
     static let course: Range<Double> = 0..<360
     static let elevation: ClosedRange<Double> = -90...90
@@ -59,7 +59,7 @@ package enum PhysicalRanges {
     }
 
     /// The sky with out-of-range satellite values and dilutions removed.
-    package static func check(_ sky: SkyView) -> SkyView {
+    public static func check(_ sky: SkyView) -> SkyView {
         var sky = sky
         sky.satellites = merged(sky.satellites)
         for index in sky.satellites.indices {

@@ -16,7 +16,7 @@ import GNSSCore
 /// satellites after a cold start) is followed once `confirmations` fixes in a row agree with
 /// each other on the new time (their dates advance with the monotonic clock); reports that are
 /// only late catch up and never agree so.
-package struct ReceiverClock: Sendable {
+public struct ReceiverClock: Sendable {
     /// Fixes in a row on a new timeline before it is followed (default 3).
     var confirmations = 3
     /// Seconds two fixes' (time − arrival) may differ and still be on one timeline.
@@ -28,7 +28,7 @@ package struct ReceiverClock: Sendable {
     private var anchor: (time: Date, arrival: Double)?
     private var candidate: (time: Date, offset: Double, count: Int)?
 
-    package init() {}
+    public init() {}
 
     /// The receiver's time when the monotonic clock reads `arrival`, or nil before any fix.
     func now(arrival: Double) -> Date? {
@@ -66,14 +66,14 @@ package struct ReceiverClock: Sendable {
 
     /// Seconds the system clock (`now`) is ahead of a fresh fix's time (negative: behind), when
     /// that is more than `offsetTolerance`; nil when they agree.
-    package static func offset(of time: Date, now: Date) -> TimeInterval? {
+    public static func offset(of time: Date, now: Date) -> TimeInterval? {
         let offset = now.timeIntervalSince(time)
         return abs(offset) > offsetTolerance ? offset : nil
     }
 
     /// What the app is told of an offset: by how much, which way, and what to do — for a
     /// receiver, set the clock from GNSS; for gpsd playing a recording, nothing is wrong.
-    package static func offsetMessage(_ offset: TimeInterval, fixTime: Date, now: Date, simulated: Bool) -> String {
+    public static func offsetMessage(_ offset: TimeInterval, fixTime: Date, now: Date, simulated: Bool) -> String {
         let amount = duration(abs(offset))
         if simulated {
             let day = String(iso8601Milliseconds(fixTime).prefix(10))

@@ -17,12 +17,12 @@ final class SourceReconciler: Sendable {
         var busy = false
         var dirty = false
         var running = false
-        package var generation = 0
+        public var generation = 0
     }
     private let control = Locked(Control())
 
     /// Whether the source runs, as the last reconciliation left it.
-    package var isRunning: Bool { control.withLock { $0.running } }
+    public var isRunning: Bool { control.withLock { $0.running } }
 
     /// Brings the source in line with `wanted()` (whether it should run, and for which
     /// generation): stops it, starts it, or both (a source started for an older generation hands

@@ -6,7 +6,7 @@ import Glibc
 // touches a queue or reads a clock: "now" is always passed in.
 
 /// Why a fix did not become a location.
-package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
+public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
     /// Mode below 2D (no fix yet, or lost).
     case noFix(FixMode)
     /// Mode 2D/3D but a coordinate is missing.
@@ -42,7 +42,7 @@ package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    package var description: String {
+    public var description: String {
         switch self {
         case .noFix:
             "no position fix: the receiver does not see enough satellites yet (give it a clear view of the sky)"
@@ -68,18 +68,18 @@ package enum FixRejection: Sendable, Equatable, CustomStringConvertible {
 /// Stage 1: only real positions pass — mode ≥ 2, finite in-range coordinates, a time, and not
 /// older than `maximumAge` relative to the `now` the caller passes (wall clock live, the
 /// recording's clock in a replay). Fixes dated in the future are not stale.
-package struct ValidityStage: Sendable {
+public struct ValidityStage: Sendable {
     /// The staleness bound in seconds (default 10).
     var maximumAge: TimeInterval
     /// How far ahead of now a fix may be dated (default one day).
     var maximumFutureSkew: TimeInterval
 
-    package init(maximumAge: TimeInterval = 10, maximumFutureSkew: TimeInterval = 86_400) {
+    public init(maximumAge: TimeInterval = 10, maximumFutureSkew: TimeInterval = 86_400) {
         self.maximumAge = maximumAge
         self.maximumFutureSkew = maximumFutureSkew
     }
 
-    package func check(_ fix: Fix, now: Date) -> FixRejection? {
+    public func check(_ fix: Fix, now: Date) -> FixRejection? {
         guard fix.mode >= .twoDimensional else { return .noFix(fix.mode) }
         guard let latitude = fix.latitude, let longitude = fix.longitude else { return .missingCoordinate }
         guard CLLocationCoordinate2DIsValid(CLLocationCoordinate2D(latitude: latitude, longitude: longitude)) else {
@@ -115,18 +115,18 @@ struct TimeOrderStage: Sendable {
     /// Set by the `check` that accepted a new timeline: the step in seconds (negative: back).
     private(set) var resynchronized: TimeInterval?
 
-    package var last: Date?
+    public var last: Date?
     private var lastArrival: Double?
     private var candidate: (time: Date, arrival: Double?, count: Int)?
 
-    package init(jumpTolerance: TimeInterval = 5, confirmations: Int = 3) {
+    public init(jumpTolerance: TimeInterval = 5, confirmations: Int = 3) {
         self.jumpTolerance = jumpTolerance
         self.confirmations = confirmations
     }
 
     /// Checks `location`; `arrival` is when it arrived by a monotonic clock (live), or nil
     /// (a replay, whose gaps are the recording's own).
-    package mutating func check(_ location: LocationValue, arrival: Double? = nil) -> FixRejection? {
+    public mutating func check(_ location: LocationValue, arrival: Double? = nil) -> FixRejection? {
         resynchronized = nil
         let time = location.timestamp
         guard let last else {
@@ -204,10 +204,10 @@ struct AccuracyStage: Sendable {
     /// receiver gives no vertical estimate.
     static let verticalOverHorizontal = 23.0 / 15.0
 
-    package init() {}
+    public init() {}
 
     /// The horizontal accuracy (68 %, metres) of a fix, or nil when gpsd gave no estimate.
-    package static func horizontalAccuracy(_ errors: FixErrors) -> Double? {
+    public static func horizontalAccuracy(_ errors: FixErrors) -> Double? {
         if let x = errors.longitude, let y = errors.latitude {
             return (x * x + y * y).squareRoot() / ReceiverErrorEstimate.confidenceScale
         }
@@ -273,10 +273,10 @@ struct AccuracyStage: Sendable {
 /// Call `delivered(_:)` only for locations that actually reached the app (after the gate).
 /// The filter itself is the engine's configuration (`Configuration.distanceFilter`, read at each
 /// location): the stage keeps only what it measures from.
-package struct DistanceFilterStage: Sendable {
+public struct DistanceFilterStage: Sendable {
     private(set) var lastDelivered: LocationValue?
 
-    package init() {}
+    public init() {}
 
     func admits(_ location: LocationValue, distanceFilter: CLLocationDistance) -> Bool {
         guard distanceFilter > 0, let last = lastDelivered else { return true }
@@ -307,7 +307,7 @@ struct DilutionFallbackStage: Sendable {
     static let maximumAge: TimeInterval = 10
     private var latest: SkyView?
 
-    package init() {}
+    public init() {}
 
     mutating func remember(_ sky: SkyView) {
         let dop = sky.dilution

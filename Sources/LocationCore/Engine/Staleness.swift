@@ -32,7 +32,7 @@ struct FixStalenessMonitor: Sendable {
     private var nextInterval = 0
     private var reported = false
 
-    package init(timeout: TimeInterval? = nil) { self.timeout = timeout }
+    public init(timeout: TimeInterval? = nil) { self.timeout = timeout }
 
     /// The receiver's cycle as learned so far (seconds), or nil: the median of the intervals,
     /// computed when one is added (the engine asks for it on every fix).
@@ -98,7 +98,7 @@ struct FixStalenessMonitor: Sendable {
 
     /// Checks the silence at `clock`. Returns the seconds without a usable fix the first time
     /// they reach the timeout in a stretch (report it); nil otherwise.
-    package mutating func check(clock: Date) -> TimeInterval? {
+    public mutating func check(clock: Date) -> TimeInterval? {
         guard let last = lastFixClock else { return nil }
         let silence = clock.timeIntervalSince(last)
         guard silence >= effectiveTimeout else { return nil }

@@ -11,10 +11,10 @@ import Glibc
 /// are in `/proc`, whose `cmdline` and `stat` files every user may read: the answer needs no
 /// privilege and no guess from the device's name (a pseudo-terminal also carries real
 /// receivers bridged with `socat`).
-package enum GPSFakeDetection {
+public enum GPSFakeDetection {
     /// True when `endpoint` is on the loopback interface and the gpsd listening on its port was
     /// started by gpsfake. Reads `proc` (a folder laid out like `/proc`) once.
-    package static func feeds(_ endpoint: GPSDEndpoint, proc: String = "/proc") -> Bool {
+    public static func feeds(_ endpoint: GPSDEndpoint, proc: String = "/proc") -> Bool {
         guard ["127.0.0.1", "localhost", "::1"].contains(endpoint.host) || endpoint.host.hasPrefix("127.") else {
             return false
         }

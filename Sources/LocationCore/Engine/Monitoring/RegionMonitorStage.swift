@@ -4,13 +4,13 @@ import Glibc
 
 /// A circle on the WGS 84 ellipsoid: the geometry of `CLCircularRegion` and
 /// `CLMonitor.CircularGeographicCondition` (degrees, metres).
-package struct Geofence: Sendable, Equatable, Codable {
-    package var identifier: String
-    package var latitude: Double
-    package var longitude: Double
-    package var radius: Double
+public struct Geofence: Sendable, Equatable, Codable {
+    public var identifier: String
+    public var latitude: Double
+    public var longitude: Double
+    public var radius: Double
 
-    package init(identifier: String, latitude: Double, longitude: Double, radius: Double) {
+    public init(identifier: String, latitude: Double, longitude: Double, radius: Double) {
         self.identifier = identifier
         self.latitude = latitude
         self.longitude = longitude
@@ -19,13 +19,13 @@ package struct Geofence: Sendable, Equatable, Codable {
 }
 
 /// Where the device is relative to one region, as far as the engine knows.
-package enum RegionPresence: String, Sendable, Equatable, Codable {
+public enum RegionPresence: String, Sendable, Equatable, Codable {
     case unknown, inside, outside
 }
 
 /// A change in what is known about one region: the region stage's output.
-package struct RegionEvent: Sendable, Equatable {
-    package enum Kind: String, Sendable {
+public struct RegionEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable {
         /// The state became known (the first time, or again after a gap) without a crossing
         /// being seen, or it became unknown.
         case determined
@@ -34,7 +34,7 @@ package struct RegionEvent: Sendable, Equatable {
     }
 
     /// Why the region cannot be evaluated (its state is `unknown`).
-    package enum Limitation: String, Sendable {
+    public enum Limitation: String, Sendable {
         /// The app has reduced accuracy: no region is evaluated (nothing finer than the
         /// reduced location could be learned from a crossing).
         case accuracyLimited
@@ -45,12 +45,12 @@ package struct RegionEvent: Sendable, Equatable {
         case notAuthorized
     }
 
-    package var identifier: String
-    package var kind: Kind
-    package var state: RegionPresence
+    public var identifier: String
+    public var kind: Kind
+    public var state: RegionPresence
     /// The time of the fix that decided it (for a gap: the moment the gap became too long).
-    package var timestamp: Date
-    package var limitation: Limitation?
+    public var timestamp: Date
+    public var limitation: Limitation?
 }
 
 /// Stage: region monitoring (geofences), fed only with locations that passed the gate.
@@ -83,8 +83,8 @@ struct RegionMonitorStage: Sendable {
     static let cellDegrees: Double = 0.01
 
     private struct Tracked {
-        package var fence: Geofence
-        package var state: RegionPresence = .unknown
+        public var fence: Geofence
+        public var state: RegionPresence = .unknown
         /// The state before the last gap (nil: never determined).
         var lastKnown: RegionPresence?
         var candidate: RegionPresence?
@@ -108,22 +108,22 @@ struct RegionMonitorStage: Sendable {
     /// Scratch for one location's candidate slots.
     private var seen: Set<Int> = []
 
-    package init() {}
+    public init() {}
 
     var isEmpty: Bool { slotByID.isEmpty }
 
-    package func state(of identifier: String) -> RegionPresence? {
+    public func state(of identifier: String) -> RegionPresence? {
         slotByID[identifier].flatMap { slots[$0]?.state }
     }
 
-    package func fence(_ identifier: String) -> Geofence? {
+    public func fence(_ identifier: String) -> Geofence? {
         slotByID[identifier].flatMap { slots[$0]?.fence }
     }
 
     /// Adds (or replaces) a circle. `assuming`: the state to start from (a persisted one, or
     /// `CLMonitor.add(_:identifier:assuming:)`); `unknown` is determined by the next location.
     /// With `limitation`, the region is told at once (at `time`) that it cannot be evaluated.
-    package mutating func add(
+    public mutating func add(
         _ fence: Geofence, assuming: RegionPresence = .unknown, limitation: RegionEvent.Limitation? = nil,
         at time: Date = Date(), into events: inout [RegionEvent]
     ) {

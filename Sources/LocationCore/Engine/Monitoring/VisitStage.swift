@@ -2,14 +2,14 @@ import FoundationEssentials
 import GNSSCore
 
 /// A stop somewhere: the visit stage's output, and `CLVisit`'s fields.
-package struct VisitRecord: Sendable, Equatable {
-    package var arrival: Date
+public struct VisitRecord: Sendable, Equatable {
+    public var arrival: Date
     /// nil while the visit goes on.
-    package var departure: Date?
-    package var latitude: Double
-    package var longitude: Double
+    public var departure: Date?
+    public var latitude: Double
+    public var longitude: Double
     /// The radius of the visited place (metres).
-    package var horizontalAccuracy: Double
+    public var horizontalAccuracy: Double
 }
 
 /// Stage: visits, fed only with locations that passed the gate.
@@ -31,7 +31,7 @@ package struct VisitRecord: Sendable, Equatable {
 /// then accepts gaps up to `reducedMaximumGap` and a radius of the locations' own accuracy:
 /// visits come late and as coarse as the locations are, never finer.
 struct VisitStage: Sendable {
-    package static let radius: Double = 50
+    public static let radius: Double = 50
     static let placeRadius: Double = 5
     static let minimumStay: TimeInterval = 180
     static let maximumGap: TimeInterval = 60
@@ -39,9 +39,9 @@ struct VisitStage: Sendable {
     static let dwell: TimeInterval = 3
     static let minimumLocations = 2
 
-    package struct Stop {
+    public struct Stop {
         var first: Date
-        package var last: Date
+        public var last: Date
         var sumLatitude = 0.0
         var sumLongitude = 0.0
         var count = 0
@@ -56,13 +56,13 @@ struct VisitStage: Sendable {
         var leavingCount = 0
         var leavingSince = Date.distantPast
 
-        package var latitude: Double { sumLatitude / Double(count) }
-        package var longitude: Double { sumLongitude / Double(count) }
+        public var latitude: Double { sumLatitude / Double(count) }
+        public var longitude: Double { sumLongitude / Double(count) }
     }
 
-    package var stop: Stop?
+    public var stop: Stop?
 
-    package init() {}
+    public init() {}
 
     mutating func reset() { stop = nil }
 
@@ -124,7 +124,7 @@ struct VisitStage: Sendable {
         stop = current
     }
 
-    package static func start(at location: LocationValue) -> Stop {
+    public static func start(at location: LocationValue) -> Stop {
         var stop = Stop(first: location.timestamp, last: location.timestamp)
         stop.add(
             location.coordinate.latitude, location.coordinate.longitude, max(0, location.horizontalAccuracy),
@@ -135,7 +135,7 @@ struct VisitStage: Sendable {
 }
 
 extension VisitStage.Stop {
-    package mutating func add(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ time: Date) {
+    public mutating func add(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ time: Date) {
         sumLatitude += latitude
         sumLongitude += longitude
         count += 1
@@ -181,9 +181,9 @@ struct SignificantChangeStage: Sendable {
     static let minimumDistance: Double = 500
     static let minimumInterval: TimeInterval = 300
 
-    package var last: LocationValue?
+    public var last: LocationValue?
 
-    package init() {}
+    public init() {}
 
     mutating func admits(_ location: LocationValue) -> Bool {
         if let last {
