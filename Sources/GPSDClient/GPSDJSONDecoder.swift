@@ -8,7 +8,7 @@ import GNSSCore
 /// Decodes gpsd's JSON report lines (as `gpspipe -w` records them) with libgps's own parser
 /// (`gps_unpack`), without a daemon. Not thread-safe: one decoder per thread.
 public final class GPSDJSONDecoder {
-    private let handle = LibGPSHandle()
+    package let handle = LibGPSHandle()
 
     public init() {}
 

@@ -29,7 +29,7 @@ public enum GPSDReport: Sendable, Equatable {
 /// Reading fields from gpsd's raw JSON lines where libgps cannot (e.g. DEVICE deactivation),
 /// by scanning the line's bytes where they are (every line gpsd sends passes here: no
 /// Foundation string search, no copy of the line).
-package enum GPSDRawJSON {
+enum GPSDRawJSON {
     /// The string value of `"key":"…"` in a line's bytes (`key` with its quotes and colon and
     /// the opening quote of the value, e.g. `"device":"`).
     static func stringField(_ pattern: StaticString, in line: UnsafeBufferPointer<UInt8>) -> String? {

@@ -10,7 +10,7 @@ import GNSSCore
 ///
 /// Not thread-safe: each handle is used from one serial queue (`GPSDConnection`'s) or one test.
 /// The struct is allocated once in `init` and freed only in `deinit`.
-final class LibGPSHandle {
+package final class LibGPSHandle {
     private let data: UnsafeMutablePointer<gps_data_t>
     private var isOpen = false
 

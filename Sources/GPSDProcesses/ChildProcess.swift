@@ -65,10 +65,10 @@ package final class ChildProcess: Sendable {
         }
     }
 
-    package var isRunning: Bool { exited == nil }
+    var isRunning: Bool { exited == nil }
 
     /// A wait status (`exited`) in words: "exit status 1", "killed by signal 9".
-    package static func describe(_ status: Int32) -> String {
+    static func describe(_ status: Int32) -> String {
         status & 0x7F == 0 ? "exit status \((status >> 8) & 0xFF)" : "killed by signal \(status & 0x7F)"
     }
 

@@ -11,9 +11,9 @@ import LocationCore
 /// program that stops reading loses its location lines (counted, and told when it reads again),
 /// never its control replies — and never slows anyone else.
 package final class BrokerClient: @unchecked Sendable {
-    package let fd: Int32
-    package let id: Int
-    package let identity: PeerIdentity
+    let fd: Int32
+    let id: Int
+    let identity: PeerIdentity
     /// Bytes of location lines that may wait for a program that does not read.
     static let maximumPending = 256 << 10
     /// Bytes of replies and authorization changes (never dropped) that may wait: a program that
@@ -36,13 +36,13 @@ package final class BrokerClient: @unchecked Sendable {
     var reader = BrokerLineReader()
 
     // What the program said (under the service's lock).
-    package var app: String?
-    package var watching = false
+    var app: String?
+    var watching = false
     var wantsSky = false
     var isAgent = false
     var connectedAt = Date()
     /// In use now: the foreground of a terminal (asked again every second for When In Use).
-    package var inUse: Bool
+    var inUse: Bool
     /// An agent's "allow once" for this connection: it ends with the connection (and with any
     /// later decision for the app), never reaching another connection of the same app.
     var once: AuthorizationDecision?
@@ -111,7 +111,7 @@ package final class BrokerClient: @unchecked Sendable {
     /// Queues `line`; `droppable` lines (locations, satellites) are dropped while the program is
     /// too far behind. `epoch` (a location line): the `epoch` its authorization was checked at —
     /// if an AUTHORIZATION line has been queued since, the line is not sent.
-    package func send(_ line: String, droppable: Bool = false, epoch: Int? = nil) {
+    func send(_ line: String, droppable: Bool = false, epoch: Int? = nil) {
         _ = sendLocation(line, droppable: droppable, epoch: epoch)
     }
 

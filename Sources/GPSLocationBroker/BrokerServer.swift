@@ -11,13 +11,13 @@ import LocationCore
 /// and sends what waits for programs whose sockets were full. Every socket is non-blocking, so
 /// no program — however slow, however silent — holds up another.
 package final class BrokerServer: Sendable {
-    package let service: BrokerService
+    let service: BrokerService
     private let listener: Int32
     private let epoll: Int32
     private let wake = WakePipe(owner: "gpslocd loop")
     private let stopping = Locked(false)
     /// The socket path this server made (removed when it stops), nil for a socket it was given.
-    package let socketPath: String?
+    let socketPath: String?
 
     package struct Failure: Error, CustomStringConvertible {
         package var description: String

@@ -51,7 +51,7 @@ extension BrokerService {
         }
     }
 
-    package func userDirectory(_ uid: UInt32) -> URL {
+    func userDirectory(_ uid: UInt32) -> URL {
         stateDirectory.appendingPathComponent("users").appendingPathComponent(String(uid))
     }
 

@@ -16,9 +16,9 @@ import LocationCore
 /// the grid point of the box's secret (`STATE/reduced/`), and only that point is sent,
 /// on each fix. Not allowed: nothing but problems and receiver events.
 package final class BrokerService: Sendable {
-    package let stateDirectory: URL
-    package let endpoint: GPSDEndpoint
-    package let policyPath: String
+    let stateDirectory: URL
+    let endpoint: GPSDEndpoint
+    let policyPath: String
     /// How long an agent has to answer a prompt.
     let promptTimeout: TimeInterval
 

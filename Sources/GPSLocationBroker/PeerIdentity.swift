@@ -22,16 +22,16 @@ import Glibc
 ///   `CAP_SYS_PTRACE`; when it cannot, or the file is not a Flatpak's, the program is refused —
 ///   see `flatpakApp(pid:)`).
 /// - In use: the process is in the foreground process group of a terminal (`tty_nr`, `tpgid`).
-package struct PeerIdentity: Sendable, Equatable {
-    package var uid: UInt32
+struct PeerIdentity: Sendable, Equatable {
+    var uid: UInt32
     var gid: UInt32
-    package var pid: Int32
+    var pid: Int32
     /// The system service the process runs in (`gpsd.service`), if any.
-    package var unit: String?
+    var unit: String?
     /// The Flatpak application id, if the process is a Flatpak sandbox.
-    package var flatpak: String?
+    var flatpak: String?
     /// The foreground of a terminal (when it connected; see `isInUse`).
-    package var inUse: Bool
+    var inUse: Bool
     /// The pidfd that pins the process, kept open while it is connected (-1: none).
     var pidfd: Int32 = -1
     /// The controlling terminal it connected from (`tty_nr`; 0: none): When In Use is judged on
@@ -41,7 +41,7 @@ package struct PeerIdentity: Sendable, Equatable {
     /// current holders are found (`TerminalUse`).
     var peerInode: UInt = 0
 
-    package init(uid: UInt32, gid: UInt32, pid: Int32, unit: String? = nil, flatpak: String? = nil, inUse: Bool = false)
+    init(uid: UInt32, gid: UInt32, pid: Int32, unit: String? = nil, flatpak: String? = nil, inUse: Bool = false)
     {
         self.uid = uid
         self.gid = gid
@@ -53,18 +53,18 @@ package struct PeerIdentity: Sendable, Equatable {
 
     /// How the app id is known: `flatpak` and `unit` are enforced by the kernel; `label` is what
     /// the program said, which within one uid is only a label.
-    package var kind: String { flatpak != nil ? "flatpak" : unit != nil ? "unit" : "label" }
+    var kind: String { flatpak != nil ? "flatpak" : unit != nil ? "unit" : "label" }
 
     /// The app id decisions are keyed by: the Flatpak id, else the unit, else `label`.
-    package func appID(label: String) -> String { flatpak ?? unit ?? label }
+    func appID(label: String) -> String { flatpak ?? unit ?? label }
 
     /// Why a peer could not be identified.
-    package struct Failure: Error, Sendable, CustomStringConvertible {
+    struct Failure: Error, Sendable, CustomStringConvertible {
         package var description: String
     }
 
     /// The peer of a connected socket; `acceptedAt`: `CLOCK_BOOTTIME` seconds when it was accepted.
-    package static func of(socket fd: Int32, acceptedAt: Double) throws(Failure) -> PeerIdentity {
+    static func of(socket fd: Int32, acceptedAt: Double) throws(Failure) -> PeerIdentity {
         var pid: Int32 = 0
         var uid: UInt32 = 0
         var gid: UInt32 = 0
@@ -99,7 +99,7 @@ package struct PeerIdentity: Sendable, Equatable {
     /// Whether the process `pidfd` pins is the foreground of a terminal now; nil once it has
     /// exited (its pid may name another process by then). gpslocd asks again every second for
     /// When In Use programs, so one that leaves the foreground stops receiving.
-    package static func isInUse(pid: Int32, pidfd: Int32) -> Bool? {
+    static func isInUse(pid: Int32, pidfd: Int32) -> Bool? {
         guard pidfd >= 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = stat.lastIndex(of: ")")
         else { return nil }
@@ -113,7 +113,7 @@ package struct PeerIdentity: Sendable, Equatable {
     /// Reads what `/proc` says of `pid`, pinned by `pidfd` (see the type). `startedNoLaterThan`:
     /// when the pidfd was opened after the fact, the latest start time (boot seconds) the
     /// connecting process can have.
-    package static func read(
+    static func read(
         pid: Int32, uid: UInt32, gid: UInt32, pidfd: Int32, startedNoLaterThan: Double?
     ) throws(Failure) -> PeerIdentity {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

@@ -70,7 +70,7 @@ public final class LastLocationCache: Sendable {
     private struct Entry: Codable {
         public var version = 1
         public var app: String
-        var location: LocationValue
+        public var location: LocationValue
     }
 
     /// The file for `app` (app ids are letters, digits, '.', '_', '-'; others are refused).

@@ -70,7 +70,7 @@ public struct NDJSONWriter: Sendable {
 
     /// `{"type":"region","identifier":ID,"event":"determined"|"enter"|"exit","state":"inside"|"outside"|"unknown","timestamp":ISO}`,
     /// with `"limitation"` when the region cannot be evaluated (`accuracyLimited`, `notAuthorized`).
-    package mutating func region(_ event: RegionEvent) {
+    mutating func region(_ event: RegionEvent) {
         append(#"{"type":"region","identifier":"#)
         appendString(event.identifier)
         append(#","event":""#)
@@ -91,7 +91,7 @@ public struct NDJSONWriter: Sendable {
     /// `{"type":"visit","arrival":ISO,"departure":ISO|null,"latitude":…,"longitude":…,"horizontalAccuracy":…}`.
     /// `{"type":"heading","timestamp":…,"trueHeading":…,"magneticHeading":…,"headingAccuracy":…}`;
     /// a heading the receiver cannot give is `null` (in Swift, −1).
-    package mutating func heading(_ heading: HeadingValue) {
+    mutating func heading(_ heading: HeadingValue) {
         append(#"{"type":"heading","timestamp":""#)
         appendTimestamp(heading.timestamp)
         append(#"","trueHeading":"#)
@@ -103,7 +103,7 @@ public struct NDJSONWriter: Sendable {
         append("}\n")
     }
 
-    package mutating func visit(_ visit: VisitRecord) {
+    mutating func visit(_ visit: VisitRecord) {
         append(#"{"type":"visit","arrival":""#)
         appendTimestamp(visit.arrival)
         append(#"","departure":"#)
@@ -191,7 +191,7 @@ public struct NDJSONWriter: Sendable {
     public mutating func diagnostic(code: String, message: String) { codeAndMessage(type: "diagnostic", code, message) }
 
     /// One of `gpsloc doctor --json`'s checks: `{"type":"check","level":"ok|warn|fail","message":…}`.
-    package mutating func check(level: String, message: String) {
+    mutating func check(level: String, message: String) {
         append(#"{"type":"check","level":"#)
         appendString(level)
         append(#","message":"#)

@@ -34,7 +34,7 @@ open class CLPlacemark: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable
     /// Every value, set once (what `init(placemark:)` copies).
     private struct Fields {
         var location: CLLocation?
-        var name, thoroughfare, subThoroughfare, locality, subLocality, administrativeArea: String?
+        package var name, thoroughfare, subThoroughfare, locality, subLocality, administrativeArea: String?
         var subAdministrativeArea, postalCode, isoCountryCode, country: String?
         var timeZone: TimeZone?
     }

@@ -95,34 +95,34 @@ package struct ManagerReference: @unchecked Sendable {
 /// From the manager's delegate queue into an async stream. For a recording (`lossless`) the
 /// delegate call waits while `capacity` elements are unread, so nothing is dropped; for a live
 /// source the stream itself keeps at most `capacity`, the newest.
-package final class StreamFlow: Sendable {
-    package let capacity: Int
+final class StreamFlow: Sendable {
+    let capacity: Int
     let lossless: Bool
     private let abandoned: @Sendable () -> Bool
     private let counts = Locked((unread: 0, ended: false))
 
-    package init(capacity: Int, lossless: Bool, abandoned: @escaping @Sendable () -> Bool) {
+    init(capacity: Int, lossless: Bool, abandoned: @escaping @Sendable () -> Bool) {
         self.capacity = max(1, capacity)
         self.lossless = lossless
         self.abandoned = abandoned
     }
 
     /// After a yield: waits (a recording only) until the reader has room again.
-    package func produced() {
+    func produced() {
         guard lossless else { return }
         counts.withLock { $0.unread += 1 }
         FlowControl.wait { counts.withLock { $0.ended || $0.unread < capacity } || abandoned() }
     }
 
     /// The reader took an element.
-    package func consumed() {
+    func consumed() {
         guard lossless else { return }
         counts.withLock { $0.unread = max(0, $0.unread - 1) }
         FlowControl.changed()
     }
 
     /// The reader is gone: nothing waits for it any more.
-    package func end() {
+    func end() {
         counts.withLock { $0.ended = true }
         FlowControl.changed()
     }

@@ -293,7 +293,7 @@ open class CLLocationManager: NSObject {
     }
 
     /// With an injected clock (tests: `ManualEngineClock`).
-    package convenience init(
+    convenience init(
         source: any LocationSource, authorizer: LocationAuthorizer, delegateQueue: DispatchQueue?,
         clock: any EngineClock
     ) {

@@ -428,13 +428,13 @@ private final class MonitorReference: @unchecked Sendable {
 /// handler are set from the monitor (any thread) and read on the delegate queue: one lock.
 private final class MonitorProblems: CLLocationManagerDelegate, Sendable {
     private struct State {
-        var name = ""
+        package var name = ""
         var handler: DiagnosticsHandler = Diagnostics.standardError
         var said: Set<String> = []
     }
     private let state = Locked(State())
 
-    var name: String {
+    package var name: String {
         get { state.withLock { $0.name } }
         set { state.withLock { $0.name = newValue } }
     }

@@ -14,7 +14,7 @@ extension EngineRunner.Delivery {
     /// queue, a Swift concurrency thread, a thread that never runs its loop — Apple's
     /// callbacks would never come; here `fallback`, a private serial queue, serves instead
     /// (`usesFallback` is then true).
-    package static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (
+    static func creatingThread(fallback: @autoclosure () -> DispatchQueue) -> (
         EngineRunner.Delivery, usesFallback: Bool
     ) {
         if Thread.isMainThread {

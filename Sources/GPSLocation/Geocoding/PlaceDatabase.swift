@@ -3,7 +3,7 @@ import Foundation
 /// One populated place of GeoNames' cities table.
 package struct Place: Sendable, Equatable {
     package var name: String
-    package var region: String
+    var region: String
     var country: String
     var countryCode: String
     var timeZone: String
@@ -11,7 +11,7 @@ package struct Place: Sendable, Equatable {
     package var longitude: Double
     var population: Int
     /// `name`, case- and diacritic-folded, for matching what a user typed.
-    package var folded: String
+    var folded: String
 }
 
 /// GeoNames' cities of 15,000 people or more (about 24,000 places; CC BY 4.0), read from
@@ -32,7 +32,7 @@ package struct PlaceDatabase: Sendable {
     static let attribution = "Place names: GeoNames (geonames.org), CC BY 4.0, via Debian's libgeonames0"
 
     /// The shared table, loaded once per process; the error says what to install.
-    package static let shared: Result<PlaceDatabase, CLError> = load(libraryName)
+    static let shared: Result<PlaceDatabase, CLError> = load(libraryName)
 
     package static func load(_ library: String) -> Result<PlaceDatabase, CLError> {
         guard let handle = dlopen(library, RTLD_NOW | RTLD_LOCAL) else {

@@ -60,7 +60,7 @@ public final class EngineRunner: Sendable {
     /// What the engine's actions leave to do once the lock is released.
     private struct Effects {
         var sourceChanged = false
-        var delivered: LocationValue?
+        public var delivered: LocationValue?
         /// Where `delivered` goes (read under the same lock as the step).
         public var cache: LastLocationCache?
         /// Outputs taken for inline delivery in the step's own critical section.

@@ -199,7 +199,7 @@ struct TimeOrderStage: Sendable {
 /// - `speedAccuracy` = eps / k, `courseAccuracy` = epd / k.
 /// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
 /// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
-struct AccuracyStage: Sendable {
+public struct AccuracyStage: Sendable {
     /// gpsd's vertical over horizontal UERE (23 m / 15 m): a vertical accuracy where the
     /// receiver gives no vertical estimate.
     static let verticalOverHorizontal = 23.0 / 15.0
@@ -220,7 +220,7 @@ struct AccuracyStage: Sendable {
     }
 
     /// Builds the location for a fix that passed validity (coordinates and time present).
-    func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
+    public func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
         let horizontal = Self.horizontalAccuracy(fix.errors)
         let is3D = fix.mode == .threeDimensional
         let vertical: Double =
@@ -290,7 +290,7 @@ public struct DistanceFilterStage: Sendable {
             latitude2: location.coordinate.latitude, longitude2: location.coordinate.longitude, atLeast: distanceFilter)
     }
 
-    mutating func delivered(_ location: LocationValue) { lastDelivered = location }
+    public mutating func delivered(_ location: LocationValue) { lastDelivered = location }
 
     /// Forget the last delivered location (after `stopUpdatingLocation()`: the next start delivers at once).
     mutating func reset() { lastDelivered = nil }

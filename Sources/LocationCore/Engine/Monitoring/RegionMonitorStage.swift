@@ -75,7 +75,7 @@ public struct RegionEvent: Sendable, Equatable {
 /// `indexMargin` is checked only against the circles of its cell, the circles whose state is
 /// not a settled `outside`, and the few that do not fit the grid (near a pole, across the
 /// antimeridian, huge); any circle left out is then certainly, and already, outside.
-struct RegionMonitorStage: Sendable {
+public struct RegionMonitorStage: Sendable {
     static let dwell: TimeInterval = 4
     static let minimumLocations = 3
     static let gapTimeout: TimeInterval = 60
@@ -166,7 +166,7 @@ struct RegionMonitorStage: Sendable {
 
     /// A location that passed the gate, at the source's clock `clock`. `limitation`: when set,
     /// no region is evaluated; each is told once that its state is unknown, and why.
-    mutating func observe(
+    public mutating func observe(
         _ location: LocationValue, clock: Date, limitation: RegionEvent.Limitation?, into events: inout [RegionEvent]
     ) {
         expireIfSilent(clock: clock, into: &events)

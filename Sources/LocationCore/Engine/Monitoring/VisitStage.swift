@@ -66,7 +66,7 @@ struct VisitStage: Sendable {
 
     mutating func reset() { stop = nil }
 
-    mutating func observe(_ location: LocationValue, reduced: Bool, into visits: inout [VisitRecord]) {
+    public mutating func observe(_ location: LocationValue, reduced: Bool, into visits: inout [VisitRecord]) {
         let time = location.timestamp
         let latitude = location.coordinate.latitude
         let longitude = location.coordinate.longitude
