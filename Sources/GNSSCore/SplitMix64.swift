@@ -1,7 +1,7 @@
 /// SplitMix64: a small, fast, seedable random number generator. Used wherever GPSLocation
 /// needs reproducible randomness (the reduced-accuracy offset, the simulator, tests).
 public struct SplitMix64: RandomNumberGenerator, Sendable {
-    public private(set) var state: UInt64
+    private(set) var state: UInt64
 
     public init(seed: UInt64) { state = seed }
 

@@ -123,6 +123,6 @@ public final class ConditionLock: @unchecked Sendable {
         var time = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
         return pthread_cond_timedwait(condition, mutex.mutex, &time) != ETIMEDOUT
     }
-    public func signal() { pthread_cond_signal(condition) }
+    func signal() { pthread_cond_signal(condition) }
     public func broadcast() { pthread_cond_broadcast(condition) }
 }

@@ -16,11 +16,11 @@ final class CoalescedWriter: Sendable {
     }
     private let state = Locked(State())
     private let interval: Double
-    public let queue = DispatchQueue(label: "gpslocation.coalesced-writer")
+    let queue = DispatchQueue(label: "gpslocation.coalesced-writer")
 
     public init(interval: Double = 1) { self.interval = interval }
 
-    public func write(_ work: @escaping @Sendable () -> Void) {
+    func write(_ work: @escaping @Sendable () -> Void) {
         let now = DispatchTime.now()
         let action = state.withLock { state -> (@Sendable () -> Void)?? in
             if let last = state.lastWrite, Double(now.uptimeNanoseconds - last.uptimeNanoseconds) / 1e9 < interval {
@@ -42,7 +42,7 @@ final class CoalescedWriter: Sendable {
 
     /// Drops the pending write and says whether there was one (an owner's deinit, where a
     /// closure holding it weakly could no longer run: the owner writes itself).
-    public func takePending() -> Bool {
+    func takePending() -> Bool {
         state.withLock { state in
             defer {
                 state.pending = nil
@@ -52,7 +52,7 @@ final class CoalescedWriter: Sendable {
         }
     }
 
-    public func flush() {
+    func flush() {
         let work = state.withLock { state -> (@Sendable () -> Void)? in
             defer {
                 state.pending = nil

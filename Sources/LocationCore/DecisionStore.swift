@@ -102,7 +102,7 @@ public final class DecisionStore: Sendable {
         }
     }
 
-    public static func decision(from entry: Entry) -> AuthorizationDecision? {
+    static func decision(from entry: Entry) -> AuthorizationDecision? {
         let status: CLAuthorizationStatus
         switch entry.status {
         case "denied": status = .denied
@@ -214,7 +214,7 @@ public final class DecisionStore: Sendable {
         return salvaged
     }
 
-    public func write(_ entries: [String: Entry]) throws {
+    func write(_ entries: [String: Entry]) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -102,7 +102,7 @@ struct EpochStage: Sendable {
 
     /// Adds a report; returns the reports that leave the stage, oldest first: the epoch it closed,
     /// and itself when its epoch is complete (a pair, not an array: this runs for every fix).
-    public mutating func add(_ fix: consuming Fix, uptime: Double?) -> (first: Report?, second: Report?) {
+    mutating func add(_ fix: consuming Fix, uptime: Double?) -> (first: Report?, second: Report?) {
         let hasPosition = fix.hasPosition && fix.mode >= .twoDimensional
         guard let time = fix.time else {
             if !hasPosition { receivers[receiverIndex(fix.device)].sawNoFix = true }
@@ -214,7 +214,7 @@ struct EpochStage: Sendable {
     }
 
     /// Every open epoch, complete now (the source ended or said something else first).
-    public mutating func flush(into out: inout [Report]) {
+    mutating func flush(into out: inout [Report]) {
         for index in receivers.indices {
             if let open = receivers[index].open {
                 receivers[index].open = nil

@@ -16,11 +16,11 @@ public final class FileChangeWatcher: @unchecked Sendable {
     // @unchecked Sendable: `source` is set once in init and only cancelled after; `watches`
     // is touched only on `queue` (and in init, before the source starts).
     private let descriptor: Int32
-    public var source: (any DispatchSourceRead)?
+    var source: (any DispatchSourceRead)?
     private let names: Set<String>
     /// The folders of the watched paths.
     private let targets: [String]
-    public let queue = DispatchQueue(label: "gpslocation.filewatch")
+    let queue = DispatchQueue(label: "gpslocation.filewatch")
     /// Watch descriptor → the folder it watches.
     private var watches: [Int32: String] = [:]
     private let onChange: @Sendable () -> Void

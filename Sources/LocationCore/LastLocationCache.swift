@@ -28,7 +28,7 @@ public final class LastLocationCache: Sendable {
     /// When each app's location was last written; the latest app is kept apart, so the usual
     /// case (one app, a location ten times a second) compares one string instead of hashing.
     private struct Writes {
-        public var app = ""
+        var app = ""
         var time = Date.distantPast
         var others: [String: Date] = [:]
 
@@ -68,9 +68,9 @@ public final class LastLocationCache: Sendable {
 
     /// The file's form (version 1): the location's values by name (`LocationValue`).
     private struct Entry: Codable {
-        public var version = 1
-        public var app: String
-        public var location: LocationValue
+        var version = 1
+        var app: String
+        var location: LocationValue
     }
 
     /// The file for `app` (app ids are letters, digits, '.', '_', '-'; others are refused).

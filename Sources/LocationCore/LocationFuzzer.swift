@@ -44,7 +44,7 @@ public struct LocationFuzzer: Sendable {
 
     let gridSize: Double
     let minimumInterval: TimeInterval
-    public let appID: String
+    let appID: String
     /// The fraction of a cell a position may pass its cell's edge by and stay in it.
     static let hysteresis = 0.1
     /// `horizontalAccuracy` in cells: ≥ (0.5 + hysteresis + 0.5) × √2 ≈ 1.56.
@@ -55,7 +55,7 @@ public struct LocationFuzzer: Sendable {
     /// Live: the clock is the wall clock, so the rate limit and the cell are kept between runs.
     private(set) var live: Bool
     private var secret: ReducedAccuracySecret?
-    public var state = ReducedAccuracyState()
+    var state = ReducedAccuracyState()
     private var stateLoaded = false
     /// A live restart within the rate limit: the point given before it, given once more.
     private var restored: ReducedPoint?
@@ -207,11 +207,11 @@ public struct LocationFuzzer: Sendable {
 /// A grid point the fuzzer let out. Every field is a function of the cell alone: its centre, the
 /// constant accuracy (`accuracyFactor × gridSize`) and the minute of the clock that let it out.
 public struct ReducedPoint: Sendable, Equatable {
-    public let latitude: Double
-    public let longitude: Double
+    let latitude: Double
+    let longitude: Double
     /// Metres: bounds the distance to the true position.
-    public let accuracy: Double
-    public let timestamp: Date
+    let accuracy: Double
+    let timestamp: Date
 
     public init(latitude: Double, longitude: Double, accuracy: Double, timestamp: Date) {
         self.latitude = latitude

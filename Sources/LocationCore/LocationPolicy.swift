@@ -128,9 +128,9 @@ public struct LocationPolicy: Sendable, Equatable {
     private struct PolicyFile: Decodable {
         var locationServicesEnabled: Bool?
         var brokerRequired: Bool?
-        public var restricted: [String]?
+        var restricted: [String]?
         var granted: [String: [String: String]]?
-        public var unknown: [String] = []
+        var unknown: [String] = []
 
         private struct Key: CodingKey {
             var stringValue: String

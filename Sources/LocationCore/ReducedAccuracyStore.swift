@@ -11,8 +11,8 @@ import GNSSCore
 /// that same location again instead). The secret offset is the user's, not the app's
 /// (`ReducedAccuracySecret`, in `secret.json`). Version 1 files (a per-app drifting offset,
 /// before 0.4.0) are ignored and replaced.
-public struct ReducedAccuracyState: Codable, Sendable, Equatable {
-    public var version = 2
+struct ReducedAccuracyState: Codable, Sendable, Equatable {
+    var version = 2
     var cellNorth: Int?
     var cellEast: Int?
     /// When the last reduced location was given (the wall clock).
@@ -71,7 +71,7 @@ public struct ReducedAccuracyStore: Sendable {
 
     /// The kept state, or nil when there is none (or it cannot be read: the next save then
     /// decides whether reduced locations may be delivered at all).
-    public func load(_ app: String) -> ReducedAccuracyState? {
+    func load(_ app: String) -> ReducedAccuracyState? {
         guard let data = PrivateFile.read(file(for: app), maximumSize: Self.maximumSize) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
@@ -138,7 +138,7 @@ public struct ReducedAccuracyStore: Sendable {
 
     /// Saves `state`; nil when it is kept, else why not and what to do (the folder is not
     /// private, the disk is full, …).
-    public func save(_ state: ReducedAccuracyState, for app: String) -> String? {
+    func save(_ state: ReducedAccuracyState, for app: String) -> String? {
         try? FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if let problem = PrivateFile.folderProblem(directory) { return problem }
@@ -159,7 +159,7 @@ public struct ReducedAccuracyStore: Sendable {
 /// The user's reduced-accuracy secret: where, as a fraction of a cell on each axis in
 /// [-0.5, 0.5), every app's positions are shifted before they are snapped to the grid.
 public struct ReducedAccuracySecret: Codable, Sendable, Equatable {
-    public var version = 1
+    var version = 1
     var north: Double
     var east: Double
 

@@ -35,10 +35,10 @@ public final class LocationAuthorizer: Sendable {
     /// Why the app wants the location, shown in prompts; requests without one fail loudly.
     public let usageDescription: String?
     private struct State {
-        public var decision: AuthorizationDecision
+        var decision: AuthorizationDecision
         var prompt: AuthorizationPrompt?
         var upgradeUsed = false
-        public var inUse: Bool
+        var inUse: Bool
         var observers: [UUID: @Sendable () -> Void] = [:]
         var store: DecisionStore?
         var watcher: FileChangeWatcher?

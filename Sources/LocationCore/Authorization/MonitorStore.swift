@@ -54,7 +54,7 @@ public struct MonitorStore: Sendable {
     /// The first format (0.3): one object per condition, about 170 bytes each — 100,000 circles
     /// with six-decimal coordinates did not fit the size limit. Still read.
     private struct FileVersion1: Codable {
-        public var version = 1
+        var version = 1
         var monitor: String
         var conditions: [Condition]
     }
@@ -63,7 +63,7 @@ public struct MonitorStore: Sendable {
     /// about 88 bytes for a circle with a 26-character id and full-precision coordinates, so the
     /// limit holds about 190,000 of them.
     private struct FileVersion2: Codable {
-        public var version = 2
+        var version = 2
         var monitor: String
         var fields = Self.columns
         var conditions: [Row]

@@ -30,7 +30,7 @@ public final class RegionKeeper: Sendable {
 
     let store: MonitorStore
     let monitor: String
-    public let app: String
+    let app: String
     private let writer = CoalescedWriter()
     private let lastProblem = Locked<String?>(nil)
     private let report: @Sendable (String) -> Void

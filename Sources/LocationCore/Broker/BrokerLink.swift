@@ -37,7 +37,7 @@ public struct BrokerWelcome: Sendable, Equatable {
     }
 
     /// The decision an AUTHORIZATION or WELCOME line carries (not determined when unreadable).
-    public static func decision(_ message: BrokerMessage) -> AuthorizationDecision {
+    static func decision(_ message: BrokerMessage) -> AuthorizationDecision {
         AuthorizationDecision(
             status: message.string("status").flatMap(BrokerProtocol.status(named:)) ?? .notDetermined,
             accuracy: message.string("accuracy").flatMap(BrokerProtocol.accuracy(named:)) ?? .reducedAccuracy)
@@ -60,7 +60,7 @@ public final class BrokerLink: Sendable {
     }
 
     let path: String
-    public let app: String
+    let app: String
     /// Lines sent right after each WELCOME (a WATCH).
     private let afterWelcome: [String]
     private let onMessage: @Sendable (BrokerMessage) -> Void
@@ -96,7 +96,7 @@ public final class BrokerLink: Sendable {
     var welcome: BrokerWelcome? { shared.withLock { $0.welcome } }
 
     /// Starts the link's thread; returns at once.
-    public func start() {
+    func start() {
         _ = WorkerThread(name: "gpslocd link") { [self] in run() }
     }
 
@@ -301,7 +301,7 @@ public final class BrokerLink: Sendable {
     }
 
     /// Reads lines until the connection ends; returns why it ended.
-    public func read(_ fd: Int32, pending: [UInt8]) -> BrokerUnavailable {
+    func read(_ fd: Int32, pending: [UInt8]) -> BrokerUnavailable {
         var reader = BrokerLineReader(pending: pending)
         while true {
             while let line = reader.next() {

@@ -201,7 +201,7 @@ public struct BrokerMessage: Sendable {
     public func bool(_ key: String) -> Bool? {
         if case .bool(let value) = fields[key] { value } else { nil }
     }
-    public func object(_ key: String) -> BrokerMessage? {
+    func object(_ key: String) -> BrokerMessage? {
         if case .object(let fields) = fields[key] { BrokerMessage(fields: fields) } else { nil }
     }
     public func objects(_ key: String) -> [BrokerMessage] {
@@ -432,7 +432,7 @@ extension BrokerProtocol {
 /// Splits a byte stream into lines (without the newline); a line over the maximum is an error.
 public struct BrokerLineReader: Sendable {
     private var buffer: [UInt8]
-    public var start = 0
+    var start = 0
     private(set) var failure: String?
 
     public init(pending: [UInt8] = []) { buffer = pending }

@@ -87,7 +87,7 @@ extension AuthorizationDecision {
 /// accuracy passes through `LocationFuzzer`; anything else is withheld, and the app is told why
 /// once per state (`refusal`).
 struct AuthorizationGate: Sendable {
-    public var state: AuthorizationState {
+    var state: AuthorizationState {
         didSet { if state != oldValue { explained = false } }
     }
     var fuzzer: LocationFuzzer

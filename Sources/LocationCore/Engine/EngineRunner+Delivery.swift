@@ -23,7 +23,7 @@ extension EngineRunner {
         delivering.unlock()
     }
 
-    public static func append(_ output: Output, to state: inout State) {
+    static func append(_ output: Output, to state: inout State) {
         guard case .locations(let new) = output else {
             state.pending.append(output)
             return

@@ -106,6 +106,10 @@ public final class EngineRunner: Sendable {
     let delivering = PlainLock(recursive: true)
 
     /// - Parameters:
+    ///   - source: where fixes come from (gpsd, a replay, the broker).
+    ///   - configuration: the engine's settings (filters, accuracy, activity, monitors).
+    ///   - authorization: the app's authorization, read by the gate on every output.
+    ///   - lastLocationCache: where the last delivered location is kept between runs (nil: nowhere).
     ///   - fuzzer: reduced accuracy's fuzzer (`LocationAuthorizer.makeFuzzer`; default: this
     ///     process's secret, nothing kept between runs).
     ///   - queue: the serial queue outputs are handed over on; nil: inline, on the thread that

@@ -13,12 +13,12 @@ import Glibc
 /// for a 10 Hz receiver the staleness timer alone was a third of a live client's wake-ups.
 final class EngineTimers: Sendable {
     private let fired: @Sendable (LocationEngine.Timer) -> Void
-    public let clock: any EngineClock
+    let clock: any EngineClock
     private var owner: ObjectIdentifier { ObjectIdentifier(self) }
 
     /// `fired` runs on the clock's thread (the shared timer thread, or the caller of
     /// `ManualEngineClock.advance`); it feeds `engine.timerFired(timer, now:)`.
-    public init(
+    init(
         clock: any EngineClock = SystemEngineClock(), fired: @escaping @Sendable (LocationEngine.Timer) -> Void
     ) {
         self.clock = clock
@@ -49,22 +49,30 @@ public protocol EngineClock: Sendable {
     func schedule(
         _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
         _ action: @escaping @Sendable () -> Void)
+    /// Disarms `timer` for `owner` (a timer not armed is left alone).
     func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer)
+    /// Disarms every timer of `owner` (its runner stopped).
     func cancelAll(_ owner: ObjectIdentifier)
 }
 
 /// The real clocks: `Date()`, the monotonic clock, and the process's one timer thread.
 public struct SystemEngineClock: EngineClock {
+    /// The system's clocks.
     public init() {}
+    /// `Date()`.
     public var now: Date { Date() }
+    /// `CLOCK_MONOTONIC` in seconds.
     public var uptime: Double { LocationEngine.uptime() }
+    /// Arms `timer` on the process's one timer thread.
     public func schedule(
         _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
         _ action: @escaping @Sendable () -> Void
     ) { TimerThread.shared.schedule(owner, timer, after: seconds, action) }
+    /// Disarms `timer` on the timer thread.
     public func cancel(_ owner: ObjectIdentifier, _ timer: LocationEngine.Timer) {
         TimerThread.shared.cancel(owner, timer)
     }
+    /// Disarms every timer of `owner` on the timer thread.
     public func cancelAll(_ owner: ObjectIdentifier) { TimerThread.shared.cancelAll(owner) }
 }
 
@@ -72,20 +80,20 @@ public struct SystemEngineClock: EngineClock {
 /// in deadline order, with "now" set to each one's deadline. For tests of what the engine does
 /// when time passes — a staleness report, a one-shot deadline — and of what it then does not do.
 final class ManualEngineClock: EngineClock {
-    public struct Entry {
+    struct Entry {
         var deadline: Double
         var sequence: Int
         var action: @Sendable () -> Void
     }
-    public struct State {
+    struct State {
         var now: Date
         var uptime: Double = 1000
         var sequence = 0
         var entries: [TimerKey: Entry] = [:]
     }
-    public let state: Locked<State>
+    let state: Locked<State>
 
-    public init(start: Date = Date()) { state = Locked(State(now: start)) }
+    init(start: Date = Date()) { state = Locked(State(now: start)) }
 
     var now: Date { state.withLock { $0.now } }
     var uptime: Double { state.withLock { $0.uptime } }

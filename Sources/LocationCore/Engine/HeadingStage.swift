@@ -34,14 +34,14 @@ public struct HeadingStage: Sendable {
 
     public init() {}
 
-    public mutating func start() {
+    mutating func start() {
         active = true
         lastDelivered = nil
         fixesWithout = 0
         failureSaid = false
     }
 
-    public mutating func stop() { active = false }
+    mutating func stop() { active = false }
 
     /// A fix came: with heading updates on and no heading from the source after `patience`
     /// fixes, the failure to tell (once).

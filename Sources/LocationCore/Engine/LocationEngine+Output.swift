@@ -60,22 +60,22 @@ extension LocationEngine {
         }
         static func receiver(_ device: DeviceEvent) -> Action { .emit(.receiver(device)) }
         static func sky(_ sky: SkyView) -> Action { .emit(.sky(sky)) }
-        public static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
+        static func region(_ event: RegionEvent) -> Action { .emit(.region(event)) }
         static func visit(_ record: VisitRecord) -> Action { .emit(.visit(record)) }
         static func paused(_ paused: Bool) -> Action { .emit(.paused(paused)) }
         static func heading(_ heading: HeadingValue) -> Action { .emit(.heading(heading)) }
         static var sourceEnded: Action { .emit(.sourceEnded) }
 
         /// The location this action hands the app, if it is one.
-        public var delivered: LocationValue? {
+        var delivered: LocationValue? {
             if case .emit(.locations(let batch)) = self { batch.last } else { nil }
         }
         /// The error this action hands the app, if it is one.
-        public var failure: CLError? {
+        var failure: CLError? {
             if case .emit(.failure(let error)) = self { error } else { nil }
         }
         /// The diagnostic this action hands the app, if it is one.
-        public var diagnostic: LocationDiagnostic? {
+        var diagnostic: LocationDiagnostic? {
             if case .emit(.diagnostic(let diagnostic)) = self { diagnostic } else { nil }
         }
         /// What this action hands the app, if anything.

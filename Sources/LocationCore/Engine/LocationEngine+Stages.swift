@@ -162,7 +162,7 @@ extension LocationEngine {
     }
 
     /// Ends a `requestLocation()`: the best location seen, or `failure`.
-    public mutating func settle(orFail failure: CLError?) -> Action {
+    mutating func settle(orFail failure: CLError?) -> Action {
         if let best = oneShotBest {
             lastDelivered = best
             return .deliver(best)

@@ -63,7 +63,7 @@ public struct LocationEngine: Sendable {
     public var isStale: Bool { staleness.isStale }
     var authorization: AuthorizationState { gate.state }
     /// True while the source must run: location updates or a monitoring service.
-    public var isRunning: Bool {
+    var isRunning: Bool {
         mode != .stopped || isMonitoring || (headingStage.active && headingStage.runsSource)
     }
     /// True while regions, visits or significant changes are monitored (and not refused).
@@ -86,7 +86,7 @@ public struct LocationEngine: Sendable {
     var staleness = FixStalenessMonitor()
     // Internal, not private, where LocationEngine+Monitoring.swift uses them.
     var gate: AuthorizationGate
-    public var filter = DistanceFilterStage()
+    var filter = DistanceFilterStage()
     var regions = RegionMonitorStage()
     var visits: VisitStage?
     var significantChanges: SignificantChangeStage?
@@ -220,7 +220,7 @@ public struct LocationEngine: Sendable {
 
     /// Stops location updates and forgets what they learned (the next start delivers at once).
     /// Monitoring services go on; when none runs, the source may stop (`isRunning`).
-    public mutating func stop() -> [Action] {
+    mutating func stop() -> [Action] {
         guard mode != .stopped else { return [] }
         mode = .stopped
         oneShotBest = nil
@@ -288,7 +288,7 @@ public struct LocationEngine: Sendable {
 
     /// One event from the source. `now`: the wall clock; `uptime`: a monotonic clock in
     /// seconds (live sources; it guards against receivers whose dates jump).
-    public mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
+    mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
         guard isRunning else { return [] }
         // An open epoch, and a fix held for its estimate, wait no longer than the next report of
         // any other kind than the receiver's cycle gives (a receiver unplugged right after its

@@ -17,12 +17,12 @@ final class SourceReconciler: Sendable {
         var busy = false
         var dirty = false
         var running = false
-        public var generation = 0
+        var generation = 0
     }
     private let control = Locked(Control())
 
     /// Whether the source runs, as the last reconciliation left it.
-    public var isRunning: Bool { control.withLock { $0.running } }
+    var isRunning: Bool { control.withLock { $0.running } }
 
     /// Brings the source in line with `wanted()` (whether it should run, and for which
     /// generation): stops it, starts it, or both (a source started for an older generation hands

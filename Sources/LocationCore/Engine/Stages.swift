@@ -115,7 +115,7 @@ struct TimeOrderStage: Sendable {
     /// Set by the `check` that accepted a new timeline: the step in seconds (negative: back).
     private(set) var resynchronized: TimeInterval?
 
-    public var last: Date?
+    var last: Date?
     private var lastArrival: Double?
     private var candidate: (time: Date, arrival: Double?, count: Int)?
 
@@ -126,7 +126,7 @@ struct TimeOrderStage: Sendable {
 
     /// Checks `location`; `arrival` is when it arrived by a monotonic clock (live), or nil
     /// (a replay, whose gaps are the recording's own).
-    public mutating func check(_ location: LocationValue, arrival: Double? = nil) -> FixRejection? {
+    mutating func check(_ location: LocationValue, arrival: Double? = nil) -> FixRejection? {
         resynchronized = nil
         let time = location.timestamp
         guard let last else {
@@ -199,7 +199,7 @@ struct TimeOrderStage: Sendable {
 /// - `speedAccuracy` = eps / k, `courseAccuracy` = epd / k.
 /// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
 /// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
-public struct AccuracyStage: Sendable {
+struct AccuracyStage: Sendable {
     /// gpsd's vertical over horizontal UERE (23 m / 15 m): a vertical accuracy where the
     /// receiver gives no vertical estimate.
     static let verticalOverHorizontal = 23.0 / 15.0
@@ -207,7 +207,7 @@ public struct AccuracyStage: Sendable {
     public init() {}
 
     /// The horizontal accuracy (68 %, metres) of a fix, or nil when gpsd gave no estimate.
-    public static func horizontalAccuracy(_ errors: FixErrors) -> Double? {
+    static func horizontalAccuracy(_ errors: FixErrors) -> Double? {
         if let x = errors.longitude, let y = errors.latitude {
             return (x * x + y * y).squareRoot() / ReceiverErrorEstimate.confidenceScale
         }
@@ -220,7 +220,7 @@ public struct AccuracyStage: Sendable {
     }
 
     /// Builds the location for a fix that passed validity (coordinates and time present).
-    public func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
+    func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
         let horizontal = Self.horizontalAccuracy(fix.errors)
         let is3D = fix.mode == .threeDimensional
         let vertical: Double =
@@ -273,7 +273,7 @@ public struct AccuracyStage: Sendable {
 /// Call `delivered(_:)` only for locations that actually reached the app (after the gate).
 /// The filter itself is the engine's configuration (`Configuration.distanceFilter`, read at each
 /// location): the stage keeps only what it measures from.
-public struct DistanceFilterStage: Sendable {
+struct DistanceFilterStage: Sendable {
     private(set) var lastDelivered: LocationValue?
 
     public init() {}
@@ -290,7 +290,7 @@ public struct DistanceFilterStage: Sendable {
             latitude2: location.coordinate.latitude, longitude2: location.coordinate.longitude, atLeast: distanceFilter)
     }
 
-    public mutating func delivered(_ location: LocationValue) { lastDelivered = location }
+    mutating func delivered(_ location: LocationValue) { lastDelivered = location }
 
     /// Forget the last delivered location (after `stopUpdatingLocation()`: the next start delivers at once).
     mutating func reset() { lastDelivered = nil }

@@ -98,7 +98,7 @@ struct FixStalenessMonitor: Sendable {
 
     /// Checks the silence at `clock`. Returns the seconds without a usable fix the first time
     /// they reach the timeout in a stretch (report it); nil otherwise.
-    public mutating func check(clock: Date) -> TimeInterval? {
+    mutating func check(clock: Date) -> TimeInterval? {
         guard let last = lastFixClock else { return nil }
         let silence = clock.timeIntervalSince(last)
         guard silence >= effectiveTimeout else { return nil }

@@ -62,7 +62,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
     public let path: String
     /// How fast it is replayed.
     public let pacing: ReplayPacing
-    public let clock: any ReplayClock
+    let clock: any ReplayClock
     private struct State {
         var running = false
         var thread: WorkerThread?
@@ -309,7 +309,7 @@ private final class Handoff: @unchecked Sendable {
     private var closed = false
     private var done = false
     private let handler: @Sendable (LocationSourceEvent) -> Void
-    public let isRunning: () -> Bool
+    let isRunning: () -> Bool
 
     init(handler: @escaping @Sendable (LocationSourceEvent) -> Void, isRunning: @escaping () -> Bool) {
         self.handler = handler

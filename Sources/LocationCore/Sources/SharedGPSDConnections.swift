@@ -19,7 +19,7 @@ final class SharedGPSDConnections: Sendable {
 
     /// One shared connection.
     private struct Entry {
-        public let source: GPSDConnection
+        let source: GPSDConnection
         /// Which connection this is: a key's entry is replaced when its connection failed.
         let id = UUID()
         var subscribers: [UUID: Handler] = [:]

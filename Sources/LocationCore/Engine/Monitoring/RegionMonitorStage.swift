@@ -75,7 +75,7 @@ public struct RegionEvent: Sendable, Equatable {
 /// `indexMargin` is checked only against the circles of its cell, the circles whose state is
 /// not a settled `outside`, and the few that do not fit the grid (near a pole, across the
 /// antimeridian, huge); any circle left out is then certainly, and already, outside.
-public struct RegionMonitorStage: Sendable {
+struct RegionMonitorStage: Sendable {
     static let dwell: TimeInterval = 4
     static let minimumLocations = 3
     static let gapTimeout: TimeInterval = 60
@@ -83,8 +83,8 @@ public struct RegionMonitorStage: Sendable {
     static let cellDegrees: Double = 0.01
 
     private struct Tracked {
-        public var fence: Geofence
-        public var state: RegionPresence = .unknown
+        var fence: Geofence
+        var state: RegionPresence = .unknown
         /// The state before the last gap (nil: never determined).
         var lastKnown: RegionPresence?
         var candidate: RegionPresence?
@@ -112,18 +112,18 @@ public struct RegionMonitorStage: Sendable {
 
     var isEmpty: Bool { slotByID.isEmpty }
 
-    public func state(of identifier: String) -> RegionPresence? {
+    func state(of identifier: String) -> RegionPresence? {
         slotByID[identifier].flatMap { slots[$0]?.state }
     }
 
-    public func fence(_ identifier: String) -> Geofence? {
+    func fence(_ identifier: String) -> Geofence? {
         slotByID[identifier].flatMap { slots[$0]?.fence }
     }
 
     /// Adds (or replaces) a circle. `assuming`: the state to start from (a persisted one, or
     /// `CLMonitor.add(_:identifier:assuming:)`); `unknown` is determined by the next location.
     /// With `limitation`, the region is told at once (at `time`) that it cannot be evaluated.
-    public mutating func add(
+    mutating func add(
         _ fence: Geofence, assuming: RegionPresence = .unknown, limitation: RegionEvent.Limitation? = nil,
         at time: Date = Date(), into events: inout [RegionEvent]
     ) {
@@ -166,7 +166,7 @@ public struct RegionMonitorStage: Sendable {
 
     /// A location that passed the gate, at the source's clock `clock`. `limitation`: when set,
     /// no region is evaluated; each is told once that its state is unknown, and why.
-    public mutating func observe(
+    mutating func observe(
         _ location: LocationValue, clock: Date, limitation: RegionEvent.Limitation?, into events: inout [RegionEvent]
     ) {
         expireIfSilent(clock: clock, into: &events)

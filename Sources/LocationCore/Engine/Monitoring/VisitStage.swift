@@ -31,7 +31,7 @@ public struct VisitRecord: Sendable, Equatable {
 /// then accepts gaps up to `reducedMaximumGap` and a radius of the locations' own accuracy:
 /// visits come late and as coarse as the locations are, never finer.
 struct VisitStage: Sendable {
-    public static let radius: Double = 50
+    static let radius: Double = 50
     static let placeRadius: Double = 5
     static let minimumStay: TimeInterval = 180
     static let maximumGap: TimeInterval = 60
@@ -39,9 +39,9 @@ struct VisitStage: Sendable {
     static let dwell: TimeInterval = 3
     static let minimumLocations = 2
 
-    public struct Stop {
+    struct Stop {
         var first: Date
-        public var last: Date
+        var last: Date
         var sumLatitude = 0.0
         var sumLongitude = 0.0
         var count = 0
@@ -56,17 +56,17 @@ struct VisitStage: Sendable {
         var leavingCount = 0
         var leavingSince = Date.distantPast
 
-        public var latitude: Double { sumLatitude / Double(count) }
-        public var longitude: Double { sumLongitude / Double(count) }
+        var latitude: Double { sumLatitude / Double(count) }
+        var longitude: Double { sumLongitude / Double(count) }
     }
 
-    public var stop: Stop?
+    var stop: Stop?
 
     public init() {}
 
     mutating func reset() { stop = nil }
 
-    public mutating func observe(_ location: LocationValue, reduced: Bool, into visits: inout [VisitRecord]) {
+    mutating func observe(_ location: LocationValue, reduced: Bool, into visits: inout [VisitRecord]) {
         let time = location.timestamp
         let latitude = location.coordinate.latitude
         let longitude = location.coordinate.longitude
@@ -124,7 +124,7 @@ struct VisitStage: Sendable {
         stop = current
     }
 
-    public static func start(at location: LocationValue) -> Stop {
+    static func start(at location: LocationValue) -> Stop {
         var stop = Stop(first: location.timestamp, last: location.timestamp)
         stop.add(
             location.coordinate.latitude, location.coordinate.longitude, max(0, location.horizontalAccuracy),
@@ -135,7 +135,7 @@ struct VisitStage: Sendable {
 }
 
 extension VisitStage.Stop {
-    public mutating func add(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ time: Date) {
+    mutating func add(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ time: Date) {
         sumLatitude += latitude
         sumLongitude += longitude
         count += 1
@@ -181,7 +181,7 @@ struct SignificantChangeStage: Sendable {
     static let minimumDistance: Double = 500
     static let minimumInterval: TimeInterval = 300
 
-    public var last: LocationValue?
+    var last: LocationValue?
 
     public init() {}
 
