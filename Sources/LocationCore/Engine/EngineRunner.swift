@@ -26,26 +26,26 @@ public final class EngineRunner: Sendable {
     /// What the adapter receives: the engine's outputs, batched.
     public typealias Output = LocationEngine.Output
 
-    public struct State {
+    struct State {
         var engine: LocationEngine
         /// Where outputs are handed over.
-        public var delivery: Delivery
+        var delivery: Delivery
         var consumer: (@Sendable (Output) -> Void)?
         /// Whether the source should run, as the engine last decided (`reconcileSource` makes
         /// it so; `SourceReconciler` holds whether it does).
         var sourceRunning = false
         /// Bumped by `stop()`: events, timers and outputs of an older generation are dropped.
-        public var generation = 0
+        var generation = 0
         var pending: [Output] = []
         /// How many locations `pending` holds.
         var pendingLocations = 0
         var drainScheduled = false
-        public var maximumBatch = 100
+        var maximumBatch = 100
         /// Live locations dropped for a slow adapter and not yet reported.
         var dropped = 0
-        public var lastLocationCache: LastLocationCache?
+        var lastLocationCache: LastLocationCache?
         /// Errors with these reasons end updates (for gpsloc watch, which exits on them).
-        public var endingReasons: Set<CLError.Reason> = []
+        var endingReasons: Set<CLError.Reason> = []
         /// Bumped by `stop(keepingMonitoring: true)`: locations taken for delivery before it are
         /// not handed over after it.
         var locationGeneration = 0
@@ -54,15 +54,15 @@ public final class EngineRunner: Sendable {
         var stallCheckArmed = false
         var stallReported = false
         var flowObserver: (@Sendable (SourceFlow) -> Void)?
-        public var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
+        var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
     }
 
     /// What the engine's actions leave to do once the lock is released.
     private struct Effects {
         var sourceChanged = false
-        public var delivered: LocationValue?
+        var delivered: LocationValue?
         /// Where `delivered` goes (read under the same lock as the step).
-        public var cache: LastLocationCache?
+        var cache: LastLocationCache?
         /// Outputs taken for inline delivery in the step's own critical section.
         var batch: Batch?
         /// The adapter was `maximumBatch` locations behind after the step.
@@ -72,14 +72,14 @@ public final class EngineRunner: Sendable {
     /// Outputs taken from `pending` to be handed over, with the generations they belong to.
     struct Batch {
         var outputs: [Output]
-        public var generation: Int
+        var generation: Int
         var locationGeneration: Int
         var consumer: (@Sendable (Output) -> Void)?
     }
 
     public let source: any LocationSource
-    public let appID: String
-    public let state: Locked<State>
+    let appID: String
+    let state: Locked<State>
     /// `State.generation` and `State.locationGeneration`, stored under the lock whenever they
     /// change and read without it by the hand-over loop: one atomic load per output, not a lock.
     let generations = Atomic<Int>(0)
