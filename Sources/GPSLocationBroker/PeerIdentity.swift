@@ -41,8 +41,7 @@ struct PeerIdentity: Sendable, Equatable {
     /// current holders are found (`TerminalUse`).
     var peerInode: UInt = 0
 
-    init(uid: UInt32, gid: UInt32, pid: Int32, unit: String? = nil, flatpak: String? = nil, inUse: Bool = false)
-    {
+    init(uid: UInt32, gid: UInt32, pid: Int32, unit: String? = nil, flatpak: String? = nil, inUse: Bool = false) {
         self.uid = uid
         self.gid = gid
         self.pid = pid

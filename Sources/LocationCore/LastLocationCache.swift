@@ -52,6 +52,8 @@ public final class LastLocationCache: Sendable {
         recordsSimulated = false
     }
 
+    /// A cache in `directory`, written at most every `writeInterval` seconds;
+    /// `recordsSimulated`: replays' locations are kept too.
     public init(directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool) {
         self.directory = directory
         self.writeInterval = writeInterval

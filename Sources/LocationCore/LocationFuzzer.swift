@@ -37,8 +37,11 @@ import GNSSCore
 public struct LocationFuzzer: Sendable {
     /// `Outcome` as a value: the grid point itself.
     public enum PointOutcome: Sendable, Equatable {
+        /// A grid point to give the app.
         case point(ReducedPoint)
+        /// Keep giving the point given before.
         case hold
+        /// The secret or the kept state cannot be kept: nothing may be given (why).
         case unavailable(String)
     }
 
@@ -213,6 +216,7 @@ public struct ReducedPoint: Sendable, Equatable {
     let accuracy: Double
     let timestamp: Date
 
+    /// A grid point.
     public init(latitude: Double, longitude: Double, accuracy: Double, timestamp: Date) {
         self.latitude = latitude
         self.longitude = longitude

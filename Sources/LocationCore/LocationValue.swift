@@ -189,8 +189,11 @@ public struct LocationValue: Sendable, Equatable {
 extension LocationValue: Codable {
     /// The names, in the cache file and in a keyed archive.
     public enum Keys: String, CodingKey, CaseIterable {
+        /// The stored fields, by name.
         case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy, course
+        /// The stored fields, by name.
         case courseAccuracy, speed, speedAccuracy, timestamp, fixMode, quality, accuracyClass, reduced, device
+        /// The stored fields, by name.
         case simulated, accessory
     }
 
@@ -271,6 +274,7 @@ extension LocationValue: Codable {
             origin: origin)
     }
 
+    /// The accuracy class with this name (`coarse` for an unknown one).
     public static func accuracyClassNamed(_ name: String?) -> AccuracyClass {
         AccuracyClass.allCases.first { $0.description == name } ?? .coarse
     }

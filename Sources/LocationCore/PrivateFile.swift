@@ -15,8 +15,11 @@ public enum PrivateFile {
     /// the XDG Base Directory Specification says (a relative value is invalid and ignored).
     /// The one place every store finds its folder.
     public enum BaseDirectory: String, Sendable {
+        /// `XDG_CONFIG_HOME` (`~/.config`).
         case config = "XDG_CONFIG_HOME"
+        /// `XDG_CACHE_HOME` (`~/.cache`).
         case cache = "XDG_CACHE_HOME"
+        /// `XDG_STATE_HOME` (`~/.local/state`).
         case state = "XDG_STATE_HOME"
 
         var fallback: String {
@@ -28,6 +31,7 @@ public enum PrivateFile {
         }
     }
 
+    /// The user's folder `base`/`subpath` (the XDG variable when absolute, else its default).
     public static func userDirectory(_ base: BaseDirectory, _ subpath: String = "") -> URL {
         let environment = ProcessInfo.processInfo.environment
         let root: URL
@@ -129,15 +133,18 @@ public enum PrivateFile {
 
     /// Why a replacement failed, in words that name the file.
     public struct Failure: Error, CustomStringConvertible {
+        /// The message.
         public let description: String
         /// The file does not exist (`ENOENT`).
         var missing = false
+        /// A failure with this message.
         public init(description: String, missing: Bool = false) {
             self.description = description
             self.missing = missing
         }
     }
 
+    /// Replaces `url` with `data` atomically (a 0600 temporary file, synced, renamed over it).
     public static func replace(_ url: URL, with data: Data) throws(Failure) {
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UUID().uuidString).tmp")

@@ -40,10 +40,12 @@ struct ReducedAccuracyState: Codable, Sendable, Equatable {
 public struct ReducedAccuracyStore: Sendable {
     let directory: URL
 
+    /// The store in `directory` (default: the user's state folder's `reduced`).
     public init(directory: URL? = nil) {
         self.directory = directory ?? PrivateFile.userDirectory(.state, "reduced")
     }
 
+    /// The user's own store.
     public static let user = ReducedAccuracyStore()
 
     /// The file name for `app` (see the type).
@@ -163,6 +165,7 @@ public struct ReducedAccuracySecret: Codable, Sendable, Equatable {
     var north: Double
     var east: Double
 
+    /// A secret with these offsets (fractions of a cell).
     public init(north: Double, east: Double) {
         self.north = north
         self.east = east

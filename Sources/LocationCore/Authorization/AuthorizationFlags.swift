@@ -4,12 +4,18 @@
 /// here once. At most one is true; while the status is not determined it is
 /// `requestInProgress`, never `denied`.
 public struct AuthorizationFlags: Equatable {
+    /// `authorizationDenied`: the app's status is denied.
     public var denied = false
+    /// `authorizationDeniedGlobally`: location services are off on this box.
     public var deniedGlobally = false
+    /// `authorizationRestricted`: a policy forbids locations to the app.
     public var restricted = false
+    /// `insufficientlyInUse`: When In Use, and the app is not in use now.
     public var insufficientlyInUse = false
+    /// `authorizationRequestInProgress`: the status is not determined yet.
     public var requestInProgress = false
 
+    /// No flag set: locations may flow.
     public init() {}
 
     /// From the app's authorization now: the `AuthorizationState` the engine's gate reads.
@@ -44,5 +50,6 @@ public struct AuthorizationFlags: Equatable {
         }
     }
 
+    /// True when any flag is set (no location is delivered).
     public var any: Bool { denied || deniedGlobally || restricted || insufficientlyInUse || requestInProgress }
 }

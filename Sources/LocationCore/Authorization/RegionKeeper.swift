@@ -10,12 +10,18 @@ import Glibc
 public final class RegionKeeper: Sendable {
     /// One kept region: its circle, last known state and when that was learnt.
     public struct Kept: Sendable, Equatable {
+        /// The region's circle.
         public var fence: Geofence
+        /// Its state when last known.
         public var presence: RegionPresence
+        /// When that state was learnt (nil: never).
         public var date: Date?
+        /// `CLRegion.notifyOnEntry`.
         public var notifyOnEntry = true
+        /// `CLRegion.notifyOnExit`.
         public var notifyOnExit = true
 
+        /// One kept region.
         public init(
             fence: Geofence, presence: RegionPresence, date: Date?, notifyOnEntry: Bool = true,
             notifyOnExit: Bool = true

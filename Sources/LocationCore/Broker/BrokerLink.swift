@@ -16,6 +16,7 @@ public struct BrokerWelcome: Sendable, Equatable {
     var identity: String
     /// Whether gpslocd judges the program in use (the foreground process group of a terminal).
     public var inUse: Bool
+    /// The decision gpslocd holds for this (uid, app) now.
     public var decision: AuthorizationDecision
     /// The last location this app received through gpslocd (kept there, not in the app's files),
     /// when it may see it now: authorized (and in use, for When In Use), and under reduced
@@ -46,6 +47,7 @@ public struct BrokerWelcome: Sendable, Equatable {
 
 /// Why gpslocd could not be used: the message says what to do.
 public struct BrokerUnavailable: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, and what to do.
     public var description: String
 }
 
@@ -54,8 +56,11 @@ public struct BrokerUnavailable: Error, Sendable, CustomStringConvertible {
 /// thread, in order; `onState` hears of each connection (with its WELCOME) and each loss.
 /// Requests wait for their REPLY (`request`).
 public final class BrokerLink: Sendable {
+    /// What the link reports to `onState`.
     public enum State: Sendable {
+        /// Connected, with gpslocd's WELCOME.
         case connected(BrokerWelcome)
+        /// Not connected (gpslocd gone or refusing), and why.
         case lost(BrokerUnavailable)
     }
 
@@ -81,6 +86,8 @@ public final class BrokerLink: Sendable {
     /// is called from a handler, on the link's thread).
     private let delivering = PlainLock()
 
+    /// A link to the socket at `path` for app label `app` (not started): `afterWelcome` are
+    /// lines sent after each WELCOME, `onMessage` hears each other line, `onState` each change.
     public init(
         path: String, app: String, afterWelcome: [String] = [],
         onMessage: @escaping @Sendable (BrokerMessage) -> Void, onState: @escaping @Sendable (State) -> Void

@@ -73,6 +73,7 @@ public enum BrokerProtocol {
 
     /// The statuses' names on the wire (the decision store's own names).
     static func statusName(_ status: CLAuthorizationStatus) -> String { status.name }
+    /// The status a wire name stands for (Apple's case name, or gpsloc's short form); nil if none.
     public static func status(named name: String) -> CLAuthorizationStatus? {
         switch name {
         case "notDetermined": .notDetermined
@@ -83,6 +84,7 @@ public enum BrokerProtocol {
         default: nil
         }
     }
+    /// The accuracy a wire name stands for (`full`, `reduced`); nil if none.
     public static func accuracy(named name: String) -> CLAccuracyAuthorization? {
         switch name {
         case "full": .fullAccuracy
@@ -96,24 +98,29 @@ public enum BrokerProtocol {
 public struct BrokerLine: Sendable {
     private(set) var text: String
 
+    /// A line of class `messageClass` with no other field yet.
     public init(_ messageClass: String) {
         text = "{\"class\":\"\(messageClass)\""
         text.reserveCapacity(256)
     }
 
+    /// Adds a string field (nothing when nil).
     public mutating func add(_ key: String, _ value: String?) {
         guard let value else { return }
         text += ",\"\(key)\":"
         Self.appendQuoted(value, to: &text)
     }
+    /// Adds a number field (nothing when nil or not finite).
     public mutating func add(_ key: String, _ value: Double?) {
         guard let value, value.isFinite else { return }
         text += ",\"\(key)\":\(value)"
     }
+    /// Adds an integer field (nothing when nil).
     public mutating func add(_ key: String, _ value: Int?) {
         guard let value else { return }
         text += ",\"\(key)\":\(value)"
     }
+    /// Adds a boolean field (nothing when nil).
     public mutating func add(_ key: String, _ value: Bool?) {
         guard let value else { return }
         text += ",\"\(key)\":\(value)"
@@ -147,13 +154,20 @@ public struct BrokerLine: Sendable {
 /// A JSON value as read (Foundation's decoder tells booleans from numbers; `JSONSerialization`
 /// on Linux does not).
 public enum JSONValue: Decodable, Sendable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object.
     case object([String: JSONValue])
 
+    /// Reads whichever kind of value the decoder holds.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -175,6 +189,7 @@ public enum JSONValue: Decodable, Sendable {
 /// A line as read: its fields.
 public struct BrokerMessage: Sendable {
     let fields: [String: JSONValue]
+    /// The line's `class` (empty if it has none).
     public var messageClass: String { string("class") ?? "" }
 
     private static let decoder = JSONDecoder()
@@ -186,24 +201,30 @@ public struct BrokerMessage: Sendable {
         else { return nil }
         fields = object
     }
+    /// A message with these fields.
     public init(fields: [String: JSONValue]) { self.fields = fields }
 
+    /// The string under `key`, if it is one.
     public func string(_ key: String) -> String? {
         if case .string(let value) = fields[key] { value } else { nil }
     }
+    /// The number under `key`, if it is one.
     public func double(_ key: String) -> Double? {
         if case .number(let value) = fields[key] { value } else { nil }
     }
+    /// The whole number under `key`, if it is one.
     public func int(_ key: String) -> Int? {
         guard let value = double(key), value == value.rounded(), abs(value) < 1e15 else { return nil }
         return Int(value)
     }
+    /// The boolean under `key`, if it is one.
     public func bool(_ key: String) -> Bool? {
         if case .bool(let value) = fields[key] { value } else { nil }
     }
     func object(_ key: String) -> BrokerMessage? {
         if case .object(let fields) = fields[key] { BrokerMessage(fields: fields) } else { nil }
     }
+    /// The objects in the array under `key` (empty if none).
     public func objects(_ key: String) -> [BrokerMessage] {
         guard case .array(let values) = fields[key] else { return [] }
         return values.compactMap { value in
@@ -317,6 +338,7 @@ extension BrokerProtocol {
         return line.line
     }
 
+    /// A PROBLEM line for `error`; `terminal`: the program's updates end with it.
     public static func problemLine(_ error: CLError, terminal: Bool) -> String {
         var line = BrokerLine("PROBLEM")
         line.add("code", error.code.rawValue)
@@ -435,6 +457,7 @@ public struct BrokerLineReader: Sendable {
     var start = 0
     private(set) var failure: String?
 
+    /// A reader starting with bytes already read.
     public init(pending: [UInt8] = []) { buffer = pending }
 
     var remainder: [UInt8] { Array(buffer[start...]) }

@@ -6,7 +6,9 @@ import GNSSCore
 public struct AuthorizationState: Sendable, Equatable {
     /// The app the gate speaks of in its messages.
     public var appID: String
+    /// The app's authorization status.
     public var status: CLAuthorizationStatus
+    /// Full or reduced accuracy.
     public var accuracy: CLAccuracyAuthorization
     /// When-In-Use delivers only while this is true (see `LocationAuthorizer.isInUse`).
     public var isInUse: Bool
@@ -14,6 +16,7 @@ public struct AuthorizationState: Sendable, Equatable {
     /// with what to do; the refusal says this instead of advising a grant.
     var unavailable: String?
 
+    /// The state of `appID`'s authorization (in use unless said).
     public init(
         appID: String, status: CLAuthorizationStatus, accuracy: CLAccuracyAuthorization = .fullAccuracy,
         isInUse: Bool = true
@@ -39,6 +42,7 @@ public struct AuthorizationState: Sendable, Equatable {
                 + "would deliver nothing)"
     }
 
+    /// The error the gate gives while no location may flow (nil while locations may).
     public var refusal: CLError? {
         if let unavailable, !allowsDelivery {
             return CLError(.denied, message: unavailable, reason: .brokerUnreachable)

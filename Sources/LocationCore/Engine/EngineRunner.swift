@@ -77,6 +77,7 @@ public final class EngineRunner: Sendable {
         var consumer: (@Sendable (Output) -> Void)?
     }
 
+    /// Where fixes come from.
     public let source: any LocationSource
     let appID: String
     let state: Locked<State>
@@ -105,6 +106,8 @@ public final class EngineRunner: Sendable {
     /// Serializes inline delivery (no queue); recursive, so an adapter's callback may stop.
     let delivering = PlainLock(recursive: true)
 
+    /// A runner for one app's engine, stopped.
+    ///
     /// - Parameters:
     ///   - source: where fixes come from (gpsd, a replay, the broker).
     ///   - configuration: the engine's settings (filters, accuracy, activity, monitors).
@@ -154,6 +157,7 @@ public final class EngineRunner: Sendable {
         state.withLock { body(&$0.engine) }
     }
 
+    /// Sets the function that receives the engine's outputs (the face's adapter).
     public func setConsumer(_ consumer: @escaping @Sendable (Output) -> Void) {
         state.withLock { $0.consumer = consumer }
     }
@@ -207,6 +211,7 @@ public final class EngineRunner: Sendable {
         set { state.withLock { $0.maximumBatch = max(1, newValue) } }
     }
 
+    /// Where the last delivered location is kept (nil: nowhere).
     public var lastLocationCache: LastLocationCache? {
         get { state.withLock { $0.lastLocationCache } }
         set { state.withLock { $0.lastLocationCache = newValue } }
@@ -218,6 +223,7 @@ public final class EngineRunner: Sendable {
         set { state.withLock { $0.endingReasons = newValue } }
     }
 
+    /// True while the engine updates, monitors or reports headings.
     public var isRunning: Bool { state.withLock { $0.engine.isRunning } }
 
     /// Changes with every `stop()`.

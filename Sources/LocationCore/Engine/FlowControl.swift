@@ -40,6 +40,7 @@ public enum FlowControl {
         while !ready() { condition.wait() }
     }
 
+    /// Wakes every waiter to check its condition again (cheap when none waits).
     public static func changed() {
         guard waiters.load(ordering: .sequentiallyConsistent) > 0 else { return }
         condition.lock()

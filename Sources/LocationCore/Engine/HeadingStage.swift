@@ -32,6 +32,7 @@ public struct HeadingStage: Sendable {
     /// along with the location updates and never keep the source running by themselves.
     public var runsSource = true
 
+    /// Heading updates stopped, Apple's default filter.
     public init() {}
 
     mutating func start() {

@@ -17,6 +17,7 @@ extension LocationEngine {
         public var maximumLocationAge: TimeInterval = 10
         /// nil: three receiver cycles, at least 1 s (see `FixStalenessMonitor`).
         public var staleFixTimeout: TimeInterval?
+        /// Which receiver's fixes to follow when gpsd has several.
         public var receiverSelection: ReceiverSelection = .bestFix
         /// See `TimeOrderStage.jumpTolerance`.
         public var timeJumpTolerance: TimeInterval = 5
@@ -27,6 +28,7 @@ extension LocationEngine {
         public var regionsRequireAlways = false
         /// `pausesLocationUpdatesAutomatically` (the manager's default is true; gpsloc's false).
         public var pausesAutomatically = false
+        /// `CLLocationManager.activityType` (how long a pause waits, airborne never pauses).
         public var activityType: CLActivityType = .other
         /// Continuous updates pause once the device has stayed put this long (by the locations'
         /// own time; `StationaryDetector`), and resume when it moves; nil: never.
@@ -36,6 +38,7 @@ extension LocationEngine {
         /// device moves (Apple: updates "can suspend … until the person starts moving"). Never
         /// for `.airborne`. Takes the place of `pauseAfter`.
         public var pausesWhileStationary = false
+        /// Apple's defaults.
         public init() {}
 
         /// How long a device stays put before its updates pause, by Apple's activity types:

@@ -39,23 +39,27 @@ extension LocationEngine {
         return stopIfIdle()
     }
 
+    /// Starts visit monitoring (refused, with an error, while the app may not monitor).
     public mutating func startVisits() -> [Action] {
         let refusal = admitMonitoring()
         if visits == nil { visits = VisitStage() }
         return refusal
     }
 
+    /// Stops visit monitoring.
     public mutating func stopVisits() -> [Action] {
         visits = nil
         return stopIfIdle()
     }
 
+    /// Starts significant-change monitoring (refused, with an error, while the app may not monitor).
     public mutating func startSignificantChanges() -> [Action] {
         let refusal = admitMonitoring()
         if significantChanges == nil { significantChanges = SignificantChangeStage() }
         return refusal
     }
 
+    /// Stops significant-change monitoring.
     public mutating func stopSignificantChanges() -> [Action] {
         significantChanges = nil
         return stopIfIdle()

@@ -49,6 +49,7 @@ extension LocationEngine {
         case emit(Output)
         /// Call `timerFired(timer, now:)` after this many seconds (replacing an armed one).
         case arm(Timer, after: TimeInterval)
+        /// Disarm the timer.
         case cancel(Timer)
         /// Updates are over: stop the source (a request settled, access denied, the source ended).
         case stopSource

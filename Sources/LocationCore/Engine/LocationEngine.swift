@@ -41,7 +41,9 @@ public struct LocationEngine: Sendable {
         case deliveryStall
     }
 
+    /// What location updates the app asked for.
     public enum Mode: Sendable, Equatable {
+        /// None.
         case stopped
         /// `startUpdatingLocation()`.
         case continuous
@@ -49,6 +51,7 @@ public struct LocationEngine: Sendable {
         case oneShot
     }
 
+    /// The settings; changing them applies at once.
     public var configuration: Configuration {
         didSet { applyConfiguration() }
     }
@@ -70,7 +73,9 @@ public struct LocationEngine: Sendable {
     var isMonitoring: Bool {
         !monitoringSuspended && (!regions.isEmpty || visits != nil || significantChanges != nil)
     }
+    /// The state of the monitored region `identifier` (nil: not monitored).
     public func regionState(_ identifier: String) -> RegionPresence? { regions.state(of: identifier) }
+    /// The monitored region `identifier`, if it is.
     public func region(_ identifier: String) -> Geofence? { regions.fence(identifier) }
 
     var validity = ValidityStage()
@@ -149,6 +154,8 @@ public struct LocationEngine: Sendable {
     /// `pausesWhileStationary`: this stop's stationary location has been delivered.
     var stationaryDelivered = false
 
+    /// An engine, stopped: `isLive` when the source's clock is the wall clock (gpsd),
+    /// `sourceInformation` for the locations it makes, `fuzzer` for reduced accuracy.
     public init(
         configuration: Configuration = Configuration(), authorization: AuthorizationState, isLive: Bool,
         sourceInformation: LocationOrigin? = nil, fuzzer: LocationFuzzer? = nil

@@ -63,6 +63,7 @@ public final class TappedLocationSource: LocationSource, Sendable {
     let base: any LocationSource
     private let tap: @Sendable (LocationSourceEvent) -> Void
 
+    /// `base`, tapped by `tap`.
     public init(_ base: any LocationSource, tap: @escaping @Sendable (LocationSourceEvent) -> Void) {
         self.base = base
         self.tap = tap

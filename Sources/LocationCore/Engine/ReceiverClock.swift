@@ -28,6 +28,7 @@ public struct ReceiverClock: Sendable {
     private var anchor: (time: Date, arrival: Double)?
     private var candidate: (time: Date, offset: Double, count: Int)?
 
+    /// A clock that knows no receiver time yet.
     public init() {}
 
     /// The receiver's time when the monotonic clock reads `arrival`, or nil before any fix.

@@ -42,6 +42,7 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The reason in words.
     public var description: String {
         switch self {
         case .noFix:
@@ -74,11 +75,13 @@ public struct ValidityStage: Sendable {
     /// How far ahead of now a fix may be dated (default one day).
     var maximumFutureSkew: TimeInterval
 
+    /// A validity rule with these bounds (seconds).
     public init(maximumAge: TimeInterval = 10, maximumFutureSkew: TimeInterval = 86_400) {
         self.maximumAge = maximumAge
         self.maximumFutureSkew = maximumFutureSkew
     }
 
+    /// Why `fix` cannot be delivered at `now` (nil: it can).
     public func check(_ fix: Fix, now: Date) -> FixRejection? {
         guard fix.mode >= .twoDimensional else { return .noFix(fix.mode) }
         guard let latitude = fix.latitude, let longitude = fix.longitude else { return .missingCoordinate }

@@ -5,11 +5,16 @@ import Glibc
 /// A circle on the WGS 84 ellipsoid: the geometry of `CLCircularRegion` and
 /// `CLMonitor.CircularGeographicCondition` (degrees, metres).
 public struct Geofence: Sendable, Equatable, Codable {
+    /// The app's name for the region.
     public var identifier: String
+    /// The centre's latitude (degrees).
     public var latitude: Double
+    /// The centre's longitude (degrees).
     public var longitude: Double
+    /// The radius (metres).
     public var radius: Double
 
+    /// A circle.
     public init(identifier: String, latitude: Double, longitude: Double, radius: Double) {
         self.identifier = identifier
         self.latitude = latitude
@@ -20,16 +25,20 @@ public struct Geofence: Sendable, Equatable, Codable {
 
 /// Where the device is relative to one region, as far as the engine knows.
 public enum RegionPresence: String, Sendable, Equatable, Codable {
+    /// Not known, inside the circle, or outside it.
     case unknown, inside, outside
 }
 
 /// A change in what is known about one region: the region stage's output.
 public struct RegionEvent: Sendable, Equatable {
+    /// What changed.
     public enum Kind: String, Sendable {
         /// The state became known (the first time, or again after a gap) without a crossing
         /// being seen, or it became unknown.
         case determined
+        /// The device crossed into the region.
         case enter
+        /// The device crossed out of the region.
         case exit
     }
 
@@ -45,11 +54,15 @@ public struct RegionEvent: Sendable, Equatable {
         case notAuthorized
     }
 
+    /// The region's identifier.
     public var identifier: String
+    /// What changed.
     public var kind: Kind
+    /// The region's state now.
     public var state: RegionPresence
     /// The time of the fix that decided it (for a gap: the moment the gap became too long).
     public var timestamp: Date
+    /// Why the region cannot be evaluated, if it cannot.
     public var limitation: Limitation?
 }
 

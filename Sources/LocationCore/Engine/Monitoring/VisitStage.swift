@@ -3,10 +3,13 @@ import GNSSCore
 
 /// A stop somewhere: the visit stage's output, and `CLVisit`'s fields.
 public struct VisitRecord: Sendable, Equatable {
+    /// When the stop began.
     public var arrival: Date
     /// nil while the visit goes on.
     public var departure: Date?
+    /// Where (degrees).
     public var latitude: Double
+    /// Where (degrees).
     public var longitude: Double
     /// The radius of the visited place (metres).
     public var horizontalAccuracy: Double
