@@ -206,6 +206,8 @@ public enum GPSFakeError: Error, Sendable, CustomStringConvertible {
     case spawnFailed(String)
     case exitedEarly(String)
     case notListening(Int)
+    /// gpsd listens but never listed gpsfake's pseudo-terminal as a device.
+    case noReceiver(Int)
 
     public var description: String {
         switch self {
@@ -216,6 +218,7 @@ public enum GPSFakeError: Error, Sendable, CustomStringConvertible {
         case .spawnFailed(let why): "could not start gpsfake: \(why)"
         case .exitedEarly(let why): "gpsfake exited before gpsd listened: \(why.isEmpty ? "no message" : why)"
         case .notListening(let port): "gpsfake's gpsd never listened on 127.0.0.1:\(port)"
+        case .noReceiver(let port): "gpsfake's gpsd on 127.0.0.1:\(port) never opened gpsfake's receiver"
         }
     }
 }

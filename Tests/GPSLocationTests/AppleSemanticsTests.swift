@@ -114,37 +114,45 @@ extension AppleSemanticsTests {
         let first = try #require(try FixtureFixes.load("clean-1hz-multi").first { $0.hasPosition })
         let start = try #require(first.time)
         // The receiver's fixes, 0.2 s apart on its clock (well inside the 5-s jump tolerance
-        // however fast they are sent); the times handed over are recorded.
+        // however fast they are sent), each about 22 m on from the last: a moving receiver, so
+        // `liveUpdates`' stationary pause never holds them back. The times handed over are
+        // recorded.
         let sent = Locked<[Date]>([])
-        let sendNext: @Sendable () -> Void = {
+        let sendNext: @Sendable () -> Bool = {
             var fix = first
-            let time = sent.withLock { times -> Date? in
+            let step = sent.withLock { times -> Int? in
                 guard times.count < 25 else { return nil }
-                let time = start + Double(times.count) * 0.2
-                times.append(time)
-                return time
+                times.append(start + Double(times.count) * 0.2)
+                return times.count - 1
             }
-            guard let time else { return }
-            fix.time = time
+            guard let step else { return false }
+            fix.time = start + Double(step) * 0.2
+            fix.latitude = first.latitude.map { $0 + Double(step) * 0.0002 }
             _ = source.send(.fix(fix))
-        }
-        let feeder = Task {
-            #expect(await source.wait { $0.isRunning })
-            for _ in 0..<3 { sendNext() }
+            return true
         }
         // Live updates keep only the newest waiting one (Apple's latest-wins): on a busy machine
-        // the staleness report (no fix for a second) can replace a location this loop had not
-        // taken yet. A live receiver keeps sending, and so does this one: after each update
-        // without a location, the next fix (at most 25). One location is the proof.
+        // the staleness report (no fix for a while) can replace a location this loop had not
+        // taken yet. A live receiver keeps sending, and so does this one (every 100 ms, at most
+        // 25 fixes) until the loop has a location: one location is the proof.
+        let feeder = Task {
+            #expect(await source.wait { $0.isRunning })
+            while !Task.isCancelled, sendNext() { try? await Task.sleep(for: .milliseconds(100)) }
+        }
         var located: CLLocation?
+        var updates: [String] = []
         for try await update in CLLocationUpdate.liveUpdates(source: source, authorizer: grantedAuthorizer()) {
             if let location = update.location {
                 located = location
                 break
             }
-            sendNext()
+            updates.append("\(update)")
+            // After all 25 fixes, what the sequence said instead (rather than waiting forever).
+            if sent.withLock({ $0.count }) >= 25, updates.count > 30 { break }
         }
+        feeder.cancel()
         await feeder.value
+        #expect(located != nil, "no location; the sequence said: \(updates.suffix(5))")
         #expect(located.map { sent.withLock { $0 }.contains($0.timestamp) } == true)
     }
 

@@ -188,6 +188,12 @@ extension RealGPSD.LaneC.ResilienceTests {
             let server = try GPSFakeServer(log: log, cycle: 0.05, port: port)
             do {
                 try await server.waitUntilListening()
+                // Seen in CI twice: a gpsd that listens but never gets gpsfake's receiver (no
+                // device for 30 s on a loaded machine). A segment whose receiver does not appear
+                // is started again, as the bind failure above is.
+                guard await server.waitUntilDeviceAttached(timeout: .seconds(20)) else {
+                    throw GPSFakeError.noReceiver(port)
+                }
                 return server
             } catch {
                 server.stop()
