@@ -6,14 +6,14 @@ import FoundationEssentials
 
 /// A thread of the package's own (`Foundation.Thread` without Foundation): a detached pthread
 /// that runs `body` once. Compare with `isCurrent` to know whether code runs on it.
-public struct WorkerThread: @unchecked Sendable {
-    // @unchecked Sendable: a pthread_t is an identifier, compared with pthread_equal.
+public struct WorkerThread: Sendable {
+    /// An identifier (an integer on Linux), compared with pthread_equal.
     private let thread: pthread_t
 
     /// Starts `body` on a new thread. (Unnamed: Glibc's Swift module does not export
     /// `pthread_setname_np`; `name` says what it is in the code.)
     public init(name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable {
+        final class Box: Sendable {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
         }

@@ -366,8 +366,6 @@ public final class LocationAuthorizer: Sendable {
 
 /// A weak reference the broker link's handlers hold (the authorizer owns the link).
 private final class WeakAuthorizer: Sendable {
-    private let reference: Locked<Weak>
-    private struct Weak: @unchecked Sendable { weak var value: LocationAuthorizer? }
-    init(_ value: LocationAuthorizer) { reference = Locked(Weak(value: value)) }
-    var value: LocationAuthorizer? { reference.withLock { $0.value } }
+    weak let value: LocationAuthorizer?
+    init(_ value: LocationAuthorizer) { self.value = value }
 }

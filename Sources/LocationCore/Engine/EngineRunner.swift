@@ -417,7 +417,12 @@ public final class EngineRunner: Sendable {
 }
 
 /// The runner, weakly, for its timers' handler (made before the runner exists).
-private final class WeakRunner: @unchecked Sendable {
-    // @unchecked Sendable: set once in the runner's init, before any timer can fire.
-    weak var runner: EngineRunner?
+private final class WeakRunner: Sendable {
+    private struct Weak: Sendable { weak var runner: EngineRunner? }
+    private let reference = Locked(Weak())
+    /// Set once, in the runner's init, before any timer can fire.
+    var runner: EngineRunner? {
+        get { reference.withLock { $0.runner } }
+        set { reference.withLock { $0.runner = newValue } }
+    }
 }
