@@ -79,6 +79,27 @@ struct ArchitectureTests {
         #expect(long.isEmpty, "\(long)")
     }
 
+    /// #50: the faces reach the core through its public, documented API (scripts/docs.sh checks
+    /// every public declaration has a comment); `package` is left for what truly is shared between
+    /// our own modules (a test double, a test's hook), at most 60 declarations in all.
+    @Test("at most 60 package declarations in Sources")
+    func fewPackageDeclarations() throws {
+        let sources = Paths.packageRoot.appendingPathComponent("Sources")
+        let files =
+            FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?
+            .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+        let declaration = try NSRegularExpression(pattern: #"^\s*(@\w+(\([^)]*\))?\s+)*package\s"#)
+        var found: [String] = []
+        for file in files {
+            for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
+                let text = String(line)
+                if declaration.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil {
+                    found.append("\(file.lastPathComponent): \(text.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        #expect(found.count <= 60, "\(found.count) package declarations: \(found)")
+    }
     /// #50's light binaries: the layers under the CoreLocation face need only FoundationEssentials
     /// (no FoundationInternationalization, no ICU), so a program built on them alone is small.
     @Test(
