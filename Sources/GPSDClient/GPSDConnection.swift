@@ -7,12 +7,29 @@ import Synchronization
     import Glibc
 #endif
 
-/// What a `GPSDConnection` reports, in the order it happened.
+/// What a `GPSDConnection` reports, in the order it happened: one of gpsd's reports, decoded
+/// (TPV, SKY, DEVICE, …), or news of the connection itself. The one type gpsd's side of the
+/// package speaks: `GPSDLocationSource` turns it into the core's `LocationSourceEvent`.
 public enum GPSDEvent: Sendable, Equatable {
     /// Connected, and the WATCH request was sent.
     case connected(GPSDEndpoint)
-    /// A decoded report (TPV, SKY, DEVICE, …).
-    case report(GPSDReport)
+    /// A TPV report.
+    case fix(Fix)
+    /// A SKY report.
+    case sky(SkyView)
+    /// A DEVICE report (activation or deactivation).
+    case device(DeviceEvent)
+    /// A DEVICES report: the devices gpsd has active, sent in reply to WATCH (so a client that
+    /// connects to a running gpsd learns its receivers without waiting for an activation).
+    case devices([DeviceEvent])
+    /// A GST report: the receiver's own error estimate for the fix of its time.
+    case errorEstimate(ReceiverErrorEstimate)
+    /// An ATT report with a heading.
+    case heading(HeadingReading)
+    /// An ERROR report: gpsd refused a request, in its own words ("No such device as …").
+    case error(message: String)
+    /// Another class (VERSION, WATCH, …), by name.
+    case other(className: String)
     /// gpsd sent no TPV for `noDataTimeout`; sent once per silence, then again after data returns.
     case noData(GPSDError)
     /// The connection could not be made or was lost; the source tries again after `delay`
@@ -20,6 +37,14 @@ public enum GPSDEvent: Sendable, Equatable {
     case reconnecting(GPSDError, attempt: Int, delay: Double)
     /// The connection could not be made, or was lost. The source has stopped.
     case failed(GPSDError)
+
+    /// True for what gpsd sent (a decoded object), false for news of the connection.
+    public var isReport: Bool {
+        switch self {
+        case .connected, .noData, .reconnecting, .failed: false
+        default: true
+        }
+    }
 }
 
 /// How a `GPSDConnection` reconnects: capped exponential backoff with jitter. Attempt n (from 0)
@@ -364,7 +389,7 @@ private final class GPSDReader: @unchecked Sendable {
                 fixCame = true
                 lastFix = Self.uptime()
             }
-            emit(.report(report))
+            emit(report)
         }
         if fixCame && silent {
             silent = false

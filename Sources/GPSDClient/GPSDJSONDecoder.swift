@@ -13,7 +13,7 @@ public final class GPSDJSONDecoder {
     public init() {}
 
     /// The report in one line, or nil when libgps cannot parse it.
-    public func decode(_ line: String) -> GPSDReport? { handle.unpack(line) }
+    public func decode(_ line: String) -> GPSDEvent? { handle.unpack(line) }
 
     /// Every TPV of a gpsd JSON stream, in order.
     public func fixes(in text: String) -> [Fix] {

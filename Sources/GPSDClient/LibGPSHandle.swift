@@ -122,8 +122,8 @@ package final class LibGPSHandle {
 
     /// The next complete buffered line as a report, or nil when no complete line is buffered.
     /// `sky`: decode SKY reports (else they are `.other("SKY")`).
-    func nextReport(sky: Bool) -> GPSDReport? {
-        inbound.withUnsafeMutableBufferPointer { buffer -> GPSDReport? in
+    func nextReport(sky: Bool) -> GPSDEvent? {
+        inbound.withUnsafeMutableBufferPointer { buffer -> GPSDEvent? in
             let base = buffer.baseAddress!
             guard start < end, let newline = memchr(base + start, 0x0A, end - start) else { return nil }
             let lineStart = base + start
@@ -136,7 +136,7 @@ package final class LibGPSHandle {
     }
 
     /// Decodes one NUL-terminated line (in place) when it is a report we read.
-    private func report(line: UnsafeMutablePointer<UInt8>, length: Int, sky: Bool) -> GPSDReport {
+    private func report(line: UnsafeMutablePointer<UInt8>, length: Int, sky: Bool) -> GPSDEvent {
         let bytes = UnsafeBufferPointer(start: line, count: length)
         guard let kind = GPSDRawJSON.classValue(bytes) else { return .other(className: "") }
         let wanted =
@@ -152,7 +152,7 @@ package final class LibGPSHandle {
     }
 
     /// Decodes one JSON object without a socket (`gps_unpack`), for tests and offline tools.
-    func unpack(_ json: String) -> GPSDReport? {
+    func unpack(_ json: String) -> GPSDEvent? {
         var bytes = Array(json.utf8CString)
         let status = bytes.withUnsafeMutableBufferPointer { cgps_unpack($0.baseAddress, data) }
         if status < 0 && !GPSDRawJSON.isDeactivation(Substring(json)) { return nil }
@@ -165,7 +165,7 @@ package final class LibGPSHandle {
     // MARK: - Conversion
 
     /// The report `line` (whose class value is `kind`) gave, from what `gps_unpack` stored.
-    private func currentReport(line: UnsafeBufferPointer<UInt8>, kind: UnsafeBufferPointer<UInt8>) -> GPSDReport {
+    private func currentReport(line: UnsafeBufferPointer<UInt8>, kind: UnsafeBufferPointer<UInt8>) -> GPSDEvent {
         if GPSDRawJSON.classIs(kind, "TPV") {
             return .fix(currentFix(device: GPSDRawJSON.stringField("\"device\":\"", in: line)))
         }

@@ -213,19 +213,19 @@ enum DoctorCommand {
             case .failed(let error):
                 collected.set { $0.error = error }
                 done.signal()
-            case .report(.device(let device)) where device.activated:
+            case .device(let device) where device.activated:
                 collected.set { state in
                     state.devices.removeAll { $0.path == device.path }
                     state.devices.append(device)
                 }
-            case .report(.devices(let devices)):
+            case .devices(let devices):
                 collected.set { state in
                     for device in devices {
                         state.devices.removeAll { $0.path == device.path }
                         state.devices.append(device)
                     }
                 }
-            case .report(.fix(let fix)):
+            case .fix(let fix):
                 collected.set { $0.fix = fix }
             default:
                 break

@@ -29,7 +29,7 @@ enum SkyCommand {
         let result = SkyResult()
         source.start { event in
             switch event {
-            case .report(.sky(let raw)) where !raw.satellites.isEmpty:
+            case .sky(let raw) where !raw.satellites.isEmpty:
                 let sky = PhysicalRanges.check(raw)
                 // gpsd reports the sky once per constellation as its GSV sets arrive; take the
                 // fullest report of one receiver cycle (about a second).

@@ -55,7 +55,7 @@ if arguments.first == "read" {
     guard let port = Int(flag("--port", in: arguments) ?? "") else { throw BenchError("read needs --port") }
     let source = GPSDConnection(endpoint: GPSDEndpoint(host: "127.0.0.1", port: port), decodesSky: false)
     let reports = Locked(0)
-    source.start { event in if case .report = event { reports.withLock { $0 += 1 } } }
+    source.start { event in if event.isReport { reports.withLock { $0 += 1 } } }
     waitForSignals()
     source.stop()
     print("reports \(reports.withLock { $0 })")

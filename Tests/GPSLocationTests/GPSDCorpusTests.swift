@@ -22,7 +22,7 @@ extension RealGPSD.LaneA {
             let expected = ReferenceTPV.parse(try String(contentsOf: chk, encoding: .utf8))
             let (events, _) = try await replayThroughGPSD(log, expectedTPVs: expected.count)
             let fixes = events.compactMap { event -> Fix? in
-                if case .report(.fix(let fix)) = event { fix } else { nil }
+                if case .fix(let fix) = event { fix } else { nil }
             }
             assertSameFixes(fixes, expected, name: log.lastPathComponent)
             // #49: what the app gets from the real daemon's reports — each epoch once, as gpsd's

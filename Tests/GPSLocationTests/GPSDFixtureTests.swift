@@ -22,20 +22,20 @@ extension RealGPSD.LaneD {
             let expected = ReferenceTPV.parse(reference)
             #expect(expected.count > 100, "gpsd reported only \(expected.count) TPVs for \(name)")
             let fixes = events.compactMap { event -> Fix? in
-                if case .report(.fix(let fix)) = event { fix } else { nil }
+                if case .fix(let fix) = event { fix } else { nil }
             }
             assertSameFixes(fixes, expected, name: name)
             #expect(fixes.contains { $0.mode == .threeDimensional && $0.altitudeMSL != nil && $0.speed != nil })
 
             let devices = events.compactMap { event -> DeviceEvent? in
-                if case .report(.device(let device)) = event { device } else { nil }
+                if case .device(let device) = event { device } else { nil }
             }
             #expect(
                 devices.contains { $0.activated && $0.driver == "NMEA0183" }, "no activation with a driver: \(devices)")
             #expect(devices.contains { !$0.activated }, "the deactivation at the end of the log was not reported")
 
             let skies = events.compactMap { event -> SkyView? in
-                if case .report(.sky(let sky)) = event { sky } else { nil }
+                if case .sky(let sky) = event { sky } else { nil }
             }
             #expect(skies.contains { $0.satellitesUsed > 0 && $0.dilution.horizontal != nil })
 
@@ -69,7 +69,7 @@ extension RealGPSD.LaneD {
             defer { if kind == "cut" { try? FileManager.default.removeItem(at: url) } }
             let (events, _) = try await replayThroughGPSD(url)
             let gpsd = events.compactMap { event -> Fix? in
-                if case .report(.fix(let fix)) = event, fix.hasPosition { fix } else { nil }
+                if case .fix(let fix) = event, fix.hasPosition { fix } else { nil }
             }
             let ours = NMEADecoder.fixes(in: try Data(contentsOf: url)).fixes.filter(\.hasPosition)
             #expect(gpsd.count > 100)

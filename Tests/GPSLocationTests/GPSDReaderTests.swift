@@ -124,7 +124,7 @@ struct GPSDReaderTests {
 
     /// What each line gives decoded alone by libgps (`gps_unpack`), with SKY as `.other` when
     /// it is not wanted.
-    static func expected(_ lines: [String], sky: Bool) -> [GPSDReport] {
+    static func expected(_ lines: [String], sky: Bool) -> [GPSDEvent] {
         let decoder = GPSDJSONDecoder()
         return lines.map { line in
             if !sky && line.hasPrefix(#"{"class":"SKY""#) { return .other(className: "SKY") }
@@ -133,11 +133,11 @@ struct GPSDReaderTests {
     }
 
     /// Every report a source read from `server` until the server closed.
-    static func reports(port: Int, sky: Bool) async -> [GPSDReport] {
+    static func reports(port: Int, sky: Bool) async -> [GPSDEvent] {
         let source = GPSDConnection(endpoint: GPSDEndpoint(port: port), noDataTimeout: nil, decodesSky: sky)
-        var reports: [GPSDReport] = []
+        var reports: [GPSDEvent] = []
         for await event in source.events() {
-            if case .report(let report) = event { reports.append(report) }
+            if event.isReport { reports.append(event) }
         }
         return reports
     }
@@ -219,7 +219,7 @@ struct GPSDReaderTests {
         let after = Locked(0)
         let third = ExitLatch()
         source.start { event in
-            guard case .report(.fix) = event else { return }
+            guard case .fix = event else { return }
             if fixes.withLock({ $0 }) >= 3 {
                 after.withLock { $0 += 1 }
                 return
@@ -258,7 +258,7 @@ struct GPSDReaderTests {
             let name: String? =
                 switch event {
                 case .noData: "noData"
-                case .report(.fix): "fix"
+                case .fix: "fix"
                 default: nil
                 }
             guard let name else { return }

@@ -68,7 +68,7 @@ extension LocationEngine {
         static var sourceEnded: Action { .emit(.sourceEnded) }
 
         /// The location this action hands the app, if it is one.
-        var delivered: LocationValue? {
+        public var delivered: LocationValue? {
             if case .emit(.locations(let batch)) = self { batch.last } else { nil }
         }
         /// The error this action hands the app, if it is one.

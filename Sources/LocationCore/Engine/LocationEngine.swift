@@ -295,7 +295,7 @@ public struct LocationEngine: Sendable {
 
     /// One event from the source. `now`: the wall clock; `uptime`: a monotonic clock in
     /// seconds (live sources; it guards against receivers whose dates jump).
-    mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
+    public mutating func handle(_ event: consuming LocationSourceEvent, now: Date, uptime: Double? = nil) -> [Action] {
         guard isRunning else { return [] }
         // An open epoch, and a fix held for its estimate, wait no longer than the next report of
         // any other kind than the receiver's cycle gives (a receiver unplugged right after its

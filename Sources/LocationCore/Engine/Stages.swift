@@ -202,11 +202,12 @@ struct TimeOrderStage: Sendable {
 /// - `speedAccuracy` = eps / k, `courseAccuracy` = epd / k.
 /// A fix with no horizontal estimate at all gets `horizontalAccuracy` = `CLLocationDistanceMax`
 /// (valid coordinate, unbounded uncertainty; `null` in NDJSON) and the tier `coarse`.
-struct AccuracyStage: Sendable {
+public struct AccuracyStage: Sendable {
     /// gpsd's vertical over horizontal UERE (23 m / 15 m): a vertical accuracy where the
     /// receiver gives no vertical estimate.
     static let verticalOverHorizontal = 23.0 / 15.0
 
+    /// The stage (it keeps nothing).
     public init() {}
 
     /// The horizontal accuracy (68 %, metres) of a fix, or nil when gpsd gave no estimate.
@@ -223,7 +224,7 @@ struct AccuracyStage: Sendable {
     }
 
     /// Builds the location for a fix that passed validity (coordinates and time present).
-    func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
+    public func location(from fix: Fix, source: LocationOrigin? = nil) -> LocationValue {
         let horizontal = Self.horizontalAccuracy(fix.errors)
         let is3D = fix.mode == .threeDimensional
         let vertical: Double =
@@ -279,6 +280,7 @@ struct AccuracyStage: Sendable {
 struct DistanceFilterStage: Sendable {
     private(set) var lastDelivered: LocationValue?
 
+    /// A stage with no location delivered yet.
     public init() {}
 
     func admits(_ location: LocationValue, distanceFilter: CLLocationDistance) -> Bool {
@@ -310,6 +312,7 @@ struct DilutionFallbackStage: Sendable {
     static let maximumAge: TimeInterval = 10
     private var latest: SkyView?
 
+    /// A stage with no satellite report yet.
     public init() {}
 
     mutating func remember(_ sky: SkyView) {

@@ -58,10 +58,10 @@ public final class GPSDLocationSource: LocationSource {
             // receiver's error estimates too (gpsd 3.22 puts no GST into its TPV): the engine
             // pairs them with their fixes.
             switch event {
-            case .report(.other): break
-            case .report(.fix(let fix)): handler(.fix(fix))
-            case .report(.errorEstimate(let estimate)): handler(.errorEstimate(estimate))
-            case .report(.sky(let sky)): handler(.sky(sky))
+            case .other: break
+            case .fix(let fix): handler(.fix(fix))
+            case .errorEstimate(let estimate): handler(.errorEstimate(estimate))
+            case .sky(let sky): handler(.sky(sky))
             default:
                 for mapped in Self.events(for: event, endpoint: endpoint, lost: lost) { handler(mapped) }
             }
@@ -113,9 +113,9 @@ public final class GPSDLocationSource: LocationSource {
                 return wasLost
             }
             return again ? [.notice(code: "reconnected", message: "connected to gpsd at \(endpoint) again")] : []
-        case .report(.other):
+        case .other:
             return []
-        case .report(.error(let message)):
+        case .error(let message):
             // gpsd's own words, as gpspipe prints them; for a device it does not read, the fix.
             let hint =
                 message.hasPrefix("No such device")
@@ -127,17 +127,17 @@ public final class GPSDLocationSource: LocationSource {
                         .locationUnknown, message: "gpsd at \(endpoint): \(message)\(hint)", reason: .gpsdRefused),
                     terminal: false)
             ]
-        case .report(.errorEstimate(let estimate)):
+        case .errorEstimate(let estimate):
             return [.errorEstimate(estimate)]
-        case .report(.fix(let fix)):
+        case .fix(let fix):
             return [.fix(fix)]
-        case .report(.sky(let sky)):
+        case .sky(let sky):
             return [.sky(sky)]
-        case .report(.heading(let heading)):
+        case .heading(let heading):
             return [.heading(heading)]
-        case .report(.device(let device)):
+        case .device(let device):
             return [.device(device)]
-        case .report(.devices(let devices)):
+        case .devices(let devices):
             var events = devices.map { LocationSourceEvent.device($0) }
             if devices.isEmpty { events.append(problem(.noDevice(at: endpoint), .noDevice)) }
             return events

@@ -92,8 +92,8 @@ final class SharedGPSDConnections: Sendable {
             switch event {
             case .reconnecting(_, let attempt, _) where attempt == 1: entries[key]!.trouble = event
             case .noData: entries[key]!.trouble = event
-            case .connected, .report: if entry.trouble != nil { entries[key]!.trouble = nil }
-            default: break
+            case .reconnecting, .failed: break
+            default: if entry.trouble != nil { entries[key]!.trouble = nil }  // connected, or a report
             }
             return entry.handlers
         }

@@ -17,7 +17,7 @@ func replayThroughGPSD(_ log: URL, cycle: Double? = nil, expectedTPVs: Int? = ni
     while true {
         attempt += 1
         let result = try await replayOnce(log, cycle: cycle)
-        let ours = result.events.count { if case .report(.fix) = $0 { true } else { false } }
+        let ours = result.events.count { if case .fix = $0 { true } else { false } }
         let theirs = expectedTPVs ?? ReferenceTPV.parse(result.reference).count
         if ours == theirs || attempt == 3 { return result }
         print(
@@ -55,7 +55,7 @@ func gpsdReportsFix(_ endpoint: GPSDEndpoint) async -> Bool {
     let source = GPSDConnection(endpoint: endpoint, noDataTimeout: .seconds(30))
     defer { source.stop() }
     for await event in source.events() {
-        if case .report(.fix(let fix)) = event, fix.latitude != nil { return true }
+        if case .fix(let fix) = event, fix.latitude != nil { return true }
         if case .noData = event { return false }
     }
     return false

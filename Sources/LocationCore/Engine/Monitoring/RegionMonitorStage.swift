@@ -88,7 +88,7 @@ public struct RegionEvent: Sendable, Equatable {
 /// `indexMargin` is checked only against the circles of its cell, the circles whose state is
 /// not a settled `outside`, and the few that do not fit the grid (near a pole, across the
 /// antimeridian, huge); any circle left out is then certainly, and already, outside.
-struct RegionMonitorStage: Sendable {
+public struct RegionMonitorStage: Sendable {
     static let dwell: TimeInterval = 4
     static let minimumLocations = 3
     static let gapTimeout: TimeInterval = 60
@@ -121,6 +121,7 @@ struct RegionMonitorStage: Sendable {
     /// Scratch for one location's candidate slots.
     private var seen: Set<Int> = []
 
+    /// No region monitored.
     public init() {}
 
     var isEmpty: Bool { slotByID.isEmpty }
@@ -136,7 +137,7 @@ struct RegionMonitorStage: Sendable {
     /// Adds (or replaces) a circle. `assuming`: the state to start from (a persisted one, or
     /// `CLMonitor.add(_:identifier:assuming:)`); `unknown` is determined by the next location.
     /// With `limitation`, the region is told at once (at `time`) that it cannot be evaluated.
-    mutating func add(
+    public mutating func add(
         _ fence: Geofence, assuming: RegionPresence = .unknown, limitation: RegionEvent.Limitation? = nil,
         at time: Date = Date(), into events: inout [RegionEvent]
     ) {
@@ -179,7 +180,7 @@ struct RegionMonitorStage: Sendable {
 
     /// A location that passed the gate, at the source's clock `clock`. `limitation`: when set,
     /// no region is evaluated; each is told once that its state is unknown, and why.
-    mutating func observe(
+    public mutating func observe(
         _ location: LocationValue, clock: Date, limitation: RegionEvent.Limitation?, into events: inout [RegionEvent]
     ) {
         expireIfSilent(clock: clock, into: &events)

@@ -5,27 +5,6 @@ import GNSSCore
     import Glibc
 #endif
 
-/// One decoded gpsd JSON object, as Swift values.
-public enum GPSDReport: Sendable, Equatable {
-    /// A TPV report.
-    case fix(Fix)
-    /// A SKY report.
-    case sky(SkyView)
-    /// A DEVICE report (activation or deactivation).
-    case device(DeviceEvent)
-    /// A DEVICES report: the devices gpsd has active, sent in reply to WATCH (so a client that
-    /// connects to a running gpsd learns its receivers without waiting for an activation).
-    case devices([DeviceEvent])
-    /// A GST report: the receiver's own error estimate for the fix of its time.
-    case errorEstimate(ReceiverErrorEstimate)
-    /// An ATT report with a heading.
-    case heading(HeadingReading)
-    /// An ERROR report: gpsd refused a request, in its own words ("No such device as …").
-    case error(message: String)
-    /// Another class (VERSION, WATCH, …), by name.
-    case other(className: String)
-}
-
 /// Reading fields from gpsd's raw JSON lines where libgps cannot (e.g. DEVICE deactivation),
 /// by scanning the line's bytes where they are (every line gpsd sends passes here: no
 /// Foundation string search, no copy of the line).
