@@ -16,8 +16,10 @@ import FoundationEssentials
 /// `inout` access to a class's stored property is checked for exclusivity at run time (two
 /// runtime calls), and a fast replay took this lock about 17 times per location — those checks
 /// were 4 % of its instructions. The lock already makes every access exclusive.
-public final class Locked<Value>: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only reached through `withLock`.
+public final class Locked<Value>: @unchecked Sendable where Value: Sendable {
+    // @unchecked Sendable: `value` is only reached through `withLock`. Only for a Sendable
+    // value: a lock does not make a value that holds a non-Sendable reference safe to share
+    // (whoever took it out could keep using it outside the lock).
     @usableFromInline let value: UnsafeMutablePointer<Value>
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 

@@ -17,9 +17,9 @@ public enum SignalSources {
     /// same signal could not see its own registration.)
     public static func install(
         _ signals: [Int32], queue: DispatchQueue = .global(), handler: @escaping @Sendable (Int32) -> Void
-    ) -> [any DispatchSourceSignal] {
+    ) -> [DispatchSource] {
         let sources = signals.map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            let source = DispatchSource.sendable(DispatchSource.makeSignalSource(signal: number, queue: queue))
             source.setEventHandler { handler(number) }
             source.resume()
             return source
@@ -44,5 +44,19 @@ public enum SignalSources {
         sigaction(number, nil, &current)
         let handler = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
         return handler != unsafeBitCast(SIG_DFL, to: Int.self) && handler != unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+}
+
+extension DispatchSource {
+    /// A source as the class it is: `DispatchSource` is Sendable, the protocol existentials
+    /// `make…Source` return are not, so a source kept in a lock's value would make that value
+    /// non-Sendable. On Linux every source libdispatch makes is a `DispatchSource`
+    /// (swift-corelibs-libdispatch's `make…Source` functions build one); a source that is not
+    /// one stops the program here rather than being silently lost.
+    public static func sendable(_ source: any DispatchSourceProtocol) -> DispatchSource {
+        guard let source = source as? DispatchSource else {
+            preconditionFailure("libdispatch made a source that is not a DispatchSource: \(type(of: source))")
+        }
+        return source
     }
 }

@@ -66,8 +66,9 @@ func stdoutFailed(_ error: Int32) -> Never {
     exit(error == EPIPE ? 141 : 74)
 }
 
-/// Writes to a file descriptor in large chunks; `flushEachLine` for live output.
-final class OutputStream {
+/// Writes to a file descriptor in large chunks; `flushEachLine` for live output. A value, kept in
+/// its sink's lock.
+struct OutputStream: Sendable {
     private let descriptor: Int32
     private let flushEachLine: Bool
     private var pending: [UInt8] = []
@@ -78,14 +79,14 @@ final class OutputStream {
         pending.reserveCapacity(1 << 16)
     }
 
-    func write(_ bytes: [UInt8]) {
+    mutating func write(_ bytes: [UInt8]) {
         pending.append(contentsOf: bytes)
         if flushEachLine || pending.count >= 1 << 16 { flush() }
     }
 
-    func write(_ text: String) { write(Array(text.utf8)) }
+    mutating func write(_ text: String) { write(Array(text.utf8)) }
 
-    func flush() {
+    mutating func flush() {
         var offset = 0
         pending.withUnsafeBytes { raw in
             while offset < raw.count {
@@ -111,8 +112,8 @@ final class OutputStream {
 final class NDJSONSink: UpdateSink, Sendable {
     private struct Output {
         var writer = NDJSONWriter()
-        let stream: OutputStream
-        let errors = OutputStream(descriptor: STDERR_FILENO, flushEachLine: true)
+        var stream: OutputStream
+        var errors = OutputStream(descriptor: STDERR_FILENO, flushEachLine: true)
     }
     private let output: Locked<Output>
 
@@ -155,7 +156,7 @@ final class TextSink: UpdateSink, Sendable {
     private let units: Units
     init(units: Units = .metric) { self.units = units }
     private struct Output {
-        let stream = OutputStream(flushEachLine: true)
+        var stream = OutputStream(flushEachLine: true)
         /// The UTC date of the last line, printed again only when it changes.
         var lastDate = ""
     }

@@ -28,7 +28,7 @@ final class TableSink: UpdateSink, Sendable {
         var lastVisit: String?
         /// Only receivers that report a heading get the row.
         var heading: HeadingValue?
-        var timer: (any DispatchSourceTimer)?
+        var timer: DispatchSource?
         var started = false
         /// Nothing is drawn until `show()`: the screen is cleared only after the consent
         /// questions are answered.
@@ -49,7 +49,7 @@ final class TableSink: UpdateSink, Sendable {
         self.units = units
         self.output = output
         guard ticks else { return }
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpsloc.table"))
+        let timer = DispatchSource.sendable(DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpsloc.table")))
         timer.schedule(deadline: .now() + 1, repeating: 1)
         timer.setEventHandler { [weak self] in self?.tick() }
         table.withLock { $0.timer = timer }

@@ -157,7 +157,7 @@ final class SignalTrap {
     static let gracePeriod = 0.1
 
     private struct Armed {
-        var sources: [any DispatchSourceSignal] = []
+        var sources: [DispatchSource] = []
         var handlers: [Int: @Sendable () -> Void] = [:]
         var next = 1
         var received: Int32?

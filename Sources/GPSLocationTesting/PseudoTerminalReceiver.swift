@@ -24,7 +24,7 @@ public final class PseudoTerminalReceiver: Sendable {
     private let interval: Double
     private let queue = DispatchQueue(label: "gpslocation.pty-receiver")
     private struct Playing {
-        var timer: (any DispatchSourceTimer)?
+        var timer: DispatchSource?
         var index = 0
         var written = 0
         var dropped = 0
@@ -82,7 +82,7 @@ public final class PseudoTerminalReceiver: Sendable {
 
     /// Starts playing, looping over the recording (`loop`) or stopping at its end.
     public func start(loop: Bool = true) {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let timer = DispatchSource.sendable(DispatchSource.makeTimerSource(queue: queue))
         timer.schedule(deadline: .now(), repeating: interval, leeway: .milliseconds(1))
         timer.setEventHandler { [weak self] in self?.tick(loop: loop) }
         playing.withLock { $0.timer = timer }

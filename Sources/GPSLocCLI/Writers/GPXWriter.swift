@@ -10,14 +10,22 @@ import LocationCore
 ///
 /// Each point is written with one `pwrite` at the position of the closing tags, followed by
 /// the closing tags again, so the file on disk always ends with `</trkseg></trk></gpx>`.
-public final class GPXWriter {
+public final class GPXWriter: Sendable {
     public let path: String
     private let descriptor: Int32
-    private var offset: off_t
     /// Written to a stream (stdout, `--gpx -`): points go one after another and the closing tags
     /// come once, at `finish()` — a pipe cannot be written back over.
     private let streaming: Bool
-    private var finished = false
+    /// Where the closing tags are, and the segment's state. gpsloc writes from one thread at a
+    /// time (its output's lock), so this lock is never contended; it makes the writer Sendable.
+    private struct Progress: Sendable {
+        var offset: off_t = 0
+        var finished = false
+        /// Points in the current segment, and whether the next point starts a new one.
+        var pointsInSegment = 0
+        var segmentBroken = false
+    }
+    private let progress = Locked(Progress())
     private static let closing = Array("  </trkseg>\n </trk>\n</gpx>\n".utf8)
 
     public enum WriteError: Error, CustomStringConvertible {
@@ -45,7 +53,6 @@ public final class GPXWriter {
                 : String(cString: strerror(errno))
             throw .cannotOpen(path, why)
         }
-        offset = 0
         try write(Array(Self.header(name: name, creator: creator).utf8))
     }
 
@@ -54,7 +61,6 @@ public final class GPXWriter {
         path = "standard output"
         streaming = true
         descriptor = STDOUT_FILENO
-        offset = 0
         try? write(Array(Self.header(name: name, creator: creator).utf8))
     }
 
@@ -62,28 +68,30 @@ public final class GPXWriter {
 
     /// Closes a streamed track (its closing tags); a file is closed after every point already.
     public func finish() {
-        guard streaming, !finished else { return }
-        finished = true
-        try? write(Self.closing)
+        guard streaming else { return }
+        let first = progress.withLock { progress in
+            defer { progress.finished = true }
+            return !progress.finished
+        }
+        if first { try? write(Self.closing) }
     }
-
-    /// Points in the current segment, and whether the next point starts a new one.
-    private var pointsInSegment = 0
-    private var segmentBroken = false
 
     /// The fix was lost (as gpxlogger does): the next point starts a new `<trkseg>`, so a track
     /// never draws a straight line through a stretch without a fix. No empty segment is written.
-    public func breakSegment() { segmentBroken = pointsInSegment > 0 }
+    public func breakSegment() { progress.withLock { $0.segmentBroken = $0.pointsInSegment > 0 } }
 
     /// Appends one track point (elevation only when the altitude is valid).
     public func append(_ location: LocationValue) throws(WriteError) {
-        var point = ""
-        if segmentBroken {
-            point = "  </trkseg>\n  <trkseg>\n"
-            segmentBroken = false
-            pointsInSegment = 0
+        let newSegment = progress.withLock { progress in
+            let broken = progress.segmentBroken
+            if broken {
+                progress.segmentBroken = false
+                progress.pointsInSegment = 0
+            }
+            progress.pointsInSegment += 1
+            return broken
         }
-        pointsInSegment += 1
+        var point = newSegment ? "  </trkseg>\n  <trkseg>\n" : ""
         point +=
             "   <trkpt lat=\"\(fixedDecimal(location.coordinate.latitude, decimals: 9))\" lon=\"\(fixedDecimal(location.coordinate.longitude, decimals: 9))\">"
         if location.verticalAccuracy > 0 { point += "<ele>\(fixedDecimal(location.altitude, decimals: 3))</ele>" }
@@ -106,6 +114,7 @@ public final class GPXWriter {
             }
             return
         }
+        let offset = progress.withLock { $0.offset }
         let chunk = bytes + Self.closing
         var done = 0
         var failure: Int32?
@@ -121,7 +130,7 @@ public final class GPXWriter {
             }
         }
         guard let failure else {
-            offset += off_t(bytes.count)
+            progress.withLock { $0.offset += off_t(bytes.count) }
             return
         }
         let repaired = Self.closing.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, offset) }

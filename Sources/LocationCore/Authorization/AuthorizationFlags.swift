@@ -3,7 +3,7 @@
 /// `CLLocationUpdate`, `CLMonitor.Event` and `CLServiceSession.Diagnostic` carry them, decided
 /// here once. At most one is true; while the status is not determined it is
 /// `requestInProgress`, never `denied`.
-public struct AuthorizationFlags: Equatable {
+public struct AuthorizationFlags: Sendable, Equatable {
     /// `authorizationDenied`: the app's status is denied.
     public var denied = false
     /// `authorizationDeniedGlobally`: location services are off on this box.
