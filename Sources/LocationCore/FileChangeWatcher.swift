@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import GNSSCore
 import Glibc
 
 /// Watches files with inotify and calls `onChange` (on a private queue) when any changes —
@@ -12,20 +13,23 @@ import Glibc
 /// where it now is. Each time the watched folders change, `onChange` is called too (a file may
 /// have come with its folder). When a folder cannot be watched any more (inotify's watch limit),
 /// `onFailure` says so once — the caller then fails closed.
-public final class FileChangeWatcher: @unchecked Sendable {
-    // @unchecked Sendable: `source` is set once in init and only cancelled after; `watches`
-    // is touched only on `queue` (and in init, before the source starts).
+public final class FileChangeWatcher: Sendable {
     private let descriptor: Int32
-    var source: (any DispatchSourceRead)?
     private let names: Set<String>
     /// The folders of the watched paths.
     private let targets: [String]
     let queue = DispatchQueue(label: "gpslocation.filewatch")
-    /// Watch descriptor → the folder it watches.
-    private var watches: [Int32: String] = [:]
+    /// What changes: touched on `queue` (and in init, before the source starts), so the lock is
+    /// never contended; it lets the compiler check the sharing.
+    private struct State: Sendable {
+        /// Watch descriptor → the folder it watches.
+        var watches: [Int32: String] = [:]
+        var failed = false
+        var source: DispatchSource?
+    }
+    private let state = Locked(State())
     private let onChange: @Sendable () -> Void
     private let onFailure: @Sendable (String) -> Void
-    private var failed = false
 
     /// Watches the folders of `paths` (or their nearest existing ancestors) and reports changes
     /// to those file names.
@@ -45,14 +49,14 @@ public final class FileChangeWatcher: @unchecked Sendable {
             close(fd)
             return nil
         }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        let source = DispatchSource.sendable(DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue))
         source.setEventHandler { [weak self] in self?.drain() }
         source.setCancelHandler { close(fd) }
-        self.source = source
+        state.withLock { $0.source = source }
         source.resume()
     }
 
-    deinit { source?.cancel() }
+    deinit { state.withLock { $0.source }?.cancel() }
 
     /// (Re)places the watches: each target folder if it exists, else its nearest existing
     /// ancestor. False when nothing at all could be watched.
@@ -66,8 +70,11 @@ public final class FileChangeWatcher: @unchecked Sendable {
             let wanted = place()
             if wanted == watchedFolders() { break }
         }
-        return !watches.isEmpty
+        return !watchedNow.isEmpty
     }
+
+    /// The folders watched now.
+    private var watchedNow: Set<String> { Set(state.withLock { $0.watches.values }) }
 
     /// The folder to watch for each target: the target itself or its nearest existing ancestor.
     private func wantedFolders() -> [(folder: String, isTarget: Bool)] {
@@ -87,8 +94,12 @@ public final class FileChangeWatcher: @unchecked Sendable {
 
     /// Removes every watch and places one per wanted folder; returns the set of watched folders.
     private func place() -> Set<String> {
-        for wd in watches.keys { inotify_rm_watch(descriptor, wd) }
-        watches.removeAll()
+        let old = state.withLock { state in
+            defer { state.watches.removeAll() }
+            return Array(state.watches.keys)
+        }
+        for wd in old { inotify_rm_watch(descriptor, wd) }
+        var watches: [Int32: String] = [:]
         var problem: String?
         for (folder, isTarget) in wantedFolders() {
             let selfEvents = UInt32(IN_DELETE_SELF | IN_MOVE_SELF)
@@ -103,10 +114,13 @@ public final class FileChangeWatcher: @unchecked Sendable {
                 problem = "cannot watch \(folder) for changes (\(String(cString: strerror(errno))))"
             }
         }
-        if let problem, !failed {
-            failed = true
-            onFailure(problem)
+        let firstProblem = state.withLock { state -> String? in
+            state.watches = watches
+            guard let problem, !state.failed else { return nil }
+            state.failed = true
+            return problem
         }
+        if let firstProblem { onFailure(firstProblem) }
         return Set(watches.values)
     }
 
@@ -128,7 +142,7 @@ public final class FileChangeWatcher: @unchecked Sendable {
                 }
                 offset += MemoryLayout<inotify_event>.size + length
                 // Events of watches removed by `arm` (their IN_IGNORED) belong to no folder now.
-                guard let folder = watches[wd] else { continue }
+                guard let folder = state.withLock({ $0.watches[wd] }) else { continue }
                 if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {
                     rearm = true  // the folder itself went: follow the path again
                     folderWent = true
@@ -140,10 +154,10 @@ public final class FileChangeWatcher: @unchecked Sendable {
             }
         }
         if rearm {
-            let before = Set(watches.values)
+            let before = watchedNow
             arm()
             // A folder that went may have been replaced by one holding a different file.
-            if folderWent || Set(watches.values) != before { relevant = true }
+            if folderWent || watchedNow != before { relevant = true }
         }
         if relevant { onChange() }
     }
