@@ -56,8 +56,8 @@ package final class BrokerService: Sendable {
     private let policyWatcher = Locked<FileChangeWatcher?>(nil)
     /// How often When In Use programs are asked again (`refreshInUse`).
     static let inUseInterval: DispatchTimeInterval = .seconds(1)
-    /// Set once in init; DispatchSource is thread-safe (cancel from any thread).
-    private nonisolated(unsafe) let inUseTimer: DispatchSourceTimer
+    /// Set once in init; a `DispatchSource` is Sendable (cancelled from any thread).
+    private let inUseTimer: DispatchSource
     /// What each app last received (for its WELCOME's `last`).
     let lastFixes: LastFixes
     /// The box's one reduced-accuracy secret and kept cell (`STATE/reduced/`), for every uid and
@@ -81,7 +81,8 @@ package final class BrokerService: Sendable {
         }
         self.inUseProbe = inUseProbe
         reducedStore = ReducedAccuracyStore(directory: Self.boxReducedFolder(stateDirectory))
-        inUseTimer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpslocd.in-use"))
+        inUseTimer = DispatchSource.sendable(
+            DispatchSource.makeTimerSource(queue: DispatchQueue(label: "gpslocd.in-use")))
         inUseTimer.schedule(deadline: .now() + Self.inUseInterval, repeating: Self.inUseInterval)
         inUseTimer.setEventHandler { [weak self] in self?.refreshInUse() }
         inUseTimer.activate()
