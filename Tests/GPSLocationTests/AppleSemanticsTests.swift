@@ -133,11 +133,13 @@ extension AppleSemanticsTests {
         }
         // Live updates keep only the newest waiting one (Apple's latest-wins): on a busy machine
         // the staleness report (no fix for a while) can replace a location this loop had not
-        // taken yet. A live receiver keeps sending, and so does this one (every 100 ms, at most
-        // 25 fixes) until the loop has a location: one location is the proof.
+        // taken yet. A live receiver keeps sending, and so does this one: three fixes, then the
+        // next after each update without a location (at most 25). Each fix moves, so none is held
+        // back as stationary and every one sent gives an update: the loop never waits on nothing.
+        // One location is the proof.
         let feeder = Task {
             #expect(await source.wait { $0.isRunning })
-            while !Task.isCancelled, sendNext() { try? await Task.sleep(for: .milliseconds(100)) }
+            for _ in 0..<3 { _ = sendNext() }
         }
         var located: CLLocation?
         var updates: [String] = []
@@ -147,10 +149,11 @@ extension AppleSemanticsTests {
                 break
             }
             updates.append("\(update)")
-            // After all 25 fixes, what the sequence said instead (rather than waiting forever).
-            if sent.withLock({ $0.count }) >= 25, updates.count > 30 { break }
+            // One sender at a time, so the fixes go in order: the first three are sent before more.
+            await feeder.value
+            // All 25 sent and none arrived as a location: what the sequence said instead.
+            guard sendNext() else { break }
         }
-        feeder.cancel()
         await feeder.value
         #expect(located != nil, "no location; the sequence said: \(updates.suffix(5))")
         #expect(located.map { sent.withLock { $0 }.contains($0.timestamp) } == true)
