@@ -10,6 +10,20 @@ import Testing
 /// shown to a new manager at once when (and as far as) the app is authorized.
 @Suite("last known location: the per-app cache and manager.location", .timeLimit(.minutes(5)))
 struct LastLocationTests {
+    /// A manager on `source` with `cache`, updating, its delegate recording (recordings dated
+    /// 2026: no age limit).
+    static func updatingManager(
+        _ source: ManualLocationSource, _ authorizer: LocationAuthorizer, cache: LastLocationCache?
+    ) -> (CLLocationManager, RecordingDelegate) {
+        let manager = CLLocationManager(source: source, authorizer: authorizer)
+        manager.lastLocationCache = cache
+        manager.maximumLocationAge = 1e9
+        let delegate = RecordingDelegate()
+        manager.delegate = delegate
+        manager.startUpdatingLocation()
+        return (manager, delegate)
+    }
+
     static func scratch() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("last-\(UUID().uuidString)")
     }
@@ -191,12 +205,8 @@ struct LastLocationTests {
         let cache = LastLocationCache(directory: folder, writeInterval: 30)
         let fixes = try FixtureFixes.load("clean-1hz-multi")
         for (source, written) in [(ManualLocationSource(isLive: false), false)] {
-            let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer(.authorizedAlways))
-            manager.lastLocationCache = cache
-            manager.maximumLocationAge = 1e9
-            let delegate = RecordingDelegate()
-            manager.delegate = delegate
-            manager.startUpdatingLocation()
+            let (manager, delegate) = Self.updatingManager(
+                source, grantedAuthorizer(.authorizedAlways), cache: cache)
             for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) }
             #expect(await delegate.waitForLocations(3))
             manager.stopUpdatingLocation()
@@ -204,15 +214,9 @@ struct LastLocationTests {
         }
         // Receivers: the cache's own rule, with a receiver's location as a live source makes it.
         let live = LastLocationCache(directory: folder, writeInterval: 30, recordsSimulated: true)
-        let manager = CLLocationManager(
-            source: ManualLocationSource(isLive: false),
-            authorizer: grantedAuthorizer(.authorizedAlways, accuracy: .reducedAccuracy))
-        manager.lastLocationCache = live
-        manager.maximumLocationAge = 1e9
-        let delegate = RecordingDelegate()
-        manager.delegate = delegate
-        manager.startUpdatingLocation()
-        let source = manager.source as! ManualLocationSource
+        let source = ManualLocationSource(isLive: false)
+        let (manager, delegate) = Self.updatingManager(
+            source, grantedAuthorizer(.authorizedAlways, accuracy: .reducedAccuracy), cache: live)
         for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) }
         #expect(await delegate.waitForLocations(1))
         manager.stopUpdatingLocation()
@@ -228,12 +232,7 @@ struct LastLocationTests {
     func locationKeepsItsIdentity() async throws {
         let fixes = try FixtureFixes.load("clean-1hz-multi")
         let source = ManualLocationSource(isLive: false)
-        let manager = CLLocationManager(source: source, authorizer: grantedAuthorizer(.authorizedAlways))
-        manager.lastLocationCache = nil
-        manager.maximumLocationAge = 1e9
-        let delegate = RecordingDelegate()
-        manager.delegate = delegate
-        manager.startUpdatingLocation()
+        let (manager, delegate) = Self.updatingManager(source, grantedAuthorizer(.authorizedAlways), cache: nil)
         for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) }
         #expect(await delegate.waitForLocations(3))
         // Everything sent is delivered (the source stopped sending): what the delegate holds is final.
