@@ -26,6 +26,13 @@ struct ArchitectureTests {
     }
 
     /// The README's table under "## Architecture": `| module(s) | depends on | owns |`.
+    /// Every Swift file under Sources/.
+    static func swiftSources() -> [URL] {
+        let sources = Paths.packageRoot.appendingPathComponent("Sources")
+        return FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?
+            .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+    }
+
     static func readmeGraph() throws -> [String: Set<String>] {
         let text = try String(
             contentsOf: Paths.packageRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
@@ -65,10 +72,7 @@ struct ArchitectureTests {
     /// into `Type+Part.swift` extensions.
     @Test("no Swift file under Sources is over 500 lines")
     func filesStaySmall() throws {
-        let sources = Paths.packageRoot.appendingPathComponent("Sources")
-        let files =
-            FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?
-            .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+        let files = Self.swiftSources()
         #expect(files.count > 50)
         var long: [String] = []
         for file in files {
@@ -84,10 +88,8 @@ struct ArchitectureTests {
     /// our own modules (a test double, a test's hook), at most 60 declarations in all.
     @Test("at most 60 package declarations in Sources")
     func fewPackageDeclarations() throws {
-        let sources = Paths.packageRoot.appendingPathComponent("Sources")
-        let files =
-            FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?
-            .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+        let files = Self.swiftSources()
+        #expect(files.count > 50)
         let declaration = try NSRegularExpression(pattern: #"^\s*(@\w+(\([^)]*\))?\s+)*package\s"#)
         var found: [String] = []
         for file in files {
