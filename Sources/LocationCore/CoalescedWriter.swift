@@ -18,7 +18,7 @@ final class CoalescedWriter: Sendable {
     private let interval: Double
     let queue = DispatchQueue(label: "gpslocation.coalesced-writer")
 
-    public init(interval: Double = 1) { self.interval = interval }
+    init(interval: Double = 1) { self.interval = interval }
 
     func write(_ work: @escaping @Sendable () -> Void) {
         let now = DispatchTime.now()

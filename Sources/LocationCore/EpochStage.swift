@@ -44,7 +44,7 @@ import GNSSCore
 /// - live, an epoch whose time is still reported a second after its first report is complete
 ///   (a receiver stuck repeating one fix: its first report is not held back for ever).
 struct EpochStage: Sendable {
-    public init() {}
+    init() {}
 
     struct Report {
         var fix: Fix

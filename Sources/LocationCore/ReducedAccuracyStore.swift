@@ -21,7 +21,7 @@ struct ReducedAccuracyState: Codable, Sendable, Equatable {
     var lastLongitude: Double?
     var lastTimestamp: Date?
 
-    public init() {}
+    init() {}
 }
 
 /// One file per app in `$XDG_STATE_HOME/gpslocation/reduced/` (or

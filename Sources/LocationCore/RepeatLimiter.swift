@@ -16,7 +16,7 @@ struct RepeatLimiter: Sendable {
 
     private var lastSaid: [String: Date] = [:]
 
-    public init() {}
+    init() {}
 
     /// Whether the message `key` may be said at `clock`; when it may, it counts as said then.
     /// `always` says it whatever the interval (and starts the interval again).

@@ -54,7 +54,7 @@ struct ReceiverSelectionStage: Sendable {
     private var pinSeen = false
     private var missingPinTold = false
 
-    public init(selection: ReceiverSelection = .bestFix, lossTimeout: TimeInterval = 3, betterStreak: Int = 5) {
+    init(selection: ReceiverSelection = .bestFix, lossTimeout: TimeInterval = 3, betterStreak: Int = 5) {
         self.selection = selection
         self.lossTimeout = lossTimeout
         self.betterStreak = betterStreak

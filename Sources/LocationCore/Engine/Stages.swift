@@ -122,7 +122,7 @@ struct TimeOrderStage: Sendable {
     private var lastArrival: Double?
     private var candidate: (time: Date, arrival: Double?, count: Int)?
 
-    public init(jumpTolerance: TimeInterval = 5, confirmations: Int = 3) {
+    init(jumpTolerance: TimeInterval = 5, confirmations: Int = 3) {
         self.jumpTolerance = jumpTolerance
         self.confirmations = confirmations
     }
@@ -281,7 +281,7 @@ struct DistanceFilterStage: Sendable {
     private(set) var lastDelivered: LocationValue?
 
     /// A stage with no location delivered yet.
-    public init() {}
+    init() {}
 
     func admits(_ location: LocationValue, distanceFilter: CLLocationDistance) -> Bool {
         guard distanceFilter > 0, let last = lastDelivered else { return true }
@@ -313,7 +313,7 @@ struct DilutionFallbackStage: Sendable {
     private var latest: SkyView?
 
     /// A stage with no satellite report yet.
-    public init() {}
+    init() {}
 
     mutating func remember(_ sky: SkyView) {
         let dop = sky.dilution

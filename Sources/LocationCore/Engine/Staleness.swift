@@ -32,7 +32,7 @@ struct FixStalenessMonitor: Sendable {
     private var nextInterval = 0
     private var reported = false
 
-    public init(timeout: TimeInterval? = nil) { self.timeout = timeout }
+    init(timeout: TimeInterval? = nil) { self.timeout = timeout }
 
     /// The receiver's cycle as learned so far (seconds), or nil: the median of the intervals,
     /// computed when one is added (the engine asks for it on every fix).

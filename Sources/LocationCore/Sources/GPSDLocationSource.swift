@@ -87,7 +87,7 @@ public final class GPSDLocationSource: LocationSource {
         let value = Locked(false)
         /// The `reconnecting` notices of this outage (once a minute after the first three).
         let notices = Locked(RepeatLimiter())
-        public init() {}
+        init() {}
     }
 
     /// What a gpsd client event means to the engine; `now` times the notices' rate limit.

@@ -65,7 +65,7 @@ struct VisitStage: Sendable {
 
     var stop: Stop?
 
-    public init() {}
+    init() {}
 
     mutating func reset() { stop = nil }
 
@@ -186,7 +186,7 @@ struct SignificantChangeStage: Sendable {
 
     var last: LocationValue?
 
-    public init() {}
+    init() {}
 
     mutating func admits(_ location: LocationValue) -> Bool {
         if let last {
