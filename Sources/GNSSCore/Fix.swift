@@ -372,7 +372,7 @@ public struct DeviceEvent: Sendable, Equatable {
 
 extension Double {
     /// `self` when finite, else nil: how every libgps double enters Swift.
-    @inline(__always) public var finiteOrNil: Double? { isFinite ? self : nil }
+    @inline(__always) package var finiteOrNil: Double? { isFinite ? self : nil }
 }
 
 /// A receiver's heading — where its antennas point, not where it moves (`course`): NMEA HDT,

@@ -2,7 +2,7 @@
 /// `String(format: "%.Nf")` prints for the values this package formats (coordinates, metres,
 /// seconds), without Foundation's formatter (the light binaries link FoundationEssentials only).
 /// Not finite: "nan", "inf" or "-inf", as printf does.
-public func fixedDecimal(_ value: Double, decimals: Int) -> String {
+package func fixedDecimal(_ value: Double, decimals: Int) -> String {
     guard value.isFinite else { return value.isNaN ? "nan" : (value < 0 ? "-inf" : "inf") }
     var scale = 1.0
     for _ in 0..<max(decimals, 0) { scale *= 10 }
@@ -22,7 +22,7 @@ public func fixedDecimal(_ value: Double, decimals: Int) -> String {
 /// `value` as `String(format: "%g")` prints it: six significant digits, no trailing zeros, no
 /// point for a whole number; below 0.0001 or from a million on, as a mantissa and an exponent of
 /// at least two digits ("5e+09").
-public func significantDecimal(_ value: Double) -> String {
+package func significantDecimal(_ value: Double) -> String {
     guard value.isFinite, value != 0 else { return value == 0 ? "0" : fixedDecimal(value, decimals: 0) }
     let magnitude = abs(value)
     guard magnitude >= 0.0001, magnitude < 999_999.5 else {

@@ -4,7 +4,7 @@ import FoundationEssentials
 
 /// The folder of `path`, as `NSString.deletingLastPathComponent` gives it: "/run/gpslocd" for
 /// "/run/gpslocd/socket", "/" for "/socket", "" for "socket"; a trailing slash is ignored.
-public func parentFolder(of path: String) -> String {
+package func parentFolder(of path: String) -> String {
     var trimmed = Substring(path)
     while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
     guard let slash = trimmed.lastIndex(of: "/") else { return "" }
@@ -15,7 +15,7 @@ public func parentFolder(of path: String) -> String {
 }
 
 /// The last part of `path` (`NSString.lastPathComponent`): "gpsd" for "/usr/sbin/gpsd".
-public func lastPathComponent(of path: String) -> String {
+package func lastPathComponent(of path: String) -> String {
     var trimmed = Substring(path)
     while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
     guard let slash = trimmed.lastIndex(of: "/"), trimmed.count > 1 else { return String(trimmed) }
@@ -24,7 +24,7 @@ public func lastPathComponent(of path: String) -> String {
 
 extension StringProtocol {
     /// Without spaces and tabs at either end (`trimmingCharacters(in: .whitespaces)`).
-    public func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0.isWhitespace && !$0.isNewline }
         guard let first = firstIndex(where: { !isBlank($0) }) else { return "" }
         let last = lastIndex(where: { !isBlank($0) })!
@@ -33,14 +33,14 @@ extension StringProtocol {
 }
 
 /// `text` right-aligned in `width` characters (`%5d`, `%12.8f`): spaces before it, nothing cut.
-public func padLeft(_ text: String, _ width: Int) -> String {
+package func padLeft(_ text: String, _ width: Int) -> String {
     text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
 }
 
 extension String {
     /// Left-aligned in `width` characters (`padding(toLength:withPad: " ", startingAt: 0)`): spaces
     /// after it, or cut to `width`.
-    public func paddedRight(to width: Int) -> String {
+    package func paddedRight(to width: Int) -> String {
         count >= width ? String(prefix(width)) : self + String(repeating: " ", count: width - count)
     }
 }

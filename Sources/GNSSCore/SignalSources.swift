@@ -53,7 +53,7 @@ extension DispatchSource {
     /// non-Sendable. On Linux every source libdispatch makes is a `DispatchSource`
     /// (swift-corelibs-libdispatch's `make…Source` functions build one); a source that is not
     /// one stops the program here rather than being silently lost.
-    public static func sendable(_ source: any DispatchSourceProtocol) -> DispatchSource {
+    package static func sendable(_ source: any DispatchSourceProtocol) -> DispatchSource {
         guard let source = source as? DispatchSource else {
             preconditionFailure("libdispatch made a source that is not a DispatchSource: \(type(of: source))")
         }
