@@ -52,8 +52,10 @@ let package = Package(
         .target(name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183"], swiftSettings: strictSettings),
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .target(name: "CBrokerSupport"),
+        // sd-bus (libsystemd-dev) for gpslocd's GeoClue face: its object tables are C macros.
+        .target(name: "CGeoClueBus", linkerSettings: [.linkedLibrary("systemd")]),
         .target(
-            name: "GPSLocationBroker", dependencies: ["LocationCore", "GPSDClient", "CBrokerSupport"], swiftSettings: strictSettings),
+            name: "GPSLocationBroker", dependencies: ["LocationCore", "GPSDClient", "CBrokerSupport", "CGeoClueBus"], swiftSettings: strictSettings),
         .executableTarget(name: "gpslocd", dependencies: ["GPSLocationBroker", "LocationCore", "GPSDClient", "GNSSCore"], swiftSettings: strictSettings),
         .executableTarget(name: "nmea-sim", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .executableTarget(

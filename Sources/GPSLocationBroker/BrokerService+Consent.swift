@@ -28,7 +28,7 @@ extension BrokerService {
             state.nextPrompt += 1
             state.prompts[promptID] = PendingPrompt(
                 requester: client, requestID: id, key: key, agent: agent,
-                deadline: Date().addingTimeInterval(promptTimeout))
+                deadline: Date().addingTimeInterval(promptTimeout), answered: nil)
             return .ask(agent, promptID)
         }
         switch step {
@@ -58,10 +58,50 @@ extension BrokerService {
 
     func expire(_ promptID: Int) {
         guard let prompt = state.withLock({ $0.prompts.removeValue(forKey: promptID) }) else { return }
-        reply(
-            prompt.requester, prompt.requestID, ok: false,
+        resolve(
+            prompt, nil, once: false,
             message: "the agent did not answer within \(Int(promptTimeout)) s — nothing is delivered; run "
                 + "`gpsloc auth grant \(prompt.key.app)` to decide")
+    }
+
+    /// Tells a prompt's requester how it ended: a socket program by its REPLY, another face by
+    /// its callback.
+    func resolve(_ prompt: PendingPrompt, _ decision: AuthorizationDecision?, once: Bool, message: String) {
+        if let answered = prompt.answered { return answered(decision, once, message) }
+        guard let requester = prompt.requester else { return }
+        reply(requester, prompt.requestID, ok: decision != nil, message: message, decision: decision)
+    }
+
+    /// Asks `key.uid`'s `gpsloc agent` for another face's program (a GeoClue client's Start);
+    /// false when no agent runs for that uid. `answered` is called once: with the decision
+    /// (kept as the app's unless `once`), or nil and why (refused to answer, timed out, the
+    /// agent went away).
+    func askAgent(
+        _ key: Key, identity: PeerIdentity, always: Bool, usage: String?,
+        answered: @escaping @Sendable (AuthorizationDecision?, _ once: Bool, _ why: String) -> Void
+    ) -> Bool {
+        let asked = state.withLock { state -> (BrokerClient, Int)? in
+            guard let agent = state.agents[key.uid] else { return nil }
+            let promptID = state.nextPrompt
+            state.nextPrompt += 1
+            state.prompts[promptID] = PendingPrompt(
+                requester: nil, requestID: 0, key: key, agent: agent,
+                deadline: Date().addingTimeInterval(promptTimeout), answered: answered)
+            return (agent, promptID)
+        }
+        guard let (agent, promptID) = asked else { return false }
+        var line = BrokerLine("PROMPT")
+        line.add("prompt", promptID)
+        line.add("app", key.app)
+        line.add("identity", identity.kind)
+        line.add("pid", Int(identity.pid))
+        line.add("always", always)
+        line.add("usage", usage)
+        agent.send(line.line)
+        DispatchQueue.global().asyncAfter(deadline: .now() + promptTimeout) { [weak self] in
+            self?.expire(promptID)
+        }
+        return true
     }
 
     func becomeAgent(_ client: BrokerClient, _ id: Int) {
@@ -93,14 +133,14 @@ extension BrokerService {
         let decision = AuthorizationDecision(
             status: status == .notDetermined || status == .restricted ? .denied : status, accuracy: accuracy)
         if message.bool("once") ?? false {
-            allowOnce(prompt.requester, prompt.key, decision)
-            return reply(prompt.requester, prompt.requestID, ok: true, message: "answered", decision: decision)
+            if let requester = prompt.requester { allowOnce(requester, prompt.key, decision) }
+            return resolve(prompt, decision, once: true, message: "answered")
         }
         do {
             try decide(prompt.key, decision)
-            reply(prompt.requester, prompt.requestID, ok: true, message: "answered", decision: decision)
+            resolve(prompt, decision, once: false, message: "answered")
         } catch {
-            reply(prompt.requester, prompt.requestID, ok: false, message: error.description)
+            resolve(prompt, nil, once: false, message: error.description)
         }
     }
 }

@@ -25,6 +25,11 @@ extension BrokerService {
         return decided
     }
 
+    /// The decision that holds for `key` now (another face's clients: GeoClue).
+    func currentDecision(_ key: Key) -> AuthorizationDecision {
+        state.withLock { decision(key, in: &$0) }
+    }
+
     /// The decision that holds for this connection: its "once", else the app's.
     func decision(for client: BrokerClient, app: String, in state: inout State) -> AuthorizationDecision {
         client.once ?? decision(Key(uid: client.identity.uid, app: app), in: &state)
@@ -77,6 +82,7 @@ extension BrokerService {
             return affected
         }
         for client in affected { tellAuthorization(client, app: key.app) }
+        decisionsChanged.withLock { $0 }?(key)
         audit(
             "decide uid=\(key.uid) app=\(key.app) status=\(decision?.status.name ?? "notDetermined") "
                 + "accuracy=\(decision?.accuracy.name ?? "-")\(byAdministrator ? " by=administrator" : "")")

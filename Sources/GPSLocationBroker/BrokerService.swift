@@ -27,11 +27,15 @@ package final class BrokerService: Sendable {
         var app: String
     }
     struct PendingPrompt {
-        var requester: BrokerClient
+        /// The socket program that asked (nil: another face, told through `answered`).
+        var requester: BrokerClient?
         var requestID: Int
         var key: Key
         var agent: BrokerClient
         var deadline: Date
+        /// Another face's request (a GeoClue client's Start): told the decision (nil: none,
+        /// with why) and whether it holds for that request only (the agent's "allow once").
+        var answered: (@Sendable (AuthorizationDecision?, _ once: Bool, _ why: String) -> Void)?
     }
     struct State {
         var clients: [Int: BrokerClient] = [:]
@@ -46,7 +50,15 @@ package final class BrokerService: Sendable {
         /// fix or a reconnection: a program that starts watching meanwhile is told at once,
         /// not at the next once-a-minute notice.
         var hubProblem: String?
+        /// Other faces' engines fed by gpsd's one connection (GeoClue clients), by token.
+        var subscribers: [Int: @Sendable (LocationSourceEvent) -> Void] = [:]
+        var nextSubscriber = 1
+        /// `hubProblem` as the event it was.
+        var lastProblem: LocationSourceEvent?
     }
+    /// Told when decisions may have changed (the key; nil: any, after a policy change), after
+    /// the socket programs are: another face re-checks its own clients (GeoClue).
+    let decisionsChanged = Locked<(@Sendable (Key?) -> Void)?>(nil)
     let state = Locked(State())
     private let hub: GPSDLocationSource
     /// Whether a program is in use now (nil: it has gone), for tests that set it; otherwise
@@ -110,6 +122,7 @@ package final class BrokerService: Sendable {
         }
         if !changed.isEmpty { audit("policy changed: \(changed.count) program(s) told") }
         for (client, app) in changed { tellAuthorization(client, app: app) }
+        decisionsChanged.withLock { $0 }?(nil)
     }
 
     // MARK: Connections
@@ -130,7 +143,7 @@ package final class BrokerService: Sendable {
         _ = session  // dropped: a session is a fuzzer and a point, nothing to stop
         if let app = client.app { lastFixes.flush(uid: client.identity.uid, app: app) }
         for prompt in orphaned where prompt.requester !== client {
-            reply(prompt.requester, prompt.requestID, ok: false, message: "the agent went away before it answered")
+            resolve(prompt, nil, once: false, message: "the agent went away before it answered")
         }
         if let app = client.app { audit("disconnect uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(app)") }
     }
@@ -204,6 +217,26 @@ package final class BrokerService: Sendable {
         reconcile(client)
     }
 
+    /// Feeds `handler` every report of gpsd's one connection (starting it if no program has):
+    /// another face's engine, which applies the rules itself. Returns the token to unsubscribe.
+    func subscribe(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) -> Int {
+        let (token, startHub, problem) = state.withLock { state -> (Int, Bool, LocationSourceEvent?) in
+            let token = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.subscribers[token] = handler
+            defer { state.hubStarted = true }
+            return (token, !state.hubStarted, state.lastProblem)
+        }
+        if startHub { hub.start { [weak self] event in self?.fromGPSD(event) } }
+        // gpsd's trouble now, at once (as a watching program is told).
+        if let problem { handler(problem) }
+        return token
+    }
+
+    func unsubscribe(_ token: Int) {
+        _ = state.withLock { $0.subscribers.removeValue(forKey: token) }
+    }
+
     /// Starts or stops `client`'s reduced session to match its decision now.
     func reconcile(_ client: BrokerClient) {
         let change = state.withLock { state -> (start: Bool, stop: ReducedSession?) in
@@ -250,10 +283,18 @@ package final class BrokerService: Sendable {
         let isSky = if case .sky = event { true } else { false }
         let isFix = if case .fix(let fix) = event { fix.hasPosition } else { false }
         let isEstimate = if case .errorEstimate = event { true } else { false }
+        var subscribers: [@Sendable (LocationSourceEvent) -> Void] = []
         // Each target with the authorization epoch its decision was checked at: a line whose
         // program has been sent an AUTHORIZATION line since is not sent (`BrokerClient.send`).
         let (targets, reduced) = state.withLock { state -> ([(BrokerClient, Int)], [(ReducedSession, Int)]) in
-            if isProblem { state.hubProblem = line } else if clearsProblem { state.hubProblem = nil }
+            if isProblem {
+                state.hubProblem = line
+                state.lastProblem = event
+            } else if clearsProblem {
+                state.hubProblem = nil
+                state.lastProblem = nil
+            }
+            subscribers = Array(state.subscribers.values)
             // Reduced programs get fixes and headings through their session (one pass: the
             // fuzzer on gpsd's fix); sky and estimates never.
             // Each checked against the decision now, as the full programs are: fails closed
@@ -278,6 +319,7 @@ package final class BrokerService: Sendable {
             return (full, reduced)
         }
         for (session, epoch) in reduced { session.send(event, epoch: epoch) }
+        for subscriber in subscribers { subscriber(event) }
         for (client, epoch) in targets {
             // A revocation that came first: not sent, so not kept as its last location.
             _ = client.sendLocation(line, droppable: audience == .full, epoch: audience == .full ? epoch : nil) {

@@ -8,7 +8,7 @@ import LocationCore
 
 /// gpslocd: the system location service (docs/broker.md, `man gpslocd`).
 let usage = """
-    usage: gpslocd [--gpsd HOST:PORT] [--socket PATH] [--state DIR] [--policy FILE]
+    usage: gpslocd [--gpsd HOST:PORT] [--socket PATH] [--state DIR] [--policy FILE] [--geoclue]
 
     The only client of gpsd on this machine: programs connect to its Unix socket and get the
     locations their decision allows — identified by the kernel, with consent, the in-use rule and
@@ -25,14 +25,23 @@ let usage = """
                          requests the programs of one uid may make per second, together (default
                          400, after a burst of twice that); past it gpslocd reads that uid's
                          programs more slowly, and no one else waits for them
+      --geoclue          also serve GeoClue 2's D-Bus API (org.freedesktop.GeoClue2 on the system
+                         bus, or $DBUS_SYSTEM_BUS_ADDRESS): Firefox, GNOME, gammastep and every
+                         GeoClue client get the receiver, with the same decisions, agents and
+                         reduced accuracy (docs/geoclue.md); GeoClue's own service must be stopped
     """
 
 var options: [String: String] = [:]
+var geoClue = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     if argument == "--help" || argument == "-h" {
         print(usage)
         exit(0)
+    }
+    if argument == "--geoclue" {
+        geoClue = true
+        continue
     }
     guard ["--gpsd", "--socket", "--state", "--policy", "--requests-per-second"].contains(argument),
         let value = arguments.popFirst()
@@ -96,6 +105,17 @@ do {
     DescriptorWrite.write("gpslocd: \(error.description)\n", to: STDERR_FILENO)
     exit(1)
 }
+var face: GeoClueFace?
+if geoClue {
+    let started = GeoClueFace(service: service)
+    do {
+        try started.start()
+    } catch {
+        DescriptorWrite.write("gpslocd: --geoclue: \(error.description)\n", to: STDERR_FILENO)
+        exit(1)
+    }
+    face = started
+}
 /// SIGINT and SIGTERM end the loop (the handlers run on a global queue, not the main actor);
 /// live before gpslocd says it listens (a stop at start-up is never lost).
 nonisolated func stopOnSignals(_ server: BrokerServer) -> [any DispatchSourceSignal] {
@@ -104,9 +124,10 @@ nonisolated func stopOnSignals(_ server: BrokerServer) -> [any DispatchSourceSig
 // Kept for the life of the process: a released signal source is cancelled.
 let signalSources = stopOnSignals(server)
 DescriptorWrite.write(
-    "gpslocd: listening on \(socketPath ?? "the socket systemd passed"), reading gpsd at \(endpoint), state in \(stateDirectory.path)\n",
+    "gpslocd: listening on \(socketPath ?? "the socket systemd passed")\(face == nil ? "" : " and as org.freedesktop.GeoClue2"), reading gpsd at \(endpoint), state in \(stateDirectory.path)\n",
     to: STDERR_FILENO)
 server.run()
+face?.stop()
 service.stop()
 for source in signalSources { source.cancel() }
 DescriptorWrite.write("gpslocd: stopped\n", to: STDERR_FILENO)

@@ -1,0 +1,113 @@
+import CGeoClueBus
+import FoundationEssentials
+import GNSSCore
+import Glibc
+import LocationCore
+
+/// gpslocd's GeoClue 2 face (`gpslocd --geoclue`): owns `org.freedesktop.GeoClue2` on the
+/// system bus and serves GeoClue's Manager, Client and Location objects to the programs that
+/// ask for a location there (Firefox, GNOME Maps and Weather, gammastep, `where-am-i`) — with
+/// gpslocd's identities, decisions, agents and fudger (docs/geoclue.md).
+///
+/// One thread owns the bus connection (sd-bus is not thread-safe): it runs sd-bus's calls and
+/// the jobs other threads post (a location to send, a decision that changed), one at a time,
+/// never waiting on a client. Each client's engine runs on gpsd's thread and hands its latest
+/// location over.
+package final class GeoClueFace: Sendable {
+    let service: BrokerService
+    private let jobs = Locked<[@Sendable (GeoClueEndpoint) -> Void]>([])
+    private let wake = WakePipe(owner: "gpslocd's GeoClue face")
+    private let running = Locked(true)
+    private let finished = ConditionLock()
+    private let done = Locked(false)
+
+    /// Why the face could not start.
+    package struct Failure: Error, Sendable, CustomStringConvertible {
+        package var description: String
+    }
+
+    package init(service: BrokerService) {
+        self.service = service
+    }
+
+    /// Connects to the system bus (`$DBUS_SYSTEM_BUS_ADDRESS` when set), takes the name and
+    /// starts serving on a thread of its own; throws, saying what to do, when it cannot.
+    package func start() throws(Failure) {
+        let result = Locked<Result<Void, Failure>?>(nil)
+        let started = ConditionLock()
+        _ = WorkerThread(name: "gpslocd.geoclue") { [self] in
+            let endpoint: GeoClueEndpoint
+            do throws(Failure) {
+                endpoint = try GeoClueEndpoint(face: self)
+            } catch {
+                started.lock()
+                result.withLock { $0 = .failure(error) }
+                started.broadcast()
+                started.unlock()
+                return
+            }
+            started.lock()
+            result.withLock { $0 = .success(()) }
+            started.broadcast()
+            started.unlock()
+            run(endpoint)
+        }
+        started.lock()
+        while result.withLock({ $0 }) == nil { started.wait() }
+        started.unlock()
+        if case .failure(let failure) = result.withLock({ $0 }) { throw failure }
+        service.decisionsChanged.withLock { observer in
+            observer = { [weak self] key in self?.post { $0.decisionsChanged(key) } }
+        }
+    }
+
+    /// Stops every client and leaves the bus.
+    package func stop() {
+        service.decisionsChanged.withLock { $0 = nil }
+        guard
+            running.withLock({ running in
+                defer { running = false }
+                return running
+            })
+        else { return }
+        wake.signal()
+        finished.lock()
+        while !done.withLock({ $0 }) { finished.wait() }
+        finished.unlock()
+    }
+
+    /// Runs `job` on the bus thread, soon.
+    func post(_ job: @escaping @Sendable (GeoClueEndpoint) -> Void) {
+        jobs.withLock { $0.append(job) }
+        wake.signal()
+    }
+
+    private func run(_ endpoint: GeoClueEndpoint) {
+        defer {
+            endpoint.close()
+            finished.lock()
+            done.withLock { $0 = true }
+            finished.broadcast()
+            finished.unlock()
+        }
+        while running.withLock({ $0 }) {
+            // Posted jobs (a revocation, a location) between every message: no client's
+            // calls delay them.
+            for job in jobs.withLock({ jobs -> [@Sendable (GeoClueEndpoint) -> Void] in
+                defer { jobs = [] }
+                return jobs
+            }) {
+                job(endpoint)
+            }
+            let r = sd_bus_process(endpoint.bus, nil)
+            if r < 0 {
+                BrokerServer.log(
+                    "geoclue: lost the system bus (\(BusMessage.errnoText(r))): GeoClue clients get nothing until "
+                        + "gpslocd is restarted (systemd restarts it)")
+                exit(1)
+            }
+            if r > 0 { continue }
+            endpoint.wait(wake: wake)
+        }
+    }
+}
