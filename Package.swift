@@ -73,7 +73,9 @@ let package = Package(
         .testTarget(name: "NMEA0183Tests", dependencies: ["NMEA0183", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "GPSLocationTests",
-            dependencies: ["GPSLocation", "LocationCore", "GPSLocationTesting", "GPSLocCLI", "GPSLocationBroker", "TestSupport"],
+            dependencies: [
+                "GPSLocation", "LocationCore", "GPSLocationTesting", "GPSLocCLI", "GPSLocationBroker", "TestSupport",
+            ],
             swiftSettings: strictSettings
         ),
     ]
