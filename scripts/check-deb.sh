@@ -51,7 +51,8 @@ for path in ./usr/bin/gpsloc ./usr/share/man/man1/gpsloc.1.gz ./usr/share/bash-c
   ./usr/share/zsh/vendor-completions/_gpsloc ./usr/share/fish/vendor_completions.d/gpsloc.fish \
   ./usr/lib/udev/rules.d/61-gpslocation-gnss.rules ./usr/bin/gpslocd ./usr/share/man/man8/gpslocd.8.gz \
   ./lib/systemd/system/gpslocd.service ./lib/systemd/system/gpslocd.socket \
-  ./usr/lib/sysusers.d/gpslocd.conf ./usr/share/doc/gpsloc/copyright ./usr/share/doc/gpslocd/copyright; do
+  ./usr/lib/sysusers.d/gpslocd.conf ./usr/share/doc/gpsloc/copyright ./usr/share/doc/gpslocd/copyright \
+  ./usr/share/dbus-1/system.d/gpslocd-geoclue.conf ./usr/share/doc/gpslocd/examples/geoclue.conf; do
   grep -q " $path\$" <<<"$contents" || fail "$path is in neither package"
 done
 depends="$(dpkg-deb -f "$deb" Depends)"
@@ -129,6 +130,35 @@ for _ in $(seq 200); do [ -S "$run/socket" ] && break; kill -0 "$daemon" 2>/dev/
 GPSLOCATION_BROKER="$run/socket" /usr/bin/gpsloc auth grant packaged-app --always > "$work/grant.log" 2>&1 \
   || { kill "$daemon"; cat "$work/gpslocd.log" "$work/grant.log" >&2; rm -rf "$run"; fail "gpsloc auth grant through the packaged gpslocd failed"; }
 kill "$daemon"; wait "$daemon" || true
+
+# The installed D-Bus policy, under Debian's own: a private bus with system.conf's default policy
+# and the installed file, the packaged gpslocd --geoclue as its user owning GeoClue's name, and
+# where-am-i as another uid answered by it (refused: that uid's app has no decision).
+if [ -x /usr/libexec/geoclue-2.0/demos/where-am-i ] && command -v dbus-daemon > /dev/null; then
+  {
+    echo '<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">'
+    echo "<busconfig><type>system</type><listen>unix:path=$run/bus</listen><auth>EXTERNAL</auth>"
+    sed -n '/<policy context="default">/,/<\/policy>/p' /usr/share/dbus-1/system.conf
+    echo "<include>/usr/share/dbus-1/system.d/gpslocd-geoclue.conf</include></busconfig>"
+  } > "$run/bus.conf"
+  dbus-daemon --config-file="$run/bus.conf" --nofork --nopidfile 2> "$work/dbus.log" &
+  bus=$!
+  for _ in $(seq 200); do [ -S "$run/bus" ] && break; sleep 0.05; done
+  chmod 0666 "$run/bus" 2>/dev/null || true
+  DBUS_SYSTEM_BUS_ADDRESS="unix:path=$run/bus" setpriv --reuid=gpslocd --regid=gpslocd --clear-groups --no-new-privs \
+    --inh-caps=-all,+sys_ptrace --ambient-caps=-all,+sys_ptrace --bounding-set=-all,+sys_ptrace \
+    /usr/bin/gpslocd --gpsd 127.0.0.1:9 --socket "$run/socket2" --state /var/lib/gpslocd --geoclue 2> "$work/gpslocd-geoclue.log" &
+  daemon=$!
+  for _ in $(seq 200); do grep -q "org.freedesktop.GeoClue2" "$work/gpslocd-geoclue.log" && break; kill -0 "$daemon" 2>/dev/null || break; sleep 0.05; done
+  answer="$(DBUS_SYSTEM_BUS_ADDRESS="unix:path=$run/bus" setpriv --reuid=65534 --regid=65534 --clear-groups \
+    timeout 30 /usr/libexec/geoclue-2.0/demos/where-am-i -t 10 2>&1 || true)"
+  kill "$daemon" "$bus" 2>/dev/null; wait "$daemon" "$bus" 2>/dev/null || true
+  grep -q "listening on .* and as org.freedesktop.GeoClue2" "$work/gpslocd-geoclue.log" \
+    || { cat "$work/gpslocd-geoclue.log" >&2; fail "the packaged gpslocd --geoclue could not own GeoClue's name under the installed policy"; }
+  grep -q "gpsloc auth grant geoclue-where-am-i" <<<"$answer" \
+    || fail "where-am-i as uid 65534 was not answered by the packaged gpslocd: $answer"
+  say "D-Bus: the installed policy lets gpslocd own org.freedesktop.GeoClue2 under Debian's default policy; where-am-i (uid 65534) is answered"
+fi
 rm -rf "$run"
 decisions="$(find /var/lib/gpslocd -type f -name 'authorizations.json' | head -n 1)"
 [ -n "$decisions" ] && grep -q packaged-app "$decisions" || fail "no decision was written under /var/lib/gpslocd"

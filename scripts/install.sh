@@ -60,6 +60,8 @@ service="$units_dir/gpslocd.service"
 socket_unit="$units_dir/gpslocd.socket"
 sysusers_dir="$root/lib/sysusers.d"
 sysusers="$sysusers_dir/gpslocd.conf"
+# gpslocd --geoclue's D-Bus policy (docs/geoclue.md); dbus reads /usr/share/dbus-1/system.d.
+dbus_policy="$root/share/dbus-1/system.d/gpslocd-geoclue.conf"
 confine_files=(
   "$units_dir/gpsd.service.d/gpslocd.conf"
   "$units_dir/gpsd.socket.d/gpslocd.conf"
@@ -149,7 +151,7 @@ grep -q "^ExecStart=$prefix/bin/gpslocd " "$staging/gpslocd.service" || { echo "
 created=()
 folders=("$root/bin" "$(dirname "$man")" "$(dirname "$completion")" "$(dirname "$zsh_completion")"
   "$(dirname "$fish_completion")" "$rules_dir" "$(dirname "$manifest")" "$(dirname "$daemon_man")" "$units_dir"
-  "$sysusers_dir")
+  "$sysusers_dir" "$(dirname "$dbus_policy")")
 if $confine; then for file in "${confine_files[@]}"; do folders+=("$(dirname "$file")"); done; fi
 for folder in "${folders[@]}"; do
   missing=()
@@ -160,7 +162,7 @@ done
 $sudo install -d -m 0755 "${folders[@]}"
 # A link planted where a file goes would be followed by install: refused.
 installed=("$bin" "$man" "$completion" "$zsh_completion" "$fish_completion" "$rule" "$daemon" "$daemon_man" "$service" \
-  "$socket_unit" "$sysusers")
+  "$socket_unit" "$sysusers" "$dbus_policy")
 if $confine; then installed+=("${confine_files[@]}"); fi
 for file in "${installed[@]}" "$manifest"; do
   if [ -L "$file" ] || ! inside_root "$file"; then
@@ -179,6 +181,7 @@ $sudo install -m 0644 docs/gpslocd.8 "$daemon_man"
 $sudo install -m 0644 "$staging/gpslocd.service" "$service"
 $sudo install -m 0644 systemd/gpslocd.socket "$socket_unit"
 $sudo install -m 0644 systemd/gpslocd.sysusers "$sysusers"
+$sudo install -m 0644 dbus/gpslocd-geoclue.conf "$dbus_policy"
 if $confine; then
   for file in "${confine_files[@]}"; do
     $sudo install -m 0644 "systemd/confine-gpsd/$(basename "$(dirname "$file")")/$(basename "$file")" "$file"

@@ -5,6 +5,12 @@ set -euo pipefail
 
 packages=(
   libgps-dev           # libgps headers + pkg-config (the CGPS module)
+  libsystemd-dev       # sd-bus: gpslocd's GeoClue face (the CGeoClueBus module)
+  dbus-daemon          # a private system bus for the GeoClue tests
+  geoclue-2-demo       # where-am-i: GeoClue's own client, against gpslocd --geoclue
+  gammastep            # a GeoClue client people run (city level), in the GeoClue tests
+  firefox-esr          # navigator.geolocation through GeoClue, headless, in the GeoClue tests
+  python3-gi           # GDBus from Python: the tests' GeoClue agent (GNOME Shell's part)
   gpsd                 # the daemon
   gpsd-clients         # gpsfake, gpspipe, gpsdecode (tests, replay --via gpsd, benchmark)
   geographiclib-tools  # GeodSolve: the geodesic reference in the tests

@@ -59,6 +59,8 @@ package final class BrokerService: Sendable {
     /// Told when decisions may have changed (the key; nil: any, after a policy change), after
     /// the socket programs are: another face re-checks its own clients (GeoClue).
     let decisionsChanged = Locked<(@Sendable (Key?) -> Void)?>(nil)
+    /// The GeoClue face, while it serves (`serveGeoClue`).
+    private let geoClue = Locked<GeoClueFace?>(nil)
     let state = Locked(State())
     private let hub: GPSDLocationSource
     /// Whether a program is in use now (nil: it has gone), for tests that set it; otherwise
@@ -402,8 +404,25 @@ package final class BrokerService: Sendable {
         reply(client, id, ok: true, message: "\(rows.count) program(s) connected", rows: rows)
     }
 
-    /// Stops gpsd's connection and ends every session.
+    /// `--geoclue`: also serves GeoClue 2's D-Bus API (docs/geoclue.md) until `stop()`. Nil
+    /// when it serves, else why it cannot, saying what to do.
+    package func serveGeoClue() -> String? {
+        let face = GeoClueFace(service: self)
+        do {
+            try face.start()
+        } catch {
+            return error.description
+        }
+        geoClue.withLock { $0 = face }
+        return nil
+    }
+
+    /// Stops gpsd's connection and ends every session (and the GeoClue face's clients).
     package func stop() {
+        geoClue.withLock { face in
+            defer { face = nil }
+            return face
+        }?.stop()
         state.withLock { $0.reduced = [:] }
         inUseTimer.cancel()
         policyWatcher.withLock { $0 = nil }

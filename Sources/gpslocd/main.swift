@@ -105,16 +105,9 @@ do {
     DescriptorWrite.write("gpslocd: \(error.description)\n", to: STDERR_FILENO)
     exit(1)
 }
-var face: GeoClueFace?
-if geoClue {
-    let started = GeoClueFace(service: service)
-    do {
-        try started.start()
-    } catch {
-        DescriptorWrite.write("gpslocd: --geoclue: \(error.description)\n", to: STDERR_FILENO)
-        exit(1)
-    }
-    face = started
+if geoClue, let problem = service.serveGeoClue() {
+    DescriptorWrite.write("gpslocd: --geoclue: \(problem)\n", to: STDERR_FILENO)
+    exit(1)
 }
 /// SIGINT and SIGTERM end the loop (the handlers run on a global queue, not the main actor);
 /// live before gpslocd says it listens (a stop at start-up is never lost).
@@ -124,10 +117,9 @@ nonisolated func stopOnSignals(_ server: BrokerServer) -> [any DispatchSourceSig
 // Kept for the life of the process: a released signal source is cancelled.
 let signalSources = stopOnSignals(server)
 DescriptorWrite.write(
-    "gpslocd: listening on \(socketPath ?? "the socket systemd passed")\(face == nil ? "" : " and as org.freedesktop.GeoClue2"), reading gpsd at \(endpoint), state in \(stateDirectory.path)\n",
+    "gpslocd: listening on \(socketPath ?? "the socket systemd passed")\(geoClue ? " and as org.freedesktop.GeoClue2" : ""), reading gpsd at \(endpoint), state in \(stateDirectory.path)\n",
     to: STDERR_FILENO)
 server.run()
-face?.stop()
 service.stop()
 for source in signalSources { source.cancel() }
 DescriptorWrite.write("gpslocd: stopped\n", to: STDERR_FILENO)

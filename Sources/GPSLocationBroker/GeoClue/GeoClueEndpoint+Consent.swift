@@ -231,9 +231,12 @@ extension GeoClueEndpoint {
     /// here against the client's authorization now (fails closed: a location of a grant
     /// revoked meanwhile, or a precise one when only reduced is allowed now, is not sent).
     func deliver(_ clientID: Int) {
+        // The core's rule for a location held since it was computed (the last-location cache's):
+        // with reduced accuracy, only a reduced one.
         guard let client = clients[clientID], client.active, let engine = client.engine,
             let value = engine.take(), let authorization = authorization(of: client), authorization.allowsDelivery,
-            authorization.accuracy == .fullAccuracy || value.gnss?.reduced == true
+            AuthorizationDecision(status: authorization.status, accuracy: authorization.accuracy).permits(
+                cached: value)
         else { return }
         let old = client.locationPath
         client.locations.append(LocationRecord(id: client.nextLocation, value: value))

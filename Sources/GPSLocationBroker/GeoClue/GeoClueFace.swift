@@ -13,7 +13,7 @@ import LocationCore
 /// the jobs other threads post (a location to send, a decision that changed), one at a time,
 /// never waiting on a client. Each client's engine runs on gpsd's thread and hands its latest
 /// location over.
-package final class GeoClueFace: Sendable {
+final class GeoClueFace: Sendable {
     let service: BrokerService
     private let jobs = Locked<[@Sendable (GeoClueEndpoint) -> Void]>([])
     private let wake = WakePipe(owner: "gpslocd's GeoClue face")
@@ -22,17 +22,17 @@ package final class GeoClueFace: Sendable {
     private let done = Locked(false)
 
     /// Why the face could not start.
-    package struct Failure: Error, Sendable, CustomStringConvertible {
-        package var description: String
+    struct Failure: Error, Sendable, CustomStringConvertible {
+        var description: String
     }
 
-    package init(service: BrokerService) {
+    init(service: BrokerService) {
         self.service = service
     }
 
     /// Connects to the system bus (`$DBUS_SYSTEM_BUS_ADDRESS` when set), takes the name and
     /// starts serving on a thread of its own; throws, saying what to do, when it cannot.
-    package func start() throws(Failure) {
+    func start() throws(Failure) {
         let result = Locked<Result<Void, Failure>?>(nil)
         let started = ConditionLock()
         _ = WorkerThread(name: "gpslocd.geoclue") { [self] in
@@ -62,7 +62,7 @@ package final class GeoClueFace: Sendable {
     }
 
     /// Stops every client and leaves the bus.
-    package func stop() {
+    func stop() {
         service.decisionsChanged.withLock { $0 = nil }
         guard
             running.withLock({ running in
