@@ -143,8 +143,8 @@ if [ -x /usr/libexec/geoclue-2.0/demos/where-am-i ] && command -v dbus-daemon > 
   } > "$run/bus.conf"
   dbus-daemon --config-file="$run/bus.conf" --nofork --nopidfile 2> "$work/dbus.log" &
   bus=$!
-  for _ in $(seq 200); do [ -S "$run/bus" ] && break; sleep 0.05; done
-  chmod 0666 "$run/bus" 2>/dev/null || true
+  for _ in $(seq 200); do [ -S "$run/bus" ] && break; kill -0 "$bus" 2>/dev/null || break; sleep 0.05; done
+  [ -S "$run/bus" ] || { cat "$work/dbus.log" >&2; fail "dbus-daemon did not start with the installed policy (is it well-formed?)"; }
   DBUS_SYSTEM_BUS_ADDRESS="unix:path=$run/bus" setpriv --reuid=gpslocd --regid=gpslocd --clear-groups --no-new-privs \
     --inh-caps=-all,+sys_ptrace --ambient-caps=-all,+sys_ptrace --bounding-set=-all,+sys_ptrace \
     /usr/bin/gpslocd --gpsd 127.0.0.1:9 --socket "$run/socket2" --state /var/lib/gpslocd --geoclue 2> "$work/gpslocd-geoclue.log" &
@@ -152,7 +152,8 @@ if [ -x /usr/libexec/geoclue-2.0/demos/where-am-i ] && command -v dbus-daemon > 
   for _ in $(seq 200); do grep -q "org.freedesktop.GeoClue2" "$work/gpslocd-geoclue.log" && break; kill -0 "$daemon" 2>/dev/null || break; sleep 0.05; done
   answer="$(DBUS_SYSTEM_BUS_ADDRESS="unix:path=$run/bus" setpriv --reuid=65534 --regid=65534 --clear-groups \
     timeout 30 /usr/libexec/geoclue-2.0/demos/where-am-i -t 10 2>&1 || true)"
-  kill "$daemon" "$bus" 2>/dev/null; wait "$daemon" "$bus" 2>/dev/null || true
+  kill "$daemon" "$bus" 2>/dev/null || true
+  wait "$daemon" "$bus" 2>/dev/null || true
   grep -q "listening on .* and as org.freedesktop.GeoClue2" "$work/gpslocd-geoclue.log" \
     || { cat "$work/gpslocd-geoclue.log" >&2; fail "the packaged gpslocd --geoclue could not own GeoClue's name under the installed policy"; }
   grep -q "gpsloc auth grant geoclue-where-am-i" <<<"$answer" \
