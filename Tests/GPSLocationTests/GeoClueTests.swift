@@ -231,6 +231,35 @@ extension RealGPSD.LaneB {
             #expect(lines.filter { $0.hasPrefix("REFUSED ") && $0.contains("16 clients") }.count == 4, "\(run.stdout)")
         }
 
+        @Test("DistanceThreshold is the engine's distance filter; a location stays on the bus until the next has come")
+        func distanceThresholdAndObjects() async throws {
+            let box = try await GeoClueBox.start()
+            defer { box.stop() }
+            try await box.grant("distance-test")
+            let script = box.folder.appendingPathComponent("geoclue.py")
+            try geoClueTestScript.write(to: script, atomically: true, encoding: .utf8)
+            let run = try await runProgram(
+                "/usr/bin/python3", [script.path, "watch", "distance-test", "100", "4"], environment: box.environment,
+                mergeErrors: true)
+            #expect(run.status == 0, "\(run.stdout)")
+            let lines = run.stdout.split(separator: "\n").map(String.init)
+            let points = lines.filter { $0.hasPrefix("LOCATION ") }.map {
+                $0.split(separator: " ").dropFirst().compactMap { Double($0) }
+            }
+            #expect(points.count == 4, "\(run.stdout)")
+            // Each at least 100 m from the one before (the filter's rule: or more accurate by half).
+            for (a, b) in zip(points, points.dropFirst()) where a.count == 3 && b.count == 3 {
+                let metres = Geodesic.wgs84.distance(
+                    latitude1: a[0], longitude1: a[1], latitude2: b[0], longitude2: b[1])
+                #expect(metres >= 100 || b[2] <= a[2] / 2, "\(metres) m between \(a) and \(b)")
+            }
+            // The previous location is still readable when the next is announced; the one before
+            // it is gone.
+            #expect(lines.filter { $0.hasPrefix("OLD ") }.count == 3, "\(run.stdout)")
+            #expect(lines.filter { $0.hasPrefix("GONE ") }.count == 2, "\(run.stdout)")
+            #expect(!lines.contains { $0.hasPrefix("KEPT ") }, "\(run.stdout)")
+        }
+
         @Test("TimeThreshold is the engine's minimum interval: where-am-i -i 3 gets locations 3 s apart or more")
         func timeThreshold() async throws {
             let box = try await GeoClueBox.start()
@@ -303,5 +332,21 @@ extension RealGPSD.LaneB {
             #expect(numbers.count == 3 && abs(numbers[0] - 51.45) < 0.02 && numbers[2] > 0 && numbers[2] < 50)
             #expect(box.audit.contains("app=firefox level=8 accuracy=full"), "\(box.audit)")
         }
+    }
+}
+
+@Suite("gpslocd --geoclue: the files it ships")
+struct GeoClueFilesTests {
+    /// dbus-daemon refuses a whole policy file that is not well-formed XML (a "--" in a comment
+    /// was once enough), and the daemon would then not own the name.
+    @Test("the D-Bus policy is well-formed and names only GeoClue's name and the agents' interface")
+    func policy() async throws {
+        let path = Paths.packageRoot.appendingPathComponent("dbus/gpslocd-geoclue.conf").path
+        let run = try await runProgram("/usr/bin/xmllint", ["--noout", path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains(#"<allow own="org.freedesktop.GeoClue2"/>"#))
+        #expect(text.contains(#"<allow send_destination="org.freedesktop.GeoClue2"/>"#))
+        #expect(!text.contains("org.freedesktop.DBus.Properties"), "no rule on others' properties (lintian: too broad)")
     }
 }

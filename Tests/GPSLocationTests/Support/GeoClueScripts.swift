@@ -8,6 +8,10 @@
 ///
 /// `clients N`: one connection creating N clients (`CreateClient`), printing `CLIENT path` or
 /// `REFUSED error` for each: what a connection may hold.
+///
+/// `watch DESKTOP_ID DISTANCE COUNT`: a client at exact level with `DistanceThreshold` DISTANCE,
+/// printing `LOCATION lat lon accuracy` for each of COUNT `LocationUpdated` signals, `OLD path`
+/// when the signal's old location can still be read, and `KEPT`/`GONE path` for the one before it.
 let geoClueTestScript = """
     import sys
     from gi.repository import Gio, GLib
@@ -47,4 +51,49 @@ let geoClueTestScript = """
                 print("CLIENT", manager("CreateClient", None).unpack()[0], flush=True)
             except GLib.Error as error:
                 print("REFUSED", error.message, flush=True)
+    elif sys.argv[1] == "watch":
+        # watch DESKTOP_ID DISTANCE COUNT: a client with DistanceThreshold DISTANCE, printing
+        # LOCATION lat lon for each of COUNT locations, and KEPT/GONE for the one before the
+        # previous (only the current and the previous stay on the bus).
+        desktop, distance, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        path = manager("CreateClient", None).unpack()[0]
+
+        def client(method, arguments, interface="org.freedesktop.DBus.Properties"):
+            return bus.call_sync("org.freedesktop.GeoClue2", path, interface, method, arguments, None,
+                                 Gio.DBusCallFlags.NONE, 10000, None)
+
+        c = "org.freedesktop.GeoClue2.Client"
+        client("Set", GLib.Variant("(ssv)", (c, "DesktopId", GLib.Variant("s", desktop))))
+        client("Set", GLib.Variant("(ssv)", (c, "RequestedAccuracyLevel", GLib.Variant("u", 8))))
+        client("Set", GLib.Variant("(ssv)", (c, "DistanceThreshold", GLib.Variant("u", distance))))
+        seen = []
+        loop = GLib.MainLoop()
+
+        def updated(connection, sender, object_path, interface, signal, parameters):
+            old, new = parameters.unpack()
+            values = bus.call_sync("org.freedesktop.GeoClue2", new, "org.freedesktop.DBus.Properties", "GetAll",
+                                   GLib.Variant("(s)", ("org.freedesktop.GeoClue2.Location",)), None,
+                                   Gio.DBusCallFlags.NONE, 10000, None).unpack()[0]
+            print("LOCATION", values["Latitude"], values["Longitude"], values["Accuracy"], flush=True)
+            if len(seen) >= 2:
+                try:
+                    bus.call_sync("org.freedesktop.GeoClue2", seen[-2], "org.freedesktop.DBus.Properties", "GetAll",
+                                  GLib.Variant("(s)", ("org.freedesktop.GeoClue2.Location",)), None,
+                                  Gio.DBusCallFlags.NONE, 10000, None)
+                    print("KEPT", seen[-2], flush=True)
+                except GLib.Error:
+                    print("GONE", seen[-2], flush=True)
+            if old != "/":
+                bus.call_sync("org.freedesktop.GeoClue2", old, "org.freedesktop.DBus.Properties", "GetAll",
+                              GLib.Variant("(s)", ("org.freedesktop.GeoClue2.Location",)), None,
+                              Gio.DBusCallFlags.NONE, 10000, None)
+                print("OLD", old, flush=True)
+            seen.append(new)
+            if len(seen) >= count:
+                loop.quit()
+
+        bus.signal_subscribe("org.freedesktop.GeoClue2", c, "LocationUpdated", path, None,
+                             Gio.DBusSignalFlags.NONE, updated)
+        client("Start", None, c)
+        loop.run()
     """
