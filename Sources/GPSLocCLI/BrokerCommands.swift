@@ -58,7 +58,8 @@ enum BrokerCommands {
                     : row.bool("watching") == true ? "waiting: \(row.string("status") ?? "?")" : "connected"
                 print(
                     terminalSafe(
-                        "\(row.string("app") ?? "?") [\(row.string("identity") ?? "?")] uid \(row.int("uid") ?? -1) "
+                        "\(row.string("app") ?? "?") [\(row.string("identity") ?? "?")"
+                            + "\(row.string("via") == "geoclue" ? ", via GeoClue" : "")] uid \(row.int("uid") ?? -1) "
                             + "pid \(row.int("pid") ?? -1): \(state), last location \(last)"))
             }
             return 0

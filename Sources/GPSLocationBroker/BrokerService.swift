@@ -60,7 +60,7 @@ package final class BrokerService: Sendable {
     /// the socket programs are: another face re-checks its own clients (GeoClue).
     let decisionsChanged = Locked<(@Sendable (Key?) -> Void)?>(nil)
     /// The GeoClue face, while it serves (`serveGeoClue`).
-    private let geoClue = Locked<GeoClueFace?>(nil)
+    let geoClue = Locked<GeoClueFace?>(nil)
     let state = Locked(State())
     private let hub: GPSDLocationSource
     /// Whether a program is in use now (nil: it has gone), for tests that set it; otherwise
@@ -401,7 +401,27 @@ package final class BrokerService: Sendable {
                 return row.object
             }
         }
-        reply(client, id, ok: true, message: "\(rows.count) program(s) connected", rows: rows)
+        // GeoClue's clients that have started (D-Bus programs: Firefox, gammastep …).
+        let started = geoClue.withLock { $0 }?.rows.withLock { Array($0.values) } ?? []
+        let dbusRows = started.filter { client.identity.uid == 0 || $0.uid == client.identity.uid }
+            .sorted { $0.since < $1.since }.map { other -> String in
+                var row = BrokerLine("CLIENT")
+                row.add("uid", Int(other.uid))
+                row.add("pid", Int(other.pid))
+                row.add("app", other.app)
+                row.add("identity", other.identity)
+                row.add("via", "geoclue")
+                row.add("watching", other.active)
+                row.add("status", other.authorization.status.name)
+                row.add("accuracy", other.authorization.accuracy.name)
+                row.add("inUse", other.authorization.isInUse)
+                row.add("receiving", other.active && other.authorization.allowsDelivery)
+                row.add("lastDelivery", other.lastDelivery?.timeIntervalSince1970)
+                row.add("since", other.since.timeIntervalSince1970)
+                return row.object
+            }
+        reply(
+            client, id, ok: true, message: "\(rows.count + dbusRows.count) program(s) connected", rows: rows + dbusRows)
     }
 
     /// `--geoclue`: also serves GeoClue 2's D-Bus API (docs/geoclue.md) until `stop()`. Nil

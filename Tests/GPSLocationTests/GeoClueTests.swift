@@ -147,6 +147,12 @@ extension RealGPSD.LaneA {
             try await box.grant("geoclue-where-am-i")
             let (program, output) = try box.launchWhereAmI()
             #expect(await output.waitFor(timeout: 60) { WhereAmILocation.parse($0.map(\.text)).count >= 1 })
+            // `gpsloc auth who` lists it beside the socket's programs.
+            let who = try await box.gpsloc(["auth", "who"])
+            #expect(
+                who.stdout.contains(
+                    "geoclue-where-am-i [label, via GeoClue] uid 0 pid \(program.processIdentifier): receiving (full)"),
+                "\(who.stdout)")
             let revoked = Date()
             let result = try await box.gpsloc(["auth", "revoke", "geoclue-where-am-i"])
             #expect(result.status == 0)

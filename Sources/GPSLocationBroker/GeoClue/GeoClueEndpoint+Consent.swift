@@ -145,6 +145,10 @@ extension GeoClueEndpoint {
             return gcb_error(error, BusMessage.accessDenied, "the location gate refused \(client.app ?? "")")
         }
         client.active = true
+        let row = GeoClueFace.Row(
+            uid: client.identity.uid, pid: client.identity.pid, app: authorization.appID,
+            identity: client.identity.kind, authorization: authorization, active: true, since: Date())
+        face.rows.withLock { $0[client.id] = row }
         service.audit(
             "geoclue start uid=\(client.identity.uid) pid=\(client.identity.pid) app=\(authorization.appID) "
                 + "level=\(client.level) accuracy=\(authorization.accuracy.name)")
@@ -166,6 +170,7 @@ extension GeoClueEndpoint {
         client.once = nil
         guard client.active else { return }
         client.active = false
+        face.rows.withLock { $0[client.id]?.active = false }
         service.audit("geoclue stop uid=\(client.identity.uid) app=\(client.app ?? "-") (\(why))")
         activeChanged(client)
     }
@@ -181,6 +186,7 @@ extension GeoClueEndpoint {
     }
 
     func drop(_ client: Client, notify: Bool) {
+        face.rows.withLock { $0[client.id] = nil }
         if notify {
             stop(client, why: "deleted")
         } else {
@@ -224,6 +230,7 @@ extension GeoClueEndpoint {
             return stop(client, why: "authorization revoked")
         }
         engine.authorize(authorization)
+        face.rows.withLock { $0[client.id]?.authorization = authorization }
     }
 
     /// The engine of client `clientID` has a location: a new Location object, the signal to the
@@ -238,6 +245,7 @@ extension GeoClueEndpoint {
             AuthorizationDecision(status: authorization.status, accuracy: authorization.accuracy).permits(
                 cached: value)
         else { return }
+        face.rows.withLock { $0[client.id]?.lastDelivery = Date() }
         let old = client.locationPath
         client.locations.append(LocationRecord(id: client.nextLocation, value: value))
         client.nextLocation += 1

@@ -21,6 +21,20 @@ final class GeoClueFace: Sendable {
     private let finished = ConditionLock()
     private let done = Locked(false)
 
+    /// What `gpsloc auth who` shows of a started client, kept by the bus thread as it changes
+    /// (read by the socket's thread without waiting for the bus).
+    struct Row: Sendable {
+        var uid: UInt32
+        var pid: Int32
+        var app: String
+        var identity: String
+        var authorization: AuthorizationState
+        var active: Bool
+        var since: Date
+        var lastDelivery: Date?
+    }
+    let rows = Locked<[Int: Row]>([:])
+
     /// Why the face could not start.
     struct Failure: Error, Sendable, CustomStringConvertible {
         var description: String
