@@ -40,18 +40,22 @@ struct EngineTimersTests {
         // Each deadline as it really was: on a starved machine (a TSan run beside the suite) the
         // thread arming them can be held off between two arms for longer than their spacing, and
         // the fires follow the deadlines, not the order the test meant.
-        var deadlines: [(LocationEngine.Timer, TimeInterval)] = []
+        // Each deadline is known to lie between the clock read just before its arm and the one
+        // just after (a thread held off inside `arm` moves it by as much).
+        var deadlines: [(timer: LocationEngine.Timer, earliest: TimeInterval, latest: TimeInterval)] = []
         for (timer, delay) in [
             (LocationEngine.Timer.monitoringGap, 0.15), (.staleness, 0.05), (.requestLocation, 0.10),
         ] {
+            let before = Date().timeIntervalSince(fires.start)
             timers.arm(timer, after: delay)
-            deadlines.append((timer, Date().timeIntervalSince(fires.start) + delay))
+            deadlines.append((timer, before + delay, Date().timeIntervalSince(fires.start) + delay))
         }
         #expect(await sentinel(after: 0.3))
-        let expected = deadlines.sorted { $0.1 < $1.1 }.map(\.0)
-        // Deadlines closer than the clocks' difference may fire either way; else in their order.
-        let close = zip(deadlines.sorted { $0.1 < $1.1 }, deadlines.sorted { $0.1 < $1.1 }.dropFirst())
-            .contains { $1.1 - $0.1 < 0.005 }
+        let sorted = deadlines.sorted { $0.earliest < $1.earliest }
+        let expected = sorted.map(\.timer)
+        // Deadlines whose spans overlap (or come within the clocks' difference) may fire either
+        // way; otherwise in their order.
+        let close = zip(sorted, sorted.dropFirst()).contains { $1.earliest - $0.latest < 0.005 }
         #expect(fires.timers.count == 3)
         if !close { #expect(fires.timers == expected, "deadlines \(deadlines)") }
         #expect(fires.at(.staleness).first! >= 0.05)
