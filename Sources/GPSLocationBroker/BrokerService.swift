@@ -55,6 +55,11 @@ package final class BrokerService: Sendable {
         var nextSubscriber = 1
         /// `hubProblem` as the event it was.
         var lastProblem: LocationSourceEvent?
+        /// gpsd's fixes and estimates of the last few seconds, in order (`recentSeconds`, at
+        /// most `recentLimit`): a subscribing engine gets them first, so it learns the
+        /// receiver's cycle from epochs already whole and delivers the current one at once,
+        /// not two epochs later.
+        var recent: [LocationSourceEvent] = []
     }
     /// Told when decisions may have changed (the key; nil: any, after a policy change), after
     /// the socket programs are: another face re-checks its own clients (GeoClue).
@@ -219,19 +224,49 @@ package final class BrokerService: Sendable {
         reconcile(client)
     }
 
+    static let recentSeconds: TimeInterval = 3
+    static let recentLimit = 64
+
+    /// Keeps `event` among the recent reports when it is a fix or an estimate.
+    static func remember(_ event: LocationSourceEvent, in recent: inout [LocationSourceEvent]) {
+        let time: Date?
+        switch event {
+        case .fix(let fix): time = fix.time
+        case .errorEstimate(let estimate): time = estimate.time
+        case .problem:
+            recent = []
+            return
+        default: return
+        }
+        guard let time else { return }
+        recent.append(event)
+        recent.removeAll { old in
+            let oldTime: Date? =
+                switch old {
+                case .fix(let fix): fix.time
+                case .errorEstimate(let estimate): estimate.time
+                default: nil
+                }
+            return oldTime.map { time.timeIntervalSince($0) > recentSeconds || $0 > time } ?? true
+        }
+        if recent.count > recentLimit { recent.removeFirst(recent.count - recentLimit) }
+    }
+
     /// Feeds `handler` every report of gpsd's one connection (starting it if no program has):
     /// another face's engine, which applies the rules itself. Returns the token to unsubscribe.
     func subscribe(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) -> Int {
-        let (token, startHub, problem) = state.withLock { state -> (Int, Bool, LocationSourceEvent?) in
+        // The recent reports go first, under the lock: gpsd's next report reaches the handler
+        // only after them, in order.
+        let (token, startHub) = state.withLock { state -> (Int, Bool) in
             let token = state.nextSubscriber
             state.nextSubscriber += 1
             state.subscribers[token] = handler
+            // gpsd's trouble now, at once (as a watching program is told), else its last epochs.
+            if let problem = state.lastProblem { handler(problem) } else { state.recent.forEach(handler) }
             defer { state.hubStarted = true }
-            return (token, !state.hubStarted, state.lastProblem)
+            return (token, !state.hubStarted)
         }
         if startHub { hub.start { [weak self] event in self?.fromGPSD(event) } }
-        // gpsd's trouble now, at once (as a watching program is told).
-        if let problem { handler(problem) }
         return token
     }
 
@@ -297,6 +332,7 @@ package final class BrokerService: Sendable {
                 state.lastProblem = nil
             }
             subscribers = Array(state.subscribers.values)
+            Self.remember(event, in: &state.recent)
             // Reduced programs get fixes and headings through their session (one pass: the
             // fuzzer on gpsd's fix); sky and estimates never.
             // Each checked against the decision now, as the full programs are: fails closed

@@ -264,6 +264,15 @@ extension RealGPSD.LaneB {
             #expect(lines.filter { $0.hasPrefix("OLD ") }.count == 3, "\(run.stdout)")
             #expect(lines.filter { $0.hasPrefix("GONE ") }.count == 2, "\(run.stdout)")
             #expect(!lines.contains { $0.hasPrefix("KEPT ") }, "\(run.stdout)")
+            // Once gpsd has a fix (the run above started gpslocd's connection), a client's first
+            // location comes at once: the engine learns the cycle from gpsd's last epochs.
+            let again = try await runProgram(
+                "/usr/bin/python3", [script.path, "watch", "distance-test", "0", "1"], environment: box.environment,
+                mergeErrors: true)
+            let first = again.stdout.split(separator: "\n").first { $0.hasPrefix("FIRST ") }
+                .flatMap { Double($0.dropFirst("FIRST ".count)) }
+            print("first location \(first ?? -1) s after Start")
+            #expect(first.map { $0 < 0.5 } == true, "\(again.stdout)")
         }
 
         @Test("TimeThreshold is the engine's minimum interval: where-am-i -i 3 gets locations 3 s apart or more")

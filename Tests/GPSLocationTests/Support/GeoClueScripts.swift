@@ -14,6 +14,7 @@
 /// when the signal's old location can still be read, and `KEPT`/`GONE path` for the one before it.
 let geoClueTestScript = """
     import sys
+    import time
     from gi.repository import Gio, GLib
 
     AGENT_XML = '''<node><interface name="org.freedesktop.GeoClue2.Agent">
@@ -74,6 +75,8 @@ let geoClueTestScript = """
             values = bus.call_sync("org.freedesktop.GeoClue2", new, "org.freedesktop.DBus.Properties", "GetAll",
                                    GLib.Variant("(s)", ("org.freedesktop.GeoClue2.Location",)), None,
                                    Gio.DBusCallFlags.NONE, 10000, None).unpack()[0]
+            if not seen:
+                print("FIRST", round(time.monotonic() - started[0], 4), flush=True)
             print("LOCATION", values["Latitude"], values["Longitude"], values["Accuracy"], flush=True)
             if len(seen) >= 2:
                 try:
@@ -94,6 +97,7 @@ let geoClueTestScript = """
 
         bus.signal_subscribe("org.freedesktop.GeoClue2", c, "LocationUpdated", path, None,
                              Gio.DBusSignalFlags.NONE, updated)
+        started = [time.monotonic()]
         client("Start", None, c)
         loop.run()
     """
