@@ -224,6 +224,25 @@ extension RealGPSD.LaneB {
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
         .enabled(if: GeoClueBox.available, GeoClueBox.missingReason))
     struct GeoClueProgramsTests {
+        @Test("a second service on the name: gpslocd --geoclue exits saying who owns it and what to do")
+        func nameTaken() async throws {
+            let box = try await GeoClueBox.start()
+            defer { box.stop() }
+            var environment = box.environment
+            environment["GPSLOCATION_BROKER"] = nil
+            let run = try await runProgram(
+                GeoClueBox.gpslocd,
+                [
+                    "--gpsd", "127.0.0.1:9", "--socket", box.folder.appendingPathComponent("socket2").path, "--state",
+                    box.folder.appendingPathComponent("state2").path, "--geoclue",
+                ], environment: environment)
+            #expect(run.status == 1)
+            #expect(
+                run.stderr.contains("cannot own org.freedesktop.GeoClue2")
+                    && run.stderr.contains("pid \(box.daemon.processIdentifier), gpslocd")
+                    && run.stderr.contains("systemctl mask --now geoclue.service"), "\(run.stderr)")
+        }
+
         @Test("one connection holds at most 16 clients; the 17th is refused with why")
         func clientLimit() async throws {
             let box = try await GeoClueBox.start()

@@ -103,17 +103,30 @@ final class GeoClueEndpoint {
         }
         r = sd_bus_request_name(bus, "org.freedesktop.GeoClue2", 0)
         guard r >= 0 else {
+            let owner = r == -EEXIST ? Self.owner(of: "org.freedesktop.GeoClue2", on: bus) : ""
             sd_bus_flush_close_unref(bus)
             let why =
                 r == -EEXIST || r == -EALREADY
-                ? "another program owns it — GeoClue's own service: stop and mask it (`systemctl mask --now "
-                    + "geoclue.service`), then start gpslocd again"
+                ? "another program owns it\(owner) — GeoClue's own service, if it is /usr/libexec/geoclue: stop "
+                    + "and mask it (`systemctl mask --now geoclue.service`), then start gpslocd again"
                 : r == -EACCES
                     ? "the bus's policy does not let uid \(getuid()) own it: install gpslocd's policy "
                         + "(/usr/share/dbus-1/system.d/gpslocd-geoclue.conf, in the Debian package) and reload dbus"
                     : BusMessage.errnoText(r)
             throw GeoClueFace.Failure(description: "cannot own org.freedesktop.GeoClue2 on the system bus: \(why)")
         }
+    }
+
+    /// " (pid N, COMMAND)": who owns `name`, as the bus daemon says, or "" when it cannot tell.
+    static func owner(of name: String, on bus: OpaquePointer) -> String {
+        var creds: OpaquePointer?
+        let mask = UInt64(SD_BUS_CREDS_PID) | UInt64(SD_BUS_CREDS_UNIQUE_NAME)
+        guard sd_bus_get_name_creds(bus, name, mask, &creds) >= 0, let creds else { return "" }
+        defer { sd_bus_creds_unref(creds) }
+        var pid: pid_t = 0
+        guard sd_bus_creds_get_pid(creds, &pid) >= 0, pid > 0 else { return "" }
+        let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingWhitespace() ?? "?"
+        return " (pid \(pid), \(command))"
     }
 
     func close() {
