@@ -224,6 +224,35 @@ extension RealGPSD.LaneB {
         .enabled(if: Conditions.gpsdAvailable, Conditions.gpsdMissingReason),
         .enabled(if: GeoClueBox.available, GeoClueBox.missingReason))
     struct GeoClueProgramsTests {
+        @Test(
+            "another uid's client: refused under root's grant for uid 0, served after a grant for its own uid",
+            .enabled(
+                if: OtherUserPrograms.canRunAsOtherUser,
+                Comment(rawValue: OtherUserPrograms.cannotRunAsOtherUserReason)))
+        func otherUID() async throws {
+            let box = try await GeoClueBox.start()
+            defer { box.stop() }
+            try await box.grant("geoclue-where-am-i")
+            // nobody (65534): dbus-daemon closes the connection of a uid with no passwd entry.
+            let asOther = [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "/usr/bin/stdbuf", "-oL",
+                GeoClueBox.whereAmI, "-t", "60",
+            ]
+            let refused = try await runProgram(
+                "/usr/bin/setpriv", asOther, environment: box.environment, mergeErrors: true)
+            #expect(
+                refused.stdout.contains("AccessDenied") && refused.stdout.contains("uid 65534"), "\(refused.stdout)")
+            #expect(!refused.stdout.contains("Latitude"))
+            // Root decides for uid 65534 (as the administrator), and its client is served.
+            let granted = try await box.gpsloc(["auth", "grant", "geoclue-where-am-i", "--always", "--uid", "65534"])
+            #expect(granted.status == 0, "\(granted.stderr)")
+            let (program, output) = try box.launch("/usr/bin/setpriv", asOther)
+            let served = await output.waitFor(timeout: 60) { WhereAmILocation.parse($0.map(\.text)).count >= 1 }
+            program.kill(SIGKILL)
+            #expect(served, "\(output.snapshot.map(\.text))")
+            #expect(box.audit.contains("geoclue start uid=65534"), "\(box.audit)")
+        }
+
         @Test("a second service on the name: gpslocd --geoclue exits saying who owns it and what to do")
         func nameTaken() async throws {
             let box = try await GeoClueBox.start()

@@ -56,8 +56,10 @@ final class GeoClueBox: Sendable {
     }
 
     static func start(fixture: String = "drive-1hz-gp.nmea", cycle: Double = 0.05) async throws -> GeoClueBox {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("geoclue-\(UUID().uuidString)")
+        // Where other uids' clients can reach the bus (a private TMPDIR would hide it).
+        let folder = OtherUserPrograms.reachableTemporaryFolder.appendingPathComponent("geoclue-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        _ = chmod(folder.path, 0o755)
         let busPath = folder.appendingPathComponent("bus").path
         let configuration = folder.appendingPathComponent("bus.conf")
         try busConfiguration(listen: busPath).write(to: configuration, atomically: true, encoding: .utf8)
