@@ -67,7 +67,7 @@ package final class BrokerService: Sendable {
     /// The GeoClue face, while it serves (`serveGeoClue`).
     let geoClue = Locked<GeoClueFace?>(nil)
     let state = Locked(State())
-    private let hub: GPSDLocationSource
+    let hub: GPSDLocationSource
     /// Whether a program is in use now (nil: it has gone), for tests that set it; otherwise
     /// `TerminalUse` judges each uid's connections on who holds them now.
     let inUseProbe: (@Sendable (BrokerClient) -> Bool?)?
@@ -224,56 +224,6 @@ package final class BrokerService: Sendable {
         reconcile(client)
     }
 
-    static let recentSeconds: TimeInterval = 3
-    static let recentLimit = 64
-
-    /// Keeps `event` among the recent reports when it is a fix or an estimate.
-    static func remember(_ event: LocationSourceEvent, in recent: inout [LocationSourceEvent]) {
-        let time: Date?
-        switch event {
-        case .fix(let fix): time = fix.time
-        case .errorEstimate(let estimate): time = estimate.time
-        case .problem:
-            recent = []
-            return
-        default: return
-        }
-        guard let time else { return }
-        recent.append(event)
-        recent.removeAll { old in
-            let oldTime: Date? =
-                switch old {
-                case .fix(let fix): fix.time
-                case .errorEstimate(let estimate): estimate.time
-                default: nil
-                }
-            return oldTime.map { time.timeIntervalSince($0) > recentSeconds || $0 > time } ?? true
-        }
-        if recent.count > recentLimit { recent.removeFirst(recent.count - recentLimit) }
-    }
-
-    /// Feeds `handler` every report of gpsd's one connection (starting it if no program has):
-    /// another face's engine, which applies the rules itself. Returns the token to unsubscribe.
-    func subscribe(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) -> Int {
-        // The recent reports go first, under the lock: gpsd's next report reaches the handler
-        // only after them, in order.
-        let (token, startHub) = state.withLock { state -> (Int, Bool) in
-            let token = state.nextSubscriber
-            state.nextSubscriber += 1
-            state.subscribers[token] = handler
-            // gpsd's trouble now, at once (as a watching program is told), else its last epochs.
-            if let problem = state.lastProblem { handler(problem) } else { state.recent.forEach(handler) }
-            defer { state.hubStarted = true }
-            return (token, !state.hubStarted)
-        }
-        if startHub { hub.start { [weak self] event in self?.fromGPSD(event) } }
-        return token
-    }
-
-    func unsubscribe(_ token: Int) {
-        _ = state.withLock { $0.subscribers.removeValue(forKey: token) }
-    }
-
     /// Starts or stops `client`'s reduced session to match its decision now.
     func reconcile(_ client: BrokerClient) {
         let change = state.withLock { state -> (start: Bool, stop: ReducedSession?) in
@@ -302,7 +252,7 @@ package final class BrokerService: Sendable {
 
     // MARK: gpsd's reports
 
-    private func fromGPSD(_ event: LocationSourceEvent) {
+    func fromGPSD(_ event: LocationSourceEvent) {
         enum Audience { case everyone, full }
         let audience: Audience
         switch event {
@@ -458,19 +408,6 @@ package final class BrokerService: Sendable {
             }
         reply(
             client, id, ok: true, message: "\(rows.count + dbusRows.count) program(s) connected", rows: rows + dbusRows)
-    }
-
-    /// `--geoclue`: also serves GeoClue 2's D-Bus API (docs/geoclue.md) until `stop()`. Nil
-    /// when it serves, else why it cannot, saying what to do.
-    package func serveGeoClue() -> String? {
-        let face = GeoClueFace(service: self)
-        do {
-            try face.start()
-        } catch {
-            return error.description
-        }
-        geoClue.withLock { $0 = face }
-        return nil
     }
 
     /// Stops gpsd's connection and ends every session (and the GeoClue face's clients).

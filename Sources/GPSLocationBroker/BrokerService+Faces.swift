@@ -1,0 +1,73 @@
+import Dispatch
+import FoundationEssentials
+import GNSSCore
+import GPSDClient
+import Glibc
+import LocationCore
+
+// Other faces over gpslocd's one gpsd connection and its decisions (the GeoClue face): part of
+// `BrokerService`, in a file of its own.
+extension BrokerService {
+    /// `--geoclue`: also serves GeoClue 2's D-Bus API (docs/geoclue.md) until `stop()`. Nil
+    /// when it serves, else why it cannot, saying what to do.
+    package func serveGeoClue() -> String? {
+        let face = GeoClueFace(service: self)
+        do {
+            try face.start()
+        } catch {
+            return error.description
+        }
+        geoClue.withLock { $0 = face }
+        return nil
+    }
+
+    static let recentSeconds: TimeInterval = 3
+    static let recentLimit = 64
+
+    /// Keeps `event` among the recent reports when it is a fix or an estimate.
+    static func remember(_ event: LocationSourceEvent, in recent: inout [LocationSourceEvent]) {
+        let time: Date?
+        switch event {
+        case .fix(let fix): time = fix.time
+        case .errorEstimate(let estimate): time = estimate.time
+        case .problem:
+            recent = []
+            return
+        default: return
+        }
+        guard let time else { return }
+        recent.append(event)
+        recent.removeAll { old in
+            let oldTime: Date? =
+                switch old {
+                case .fix(let fix): fix.time
+                case .errorEstimate(let estimate): estimate.time
+                default: nil
+                }
+            return oldTime.map { time.timeIntervalSince($0) > recentSeconds || $0 > time } ?? true
+        }
+        if recent.count > recentLimit { recent.removeFirst(recent.count - recentLimit) }
+    }
+
+    /// Feeds `handler` every report of gpsd's one connection (starting it if no program has):
+    /// another face's engine, which applies the rules itself. Returns the token to unsubscribe.
+    func subscribe(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) -> Int {
+        // The recent reports go first, under the lock: gpsd's next report reaches the handler
+        // only after them, in order.
+        let (token, startHub) = state.withLock { state -> (Int, Bool) in
+            let token = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.subscribers[token] = handler
+            // gpsd's trouble now, at once (as a watching program is told), else its last epochs.
+            if let problem = state.lastProblem { handler(problem) } else { state.recent.forEach(handler) }
+            defer { state.hubStarted = true }
+            return (token, !state.hubStarted)
+        }
+        if startHub { hub.start { [weak self] event in self?.fromGPSD(event) } }
+        return token
+    }
+
+    func unsubscribe(_ token: Int) {
+        _ = state.withLock { $0.subscribers.removeValue(forKey: token) }
+    }
+}
