@@ -168,9 +168,12 @@ def main():
         daemon.kill()
         os.unlink(os.path.join(folder, "bus"))
         # gpslocd on gpsd (gpsfake at 1 Hz: the recording's 9 sentences an epoch, 0.111 s apart).
-        port = "29555"
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])  # a free port (a gpsd left on a fixed one would be read)
+        probe.close()
         gpsfake = subprocess.Popen(["gpsfake", "-q", "-P", port, "-c", "0.111", FIXTURE],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         children.append(gpsfake)
         time.sleep(2)
         daemon, address = bus(folder)
@@ -187,7 +190,7 @@ def main():
         time.sleep(3)
         gpslocd_results = trials(address, "geoclue-bench", TRIALS)
         gpslocd.kill()
-        gpsfake.kill()
+        stop(gpsfake)
         daemon.kill()
         print(summary("GeoClue 2.6 (NMEA socket)", geoclue_results))
         print(summary("gpslocd --geoclue (gpsd)", gpslocd_results))
@@ -212,6 +215,16 @@ def run_agent(address):
 
 
 children = []
+
+
+def stop(child):
+    """Ends a child and its own children (gpsfake's gpsd)."""
+    try:
+        os.killpg(child.pid, 9)
+    except (ProcessLookupError, PermissionError):
+        child.kill()
+
+
 try:
     if len(sys.argv) > 2 and sys.argv[1] == "--agent":
         run_agent(sys.argv[2])
@@ -219,4 +232,4 @@ try:
         main()
 finally:
     for child in children:
-        child.kill()
+        stop(child)
