@@ -49,7 +49,11 @@ let package = Package(
         .target(
             name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],
             swiftSettings: strictSettings),
-        .target(name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183"], swiftSettings: strictSettings),
+        // libmicrohttpd (libmicrohttpd-dev) for `gpsloc serve`: its start is a variadic C call.
+        .target(name: "CServeHTTP", linkerSettings: [.linkedLibrary("microhttpd")]),
+        .target(
+            name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183", "CServeHTTP"],
+            swiftSettings: strictSettings),
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .target(name: "CBrokerSupport"),
         // sd-bus (libsystemd-dev) for gpslocd's GeoClue face: its object tables are C macros.

@@ -14,6 +14,7 @@ public enum GPSLoc {
           replay     an NMEA recording through the same pipeline (--via nmea|gpsd)
           auth       which apps may have the location: status, grant, revoke, reset, who
           agent      answer gpslocd's permission prompts on this terminal
+          serve      a web page and API for the receiver: map, track, sky, start/stop from a phone
           sky        the satellites gpsd sees: PRN, constellation, elevation, azimuth, SNR, used
           last       the last location an app received, and how old it is
           monitor    the geofences a named CLMonitor of an app keeps: list, add, remove
@@ -54,6 +55,9 @@ public enum GPSLoc {
             case "agent":
                 SignalTrap.armEarly()
                 return try BrokerCommands.agent(rest)
+            case "serve":
+                SignalTrap.armEarly()
+                return try ServeCommand.run(rest)
             case "doctor": return try DoctorCommand.run(rest)
             case "sky": return try SkyCommand.run(rest)
             case "last": return try LastCommand.run(rest)

@@ -91,14 +91,26 @@ public final class GPXWriter: Sendable {
             progress.pointsInSegment += 1
             return broken
         }
-        var point = newSegment ? "  </trkseg>\n  <trkseg>\n" : ""
-        point +=
+        let point = (newSegment ? "  </trkseg>\n  <trkseg>\n" : "") + Self.point(location)
+        try write(Array(point.utf8))
+    }
+
+    /// One `<trkpt>` line (elevation only when the altitude is valid).
+    static func point(_ location: LocationValue) -> String {
+        var point =
             "   <trkpt lat=\"\(fixedDecimal(location.coordinate.latitude, decimals: 9))\" lon=\"\(fixedDecimal(location.coordinate.longitude, decimals: 9))\">"
         if location.verticalAccuracy > 0 { point += "<ele>\(fixedDecimal(location.altitude, decimals: 3))</ele>" }
         point += "<time>\(iso8601Milliseconds(location.timestamp))</time>"
         if let gnss = location.gnss { point += "<fix>\(gnss.fixMode == .threeDimensional ? "3d" : "2d")</fix>" }
-        point += "</trkpt>\n"
-        try write(Array(point.utf8))
+        return point + "</trkpt>\n"
+    }
+
+    /// A whole GPX 1.1 document of `locations` in one segment (`gpsloc serve`'s `/track.gpx`).
+    static func document(name: String, locations: [LocationValue], creator: String = "gpsloc (GPSLocation)") -> [UInt8]
+    {
+        var bytes = Array(header(name: name, creator: creator).utf8)
+        for location in locations { bytes += Array(point(location).utf8) }
+        return bytes + closing
     }
 
     /// Writes `bytes` where the closing tags are, then the closing tags after them. A short

@@ -199,6 +199,33 @@ public struct NDJSONWriter: Sendable {
         append("}\n")
     }
 
+    /// One value of `object(_:)`'s fields.
+    enum Field {
+        case string(String)
+        case bool(Bool)
+        case integer(Int)
+        case number(Double, decimals: Int)
+        case null
+    }
+
+    /// `{"key":value,…}` in the order given (gpsloc serve's own objects).
+    mutating func object(_ fields: [(String, Field)]) {
+        append("{")
+        for (index, (key, value)) in fields.enumerated() {
+            if index > 0 { append(",") }
+            appendString(key)
+            append(":")
+            switch value {
+            case .string(let text): appendString(text)
+            case .bool(let flag): append(flag ? "true" : "false")
+            case .integer(let number): appendText(String(number))
+            case .number(let number, let decimals): appendOptional(number, decimals: decimals)
+            case .null: append("null")
+            }
+        }
+        append("}\n")
+    }
+
     /// `{"type":TYPE,"code":…,"message":…}`: the shape errors and diagnostics share.
     private mutating func codeAndMessage(type: String, _ code: String, _ message: String) {
         append(#"{"type":""#)
