@@ -26,6 +26,7 @@ parser.add_argument("--screenshot")
 parser.add_argument("--expect-replay", action="store_true")
 parser.add_argument("--expect-approximate", action="store_true")
 parser.add_argument("--no-sky", action="store_true", help="do not wait for satellites")
+parser.add_argument("--no-control", action="store_true", help="do not press Stop and Start")
 parser.add_argument("--timeout", type=float, default=90)
 args = parser.parse_args()
 
@@ -78,10 +79,13 @@ try:
     if args.expect_approximate:
         check(lambda: driver.find_element(By.ID, "approximate").is_displayed(), "a reduced location is not marked approximate")
         print("APPROXIMATE", text("approximate"), flush=True)
-    check(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#locations tbody tr")) >= 2, "the table stayed empty")
+    check(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#locations tbody tr")) >= 1, "the table stayed empty")
     if args.screenshot:
         time.sleep(0.5)  # let the map finish its pan before the picture (not a check)
         driver.save_screenshot(args.screenshot)
+    if args.no_control:
+        print("OK", flush=True)
+        sys.exit(0)
     button = driver.find_element(By.ID, "tracking")
     check(lambda: button.get_attribute("data-tracking") == "true", "tracking is not shown as on")
     button.click()

@@ -52,7 +52,7 @@ final class HTTPServer: Sendable {
 
     /// Listens on `host` (a numeric IPv4 or IPv6 address) and `port` (0: a free one).
     init(
-        host: String, port: Int, connectionLimit: Int = 64, perAddress: Int = 16, timeout: Int = 60,
+        host: String, port: Int, connectionLimit: Int = 128, perAddress: Int = 32, timeout: Int = 60,
         handler: @escaping Handler
     )
         throws(ListenError)

@@ -27,6 +27,7 @@ enum ServePage {
               <button id="tracking" type="button" data-tracking="unknown" disabled>…</button>
             </header>
             <p id="status" role="status">Connecting…</p>
+            <p id="note"></p>
             <main>
               <section id="now">
                 <div id="position" aria-label="latitude, longitude">—</div>
@@ -76,6 +77,7 @@ enum ServePage {
         #tracking[data-tracking="false"] { background: #2e7d32; color: #fff; }
         #status { margin: 0; padding: .4em 1em; background: #fff3cd; }
         #status.ok { background: #e8f5e9; }
+        #note { margin: 0; padding: 0 1em; font-size: .85em; color: #555; }
         main { display: grid; grid-template-columns: minmax(16em, 1fr) 2fr; gap: 1em; padding: 1em; }
         #position { font: 600 1.4em ui-monospace, monospace; }
         #approximate { color: #b35c00; font-weight: 600; }

@@ -134,7 +134,10 @@ enum ServeScript {
 
           function onStatus(event) {
             const status = JSON.parse(event.data);
-            if (status.message) say(status.message, false);
+            // Errors say why no location comes; diagnostics and receivers are notes beside it.
+            if (status.type === "error") say(status.message, false);
+            else if (status.message) $("note").textContent = status.message;
+            else if (status.type === "device") $("note").textContent = "Receiver " + status.path + (status.activated ? " active" : " gone");
           }
 
           function onAuthorization(event) {

@@ -11,10 +11,32 @@ final class LineReader: @unchecked Sendable {
 
     /// Reads `handle` to its end on a thread of its own (not a concurrency thread); every new
     /// line wakes the waits whose condition it makes true.
-    init(_ handle: FileHandle) {
+    convenience init(_ handle: FileHandle) {
+        self.init { handle.availableData }
+    }
+
+    /// Reads a socket (or any descriptor) to its end, or its first error (a reset connection
+    /// ends the lines; `FileHandle` would stop the process), then closes it.
+    convenience init(descriptor: Int32) {
+        self.init {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(descriptor, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 {
+                    close(descriptor)
+                    return Data()
+                }
+                return Data(buffer[..<count])
+            }
+        }
+    }
+
+    /// Reads what `next` returns (empty: the end) on a thread of its own.
+    private init(next: @escaping @Sendable () -> Data) {
         Thread.detachNewThread { [self] in
             while true {
-                let data = handle.availableData
+                let data = next()
                 if data.isEmpty { break }
                 let now = Date()
                 lock.withLock {
