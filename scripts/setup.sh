@@ -11,6 +11,11 @@ packages=(
   gammastep            # a GeoClue client people run (city level), in the GeoClue tests
   firefox-esr          # navigator.geolocation through GeoClue, headless, in the GeoClue tests
   python3-gi           # GDBus from Python: the tests' GeoClue agent (GNOME Shell's part)
+  libmicrohttpd-dev    # gpsloc serve's HTTP server (the CServeHTTP module)
+  libjs-leaflet        # the map on gpsloc serve's page, served by gpsloc from the installed files
+  chromium             # gpsloc serve's page in a real browser, headless, in the tests
+  chromium-driver      # WebDriver for that browser
+  python3-selenium     # drives it (scripts/serve-browser.py)
   gpsd                 # the daemon
   gpsd-clients         # gpsfake, gpspipe, gpsdecode (tests, replay --via gpsd, benchmark)
   geographiclib-tools  # GeodSolve: the geodesic reference in the tests

@@ -26,7 +26,7 @@ for suite in ${filter//|/ }; do
 done
 mkdir -p "$scratch/Sources" "$scratch/Tests/GPSLocationTests"
 rm -f "$scratch"/Sources/* "$scratch"/Tests/TestSupport "$scratch"/Tests/GPSLocationTests/*
-for target in CGPS CPseudoTerminal GNSSCore NMEA0183 GPSDClient LocationCore GPSLocation GPSDProcesses GPSLocationTesting GPSLocCLI; do
+for target in CGPS CPseudoTerminal CServeHTTP GNSSCore NMEA0183 GPSDClient LocationCore GPSLocation GPSDProcesses GPSLocationTesting GPSLocCLI; do
   ln -s "$root/Sources/$target" "$scratch/Sources/$target"
 done
 ln -s "$root/Tests/TestSupport" "$scratch/Tests/TestSupport"
@@ -42,6 +42,7 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CGPS", pkgConfig: "libgps"),
         .target(name: "CPseudoTerminal"),
+        .target(name: "CServeHTTP", linkerSettings: [.linkedLibrary("microhttpd")]),
         .target(name: "GNSSCore", swiftSettings: strict),
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strict),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strict),
@@ -54,7 +55,7 @@ let package = Package(
             name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],
             swiftSettings: strict),
         .target(
-            name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183"],
+            name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183", "CServeHTTP"],
             swiftSettings: strict),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(

@@ -13,7 +13,7 @@ enum ManualCommand {
     static let commands: [(name: String, help: String)] = [
         ("watch", WatchCommand.help), ("replay", ReplayCommand.help), ("auth", AuthCommand.help),
         ("sky", SkyCommand.help), ("last", LastCommand.help), ("monitor", MonitorCommand.help),
-        ("doctor", DoctorCommand.help),
+        ("serve", ServeCommand.help), ("doctor", DoctorCommand.help),
         ("version", "usage: gpsloc version\n\nThe versions of gpsloc and of the libgps API it was built with."),
         ("completion", completionHelp), ("manpage", manpageHelp),
     ]

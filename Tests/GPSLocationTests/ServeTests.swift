@@ -4,6 +4,9 @@ import GPSDProcesses
 import TestSupport
 import Testing
 
+@testable import GPSLocCLI
+@testable import LocationCore
+
 /// #53: `gpsloc serve`, the web companion. The real `gpsloc` binary serves a recording (through
 /// GPSLocation's parser here; through a real gpsd and in a real browser in the lane below), and
 /// every request is written byte for byte, as a browser or an attacker would send it.
@@ -174,7 +177,7 @@ struct ServeTests {
         _ = try await Self.firstLocations(box)
         // Eight clients ask for everything from the start and never read a byte.
         var sleepers: [Int32] = []
-        defer { sleepers.forEach { close($0) } }
+        defer { for socket in sleepers { close(socket) } }
         for _ in 0..<8 {
             let socket = try ServeBox.connect(port: box.port)
             var size: Int32 = 4096
@@ -354,5 +357,88 @@ extension RealGPSD.LaneD {
             #expect(result.status == 0, "\(result.stdout)")
             #expect(result.stdout.contains("APPROXIMATE"), "\(result.stdout)")
         }
+    }
+}
+
+/// The hub and a stream in one process, without a server or a clock (batches published by hand):
+/// what a page is sent, and what is forgotten.
+@Suite("gpsloc serve's hub: batches, resume, the bound, forgetting")
+struct ServeHubTests {
+    static func location(_ index: Int) -> LocationValue {
+        LocationValue(
+            coordinate: CLLocationCoordinate2D(latitude: 51 + Double(index) * 1e-5, longitude: -2.5),
+            altitude: 40, horizontalAccuracy: 3, verticalAccuracy: 4, course: 90, courseAccuracy: -1, speed: 10,
+            speedAccuracy: -1, timestamp: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)))
+    }
+
+    /// A hub whose batches are published only by `publish()` (its timer is an hour).
+    static func hub(capacity: Int = 100) -> ServeHub {
+        let hub = ServeHub(settings: ServeHub.Settings(batch: 3600, capacity: capacity, replay: nil))
+        hub.authorization(status: .authorizedAlways, accuracy: .fullAccuracy, reason: nil)
+        hub.tracking(true, reason: nil)
+        return hub
+    }
+
+    /// What the stream has to send now.
+    static func drain(_ stream: ServeStream, _ hub: ServeHub) -> [EventStream.Event] {
+        // A header, its blank line, then the events (split by scalar: "\r\n" is one Character).
+        let text = Array("HTTP/1.1 200 OK\n\n".utf8) + stream.sendableNow()
+        return EventStream.parse(String(decoding: text, as: UTF8.self).components(separatedBy: "\n"))
+    }
+
+    @Test("a new client gets the latest location at once, then only published batches; ids are the batch's last")
+    func batches() {
+        let hub = Self.hub()
+        for index in 1...3 { hub.add(Self.location(index)) }
+        let stream = ServeStream(hub: hub, after: nil)
+        // On connecting: the latest location, at once.
+        let first = Self.drain(stream, hub).filter { $0.name == "locations" }
+        #expect(first.map(\.id) == [3] && first.first?.locations.count == 1)
+        for index in 4...6 { hub.add(Self.location(index)) }
+        #expect(Self.drain(stream, hub).filter { $0.name == "locations" }.isEmpty, "nothing before the batch")
+        hub.publish()
+        for index in 7...8 { hub.add(Self.location(index)) }  // not published yet
+        let all = Self.drain(stream, hub)
+        let batches = all.filter { $0.name == "locations" }
+        #expect(batches.map(\.id) == [6], "\(all.map(\.name)) published \(hub.state.withLock { $0.published })")
+        #expect(batches.first?.locations.count == 3)
+    }
+
+    @Test("Last-Event-ID: every held location after it, in order; beyond the bound, a note and the oldest held")
+    func resumeAndBound() {
+        let hub = Self.hub(capacity: 10)
+        for index in 1...25 { hub.add(Self.location(index)) }
+        hub.publish()
+        let resumed = ServeStream(hub: hub, after: 20)
+        let behind = ServeStream(hub: hub, after: 3)
+        let stranger = ServeStream(hub: hub, after: 999)
+        let times = Self.drain(resumed, hub).flatMap(\.locations).compactMap { $0["timestamp"] as? String }
+        #expect(times.count == 5 && times == times.sorted() && Set(times).count == 5)
+        let events = Self.drain(behind, hub)
+        #expect(events.first { $0.name == "status" }?.data.contains("locationsDropped") == true)
+        #expect(events.flatMap(\.locations).count == 10)
+        #expect(Self.drain(stranger, hub).flatMap(\.locations).count == 1, "an unknown id is a new client")
+        #expect(hub.track().count == 10)
+    }
+
+    @Test("a revocation, or a fall to reduced accuracy, forgets what was held")
+    func forgets() {
+        for (status, accuracy) in [
+            (CLAuthorizationStatus.denied, CLAccuracyAuthorization.fullAccuracy),
+            (.authorizedAlways, .reducedAccuracy),
+        ] {
+            let hub = Self.hub()
+            for index in 1...5 { hub.add(Self.location(index)) }
+            hub.publish()
+            hub.authorization(status: status, accuracy: accuracy, reason: "changed outside gpsloc")
+            let returning = ServeStream(hub: hub, after: 0)
+            #expect(hub.track().isEmpty)
+            #expect(Self.drain(returning, hub).flatMap(\.locations).isEmpty)
+            #expect(hub.state.withLock { $0.location(id: $0.newestID) } == nil)
+        }
+        let hub = Self.hub()
+        hub.authorization(status: .denied, accuracy: .fullAccuracy, reason: nil)
+        hub.add(Self.location(1))
+        #expect(hub.track().isEmpty, "nothing is held without a grant")
     }
 }

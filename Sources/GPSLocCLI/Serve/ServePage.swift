@@ -78,13 +78,15 @@ enum ServePage {
         #status { margin: 0; padding: .4em 1em; background: #fff3cd; }
         #status.ok { background: #e8f5e9; }
         #note { margin: 0; padding: 0 1em; font-size: .85em; color: #555; }
-        main { display: grid; grid-template-columns: minmax(16em, 1fr) 2fr; gap: 1em; padding: 1em; }
+        main { display: grid; grid-template-columns: minmax(16em, 1fr) 2fr; gap: 1em; padding: 1em;
+          grid-template-areas: "now map" "sky map" "history history"; }
+        #now { grid-area: now; } #map { grid-area: map; } #skybox { grid-area: sky; } #history { grid-area: history; }
         #position { font: 600 1.4em ui-monospace, monospace; }
         #approximate { color: #b35c00; font-weight: 600; }
         dl { display: grid; grid-template-columns: auto 1fr; gap: .2em 1em; }
         dt { color: #555; } dd { margin: 0; font-family: ui-monospace, monospace; }
-        #map { min-height: 320px; background: #dde3e8; }
-        #skybox svg { width: 100%; max-width: 320px; }
+        #map { min-height: 520px; background: #dde3e8; }
+        #skybox svg { width: 100%; max-width: 300px; }
         .ring { fill: none; stroke: #9aa5b1; stroke-width: .6; }
         .compass { font-size: 9px; text-anchor: middle; fill: #555; }
         .sat.used { stroke: #1b1f23; stroke-width: 1.2; }
@@ -92,8 +94,11 @@ enum ServePage {
         .prn { font-size: 6px; text-anchor: middle; fill: #1b1f23; }
         table { border-collapse: collapse; font: .85em ui-monospace, monospace; width: 100%; }
         th, td { border-bottom: 1px solid #ccd; padding: .2em .5em; text-align: left; }
-        #history { grid-column: 1 / -1; overflow-x: auto; }
-        @media (max-width: 700px) { main { grid-template-columns: 1fr; } }
+        #history { overflow-x: auto; }
+        @media (max-width: 700px) {
+          main { grid-template-columns: 1fr; grid-template-areas: "now" "map" "sky" "history"; }
+          #map { min-height: 320px; }
+        }
 
         """
 

@@ -11,6 +11,8 @@ enum ServeScript {
           const svgNS = "http://www.w3.org/2000/svg";
           const maxRows = 50, maxPoints = 20000;
           let received = 0, map = null, track = null, circle = null, points = [], centred = false, tracking = null;
+          // The map follows the receiver until the person drags or zooms it.
+          let following = true, tiled = false;
 
           function initMap() {
             const box = $("map");
@@ -20,6 +22,8 @@ enum ServeScript {
             }
             map = L.map(box, { zoomControl: true });
             const tiles = box.dataset.tiles;
+            tiled = Boolean(tiles);
+            map.on("dragstart", () => { following = false; });
             if (tiles) {
               L.tileLayer(tiles, { maxZoom: 19, attribution: "map tiles: " + tiles.split("/")[2] }).addTo(map);
             } else {
@@ -50,7 +54,11 @@ enum ServeScript {
             if (!map) return;
             const here = [loc.latitude, loc.longitude];
             circle.setLatLng(here).setRadius(loc.horizontalAccuracy || 0);
-            if (!centred) {
+            if (!following) return;
+            if (!tiled && points.length > 1) {
+              // No map to read: the whole track in view.
+              map.fitBounds(track.getBounds(), { padding: [24, 24], maxZoom: 17, animate: false });
+            } else if (!centred) {
               map.setView(here, loc.reduced ? 12 : 17);
               centred = true;
             } else if (!map.getBounds().contains(here)) {
@@ -185,9 +193,24 @@ enum ServeScript {
             events.onerror = () => say("Connection to the box lost — reconnecting (nothing is missed: the box keeps a day of locations)…", false);
           }
 
+          // The session's track so far, then the stream (whose first location is the latest).
+          async function loadTrack() {
+            if (!track) return;
+            try {
+              const response = await fetch("/api/track", { credentials: "same-origin" });
+              if (response.ok) {
+                const held = await response.json();
+                points = held.points.slice(-maxPoints).concat(points);
+                track.setLatLngs(points);
+              }
+            } catch (error) {
+              // The stream says what is wrong with the connection.
+            }
+          }
+
           initMap();
           $("tracking").addEventListener("click", toggle);
-          connect();
+          loadTrack().then(connect);
         })();
 
         """#

@@ -97,6 +97,8 @@ final class ServeServer: Sendable {
         case ("POST", "/api/start"), ("POST", "/api/stop"):
             control(request.path == "/api/start")
             return .json(200, status(), headers: headers)
+        case ("GET", "/api/track"):
+            return .json(200, trackPoints(), headers: headers)
         case ("GET", "/track.gpx"):
             headers.append(("Content-Disposition", "attachment; filename=\"track.gpx\""))
             let name = hub.settings.replay.map { "replay of \($0)" } ?? "gpsloc serve"
@@ -182,6 +184,25 @@ final class ServeServer: Sendable {
             ])
             return writer.buffer
         }
+    }
+
+    /// `/api/track`: `{"newestID":N,"points":[[lat,lon],…]}`, the held locations oldest first
+    /// (the page draws the session's track before its stream adds to it).
+    private func trackPoints() -> [UInt8] {
+        let (newest, locations) = hub.state.withLock { state in (state.newestID, state.permits) }
+        var writer = NDJSONWriter()
+        writer.object([("newestID", .integer(newest))])
+        var bytes = Array(writer.buffer.dropLast(2))  // "}\n"
+        bytes += Array(#","points":["#.utf8)
+        if locations {
+            for (index, location) in hub.track().enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes += Array(
+                    "[\(fixedDecimal(location.coordinate.latitude, decimals: 7)),\(fixedDecimal(location.coordinate.longitude, decimals: 7))]"
+                        .utf8)
+            }
+        }
+        return bytes + Array("]}\n".utf8)
     }
 
     /// The files of Debian's libjs-leaflet this page uses, and nothing else.

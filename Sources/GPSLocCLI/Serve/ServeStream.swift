@@ -87,6 +87,23 @@ final class ServeStream: HTTPStream {
         }
     }
 
+    /// Everything there is to send now, without waiting (the tests' view of a stream).
+    func sendableNow() -> [UInt8] {
+        var out: [UInt8] = []
+        while fill() {
+            let taken = cursor.withLock { cursor -> [UInt8] in
+                defer {
+                    cursor.pending = []
+                    cursor.offset = 0
+                }
+                return Array(cursor.pending[cursor.offset...])
+            }
+            if taken.isEmpty { break }
+            out += taken
+        }
+        return out
+    }
+
     /// Formats what is new since the cursors into `pending`; false when nothing is.
     private func fill() -> Bool {
         var current = cursor.withLock { $0 }
