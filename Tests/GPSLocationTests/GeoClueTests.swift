@@ -392,7 +392,9 @@ extension RealGPSD.LaneB {
             #expect(seen, "\(lines.suffix(20))")
             let position = try #require(lines.first { $0.hasPrefix("POSITION ") }, "\(lines.suffix(20))")
             let numbers = position.split(separator: " ").dropFirst().compactMap { Double($0) }
-            #expect(numbers.count == 3 && abs(numbers[0] - 51.45) < 0.02 && numbers[2] > 0 && numbers[2] < 50)
+            #expect(
+                numbers.count == 3 && abs(numbers[0] - 51.45) < 0.02 && numbers[2] > 0 && numbers[2] < 50,
+                "\(position) — gpslocd's log: \(box.log.snapshot.suffix(15).map(\.text))")
             #expect(box.audit.contains("app=firefox level=8 accuracy=full"), "\(box.audit)")
         }
     }
