@@ -29,9 +29,9 @@ enum ServeCommand {
           --token TOKEN              the token pages and scripts must show (default: a new random one;
                                      printed in the URL when listening beyond loopback)
           --allow-host NAME          also answer requests for this host name (repeatable), e.g. boat.local
-          --tiles URL                map tiles, e.g. https://tile.openstreetmap.org/{z}/{x}/{y}.png
-                                     (default none: the track is drawn without a map — tiles would tell
-                                     the tile server where the receiver is)
+          --tiles URL                map tiles, a URL with {z}, {x} and {y} (docs/serve.md); default
+                                     none: the track is drawn without a map — tiles would tell the
+                                     tile server where the receiver is
           --in-use                   count as in use (for When-In-Use grants)
           --authorization S, --accuracy A
                                      a replay's simulated gate, as `gpsloc replay` takes them
