@@ -49,8 +49,9 @@ let package = Package(
         .target(
             name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],
             swiftSettings: strictSettings),
-        // libmicrohttpd (libmicrohttpd-dev) for `gpsloc serve`: its start is a variadic C call.
-        .target(name: "CServeHTTP", linkerSettings: [.linkedLibrary("microhttpd")]),
+        // libmicrohttpd (libmicrohttpd-dev's header) for `gpsloc serve`: opened when serve starts
+        // (dlopen), not linked — its GnuTLS would cost every other command memory.
+        .target(name: "CServeHTTP"),
         .target(
             name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183", "CServeHTTP"],
             swiftSettings: strictSettings),

@@ -42,7 +42,7 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CGPS", pkgConfig: "libgps"),
         .target(name: "CPseudoTerminal"),
-        .target(name: "CServeHTTP", linkerSettings: [.linkedLibrary("microhttpd")]),
+        .target(name: "CServeHTTP"),
         .target(name: "GNSSCore", swiftSettings: strict),
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strict),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strict),

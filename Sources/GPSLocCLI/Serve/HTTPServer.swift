@@ -57,6 +57,11 @@ final class HTTPServer: Sendable {
     )
         throws(ListenError)
     {
+        if let problem = gpsloc_http_load() {
+            throw ListenError(
+                description:
+                    "gpsloc serve needs libmicrohttpd (\(String(cString: problem))) — `sudo apt-get install libmicrohttpd12`")
+        }
         var bound: Int32 = 0
         let socket = gpsloc_http_listen(host, Int32(port), &bound)
         guard socket >= 0 else {
@@ -114,7 +119,7 @@ final class HTTPServer: Sendable {
             defer { daemon = 0 }
             return daemon
         }
-        if let running = OpaquePointer(bitPattern: address) { MHD_stop_daemon(running) }
+        if let running = OpaquePointer(bitPattern: address) { gpsloc_http_stop(running) }
     }
 
     private func answer(_ connection: OpaquePointer, method: String, url: String) -> MHD_Result {
@@ -138,8 +143,8 @@ final class HTTPServer: Sendable {
         case .stream(let code, let type, let stream, let headers):
             status = code
             let box = Unmanaged.passRetained(StreamBox(stream)).toOpaque()
-            made = MHD_create_response_from_callback(
-                UInt64.max, 16 * 1024,
+            made = gpsloc_http_stream_response(
+                16 * 1024,
                 { context, _, buffer, max in
                     guard let context, let buffer else { return -1 }
                     let box = Unmanaged<StreamBox>.fromOpaque(context).takeUnretainedValue()
@@ -160,12 +165,11 @@ final class HTTPServer: Sendable {
             }
         }
         guard let made else { return .NO }
-        defer { MHD_destroy_response(made) }
-        return MHD_queue_response(connection, UInt32(status), made)
+        return gpsloc_http_queue(connection, UInt32(status), made)
     }
 
     private static func add(_ headers: [(String, String)], to response: OpaquePointer) {
-        for (name, value) in headers { _ = MHD_add_response_header(response, name, value) }
+        for (name, value) in headers { gpsloc_http_add_header(response, name, value) }
     }
 
     /// Every value of one kind (headers, query arguments, cookies); the first of a repeated name.
@@ -176,8 +180,8 @@ final class HTTPServer: Sendable {
             init(lowercased: Bool) { self.lowercased = lowercased }
         }
         let collected = Collected(lowercased: lowercased)
-        _ = withExtendedLifetime(collected) {
-            MHD_get_connection_values(
+        withExtendedLifetime(collected) {
+            gpsloc_http_values(
                 connection, kind,
                 { context, _, key, value in
                     guard let context, let key else { return .YES }
