@@ -60,7 +60,8 @@ final class HTTPServer: Sendable {
         if let problem = gpsloc_http_load() {
             throw ListenError(
                 description:
-                    "gpsloc serve needs libmicrohttpd (\(String(cString: problem))) — `sudo apt-get install libmicrohttpd12`")
+                    "gpsloc serve needs libmicrohttpd (\(String(cString: problem))) — `sudo apt-get install libmicrohttpd12`"
+            )
         }
         var bound: Int32 = 0
         let socket = gpsloc_http_listen(host, Int32(port), &bound)
