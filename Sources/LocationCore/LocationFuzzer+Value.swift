@@ -6,7 +6,8 @@ import GNSSCore
 
 extension LocationFuzzer {
     /// What the gate may let out for one precise location.
-    enum Outcome: Sendable {
+    public enum Outcome: Sendable {
+        /// The reduced location to let out.
         case location(LocationValue)
         /// Nothing now: the rate limit holds.
         case hold
@@ -15,11 +16,11 @@ extension LocationFuzzer {
     }
 
     /// The last reduced location given, as the app got it.
-    var lastGiven: LocationValue? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
+    public var lastGiven: LocationValue? { lastPoint.map { Self.reducedLocation($0, source: nil) } }
 
     /// The reduced form of `location` at `now` (the clock the engine checks times by): the
     /// engine's gate asks here; the rule itself is `reducePoint`.
-    mutating func reduce(_ location: LocationValue, now: Date) -> Outcome {
+    public mutating func reduce(_ location: LocationValue, now: Date) -> Outcome {
         switch reducePoint(
             latitude: location.coordinate.latitude, longitude: location.coordinate.longitude,
             horizontalAccuracy: location.horizontalAccuracy, now: now)

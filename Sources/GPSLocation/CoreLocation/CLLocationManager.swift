@@ -74,7 +74,7 @@ open class CLLocationManager: NSObject {
         get { runner.withEngine { $0.configuration.desiredAccuracy } }
         set { runner.withEngine { $0.configuration.desiredAccuracy = newValue } }
     }
-    /// Metres; `kCLDistanceFilterNone` (the default) delivers every location. See `DistanceFilterStage`.
+    /// Metres; `kCLDistanceFilterNone` (the default) delivers every location. See `DeliveryFilter`.
     public var distanceFilter: CLLocationDistance {
         get { runner.withEngine { $0.configuration.distanceFilter } }
         set { runner.withEngine { $0.configuration.distanceFilter = newValue } }

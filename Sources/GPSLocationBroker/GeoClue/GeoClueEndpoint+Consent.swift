@@ -4,10 +4,10 @@ import GNSSCore
 import Glibc
 import LocationCore
 
-// A client's life: Start through consent, delivery through its engine, revocation, Stop, and
+// A client's life: Start through consent, delivery through the feed, revocation, Stop, and
 // the end of its connection. Part of `GeoClueEndpoint`, on the bus thread.
 extension GeoClueEndpoint {
-    /// The authorization a client's engine runs with now: the agent's answer for this client,
+    /// The authorization a client is served under now: the agent's answer for this client,
     /// else the app's decision (`BrokerService`'s, the socket's own), with reduced accuracy
     /// below street level. A started desktop client is in use (there is no terminal to judge).
     func authorization(of client: Client) -> AuthorizationState? {
@@ -127,23 +127,18 @@ extension GeoClueEndpoint {
         }
     }
 
-    /// Starts `client`'s engine with its authorization now and answers the Start.
+    /// Starts `client` in the feed under its authorization now and answers the Start.
     private func run(_ client: Client, _ call: OpaquePointer, _ error: UnsafeMutablePointer<sd_bus_error>?) -> Int32 {
         guard let authorization = authorization(of: client), authorization.allowsDelivery else {
             return gcb_error(error, BusMessage.accessDenied, "location is not authorized for \(client.app ?? "")")
         }
         let face = face
         let clientID = client.id
-        let engine = GeoClueEngine(
-            service: service, authorization: authorization, distance: client.distance, interval: client.time,
-            deliver: { face.post { $0.deliver(clientID) } },
+        client.fed = true
+        face.feed.add(
+            clientID, reduced: authorization.accuracy == .reducedAccuracy, distance: client.distance,
+            interval: client.time, deliver: { face.post { $0.deliver(clientID) } },
             problem: { problem in face.post { $0.problem(clientID, problem) } })
-        client.engine = engine
-        guard engine.start() else {
-            client.engine = nil
-            engine.stop()
-            return gcb_error(error, BusMessage.accessDenied, "the location gate refused \(client.app ?? "")")
-        }
         client.active = true
         let row = GeoClueFace.Row(
             uid: client.identity.uid, pid: client.identity.pid, app: authorization.appID,
@@ -157,7 +152,7 @@ extension GeoClueEndpoint {
         return r < 0 ? r : 1
     }
 
-    /// Stops `client`'s engine; says so when it was active.
+    /// Takes `client` out of the feed; says so when it was active.
     func stop(_ client: Client, why: String) {
         client.startGeneration += 1
         if let call = client.pendingStart {
@@ -165,8 +160,7 @@ extension GeoClueEndpoint {
             BusMessage.replyError(call, BusMessage.failed, "stopped before consent was given")
             sd_bus_message_unref(call)
         }
-        client.engine?.stop()
-        client.engine = nil
+        unfeed(client)
         client.once = nil
         guard client.active else { return }
         client.active = false
@@ -190,11 +184,16 @@ extension GeoClueEndpoint {
         if notify {
             stop(client, why: "deleted")
         } else {
-            client.engine?.stop()
-            client.engine = nil
+            unfeed(client)
             if let call = client.pendingStart { sd_bus_message_unref(call) }
             client.pendingStart = nil
         }
+    }
+
+    func unfeed(_ client: Client) {
+        guard client.fed else { return }
+        client.fed = false
+        face.feed.remove(client.id)
     }
 
     /// A connection left the bus: its clients stop and are forgotten, its agent too.
@@ -212,8 +211,8 @@ extension GeoClueEndpoint {
     }
 
     /// A decision changed (`key`; nil: maybe any): each running client of it is checked again
-    /// at once — refused ones stop (Active false: where-am-i quits), the others' engines get
-    /// the new accuracy.
+    /// at once — refused ones stop (Active false: where-am-i quits), the others get the new
+    /// accuracy.
     func decisionsChanged(_ key: BrokerService.Key?) {
         for client in clients.values {
             guard let app = client.app else { continue }
@@ -223,25 +222,26 @@ extension GeoClueEndpoint {
         }
     }
 
-    /// Applies the client's authorization now to its engine, or stops it.
+    /// Applies the client's authorization now, or stops it.
     func reauthorize(_ client: Client) {
-        guard client.active, let engine = client.engine else { return }
+        guard client.active, client.fed else { return }
         guard let authorization = authorization(of: client), authorization.allowsDelivery else {
             return stop(client, why: "authorization revoked")
         }
-        engine.authorize(authorization)
+        face.feed.update(client.id, reduced: authorization.accuracy == .reducedAccuracy)
         face.rows.withLock { $0[client.id]?.authorization = authorization }
     }
 
-    /// The engine of client `clientID` has a location: a new Location object, the signal to the
+    /// The feed has a location for client `clientID`: a new Location object, the signal to the
     /// client, the one before it kept until then and the older ones removed. Checked again
     /// here against the client's authorization now (fails closed: a location of a grant
     /// revoked meanwhile, or a precise one when only reduced is allowed now, is not sent).
     func deliver(_ clientID: Int) {
         // The core's rule for a location held since it was computed (the last-location cache's):
         // with reduced accuracy, only a reduced one.
-        guard let client = clients[clientID], client.active, let engine = client.engine,
-            let value = engine.take(), let authorization = authorization(of: client), authorization.allowsDelivery,
+        guard let client = clients[clientID], client.active, client.fed,
+            let value = face.feed.take(clientID), let authorization = authorization(of: client),
+            authorization.allowsDelivery,
             AuthorizationDecision(status: authorization.status, accuracy: authorization.accuracy).permits(
                 cached: value)
         else { return }
@@ -259,7 +259,7 @@ extension GeoClueEndpoint {
             [.objectPath(old), .objectPath(new)], to: client.owner)
     }
 
-    /// An error from the client's engine: logged; one that ends updates stops the client.
+    /// An error of the feed's engine: logged; one that ends updates stops the client.
     func problem(_ clientID: Int, _ error: CLError) {
         guard let client = clients[clientID] else { return }
         BrokerServer.log("geoclue: client \(clientID) (\(client.app ?? "-"), uid \(client.identity.uid)): \(error)")

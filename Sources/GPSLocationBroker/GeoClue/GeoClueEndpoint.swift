@@ -42,7 +42,8 @@ final class GeoClueEndpoint {
         var active = false
         /// The app id decisions are keyed by (set at Start from `DesktopId`).
         var app: String?
-        var engine: GeoClueEngine?
+        /// Started in the feed (its locations come).
+        var fed = false
         /// The current location and the one before it (kept until the client has had the next).
         var locations: [LocationRecord] = []
         var nextLocation = 1
@@ -73,7 +74,7 @@ final class GeoClueEndpoint {
     /// Whether any client was active when last said (the Manager's `InUse`).
     var inUse = false
 
-    /// Clients one connection may hold (each an engine of a few kilobytes).
+    /// Clients one connection may hold (each a few hundred bytes in the feed).
     static let clientsPerConnection = 16
     /// Connections of one uid gpslocd keeps an identity (and a pidfd) for.
     static let connectionsPerUID = 64
@@ -337,7 +338,7 @@ final class GeoClueEndpoint {
         case "DistanceThreshold", "TimeThreshold":
             guard let number = BusMessage.readUInt32(value) else { return -EINVAL }
             if property == "DistanceThreshold" { client.distance = number } else { client.time = number }
-            client.engine?.configure(distance: client.distance, interval: client.time)
+            if client.fed { face.feed.configure(client.id, distance: client.distance, interval: client.time) }
             changed = .uint32(number)
         default:
             return gcb_error(error, BusMessage.accessDenied, "\(property) is read-only")
@@ -347,7 +348,7 @@ final class GeoClueEndpoint {
         return 1
     }
 
-    /// A Location object's property, from the engine's location: GeoClue's "unknown" values
+    /// A Location object's property, from the feed's location: GeoClue's "unknown" values
     /// where the location has none (a reduced location has only its point and its cell).
     static func value(of location: LocationValue, _ property: String) -> BusMessage.Value {
         switch property {

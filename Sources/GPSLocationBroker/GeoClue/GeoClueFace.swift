@@ -11,10 +11,11 @@ import LocationCore
 ///
 /// One thread owns the bus connection (sd-bus is not thread-safe): it runs sd-bus's calls and
 /// the jobs other threads post (a location to send, a decision that changed), one at a time,
-/// never waiting on a client. Each client's engine runs on gpsd's thread and hands its latest
-/// location over.
+/// never waiting on a client. The locations come from one engine for every client
+/// (`GeoClueFeed`), on gpsd's thread, which hands each client's latest over.
 final class GeoClueFace: Sendable {
     let service: BrokerService
+    let feed: GeoClueFeed
     private let jobs = Locked<[@Sendable (GeoClueEndpoint) -> Void]>([])
     private let wake = WakePipe(owner: "gpslocd's GeoClue face")
     private let running = Locked(true)
@@ -42,6 +43,7 @@ final class GeoClueFace: Sendable {
 
     init(service: BrokerService) {
         self.service = service
+        feed = GeoClueFeed(service: service)
     }
 
     /// Connects to the system bus (`$DBUS_SYSTEM_BUS_ADDRESS` when set), takes the name and

@@ -8,7 +8,7 @@ extension LocationEngine {
         /// `kCLLocationAccuracyReduced`: approximate locations even with full accuracy
         /// authorization, as Apple documents it (the gate's `reducedRequested`).
         public var desiredAccuracy: CLLocationAccuracy = kCLLocationAccuracyBest
-        /// See `DistanceFilterStage`.
+        /// See `DeliveryFilter`.
         public var distanceFilter: CLLocationDistance = kCLDistanceFilterNone
         /// At most one delivered location per this many seconds of the locations' own time
         /// (0: no limit). Both this and the distance filter must pass.

@@ -110,13 +110,6 @@ extension LocationEngine {
             && !stationaryDelivered
     }
 
-    /// `minimumUpdateInterval`: the location is at least that long after the last delivered one
-    /// (by the locations' own timestamps; 1 ms of slack for receiver rounding).
-    func intervalAdmits(_ location: LocationValue) -> Bool {
-        guard configuration.minimumUpdateInterval > 0, let last = lastDeliveryTime else { return true }
-        return location.timestamp.timeIntervalSince(last) >= configuration.minimumUpdateInterval - 0.001
-    }
-
     /// `requestLocation()` without a location meeting `desiredAccuracy` yet: the candidate at
     /// its deadline is the most accurate location of the last receiver cycle (the time between
     /// the last two locations) — as accurate or better wins, so a steady receiver gives its

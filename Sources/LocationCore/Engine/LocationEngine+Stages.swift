@@ -145,13 +145,13 @@ extension LocationEngine {
                 }
             } else if mode == .continuous, !pauses(at: location, actions: &actions),
                 showsStop
-                    || (intervalAdmits(location)
-                        && filter.admits(location, distanceFilter: configuration.distanceFilter))
+                    || filter.admits(
+                        location, distanceFilter: configuration.distanceFilter,
+                        minimumInterval: configuration.minimumUpdateInterval)
             {
                 if showsStop { stationaryDelivered = true }
                 let location = markedStationary(location)
                 filter.delivered(location)
-                lastDeliveryTime = location.timestamp
                 lastDelivered = location
                 lastRejection = nil
                 lastRejectionReason = nil

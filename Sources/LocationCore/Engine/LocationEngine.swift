@@ -12,7 +12,7 @@ import GNSSCore
 /// validity (`ValidityStage`) → accuracy (`AccuracyStage`) → receiver choice
 /// (`ReceiverSelectionStage`) → time order (`TimeOrderStage`) → staleness
 /// (`FixStalenessMonitor`) → authorization gate (`AuthorizationGate`) → distance filter
-/// (`DistanceFilterStage`), or, for `requestLocation()`, the desired-accuracy check.
+/// (`DeliveryFilter`), or, for `requestLocation()`, the desired-accuracy check.
 ///
 /// The monitoring services — regions (`RegionMonitorStage`), visits (`VisitStage`) and
 /// significant changes (`SignificantChangeStage`) — run on the same locations, after the gate
@@ -91,7 +91,7 @@ public struct LocationEngine: Sendable {
     var staleness = FixStalenessMonitor()
     // Internal, not private, where LocationEngine+Monitoring.swift uses them.
     var gate: AuthorizationGate
-    var filter = DistanceFilterStage()
+    var filter = DeliveryFilter()
     var regions = RegionMonitorStage()
     var visits: VisitStage?
     var significantChanges: SignificantChangeStage?
@@ -116,8 +116,6 @@ public struct LocationEngine: Sendable {
     /// Why the last fix since the last delivery was not used (the staleness report names it:
     /// fixes that arrive and are refused are not a receiver "still searching").
     var lastRejectionReason: String?
-    /// The time of the last location delivered in these updates (the interval's start).
-    var lastDeliveryTime: Date?
     /// Receivers gpsd said are deactivated and has not reactivated since.
     private var deactivated: Set<String> = []
     /// Diagnostics that would repeat are said at most once a minute.
@@ -241,7 +239,6 @@ public struct LocationEngine: Sendable {
         lastRejection = nil
         lastRejectionReason = nil
         stalenessDeadline = nil
-        lastDeliveryTime = nil
         if !isMonitoring { resetShared() }
         return [.cancel(.staleness), .cancel(.requestLocation)]
     }

@@ -268,23 +268,37 @@ public struct AccuracyStage: Sendable {
     }
 }
 
-/// Stage 3: Apple's distance filter, measured from the last *delivered* location.
+/// Stage 3: Apple's two rules for which location of continuous updates is delivered, measured
+/// from the last *delivered* one — the engine's, and every face's that delivers one stream of
+/// locations to several clients (gpslocd's GeoClue clients, each with its own thresholds).
 ///
-/// The exact rule: with `distanceFilter` ≤ 0 (`kCLDistanceFilterNone`) every location passes.
-/// Otherwise a location passes when there is no delivered location yet, or when its WGS 84
-/// geodesic distance from the last delivered one is ≥ `distanceFilter`, or when its accuracy
-/// has improved: its `horizontalAccuracy` is at most half that of the last delivered one.
-/// Call `delivered(_:)` only for locations that actually reached the app (after the gate).
-/// The filter itself is the engine's configuration (`Configuration.distanceFilter`, read at each
-/// location): the stage keeps only what it measures from.
-struct DistanceFilterStage: Sendable {
-    private(set) var lastDelivered: LocationValue?
+/// - The distance filter: with `distanceFilter` ≤ 0 (`kCLDistanceFilterNone`) every location
+///   passes. Otherwise a location passes when there is no delivered location yet, or when its
+///   WGS 84 geodesic distance from the last delivered one is ≥ `distanceFilter`, or when its
+///   accuracy has improved: its `horizontalAccuracy` is at most half that of the last delivered one.
+/// - The minimum interval: with `minimumInterval` > 0 a location passes only when it is at least
+///   that long after the last delivered one, by the locations' own timestamps (1 ms of slack for
+///   receiver rounding).
+///
+/// Both must pass. Call `delivered(_:)` only for locations that actually reached the app (after
+/// the gate). The thresholds are passed at each location (the engine's configuration may change
+/// between them): the filter keeps only what it measures from.
+public struct DeliveryFilter: Sendable {
+    /// The last location delivered (nil: none since the start or `reset()`).
+    public private(set) var lastDelivered: LocationValue?
 
-    /// A stage with no location delivered yet.
-    init() {}
+    /// A filter with no location delivered yet.
+    public init() {}
 
-    func admits(_ location: LocationValue, distanceFilter: CLLocationDistance) -> Bool {
-        guard distanceFilter > 0, let last = lastDelivered else { return true }
+    /// Whether `location` may be delivered under these thresholds.
+    public func admits(
+        _ location: LocationValue, distanceFilter: CLLocationDistance, minimumInterval: TimeInterval = 0
+    ) -> Bool {
+        guard let last = lastDelivered else { return true }
+        if minimumInterval > 0 && location.timestamp.timeIntervalSince(last.timestamp) < minimumInterval - 0.001 {
+            return false
+        }
+        guard distanceFilter > 0 else { return true }
         if location.horizontalAccuracy >= 0 && last.horizontalAccuracy > 0
             && location.horizontalAccuracy <= last.horizontalAccuracy / 2
         {
@@ -295,10 +309,12 @@ struct DistanceFilterStage: Sendable {
             latitude2: location.coordinate.latitude, longitude2: location.coordinate.longitude, atLeast: distanceFilter)
     }
 
-    mutating func delivered(_ location: LocationValue) { lastDelivered = location }
+    /// `location` reached the app: the next ones are measured from it.
+    public mutating func delivered(_ location: LocationValue) { lastDelivered = location }
 
-    /// Forget the last delivered location (after `stopUpdatingLocation()`: the next start delivers at once).
-    mutating func reset() { lastDelivered = nil }
+    /// Forgets the last delivered location (after `stopUpdatingLocation()`: the next start
+    /// delivers at once).
+    public mutating func reset() { lastDelivered = nil }
 }
 
 /// A fix that came with no error estimate at all (gpsd reports the RMC of a cycle before its GGA
