@@ -15,7 +15,6 @@ final class LastFixes: Sendable {
         /// The FIX object (a line without its newline).
         var object: String
         var reduced: Bool
-        var written: Date?
         /// The receiver's last ESTIMATE object (GST) the app received after it, if any: the
         /// client applies it when its time is the fix's (the engine's rule), so the kept location
         /// has the accuracy the app was given.
@@ -25,7 +24,12 @@ final class LastFixes: Sendable {
         var uid: UInt32
         var app: String
     }
-    private let entries = Locked([Key: Entry]())
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        /// The library's rule for how often a last location is written.
+        var throttle: WriteThrottle<Key>
+    }
+    private let state: Locked<State>
     /// Files are written (and synced) here, in order, never on the thread that fans gpsd's fixes
     /// out to every program: 500 apps' first fixes were 500 fsyncs on that thread.
     private let writes = DispatchQueue(label: "gpslocd.last-locations")
@@ -39,43 +43,43 @@ final class LastFixes: Sendable {
     ) {
         self.writeInterval = writeInterval
         self.directory = directory
+        state = Locked(State(throttle: WriteThrottle(interval: writeInterval)))
     }
 
     /// Records `line` (a FIX line) as what `app` of `uid` last received.
     func record(uid: UInt32, app: String, line: String, reduced: Bool, now: Date = Date()) {
         let object = line.hasSuffix("\n") ? String(line.dropLast()) : line
         let key = Key(uid: uid, app: app)
-        let due = entries.withLock { entries -> Bool in
-            let written = entries[key]?.written
-            let due = written.map { now.timeIntervalSince($0) >= writeInterval } ?? true
-            entries[key] = Entry(object: object, reduced: reduced, written: due ? now : written)
-            return due
+        let entry = Entry(object: object, reduced: reduced)
+        let due = state.withLock { state -> Bool in
+            state.entries[key] = entry
+            return state.throttle.due(key, now: now)
         }
-        if due { save(key, Entry(object: object, reduced: reduced, written: now)) }
+        if due { save(key, entry) }
     }
 
     /// Records `line` (an ESTIMATE line) beside what `app` of `uid` last received (full accuracy
     /// only: a reduced program never receives one). Kept in memory; written with the next fix.
     func recordEstimate(uid: UInt32, app: String, line: String) {
         let object = line.hasSuffix("\n") ? String(line.dropLast()) : line
-        entries.withLock { entries in
-            guard var entry = entries[Key(uid: uid, app: app)], !entry.reduced else { return }
+        state.withLock { state in
+            guard var entry = state.entries[Key(uid: uid, app: app)], !entry.reduced else { return }
             entry.estimate = object
-            entries[Key(uid: uid, app: app)] = entry
+            state.entries[Key(uid: uid, app: app)] = entry
         }
     }
 
     /// Writes `app`'s entry now (its program went away).
     func flush(uid: UInt32, app: String) {
         let key = Key(uid: uid, app: app)
-        guard let entry = entries.withLock({ $0[key] }) else { return }
+        guard let entry = state.withLock({ $0.entries[key] }) else { return }
         save(key, entry)
     }
 
     /// What `app` of `uid` last received: from memory, else from its file.
     func entry(uid: UInt32, app: String) -> Entry? {
         let key = Key(uid: uid, app: app)
-        if let known = entries.withLock({ $0[key] }) { return known }
+        if let known = state.withLock({ $0.entries[key] }) { return known }
         guard let url = file(key), let data = PrivateFile.read(url, maximumSize: 16_384),
             let text = String(data: data, encoding: .utf8)
         else { return nil }
@@ -84,18 +88,21 @@ final class LastFixes: Sendable {
         guard let object = lines.first, let message = BrokerMessage(line: Array(object.utf8)),
             message.messageClass == "FIX"
         else { return nil }
-        var entry = Entry(object: object, reduced: message.bool("reduced") ?? false, written: nil)
+        var entry = Entry(object: object, reduced: message.bool("reduced") ?? false)
         if lines.count > 1, BrokerMessage(line: Array(lines[1].utf8))?.messageClass == "ESTIMATE" {
             entry.estimate = lines[1]
         }
-        entries.withLock { $0[key] = $0[key] ?? entry }
+        state.withLock { $0.entries[key] = $0.entries[key] ?? entry }
         return entry
     }
 
     /// Forgets what `app` of `uid` received (its decision was reset).
     func remove(uid: UInt32, app: String) {
         let key = Key(uid: uid, app: app)
-        entries.withLock { $0[key] = nil }
+        state.withLock { state in
+            state.entries[key] = nil
+            state.throttle.forget(key)
+        }
         if let url = file(key) { writes.async { unlink(url.path) } }
     }
 

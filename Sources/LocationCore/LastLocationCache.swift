@@ -23,33 +23,14 @@ public final class LastLocationCache: Sendable {
     public static let defaultWriteInterval: TimeInterval = 30
     /// Keep simulated locations too (for tests of the cache itself).
     let recordsSimulated: Bool
-    private let lastWrite = Locked(Writes())
-
-    /// When each app's location was last written; the latest app is kept apart, so the usual
-    /// case (one app, a location ten times a second) compares one string instead of hashing.
-    private struct Writes {
-        var app = ""
-        var time = Date.distantPast
-        var others: [String: Date] = [:]
-
-        subscript(app: String) -> Date? {
-            get { app == self.app ? time : others[app] }
-            set {
-                if app != self.app {
-                    if !self.app.isEmpty { others[self.app] = time }
-                    self.app = app
-                    others[app] = nil
-                }
-                time = newValue ?? .distantPast
-            }
-        }
-    }
+    private let throttle: Locked<WriteThrottle<String>>
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
         self.directory = directory ?? Self.defaultDirectory()
         self.writeInterval = writeInterval
         recordsSimulated = false
+        throttle = Locked(WriteThrottle(interval: writeInterval))
     }
 
     /// A cache in `directory`, written at most every `writeInterval` seconds;
@@ -58,6 +39,7 @@ public final class LastLocationCache: Sendable {
         self.directory = directory
         self.writeInterval = writeInterval
         self.recordsSimulated = recordsSimulated
+        throttle = Locked(WriteThrottle(interval: writeInterval))
     }
 
     /// The user's cache.
@@ -89,11 +71,7 @@ public final class LastLocationCache: Sendable {
     @discardableResult
     public func record(_ location: LocationValue, for app: String, now: Date = Date(), force: Bool = false) -> Bool {
         guard recordsSimulated || location.origin?.isProducedByAccessory == true else { return false }
-        let due = lastWrite.withLock { writes -> Bool in
-            if !force, let last = writes[app], now.timeIntervalSince(last) < writeInterval, now >= last { return false }
-            writes[app] = now
-            return true
-        }
+        let due = throttle.withLock { $0.due(app, now: now, force: force) }
         guard due, let url = file(for: app) else { return false }
         guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else {
             return false

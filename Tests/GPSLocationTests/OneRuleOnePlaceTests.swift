@@ -65,6 +65,14 @@ struct OneRuleOnePlaceTests {
             pattern: #"[wW]riteInterval: TimeInterval = \d"#,
             places: ["LocationCore/LastLocationCache.swift"]),
         Rule(
+            name: "when a kept last location is written again (WriteThrottle; the cache and gpslocd's store ask it)",
+            pattern: #"(<|>=)\s*writeInterval\b"#,
+            places: []),
+        Rule(
+            name: "the distance filter and the minimum interval (DeliveryFilter: the engine's, and per GeoClue client)",
+            pattern: #"[iI]nterval\s*-\s*0\.001|distanceFilter\s*>\s*0\b"#,
+            places: ["LocationCore/Engine/Stages.swift"]),
+        Rule(
             name: "the distance filter's value (LocationEngine.Configuration, nowhere else)",
             pattern: #"var distanceFilter\s*:\s*CLLocationDistance\s*="#,
             places: ["LocationCore/Engine/LocationEngine+Configuration.swift"]),
