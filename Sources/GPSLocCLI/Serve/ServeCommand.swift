@@ -111,7 +111,9 @@ enum ServeCommand {
                 throw UsageError("--\(name) applies to --replay only")
             }
         }
-        let hub = ServeHub(settings: ServeHub.Settings(batch: batch, replay: replay))
+        let hub = ServeHub(
+            settings: ServeHub.Settings(
+                batch: batch, replay: replay, withoutSky: replay != nil && (arguments["via"] ?? "nmea") == "nmea"))
         let sink = ServeSink(hub: hub)
         let feed: ServeFeed
         if let replay {

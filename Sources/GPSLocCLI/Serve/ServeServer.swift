@@ -77,7 +77,11 @@ final class ServeServer: Sendable {
             headers.append(("Content-Security-Policy", contentPolicy))
             return .bytes(
                 status: 200, type: "text/html; charset=utf-8",
-                body: Array(ServePage.html(token: access.token, replay: hub.settings.replay, tiles: tiles).utf8),
+                body: Array(
+                    ServePage.html(
+                        token: access.token, replay: hub.settings.replay, tiles: tiles,
+                        withoutSky: hub.settings.withoutSky
+                    ).utf8),
                 headers: headers)
         case ("GET", "/app.js"):
             return .bytes(
