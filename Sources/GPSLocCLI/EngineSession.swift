@@ -197,9 +197,15 @@ final class EngineSession: Sendable {
 
     /// - Parameter endingReasons: errors with these reasons end the command too (watch: gpsd
     ///   unreachable at start, an app that cannot be asked).
+    /// The gate a session runs behind: an app's authorizer, followed for every change (live), or
+    /// a fixed authorization (a replay's simulated gate) with its fuzzer.
+    enum Gate {
+        case following(LocationAuthorizer)
+        case fixed(AuthorizationState, fuzzer: LocationFuzzer?)
+    }
+
     init(
-        sink: UpdateSink, options: PipelineOptions, authorization: AuthorizationState, source: any LocationSource,
-        fuzzer: LocationFuzzer? = nil,
+        sink: UpdateSink, options: PipelineOptions, gate: Gate, source: any LocationSource,
         endingReasons: Set<CLError.Reason> = [], cache: LastLocationCache? = .user,
         ended: @escaping @Sendable (CLError?) -> Void
     ) {
@@ -208,12 +214,20 @@ final class EngineSession: Sendable {
         countLimit = options.count
         counts = Locked(Counts())
         let fixes = fixes
-        runner = EngineRunner(
-            // The fixes it passes on are counted for the command's closing summary.
-            source: TappedLocationSource(source) { event in
-                if case .fix = event { fixes.value.add(1, ordering: .relaxed) }
-            }, configuration: options.configuration,
-            authorization: authorization, fuzzer: fuzzer, lastLocationCache: cache, queue: nil)
+        // The fixes it passes on are counted for the command's closing summary.
+        let tapped = TappedLocationSource(source) { event in
+            if case .fix = event { fixes.value.add(1, ordering: .relaxed) }
+        }
+        switch gate {
+        case .following(let authorizer):
+            runner = EngineRunner(
+                source: tapped, configuration: options.configuration, authorizer: authorizer, lastLocationCache: cache,
+                queue: nil)
+        case .fixed(let authorization, let fuzzer):
+            runner = EngineRunner(
+                source: tapped, configuration: options.configuration, authorization: authorization, fuzzer: fuzzer,
+                lastLocationCache: cache, queue: nil)
+        }
         runner.endingReasons = endingReasons
         runner.setConsumer { [weak self] output in self?.write(output) }
     }
@@ -257,11 +271,6 @@ final class EngineSession: Sendable {
 
     /// Stops the source and the timers.
     func stop() { runner.stop() }
-
-    /// The app's authorization changed while running.
-    func authorizationChanged(_ state: AuthorizationState) {
-        runner.drive { $0.setAuthorization(state, now: Date()) }
-    }
 
     /// Writes one output (on the runner's queue, in order).
     private func write(_ output: EngineRunner.Output) {

@@ -19,12 +19,9 @@ enum OnceCommand {
         // gpsd's own troubles are told while the request waits for gpsd to come back; the
         // request's end, or an app that cannot be asked or is not in use, ends it.
         let session = EngineSession(
-            sink: sink, options: options, authorization: authorizer.state,
-            source: source,
-            fuzzer: authorizer.makeFuzzer(live: true),
+            sink: sink, options: options, gate: .following(authorizer), source: source,
             endingReasons: [.notDetermined, .notInUse, .gpsdRefused]
         ) { _ in finished.signal() }
-        authorizer.addObserver { session.authorizationChanged(authorizer.state) }
         let signals = SignalTrap { finished.signal() }
         session.startOneShot(timeout: timeout)
         finished.wait()

@@ -131,10 +131,10 @@ enum ReplayCommand {
         // The user's kept secret: a replay's reduced locations fall in the same cells as every
         // earlier run's (its rate limit runs on the recording's clock, so nothing else is kept).
         let session = EngineSession(
-            sink: sink, options: options, authorization: authorization, source: source,
-            fuzzer: LocationFuzzer(store: .user, appID: authorization.appID, live: false)
-        ) {
-            error in
+            sink: sink, options: options,
+            gate: .fixed(authorization, fuzzer: LocationFuzzer(store: .user, appID: authorization.appID, live: false)),
+            source: source
+        ) { error in
             if error != nil { outcome.value = 1 }
             finished.signal()
         }

@@ -77,23 +77,23 @@ enum WatchCommand {
         // The command ends (exit 1) when no location can come: gpsd unreachable at start, or the
         // app not (or no longer) allowed. A lost gpsd is reconnected to.
         let session = EngineSession(
-            sink: sink, options: options, authorization: authorizer.state,
+            sink: sink, options: options, gate: .following(authorizer),
             source: broker.map { BrokerLocationSource(socketPath: $0, appID: options.appID, sky: sink.showsSky) }
                 ?? GPSDLocationSource(
                     endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)),
                     reconnect: ReconnectPolicy(),
                     sky: sink.showsSky),
-            fuzzer: authorizer.makeFuzzer(live: true),
             endingReasons: [.gpsdUnreachable, .brokerUnreachable, .notDetermined, .notInUse, .gpsdRefused]
         ) { _ in
             if running.withLock({ $0?.countReached }) != true { exitStatus.value = 1 }
             finished.signal()
         }
         running.withLock { $0 = session }
+        // The engine follows the authorizer itself (a revocation stops deliveries); the line
+        // says what changed.
         authorizer.addObserver {
             sink.authorization(
                 status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
-            session.authorizationChanged(authorizer.state)
         }
         let signals = SignalTrap { finished.signal() }
         session.start(options)

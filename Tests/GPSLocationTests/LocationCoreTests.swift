@@ -1,4 +1,5 @@
 import Foundation
+import GPSLocationTesting
 import Testing
 
 @testable import GPSLocation
@@ -63,5 +64,59 @@ struct LocationCoreTests {
         } catch {
             #expect(PrivateFile.describe(error) == "No such file or directory", "\(error)")
         }
+    }
+}
+
+/// #50: a face builds its runner from the app's authorizer and cannot forget revocation: the
+/// runner follows the authorizer by itself.
+@Suite("LocationCore: a runner made from an authorizer follows it")
+struct FollowingRunnerTests {
+    @Test("a revocation stops deliveries without the face doing anything; a new grant's accuracy applies")
+    func followsTheAuthorizer() async throws {
+        let authorizer = LocationAuthorizer(
+            appID: "follow", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true)
+        let source = ManualLocationSource(isLive: true)
+        let runner = EngineRunner(
+            source: source, configuration: LocationEngine.Configuration(), authorizer: authorizer,
+            lastLocationCache: nil, queue: nil)
+        let delivered = Locked<[LocationValue]>([])
+        let failures = Locked<[CLError.Code]>([])
+        runner.setConsumer { output in
+            switch output {
+            case .locations(let locations): delivered.withLock { $0 += locations }
+            case .failure(let error): failures.withLock { $0.append(error.code) }
+            default: break
+            }
+        }
+        runner.start(.continuous)
+        #expect(await source.wait { $0.isRunning })
+        let start = Date()
+        func send(_ index: Int) {
+            var fix = Fix(
+                mode: .threeDimensional, time: start.addingTimeInterval(Double(index)),
+                latitude: 51.45 + Double(index) * 1e-4,
+                longitude: -2.59)
+            fix.errors = FixErrors(horizontal: 5)
+            _ = source.send(.fix(fix))
+        }
+        for index in 0..<4 { send(index) }
+        let before = delivered.withLock { $0.count }
+        #expect(before >= 2, "locations flow under the grant")
+        authorizer.set(AuthorizationDecision(status: .denied))
+        for index in 4..<8 { send(index) }
+        #expect(delivered.withLock { $0.count } <= before + 1, "at most the epoch already whole before the revocation")
+        #expect(failures.withLock { $0.contains(.denied) })
+        // Apple's rule: denied ends updates; the app starts them again after a new grant.
+        #expect(!runner.isRunning)
+        authorizer.set(AuthorizationDecision(status: .authorizedAlways, accuracy: .reducedAccuracy))
+        let denied = delivered.withLock { $0.count }
+        runner.start(.continuous)
+        #expect(await source.wait { $0.isRunning && $0.starts == 2 })
+        for index in 8..<12 { send(index) }
+        // Reduced: the fuzzer's point, then nothing new for 15 minutes.
+        let after = delivered.withLock { Array($0.dropFirst(denied)) }
+        #expect(!after.isEmpty, "deliveries resume with the grant")
+        #expect(after.allSatisfy { $0.gnss?.reduced == true }, "the grant's reduced accuracy, applied without the face")
+        runner.stop()
     }
 }

@@ -53,10 +53,10 @@ struct ServeFeed: Sendable {
     let sink: ServeSink
     /// The live app's authorization (nil for a replay: its gate is simulated and fixed).
     let authorizer: LocationAuthorizer?
-    let authorization: @Sendable () -> AuthorizationState
+    /// The gate of each run: the live app's authorizer, followed, or the replay's fixed one.
+    let gate: @Sendable () -> EngineSession.Gate
     /// A new source for each start; `cleanup` ends what it started (gpsfake).
     let makeSource: @Sendable () -> Result<(any LocationSource, cleanup: @Sendable () -> Void), CLError>
-    let fuzzer: @Sendable () -> LocationFuzzer?
     let isReplay: Bool
 
     static func live(arguments: Arguments, options: PipelineOptions, sink: ServeSink) throws(UsageError) -> ServeFeed {
@@ -81,7 +81,7 @@ struct ServeFeed: Sendable {
         }
         sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
         return ServeFeed(
-            sink: sink, authorizer: authorizer, authorization: { authorizer.state },
+            sink: sink, authorizer: authorizer, gate: { .following(authorizer) },
             makeSource: {
                 let source: any LocationSource =
                     broker.map { BrokerLocationSource(socketPath: $0, appID: options.appID, sky: true) }
@@ -89,7 +89,7 @@ struct ServeFeed: Sendable {
                         endpoint: endpoint, noDataTimeout: .milliseconds(Int64(timeout * 1000)),
                         reconnect: ReconnectPolicy(), sky: true)
                 return .success((source, cleanup: {}))
-            }, fuzzer: { authorizer.makeFuzzer(live: true) }, isReplay: false)
+            }, isReplay: false)
     }
 
     static func replay(path: String, arguments: Arguments, options: PipelineOptions, sink: ServeSink) throws(UsageError)
@@ -120,7 +120,8 @@ struct ServeFeed: Sendable {
         )
         sink.authorization(status: status, accuracy: accuracy, reason: "simulated for replay")
         return ServeFeed(
-            sink: sink, authorizer: nil, authorization: { authorization },
+            sink: sink, authorizer: nil,
+            gate: { .fixed(authorization, fuzzer: LocationFuzzer(store: .user, appID: options.appID, live: false)) },
             makeSource: {
                 guard via == "gpsd" else {
                     return .success((NMEAReplaySource(path: path, pacing: .realTime(speed: speed)), cleanup: {}))
@@ -138,7 +139,7 @@ struct ServeFeed: Sendable {
                             .locationUnknown, message: error.description, reason: .sourceFailed, underlyingError: error)
                     )
                 }
-            }, fuzzer: { LocationFuzzer(store: .user, appID: options.appID, live: false) }, isReplay: true)
+            }, isReplay: true)
     }
 }
 
@@ -204,8 +205,8 @@ final class ServeTracker: Sendable {
             return
         }
         let session = EngineSession(
-            sink: feed.sink, options: options, authorization: feed.authorization(), source: source,
-            fuzzer: feed.fuzzer(), endingReasons: [.notDetermined, .notInUse]
+            sink: feed.sink, options: options, gate: feed.gate(), source: source,
+            endingReasons: [.notDetermined, .notInUse]
         ) { [weak self] error in self?.ended(generation: generation, error) }
         let current = state.withLock { state -> Bool in
             guard state.generation == generation, state.wanted else { return false }
@@ -256,13 +257,12 @@ final class ServeTracker: Sendable {
             false, reason: error?.description ?? (feed.isReplay ? "the recording has ended" : "updates ended"))
     }
 
-    /// The live app's authorization changed: the running engine applies it; a run the gate
-    /// ended starts again once it allows, if tracking is wanted.
+    /// The live app's authorization changed: the running engine follows its authorizer by
+    /// itself; a run the gate ended starts again once it allows, if tracking is wanted.
     func authorizationChanged(_ authorization: AuthorizationState) {
-        let (session, restart) = state.withLock { state in
-            (state.session, state.session == nil && state.wanted && authorization.status.isAuthorized)
+        let restart = state.withLock { state in
+            state.session == nil && state.wanted && authorization.status.isAuthorized
         }
-        session?.authorizationChanged(authorization)
         if restart { start() }
     }
 }

@@ -105,6 +105,8 @@ public final class EngineRunner: Sendable {
     }
     /// Serializes inline delivery (no queue); recursive, so an adapter's callback may stop.
     let delivering = PlainLock(recursive: true)
+    /// The authorizer this runner follows (`follow(_:)`) and its observation.
+    private let followed = Locked<(LocationAuthorizer, UUID)?>(nil)
 
     /// A runner for one app's engine, stopped.
     ///
@@ -143,7 +145,38 @@ public final class EngineRunner: Sendable {
         delivery = .on(queue)
     }
 
+    /// An app's runner that follows its authorizer: the authorization now, the app's fuzzer, and
+    /// every change the authorizer makes afterwards (a grant, a revocation, reduced accuracy, in
+    /// use or not) applied to the engine at once — the step of a face's recipe none may forget.
+    ///
+    /// - Parameters: as the designated initializer's; `authorizer` gives the authorization and
+    ///   the fuzzer (`makeFuzzer(live:)`, live when the source is).
+    public convenience init(
+        source: any LocationSource, configuration: LocationEngine.Configuration, authorizer: LocationAuthorizer,
+        lastLocationCache: LastLocationCache?, queue: DispatchQueue?, clock: any EngineClock = SystemEngineClock()
+    ) {
+        self.init(
+            source: source, configuration: configuration, authorization: authorizer.state,
+            fuzzer: authorizer.makeFuzzer(live: source.isLive), lastLocationCache: lastLocationCache, queue: queue,
+            clock: clock)
+        follow(authorizer)
+    }
+
+    /// Applies `authorizer`'s every change from now on, for as long as the runner lives (or until
+    /// another `follow`): a revocation reaches the gate without the face doing anything.
+    public func follow(_ authorizer: LocationAuthorizer) {
+        let token = authorizer.addObserver { [weak self] in
+            self?.drive { $0.setAuthorization(authorizer.state, now: Date()) }
+        }
+        let previous = followed.withLock { followed -> (LocationAuthorizer, UUID)? in
+            defer { followed = (authorizer, token) }
+            return followed
+        }
+        if let (old, oldToken) = previous { old.removeObserver(oldToken) }
+    }
+
     deinit {
+        if let (authorizer, token) = followed.withLock({ $0 }) { authorizer.removeObserver(token) }
         timers.cancelAll()
         clock.cancelAll(ObjectIdentifier(self))
         if case .performer(let target) = state.withLock({ $0.delivery }) { target.release() }
