@@ -14,9 +14,9 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 scratch=.build/tsan-package
 # The suites run under TSan (Swift Testing's filter) and the files that define them or their helpers.
-filter="ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests|DriverRaceTests|SlowConsumerTests"
+filter="ManagerTests|ManagerRaceTests|LocationEngineTests|PortedCodeTests|StalenessTests|ReceiverSelectionStageTests|EngineMonitoringTests|RegionAPITests|EngineTimersTests|GPSDReaderTests|DriverRaceTests|SlowConsumerTests|ServeHubRaceTests"
 files=(DriverRaceTests EngineTimersTests GPSDReaderTests LocationEngineTests ManagerRaceTests ManagerTests
-  MonitoringTests PortedCodeTests ReceiverTests SlowConsumerTests StalenessTests RealGPSD)
+  MonitoringTests PortedCodeTests ReceiverTests SlowConsumerTests StalenessTests RealGPSD ServeHubRaceTests)
 # Each suite of the filter must be defined in one of the files, or it would silently not run.
 sources=$(printf 'Tests/GPSLocationTests/%s.swift ' "${files[@]}")
 for suite in ${filter//|/ }; do
