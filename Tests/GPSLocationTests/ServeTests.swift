@@ -320,6 +320,35 @@ extension RealGPSD.LaneD {
             #expect(try await box.request("GET", "/api/status").json?["held"] as? Int == 0)
         }
 
+        @Test("a When-In-Use grant: in use while a page reads the stream — nothing before, locations while, none after")
+        func inUseWhileAPageIsOpen() async throws {
+            let gpsd = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("loop-1hz-gp.nmea"), cycle: 0.02)
+            defer { gpsd.stop() }
+            let config = try GPSLocBinary.makeConfigHome()
+            #expect(
+                try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--when-in-use"], configHome: config).status == 0
+            )
+            let box = try await ServeBox.start(["127.0.0.1:\(gpsd.endpoint.port)", "--batch", "0"], configHome: config)
+            defer { box.stop() }
+            // No page yet: not in use, so nothing is delivered, and the API says why.
+            #expect(await box.log.waitFor(timeout: 60) { lines in lines.contains { $0.text.contains("in use") } })
+            let before = try await box.request("GET", "/api/location")
+            #expect(before.status == 503 && !before.body.contains("latitude"), "\(before)")
+            // A page reads the stream: in use, locations come.
+            let page = try box.stream()
+            #expect(
+                await page.waitFor { events in events.contains { $0.name == "locations" } },
+                "\(page.events.map(\.name))")
+            #expect(try await box.request("GET", "/api/location").status == 200)
+            // The page goes: not in use, tracking ends by itself, saying why.
+            page.close()
+            let stopped = await box.log.waitFor(timeout: 60) { lines in
+                lines.filter { $0.text.contains("in use") }.count >= 2
+            }
+            #expect(stopped, "\(box.log.snapshot.suffix(5).map(\.text))")
+        }
+
         @Test(
             "the page in Chromium: the replayed position, the sky plot fills, the control stops and restarts the stream"
         )

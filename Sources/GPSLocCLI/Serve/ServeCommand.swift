@@ -32,7 +32,8 @@ enum ServeCommand {
           --tiles URL                map tiles, a URL with {z}, {x} and {y} (docs/serve.md); default
                                      none: the track is drawn without a map — tiles would tell the
                                      tile server where the receiver is
-          --in-use                   count as in use (for When-In-Use grants)
+          --in-use                   count as in use always (for When-In-Use grants); otherwise gpsloc
+                                     serve is in use while a page reads its event stream
           --authorization S, --accuracy A
                                      a replay's simulated gate, as `gpsloc replay` takes them
           -a, --app ID, --distance-filter, --min-interval, --desired-accuracy, --max-age, --stale-after
@@ -122,6 +123,12 @@ enum ServeCommand {
             feed = try ServeFeed.live(arguments: arguments, options: options, sink: sink)
         }
         let tracker = ServeTracker(hub: hub, feed: feed, options: options)
+        // In use, for a When-In-Use grant, while a page (or a script) reads the event stream — as
+        // an app is while its window is in front. From a terminal, or with --in-use, always.
+        // Behind gpslocd, gpslocd judges.
+        if let authorizer = feed.authorizer, !authorizer.isBrokered, !authorizer.isInUse {
+            hub.streamsChanged.withLock { $0 = { streams in authorizer.isInUse = streams > 0 } }
+        }
         feed.authorizer?.addObserver { [weak tracker] in
             guard let tracker, let authorizer = feed.authorizer else { return }
             sink.authorization(

@@ -255,6 +255,19 @@ final class ServeTracker: Sendable {
         }
         hub.tracking(
             false, reason: error?.description ?? (feed.isReplay ? "the recording has ended" : "updates ended"))
+        // The gate ended the run, but the authorization changed meanwhile (a page opened just as
+        // the run ended for want of one): start again if it allows now and tracking is wanted.
+        if let error, error.reason == .notInUse || error.reason == .notDetermined,
+            feed.authorizer?.state.allowsDelivery == true
+        {
+            DispatchQueue.global().async { [weak self] in self?.resume() }
+        }
+    }
+
+    /// Starts again after a run the gate ended, if tracking is still wanted.
+    private func resume() {
+        guard state.withLock({ $0.wanted && $0.session == nil }) else { return }
+        start()
     }
 
     /// The live app's authorization changed: the running engine follows its authorizer by

@@ -51,6 +51,8 @@ final class ServeHub: Sendable {
         /// Why there is no location now (the latest error), for `/api/location`.
         var problem: CLError?
         var waiters: [Int: DispatchSemaphore] = [:]
+        /// Event streams open now (pages and scripts reading `/api/events`).
+        var streams = 0
         var nextWaiter = 0
         var stopped = false
 
@@ -67,6 +69,8 @@ final class ServeHub: Sendable {
 
     let settings: Settings
     let state = Locked(State())
+    /// Told the number of open event streams whenever it changes (In Use: a page is open).
+    let streamsChanged = Locked<(@Sendable (Int) -> Void)?>(nil)
     private let timer: Locked<DispatchSource?> = Locked(nil)
 
     init(settings: Settings) {
@@ -180,6 +184,15 @@ final class ServeHub: Sendable {
     }
 
     func removeWaiter(_ token: Int) { _ = state.withLock { $0.waiters.removeValue(forKey: token) } }
+
+    /// An event stream opened (`true`) or closed.
+    func stream(opened: Bool) {
+        let count = state.withLock { state -> Int in
+            state.streams += opened ? 1 : -1
+            return state.streams
+        }
+        streamsChanged.withLock { $0 }?(count)
+    }
 
     /// The locations held, oldest first (the GPX track).
     func track() -> [LocationValue] {

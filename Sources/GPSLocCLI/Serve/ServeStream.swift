@@ -49,10 +49,12 @@ final class ServeStream: HTTPStream {
             return (from, max(0, state.statusSequence - 1))
         }
         cursor = Locked(Cursor(location: location, status: status))
+        hub.stream(opened: true)
     }
 
     deinit {
         if let waiter = cursor.withLock({ $0.waiter }) { hub.removeWaiter(waiter) }
+        hub.stream(opened: false)
     }
 
     func next(max: Int) -> [UInt8]? {
