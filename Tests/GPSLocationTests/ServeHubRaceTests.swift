@@ -13,7 +13,7 @@ struct ServeHubRaceTests {
     func streamsWhileAdding() async {
         let hub = ServeHub(settings: ServeHub.Settings(batch: 3600, capacity: 10_000, replay: nil))
         hub.authorization(status: .authorizedAlways, accuracy: .fullAccuracy, reason: nil)
-        let total = 2_000
+        let total = 1_000
         let streams = (0..<4).map { _ in ServeStream(hub: hub, after: 0) }
         let seen = Locked<[[Int]]>(Array(repeating: [], count: streams.count))
         let group = DispatchGroup()
