@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSLocation
 
 /// `gpsloc-bench regions [CIRCLES]`: the region stage with CIRCLES (default 10,000) monitored

@@ -1,6 +1,7 @@
+import Foundation
 // gpsloc-bench — throughput of GPSLocation's hot paths, for BENCHMARKS.md.
 // Run through scripts/bench.sh (release build, with the reference tools side by side).
-import Foundation
+import GNSSCore
 import GPSLocCLI
 import GPSLocation
 import GPSLocationTesting

@@ -1,5 +1,6 @@
 // Written the way app code is written for Apple platforms: only `import GPSLocation` where the
 // app had `import CoreLocation` — no `import Foundation` (it comes with it, as with CoreLocation).
+import GNSSCore
 import GPSLocation
 import GPSLocationTesting
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import Testing
 
 @testable import GPSLocation

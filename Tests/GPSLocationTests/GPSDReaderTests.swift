@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSLocation
 import TestSupport
 import Testing

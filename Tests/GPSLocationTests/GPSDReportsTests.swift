@@ -1,6 +1,7 @@
+import Foundation
 // What gpsd says, told as it says it: a satellite once (sky), its own words for a device it does
 // not read, and its trouble to a subscriber that joins late.
-import Foundation
+import GNSSCore
 import GPSDProcesses
 import TestSupport
 import Testing

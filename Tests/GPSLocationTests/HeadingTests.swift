@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSLocationTesting
 import NMEA0183
 import TestSupport

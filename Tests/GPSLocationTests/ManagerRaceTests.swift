@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSLocationTesting
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 
 /// Apple's `CLPlacemark`: a place's name and address for a location. GPSLocation's geocoder fills
 /// what GeoNames' town table knows — `name` and `locality` (the town), `administrativeArea`

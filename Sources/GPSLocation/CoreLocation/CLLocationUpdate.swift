@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 
 /// One element of `CLLocationUpdate.liveUpdates()` (Apple, iOS 17–18): a location, or
 /// diagnostics saying why there is none right now.

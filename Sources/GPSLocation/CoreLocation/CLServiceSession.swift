@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 
 /// Apple's iOS 18 service session: declares the authorization an app's feature needs. Creating
 /// one with `.whenInUse` or `.always` asks for that authorization (as
