@@ -70,6 +70,12 @@ enum WatchCommand {
                 source: source, options: options, authorizer: authorizer, sink: sink,
                 timeout: arguments["timeout"] == nil ? 10 : timeout)
         }
+        // The line that says what changed, before the engine (which follows the authorizer
+        // itself, its observer added after this one) acts on it: a revocation is said, then ends.
+        authorizer.addObserver {
+            sink.authorization(
+                status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
+        }
         let finished = DispatchSemaphore(value: 0)
         let exitStatus = ExitStatus()
         // --count: the run's end is a success once N locations were shown.
@@ -89,12 +95,6 @@ enum WatchCommand {
             finished.signal()
         }
         running.withLock { $0 = session }
-        // The engine follows the authorizer itself (a revocation stops deliveries); the line
-        // says what changed.
-        authorizer.addObserver {
-            sink.authorization(
-                status: authorizer.status, accuracy: authorizer.accuracy, reason: "changed outside gpsloc")
-        }
         let signals = SignalTrap { finished.signal() }
         session.start(options)
         finished.wait()

@@ -39,7 +39,8 @@ public final class LocationAuthorizer: Sendable {
         var prompt: AuthorizationPrompt?
         var upgradeUsed = false
         var inUse: Bool
-        var observers: [UUID: @Sendable () -> Void] = [:]
+        /// In the order they were added: they are called in that order.
+        var observers: [(token: UUID, handler: @Sendable () -> Void)] = []
         var store: DecisionStore?
         var watcher: FileChangeWatcher?
         /// Where reduced accuracy's state is kept (persistent authorizers).
@@ -234,23 +235,24 @@ public final class LocationAuthorizer: Sendable {
             let handlers = locked.withLock { state -> [@Sendable () -> Void]? in
                 guard state.inUse != newValue else { return nil }
                 state.inUse = newValue
-                return Array(state.observers.values)
+                return state.observers.map(\.handler)
             }
             for handler in handlers ?? [] { handler() }
         }
     }
 
     /// Calls `handler` (on an arbitrary queue) whenever the decision changes; returns a token
-    /// for `removeObserver`.
+    /// for `removeObserver`. Observers are called in the order they were added (a face that
+    /// says what changed adds its observer before the engine that acts on it is made).
     @discardableResult
     public func addObserver(_ handler: @escaping @Sendable () -> Void) -> UUID {
         let token = UUID()
-        locked.withLock { $0.observers[token] = handler }
+        locked.withLock { $0.observers.append((token, handler)) }
         return token
     }
 
     /// Stops calling the observer `addObserver(_:)` returned `token` for.
-    public func removeObserver(_ token: UUID) { _ = locked.withLock { $0.observers.removeValue(forKey: token) } }
+    public func removeObserver(_ token: UUID) { locked.withLock { $0.observers.removeAll { $0.token == token } } }
 
     /// `GPSLOCATION_USAGE_DESCRIPTION`: the usage description of an app whose code gives none
     /// (ported CoreLocation code has it in Info.plist, which Linux does not read).
@@ -356,7 +358,7 @@ public final class LocationAuthorizer: Sendable {
         let handlers = locked.withLock { state -> [@Sendable () -> Void]? in
             guard newDecision != state.decision else { return nil }
             state.decision = newDecision
-            return Array(state.observers.values)
+            return state.observers.map(\.handler)
         }
         guard let handlers else { return false }
         for handler in handlers { handler() }
