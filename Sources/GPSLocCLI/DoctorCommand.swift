@@ -1,3 +1,4 @@
+import CServeHTTP
 import Dispatch
 import FoundationEssentials
 import GNSSCore
@@ -169,6 +170,21 @@ enum DoctorCommand {
                 "warn",
                 "gpsd does not take USB receivers from udev — set USBAUTO=\"true\" in /etc/default/gpsd, then `sudo systemctl restart gpsd`"
             )
+        }
+
+        // gpsloc serve's libraries, opened only when it starts: said here before anyone needs them.
+        if let problem = gpsloc_http_load() {
+            report(
+                "warn",
+                "gpsloc serve cannot run without libmicrohttpd (\(String(cString: problem))) — `sudo apt-get install libmicrohttpd12`"
+            )
+        } else if !FileManager.default.fileExists(atPath: ServeServer.leafletDefault + "/leaflet.js") {
+            report(
+                "warn",
+                "gpsloc serve's page draws no map without Leaflet (\(ServeServer.leafletDefault)) — `sudo apt-get install libjs-leaflet`"
+            )
+        } else {
+            report("ok", "gpsloc serve can run: libmicrohttpd and Leaflet are installed")
         }
 
         // Authorization.

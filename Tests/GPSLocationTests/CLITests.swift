@@ -385,6 +385,10 @@ extension RealGPSD.LaneB {
             #expect(result.status == 1)
             #expect(result.stdout.contains("fail  gpsd is not reachable at 127.0.0.1:\(port)"))
             #expect(result.stdout.contains("gpsloc auth grant gpsloc --when-in-use"))
+            // gpsloc serve's libraries (setup.sh installs both).
+            if FileManager.default.fileExists(atPath: "/usr/share/javascript/leaflet/leaflet.js") {
+                #expect(result.stdout.contains("ok    gpsloc serve can run"), "\(result.stdout)")
+            }
         }
 
         @Test(

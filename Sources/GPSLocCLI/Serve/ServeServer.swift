@@ -21,7 +21,7 @@ final class ServeServer: Sendable {
 
     /// `control(true|false)`: start or stop tracking (the page's button, `POST /api/start|stop`).
     init(
-        hub: ServeHub, access: ServeAccess, tiles: String?, leafletFolder: String = "/usr/share/javascript/leaflet",
+        hub: ServeHub, access: ServeAccess, tiles: String?, leafletFolder: String = ServeServer.leafletDefault,
         control: @escaping @Sendable (Bool) -> Void
     ) {
         self.hub = hub
@@ -55,6 +55,9 @@ final class ServeServer: Sendable {
         hub.stop()
         server.withLock { $0 }?.stop()
     }
+
+    /// Where Debian's libjs-leaflet installs Leaflet.
+    static let leafletDefault = "/usr/share/javascript/leaflet"
 
     static let common: [(String, String)] = [
         ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
