@@ -38,27 +38,9 @@ enum WatchCommand {
 
         let sink = try options.makeSink(live: true, trackName: "gpsd at \(endpoint)", table: !arguments.has("once"))
 
-        let inUse = isatty(STDIN_FILENO) != 0 || arguments.has("in-use")
-        let broker = BrokerProtocol.socketPath()
-        if broker != nil && (!arguments.positionals.isEmpty || arguments["host"] != nil || arguments["port"] != nil) {
-            throw UsageError(
-                "gpslocd is in force (\(broker!)): it alone reads gpsd, so watch takes no gpsd address — drop it"
-                    + (LocationPolicy.effective().brokerRequired
-                        ? " (the location policy requires gpslocd: there is no direct mode)"
-                        : ", or set GPSLOCATION_BROKER=none to read a gpsd directly"))
-        }
-        let authorizer: LocationAuthorizer
-        if let broker {
-            // gpslocd holds the decision, judges in-use, and asks the user's agent.
-            authorizer = LocationAuthorizer.brokered(
-                appID: options.appID, usageDescription: "gpsloc shows the locations an app would receive",
-                socketPath: broker)
-            if authorizer.status == .notDetermined, case .noPrompt(let message) = authorizer.request(always: false) {
-                sink.diagnostic(code: "authorizationRequest", message: message)
-            }
-        } else {
-            authorizer = directAuthorizer(options, sink: sink, inUse: inUse)
-        }
+        let (authorizer, broker) = try appAuthorizer(
+            "watch", arguments, options, sink: sink, usageDescription: "gpsloc shows the locations an app would receive"
+        )
         // The questions are answered: the table may take the screen now.
         sink.show()
         sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
@@ -106,6 +88,32 @@ enum WatchCommand {
 }
 
 extension WatchCommand {
+    /// The app's authorizer for a live command (`watch`, `serve`): gpslocd's when it is in force
+    /// (it holds the decision, judges in use and asks the user's agent; the command then takes no
+    /// gpsd address), else the decision store's, asked on this terminal. Returns gpslocd's socket
+    /// too (nil: direct mode).
+    static func appAuthorizer(
+        _ command: String, _ arguments: Arguments, _ options: PipelineOptions, sink: UpdateSink,
+        usageDescription: String
+    ) throws(UsageError) -> (LocationAuthorizer, broker: String?) {
+        let inUse = isatty(STDIN_FILENO) != 0 || arguments.has("in-use")
+        let broker = BrokerProtocol.socketPath()
+        if let broker, !arguments.positionals.isEmpty || arguments["host"] != nil || arguments["port"] != nil {
+            throw UsageError(
+                "gpslocd is in force (\(broker)): it alone reads gpsd, so \(command) takes no gpsd address — drop it"
+                    + (LocationPolicy.effective().brokerRequired
+                        ? " (the location policy requires gpslocd: there is no direct mode)"
+                        : ", or set GPSLOCATION_BROKER=none to read a gpsd directly"))
+        }
+        guard let broker else { return (directAuthorizer(options, sink: sink, inUse: inUse), nil) }
+        let authorizer = LocationAuthorizer.brokered(
+            appID: options.appID, usageDescription: usageDescription, socketPath: broker)
+        if authorizer.status == .notDetermined, case .noPrompt(let message) = authorizer.request(always: false) {
+            sink.diagnostic(code: "authorizationRequest", message: message)
+        }
+        return (authorizer, broker)
+    }
+
     /// Without gpslocd: the real decision store and policy for --app — nothing is delivered
     /// without a grant, and a change made outside (gpsloc auth revoke, an edited policy) applies
     /// at once. Asked on this terminal when not determined.

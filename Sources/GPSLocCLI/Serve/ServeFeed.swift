@@ -62,23 +62,9 @@ struct ServeFeed: Sendable {
     static func live(arguments: Arguments, options: PipelineOptions, sink: ServeSink) throws(UsageError) -> ServeFeed {
         let timeout = try arguments.number("timeout", minimum: 0.1, maximum: 86_400) ?? 5
         let endpoint = try arguments.gpsdEndpoint("serve")
-        let broker = BrokerProtocol.socketPath()
-        if broker != nil && (!arguments.positionals.isEmpty || arguments["host"] != nil || arguments["port"] != nil) {
-            throw UsageError(
-                "gpslocd is in force (\(broker!)): it alone reads gpsd, so serve takes no gpsd address — drop it")
-        }
-        let inUse = isatty(STDIN_FILENO) != 0 || arguments.has("in-use")
-        let authorizer: LocationAuthorizer
-        if let broker {
-            authorizer = LocationAuthorizer.brokered(
-                appID: options.appID, usageDescription: "gpsloc serve shows the receiver's location on a web page",
-                socketPath: broker)
-            if authorizer.status == .notDetermined, case .noPrompt(let message) = authorizer.request(always: false) {
-                sink.diagnostic(code: "authorizationRequest", message: message)
-            }
-        } else {
-            authorizer = WatchCommand.directAuthorizer(options, sink: sink, inUse: inUse)
-        }
+        let (authorizer, broker) = try WatchCommand.appAuthorizer(
+            "serve", arguments, options, sink: sink,
+            usageDescription: "gpsloc serve shows the receiver's location on a web page")
         sink.authorization(status: authorizer.status, accuracy: authorizer.accuracy, reason: nil)
         return ServeFeed(
             sink: sink, authorizer: authorizer, gate: { .following(authorizer) },
