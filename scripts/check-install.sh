@@ -23,6 +23,10 @@ for program in gpsloc gpslocd; do
   if ldd "$prefix/bin/$program" | grep -E 'libswift|libFoundation|lib_FoundationICU|libdispatch|libBlocksRuntime'; then
     fail "the installed $program loads Swift runtime libraries"
   fi
+  # Linked small (scripts/build-static.sh): at most 16 MB, relative relocations packed.
+  size="$(stat -c %s "$prefix/bin/$program")"
+  [ "$size" -le 16000000 ] || fail "the installed $program is $size bytes, over 16 MB"
+  readelf -d "$prefix/bin/$program" | grep -q '(RELR)' || fail "the installed $program has no packed relocations (DT_RELR)"
 done
 # gpslocd runs, and refuses a wrong invocation with its usage (exit 2).
 set +e
