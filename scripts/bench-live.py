@@ -114,6 +114,10 @@ def main():
             [gpsloc, "watch", "--json", "--port", port, "--max-age", "1e9"], env=environment,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True), "timestamp"),
         "gpspipe -w": (subprocess.Popen(["gpspipe", "-w", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True), "time"),
+        # gpsd's own client that decodes what it reads with libgps (gps_read), as gpsloc does, and
+        # writes a GPX track: the fair comparison for a library client; gpspipe passes lines through.
+        "gpxlogger": (subprocess.Popen(["gpxlogger", "-e", "sockets", f"127.0.0.1:{port}"], stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL, text=True), "none"),
         # The floor: GPSDConnection alone (reading and decoding what watch --json decodes; no engine, no output).
         "GPSDConnection alone": (subprocess.Popen([os.path.join(options.bin, "gpsloc-bench"), "read", "--port", port],
                                               stdout=subprocess.PIPE, text=True), "none"),
@@ -171,6 +175,7 @@ def main():
               f"{counts.get(name, 0)} lines; resident {resident[name][0]:.1f} MB (peak {resident[name][1]:.1f} MB)")
     ratio = cpu["gpsloc watch --json"] / max(cpu["gpspipe -w"], 1e-9)
     print(f"gpsloc / gpspipe CPU: {ratio:.2f}×")
+    print(f"gpsloc / gpxlogger CPU: {cpu['gpsloc watch --json'] / max(cpu['gpxlogger'], 1e-9):.2f}×")
     ours, theirs = arrivals["gpsloc watch --json"], arrivals["gpspipe -w"]
     added = [(ours[k] - theirs[k]) * 1000 for k in ours if k in theirs]
     if added:
