@@ -106,9 +106,8 @@ PY
 "$bin/gpsloc-bench" manager 1000000
 
 echo "== gpsloc built two ways: the Swift runtime as shared libraries, or linked in (scripts/install.sh)"
-swift build -c release --product gpsloc --static-swift-stdlib --scratch-path .build/static >&2
-static_bin="$(swift build -c release --product gpsloc --static-swift-stdlib --scratch-path .build/static --show-bin-path)/gpsloc"
-strip -o "$out/gpsloc-static" "$static_bin"
+installed_dir="$(scripts/build-static.sh)"
+strip -o "$out/gpsloc-static" "$installed_dir/gpsloc"
 python3 - "$bin/gpsloc" "$out/gpsloc-static" fixtures/loop-1hz-gp.nmea <<'PY'
 import os, re, resource, subprocess, sys, time
 def libraries(path):
@@ -137,7 +136,6 @@ PY
 
 echo "== live: gpsloc watch --json beside gpspipe -w on one real gpsd (a 10 Hz receiver, one minute);"
 echo "   the installed (static, stripped) gpsloc, and gpslocd serving one, measured in the same run"
-installed_dir="$(scripts/build-static.sh)"
 mkdir -p "$out/installed"
 strip -o "$out/installed/gpsloc" "$installed_dir/gpsloc"
 strip -o "$out/installed/gpslocd" "$installed_dir/gpslocd"
