@@ -120,4 +120,54 @@ struct FollowingRunnerTests {
         #expect(after.allSatisfy { $0.gnss?.reduced == true }, "the grant's reduced accuracy, applied without the face")
         runner.stop()
     }
+
+    /// The CoreLocation face follows through its runner too (no rule of its own): an outside
+    /// revocation is heard by the delegate first, then the denied error, then nothing.
+    @Test("CLLocationManager: an outside revocation — didChangeAuthorization, then denied, then no location")
+    func managerFollowsThroughItsRunner() async throws {
+        final class Log: NSObject, CLLocationManagerDelegate, Sendable {
+            let entries = Locked<[String]>([])
+            func locationManager(_ manager: CLLocationManager, didUpdateLocations locations: [CLLocation]) {
+                entries.withLock { $0.append("location") }
+            }
+            func locationManager(_ manager: CLLocationManager, didFailWithError error: any Error) {
+                entries.withLock { $0.append("error \((error as? CLError)?.code.name ?? "?")") }
+            }
+            func locationManagerDidChangeAuthorization(_ manager: CLLocationManager) {
+                entries.withLock { $0.append("authorization \(manager.authorizationStatus.rawValue)") }
+            }
+        }
+        let authorizer = LocationAuthorizer(
+            appID: "follow-manager", initial: AuthorizationDecision(status: .authorizedAlways), isInUse: true)
+        let source = ManualLocationSource(isLive: true)
+        let queue = DispatchQueue(label: "follow-manager")
+        let log = Log()
+        let manager = CLLocationManager(source: source, authorizer: authorizer, delegateQueue: queue)
+        manager.delegate = log
+        manager.startUpdatingLocation()
+        #expect(await source.wait { $0.isRunning })
+        let start = Date()
+        func send(_ index: Int) {
+            var fix = Fix(
+                mode: .threeDimensional, time: start.addingTimeInterval(Double(index)),
+                latitude: 51.45 + Double(index) * 1e-4, longitude: -2.59)
+            fix.errors = FixErrors(horizontal: 5)
+            _ = source.send(.fix(fix))
+        }
+        for index in 0..<4 { send(index) }
+        queue.sync {}
+        #expect(log.entries.withLock { $0.contains("location") }, "locations flow under the grant")
+        let before = log.entries.withLock { $0.count }
+        authorizer.set(AuthorizationDecision(status: .denied))
+        for index in 4..<8 { send(index) }
+        queue.sync {}
+        let after = log.entries.withLock { Array($0.dropFirst(before)) }
+        let denied = CLAuthorizationStatus.denied.rawValue
+        #expect(after.first == "authorization \(denied)", "the delegate hears of the change first: \(after)")
+        #expect(after.contains("error denied"), "then the gate's refusal: \(after)")
+        // At most the epoch already whole before the revocation, and it before the change.
+        let firstChange = try #require(after.firstIndex(of: "authorization \(denied)"))
+        #expect(!after[firstChange...].contains("location"), "no location after the revocation: \(after)")
+        #expect(await source.wait { !$0.isRunning }, "denied ends updates and stops the source")
+    }
 }

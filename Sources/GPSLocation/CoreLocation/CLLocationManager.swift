@@ -325,7 +325,10 @@ open class CLLocationManager: NSObject {
         let this = WeakReference(self)
         runner.setConsumer { output in this.value?.deliver(output) }
         runner.stallHandler = { diagnostic in this.value?.diagnosticsHandler(diagnostic) }
-        authorizerObservation = authorizer.addObserver { this.value?.authorizationChanged() }
+        // The delegate hears of a change first, then the runner applies it (it follows the
+        // authorizer itself, as every face's runner does): observers are called in this order.
+        authorizerObservation = authorizer.addObserver { this.value?.tellAuthorization() }
+        runner.follow(authorizer)
         let explain =
             usesFallbackQueue
             && Self.fallbackExplained.withLock { explained in
@@ -367,10 +370,13 @@ open class CLLocationManager: NSObject {
     /// Call after changing `authorizer`'s decision from outside (a settings change): the delegate
     /// hears of it, and delivery follows the new state before the next fix.
     public func authorizationChanged() {
-        runner.enqueue(.adapter(ManagerEvent.authorization))
+        tellAuthorization()
         let current = authorizer.state
         runner.drive { engine in engine.setAuthorization(current, now: runner.clock.now) }
     }
+
+    /// Queues `locationManagerDidChangeAuthorization(_:)` (the runner applies the change itself).
+    private func tellAuthorization() { runner.enqueue(.adapter(ManagerEvent.authorization)) }
 
     // MARK: Updates
 

@@ -163,10 +163,15 @@ public final class EngineRunner: Sendable {
     }
 
     /// Applies `authorizer`'s every change from now on, for as long as the runner lives (or until
-    /// another `follow`): a revocation reaches the gate without the face doing anything.
+    /// another `follow`): a revocation reaches the gate without the face doing anything. A face
+    /// that also tells its app of the change (`CLLocationManager`'s delegate) adds its own
+    /// observer first: the authorizer calls observers in the order they were added, so the app
+    /// hears of the change before the error it causes.
     public func follow(_ authorizer: LocationAuthorizer) {
         let token = authorizer.addObserver { [weak self] in
-            self?.drive { $0.setAuthorization(authorizer.state, now: Date()) }
+            guard let self else { return }
+            let clock = self.clock
+            self.drive { $0.setAuthorization(authorizer.state, now: clock.now) }
         }
         let previous = followed.withLock { followed -> (LocationAuthorizer, UUID)? in
             defer { followed = (authorizer, token) }
