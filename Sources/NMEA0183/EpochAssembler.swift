@@ -157,6 +157,14 @@ public struct EpochAssembler: Sendable {
     /// An assembler before any cycle.
     public init() {}
 
+    /// The satellite picture as gpsd reports it in a SKY — once when a GSV completes it (after
+    /// the last constellation's set of a cycle) — or nil when none was completed since the last
+    /// call. Call it after each `add(_:_:)`.
+    public mutating func takeSkyView() -> SkyView? {
+        guard picture.skyComplete else { return nil }
+        return picture.takeSkyView()
+    }
+
     /// Adds a sentence; calls `emit` for each `Fix` it completes (the previous cycle's when this
     /// sentence closes it, this cycle's when it is a cycle-ending sentence).
     public mutating func add(_ sentence: NMEASentence, _ emit: (Fix) -> Void) {

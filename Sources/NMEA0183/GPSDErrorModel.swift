@@ -35,6 +35,8 @@ struct GPSDSatellitePicture: Sendable {
         var prn: Int
         var elevation: Double
         var azimuth: Double
+        /// The GSV's signal-to-noise field as gpsd keeps it (a whole number; an empty field 0).
+        var signal: Int
         var used: Bool
     }
 
@@ -129,12 +131,15 @@ struct GPSDSatellitePicture: Sendable {
                 break
             }
             let prn = Self.prn(talker: talker, number: satellite.prn, constellation: system)
+            // A number gpsd does not map is no satellite: its slot is taken by the next one
+            // (`processGSV` counts a satellite in view only with a PRN).
+            guard prn != 0 else { continue }
             // gpsd reads these with atoi: an empty field is 0, a fraction is cut.
             let signal = Int(satellite.signalToNoise ?? 0)
             sky.append(
                 Satellite(
                     prn: prn, elevation: Double(Int(satellite.elevation ?? 0)),
-                    azimuth: Double(Int(satellite.azimuth ?? 0)),
+                    azimuth: Double(Int(satellite.azimuth ?? 0)), signal: signal,
                     used: prn > 0 && prn < 1024 && signal > 0 && usedBits[prn >> 6] & (1 << UInt64(prn & 63)) != 0))
         }
         guard part >= awaitedParts else { return }
@@ -148,6 +153,45 @@ struct GPSDSatellitePicture: Sendable {
         dop.time = nil
         dop.geometric = nil
         fillDilutions()
+        skyComplete = true
+    }
+
+    /// Set when a GSV completes the picture — where gpsd reports its SKY (`SATELLITE_SET`) —
+    /// until `takeSkyView()` reads it.
+    private(set) var skyComplete = false
+
+    /// The picture as gpsd's SKY gives it (satellites in the GSVs' order, the DOPs now), once
+    /// per completed picture; nil when none was completed since the last call.
+    mutating func takeSkyView() -> SkyView? {
+        guard skyComplete else { return nil }
+        skyComplete = false
+        let satellites = sky.map { satellite in
+            let (constellation, number) = Self.identity(prn: satellite.prn)
+            return GNSSCore.Satellite(
+                prn: satellite.prn, constellation: constellation, satelliteID: number,
+                signalToNoise: Double(satellite.signal), elevation: satellite.elevation, azimuth: satellite.azimuth,
+                used: satellite.used)
+        }
+        return SkyView(
+            time: nil, satellites: satellites,
+            dilution: DilutionOfPrecision(
+                x: dop.x, y: dop.y, position: dop.position, horizontal: dop.horizontal, vertical: dop.vertical,
+                time: dop.time, geometric: dop.geometric))
+    }
+
+    /// A gpsd PRN's constellation and number within it (gpsd's numbering ranges: GPS 1–63,
+    /// GLONASS 65–96, SBAS 120–158, QZSS 193–202, Galileo 301–336, BeiDou 401–463, NavIC 501–).
+    static func identity(prn: Int) -> (Constellation, Int) {
+        switch prn {
+        case 1...63: (.gps, prn)
+        case 65...96: (.glonass, prn - 64)
+        case 120...158: (.sbas, prn)
+        case 193...202: (.qzss, prn - 192)
+        case 301...336: (.galileo, prn - 300)
+        case 401...463: (.beidou, prn - 400)
+        case 501...: (.navic, prn - 500)
+        default: (.unknown, prn)
+        }
     }
 
     /// gpsd's `fill_dop`: the DOPs from the used satellites' geometry, where none is set.

@@ -27,6 +27,16 @@ public struct NMEADecoder: Sendable {
     public mutating func feed(
         _ bytes: UnsafeBufferPointer<UInt8>, heading: (HeadingReading) -> Void, _ handle: (Fix) -> Void
     ) {
+        feed(bytes, heading: heading, sky: { _ in }, handle)
+    }
+
+    /// As `feed(_:heading:_:)`, and the satellite picture is handed to `sky` each time a GSV
+    /// completes it, as gpsd reports a SKY (satellites in view with their elevation, azimuth,
+    /// signal and use in the fix; the DOPs): once a cycle, after its last constellation's set.
+    public mutating func feed(
+        _ bytes: UnsafeBufferPointer<UInt8>, heading: (HeadingReading) -> Void, sky: (SkyView) -> Void,
+        _ handle: (Fix) -> Void
+    ) {
         // The assembler is handed to the parser's callback by pointer: captured as a variable,
         // the compiler copied the whole assembler in and out around every sentence (measured:
         // two 540-byte copies a sentence, an eighth of the instructions).
@@ -38,6 +48,7 @@ public struct NMEADecoder: Sendable {
                             trueHeading: trueHeading, magneticHeading: magneticHeading, magneticVariation: variation))
                 }
                 assembler.pointee.add(sentence, handle)
+                if case .gsv = sentence, let view = assembler.pointee.takeSkyView() { sky(view) }
             }
         }
     }

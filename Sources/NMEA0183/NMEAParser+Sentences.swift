@@ -99,8 +99,11 @@ extension NMEAParser {
     func gsv(_ f: Fields, talker: UInt16, _ handle: (NMEASentence) -> Void) -> Bool {
         guard f.count >= 4, let total = f.integer(1), let part = f.integer(2) else { return false }
         var satellites = NMEAInlineList<4, NMEASatellite>()
-        var index = collectsSatellites ? 4 : f.count
-        while index < f.count {
+        // Whole groups of four only, as gpsd reads them (`processGSV`: fields below count / 4 * 4,
+        // the name counted): a trailing signal ID (NMEA 4.10) or a cut group is no satellite.
+        let end = f.count / 4 * 4
+        var index = collectsSatellites ? 4 : end
+        while index < end {
             if let prn = f.integer(index), prn > 0 {
                 satellites.append(
                     NMEASatellite(

@@ -38,6 +38,9 @@ extension RealGPSD.LaneD {
                 if case .sky(let sky) = event { sky } else { nil }
             }
             #expect(skies.contains { $0.satellitesUsed > 0 && $0.dilution.horizontal != nil })
+            // The NMEA path reports the sky as gpsd does: the same SKYs, satellite for satellite.
+            assertSameSkies(
+                NMEASkyAgreement.skies(of: Paths.fixtures.appendingPathComponent(name)), skies, name: name)
 
             guard case .connected(let endpoint)? = events.first else {
                 Issue.record("the first event was not .connected: \(String(describing: events.first))")
@@ -88,6 +91,57 @@ extension RealGPSD.LaneD {
                 #expect(nearlyEqual(own.latitude, fix.latitude, tolerance: 1e-7), "\(time)")
                 #expect(nearlyEqual(own.longitude, fix.longitude, tolerance: 1e-7), "\(time)")
             }
+        }
+    }
+}
+
+/// What GPSLocation's NMEA parser reports as a recording's SKYs (`NMEADecoder.feed(_:heading:sky:_:)`).
+enum NMEASkyAgreement {
+    static func skies(of log: URL) -> [SkyView] {
+        guard let data = try? Data(contentsOf: log) else { return [] }
+        var decoder = NMEADecoder()
+        var skies: [SkyView] = []
+        data.withUnsafeBytes { raw in
+            decoder.feed(raw.bindMemory(to: UInt8.self), heading: { _ in }, sky: { skies.append($0) }, { _ in })
+        }
+        return skies
+    }
+}
+
+/// Asserts that `ours` are gpsd's SKYs: as many, each with the same satellites (number,
+/// elevation, azimuth, signal, used) in the same order and the same DOPs (to 0.01).
+func assertSameSkies(
+    _ ours: [SkyView], _ theirs: [SkyView], name: String, skippingFirst skipped: Int = 0,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(
+        ours.count == theirs.count, "\(name): \(ours.count) skies, gpsd reported \(theirs.count)",
+        sourceLocation: sourceLocation)
+    func close(_ a: Double?, _ b: Double?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let a?, let b?): abs(a - b) < 0.0051
+        default: false
+        }
+    }
+    print("  \(name): \(ours.count) skies from the NMEA path, \(theirs.count) from gpsd")
+    var reported = 0
+    for (index, (mine, gpsd)) in zip(ours, theirs).enumerated() where index >= skipped && reported < 5 {
+        let a = mine.satellites.map {
+            "\($0.prn) \($0.elevation ?? -1) \($0.azimuth ?? -1) \($0.signalToNoise ?? -1) \($0.used)"
+        }
+        let b = gpsd.satellites.map {
+            "\($0.prn) \($0.elevation ?? -1) \($0.azimuth ?? -1) \($0.signalToNoise ?? -1) \($0.used)"
+        }
+        let d = (mine.dilution, gpsd.dilution)
+        let dops =
+            close(d.0.x, d.1.x) && close(d.0.y, d.1.y) && close(d.0.horizontal, d.1.horizontal)
+            && close(d.0.vertical, d.1.vertical) && close(d.0.position, d.1.position) && close(d.0.time, d.1.time)
+            && close(d.0.geometric, d.1.geometric)
+        if a != b || !dops {
+            reported += 1
+            Issue.record(
+                "\(name) SKY #\(index): ours \(a) \(d.0), gpsd's \(b) \(d.1)", sourceLocation: sourceLocation)
         }
     }
 }

@@ -37,6 +37,16 @@ struct ServeTests {
         let box = try await ServeBox.start(["--replay", Self.drive, "--speed", "20", "--batch", "0"])
         defer { box.stop() }
         #expect(try await Self.firstLocations(box).count >= 1)
+        // The replay's sky through GPSLocation's NMEA parser (the default): the satellites gpsd
+        // would report.
+        let stream = try box.stream()
+        let sky = await stream.waitFor { events in
+            events.contains {
+                $0.name == "sky" && $0.data.contains("\"elevation\"") && $0.data.contains("\"used\":true")
+            }
+        }
+        stream.close()
+        #expect(sky, "\(stream.events.map(\.name))")
         let location = try await box.request("GET", "/api/location")
         #expect(location.status == 200, "\(location)")
         #expect(location.headers["x-gpsloc-replay"] == Self.drive)
@@ -57,7 +67,6 @@ struct ServeTests {
         #expect(page.headers["x-frame-options"] == "DENY")
         for marker in [
             #"id="position""#, #"<svg id="sky""#, #"id="tracking""#, "Replay of", #"id="locations""#,
-            "GPSLocation's NMEA parser reports none",
         ] {
             #expect(page.body.contains(marker), "\(marker)")
         }
@@ -374,7 +383,7 @@ extension RealGPSD.LaneD {
             #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 10_000)
         }
 
-        @Test("a reduced replay in Chromium says approximate")
+        @Test("a reduced replay in Chromium says approximate, and its sky (the NMEA parser's) is plotted")
         func approximateInBrowser() async throws {
             try #require(ServeBox.browserAvailable, ServeBox.browserMissingReason)
             let box = try await ServeBox.start([
@@ -386,7 +395,7 @@ extension RealGPSD.LaneD {
                 "/usr/bin/python3",
                 [
                     Paths.packageRoot.appendingPathComponent("scripts/serve-browser.py").path, box.url,
-                    "--expect-replay", "--expect-approximate", "--no-sky", "--no-control", "--timeout", "90",
+                    "--expect-replay", "--expect-approximate", "--no-control", "--timeout", "90",
                 ], environment: ["HOME": folder.path, "PATH": "/usr/bin:/bin"], mergeErrors: true)
             #expect(result.status == 0, "\(result.stdout)")
             #expect(result.stdout.contains("APPROXIMATE"), "\(result.stdout)")

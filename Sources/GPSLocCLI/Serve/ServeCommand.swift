@@ -24,7 +24,6 @@ enum ServeCommand {
           --replay FILE              serve an NMEA recording instead of gpsd (labelled as a replay)
           --speed X                  replay at X times real time (default 1)
           --via nmea|gpsd            the replay through GPSLocation's parser (default) or a real gpsd
-                                     (gpsfake: also the satellites for the sky plot)
           --batch SECONDS            send locations to pages in batches, every SECONDS (default 5; 0: each at once)
           --token TOKEN              the token pages and scripts must show (default: a new random one;
                                      printed in the URL when listening beyond loopback)
@@ -114,7 +113,7 @@ enum ServeCommand {
         }
         let hub = ServeHub(
             settings: ServeHub.Settings(
-                batch: batch, replay: replay, withoutSky: replay != nil && (arguments["via"] ?? "nmea") == "nmea"))
+                batch: batch, replay: replay))
         let sink = ServeSink(hub: hub)
         let feed: ServeFeed
         if let replay {

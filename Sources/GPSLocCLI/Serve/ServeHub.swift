@@ -24,8 +24,6 @@ final class ServeHub: Sendable {
         var capacity = ServeHub.defaultCapacity
         /// The recording being replayed (the page and the API say so), nil when live.
         var replay: String?
-        /// The replay goes through GPSLocation's NMEA parser, which reports no satellites.
-        var withoutSky = false
     }
 
     struct State {

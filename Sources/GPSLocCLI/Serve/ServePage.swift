@@ -3,7 +3,7 @@
 /// sky, the counts, the latest locations, and the start/stop control. Its script is
 /// `ServeScript`; nothing is inline (the page's Content-Security-Policy allows no inline script).
 enum ServePage {
-    static func html(token: String, replay: String?, tiles: String?, withoutSky: Bool = false) -> String {
+    static func html(token: String, replay: String?, tiles: String?) -> String {
         let source =
             replay.map { "Replay of \(escape($0)) — recorded data, not a live receiver" }
             ?? "Live from gpsd"
@@ -52,7 +52,7 @@ enum ServePage {
                   <text x="0" y="110" class="compass">S</text><text x="-104" y="4" class="compass">W</text>
                   <g id="satellites"></g>
                 </svg>
-                <p id="skycount">\(withoutSky ? "No satellites: GPSLocation's NMEA parser reports none — `gpsloc serve --replay FILE --via gpsd` plays the recording through gpsd, which does." : "No satellites reported yet.")</p>
+                <p id="skycount">No satellites reported yet.</p>
               </section>
               <section id="history">
                 <table id="locations">

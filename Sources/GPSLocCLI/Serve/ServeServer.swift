@@ -81,10 +81,7 @@ final class ServeServer: Sendable {
             return .bytes(
                 status: 200, type: "text/html; charset=utf-8",
                 body: Array(
-                    ServePage.html(
-                        token: access.token, replay: hub.settings.replay, tiles: tiles,
-                        withoutSky: hub.settings.withoutSky
-                    ).utf8),
+                    ServePage.html(token: access.token, replay: hub.settings.replay, tiles: tiles).utf8),
                 headers: headers)
         case ("GET", "/app.js"):
             return .bytes(

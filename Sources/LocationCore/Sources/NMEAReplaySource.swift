@@ -206,6 +206,10 @@ public final class NMEAReplaySource: LocationSource, Sendable {
         let deliverHeading: (HeadingReading) -> Void = { heading in
             if isRunning() { handler(.heading(heading)) }
         }
+        // The satellite picture, as gpsd reports a SKY: when a cycle's GSVs complete it.
+        let deliverSky: (SkyView) -> Void = { sky in
+            if isRunning() { handler(.sky(sky)) }
+        }
         // As fast as possible, parsing and the handler (the engine, the app) run on two threads,
         // a chunk's events handed over in order (`Handoff`): the replay takes the longer of the
         // two instead of their sum. Paced, the handler runs here, each fix at its time.
@@ -240,10 +244,12 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             buffer.withUnsafeBufferPointer { chunk in
                 let bytes = UnsafeBufferPointer(rebasing: chunk[0..<count])
                 if let handoff {
-                    decoder.feed(bytes, heading: { batch.append(.heading($0)) }, { batch.append(.fix($0)) })
+                    decoder.feed(
+                        bytes, heading: { batch.append(.heading($0)) }, sky: { batch.append(.sky($0)) },
+                        { batch.append(.fix($0)) })
                     handoff.put(&batch)
                 } else {
-                    decoder.feed(bytes, heading: deliverHeading, deliver)
+                    decoder.feed(bytes, heading: deliverHeading, sky: deliverSky, deliver)
                 }
             }
             report?(readSoFar, total)
