@@ -89,6 +89,20 @@ public enum PhysicalRanges {
     /// Entries of one (constellation, number) merge: the first elevation and azimuth, the
     /// strongest signal, used if any signal was.
     static func merged(_ satellites: [Satellite]) -> [Satellite] {
+        // Nearly always no entry repeats: one bit per key's hash says so without a dictionary or a
+        // copy (equal keys always share a bit; a shared bit of different keys takes the exact way).
+        var seen = SIMD16<UInt64>()
+        var repeats = false
+        for satellite in satellites {
+            let bit = (satellite.constellation.rawValue &* 131 &+ satellite.satelliteID) & 1023
+            let mask = UInt64(1) << UInt64(bit & 63)
+            if seen[bit >> 6] & mask != 0 {
+                repeats = true
+                break
+            }
+            seen[bit >> 6] |= mask
+        }
+        guard repeats else { return satellites }
         var index: [Int: Int] = [:]
         var result: [Satellite] = []
         result.reserveCapacity(satellites.count)
