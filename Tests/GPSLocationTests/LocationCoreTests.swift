@@ -171,3 +171,34 @@ struct FollowingRunnerTests {
         #expect(await source.wait { !$0.isRunning }, "denied ends updates and stops the source")
     }
 }
+
+/// The sky's duplicates (one satellite in an L1 and an L5 GSV set) merge into one entry, and a
+/// sky without any comes back as it was.
+@Suite("PhysicalRanges: a sky's repeated satellites merge")
+struct MergedSatellitesTests {
+    static func satellite(_ prn: Int, _ system: Constellation, _ number: Int, snr: Double?, used: Bool) -> Satellite {
+        Satellite(
+            prn: prn, constellation: system, satelliteID: number, signalToNoise: snr, elevation: 40, azimuth: 100,
+            used: used)
+    }
+
+    @Test("no repeat: the same list; repeats: one entry each, the strongest signal, used if any was")
+    func merges() {
+        let distinct =
+            (1...32).map { Self.satellite($0, .gps, $0, snr: 30, used: $0 % 2 == 0) }
+            + (1...24).map { Self.satellite(64 + $0, .glonass, $0, snr: 25, used: false) }
+        #expect(PhysicalRanges.merged(distinct) == distinct)
+        let twice = [
+            Self.satellite(7, .gps, 7, snr: 30, used: false), Self.satellite(302, .galileo, 2, snr: 40, used: true),
+            Self.satellite(7, .gps, 7, snr: 44, used: true), Self.satellite(8, .gps, 8, snr: nil, used: false),
+        ]
+        let merged = PhysicalRanges.merged(twice)
+        #expect(merged.map(\.prn) == [7, 302, 8])
+        #expect(merged[0].signalToNoise == 44 && merged[0].used)
+        // Different keys that share a bit (GPS 131 and SBAS 0 hash alike) stay apart.
+        let alike = [
+            Self.satellite(131, .gps, 131, snr: 30, used: true), Self.satellite(120, .sbas, 0, snr: 20, used: false),
+        ]
+        #expect(PhysicalRanges.merged(alike) == alike)
+    }
+}
