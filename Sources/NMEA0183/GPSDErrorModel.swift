@@ -31,7 +31,7 @@ struct GPSDSatellitePicture: Sendable {
         var geometric: Double?
     }
 
-    private struct Satellite: Sendable {
+    private struct Entry: Sendable {
         var prn: Int
         var elevation: Double
         var azimuth: Double
@@ -41,7 +41,7 @@ struct GPSDSatellitePicture: Sendable {
     }
 
     private(set) var dop = Dilutions()
-    private var sky: [Satellite] = []
+    private var sky: [Entry] = []
     /// The used satellites' numbers (gpsd's `sats_used`), and the same as a set of bits.
     private(set) var usedCount = 0
     private var usedBits = SIMD16<UInt64>()
@@ -137,7 +137,7 @@ struct GPSDSatellitePicture: Sendable {
             // gpsd reads these with atoi: an empty field is 0, a fraction is cut.
             let signal = Int(satellite.signalToNoise ?? 0)
             sky.append(
-                Satellite(
+                Entry(
                     prn: prn, elevation: Double(Int(satellite.elevation ?? 0)),
                     azimuth: Double(Int(satellite.azimuth ?? 0)), signal: signal,
                     used: prn > 0 && prn < 1024 && signal > 0 && usedBits[prn >> 6] & (1 << UInt64(prn & 63)) != 0))
@@ -167,7 +167,7 @@ struct GPSDSatellitePicture: Sendable {
         skyComplete = false
         let satellites = sky.map { satellite in
             let (constellation, number) = Self.identity(prn: satellite.prn)
-            return GNSSCore.Satellite(
+            return Satellite(
                 prn: satellite.prn, constellation: constellation, satelliteID: number,
                 signalToNoise: Double(satellite.signal), elevation: satellite.elevation, azimuth: satellite.azimuth,
                 used: satellite.used)
