@@ -1,27 +1,32 @@
 #!/usr/bin/python3
-"""Drives `gpsloc serve`'s page in a real browser: Debian's chromium, headless, through
-chromium-driver and python3-selenium (run it with /usr/bin/python3).
+"""Drives `gpsloc serve`'s page in a real browser, headless: Debian's chromium through
+chromium-driver and python3-selenium (run it with /usr/bin/python3), or Debian's Firefox ESR
+through its own remote protocol, Marionette, with Mozilla's marionette_driver (bookworm has no
+geckodriver; scripts/setup.sh puts marionette_driver in .build/marionette: run it with
+.build/marionette/bin/python and --browser firefox).
 
-usage: serve-browser.py URL [--screenshot FILE] [--expect-replay] [--expect-approximate] [--timeout S]
+usage: serve-browser.py URL [--browser chromium|firefox] [--screenshot FILE] [--expect-replay]
+                            [--expect-approximate] [--no-sky] [--no-control] [--timeout S]
 
 Prints one line per check as it passes (POSITION, SOURCE, SKY, APPROXIMATE, STOPPED, STARTED),
 then OK; on a failed check, FAIL and what the page showed, with exit status 1. The tests in
 Tests/GPSLocationTests/ServeTests.swift run it; the README's screenshot is its --screenshot.
 """
 import argparse
+import base64
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
-
 parser = argparse.ArgumentParser()
 parser.add_argument("url")
+parser.add_argument("--browser", choices=("chromium", "firefox"), default="chromium")
 parser.add_argument("--screenshot")
 parser.add_argument("--expect-replay", action="store_true")
 parser.add_argument("--expect-approximate", action="store_true")
@@ -31,31 +36,116 @@ parser.add_argument("--no-control", action="store_true", help="do not press Stop
 parser.add_argument("--timeout", type=float, default=90)
 args = parser.parse_args()
 
-options = webdriver.ChromeOptions()
-options.binary_location = "/usr/bin/chromium"
-for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
-    options.add_argument(flag)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-wait = WebDriverWait(driver, args.timeout, poll_frequency=0.1)
+
+class Chromium:
+    """The page in chromium, through chromedriver (Selenium)."""
+
+    def __init__(self):
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.common.by import By
+        self.by = By
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
+            options.add_argument(flag)
+        self.driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+    def open(self, url):
+        self.driver.get(url)
+
+    def element(self, element_id):
+        return self.driver.find_element(self.by.ID, element_id)
+
+    def count(self, css):
+        return len(self.driver.find_elements(self.by.CSS_SELECTOR, css))
+
+    def screenshot(self, path):
+        self.driver.save_screenshot(path)
+
+    def quit(self):
+        self.driver.quit()
+
+
+class Firefox:
+    """The page in Firefox ESR, headless, through Marionette on a port of its own (a new
+    profile: `marionette.port` 0, the port read back from the profile's MarionetteActivePort)."""
+
+    def __init__(self):
+        from marionette_driver.by import By
+        from marionette_driver.marionette import Marionette
+        self.by = By
+        self.profile = tempfile.mkdtemp(prefix="gpsloc-serve-firefox-")
+        with open(os.path.join(self.profile, "user.js"), "w") as f:
+            for name, value in (("marionette.port", "0"), ("browser.shell.checkDefaultBrowser", "false"),
+                                ("datareporting.policy.dataSubmissionEnabled", "false"),
+                                ("toolkit.telemetry.reportingpolicy.firstRun", "false"),
+                                ("app.update.disabledForTesting", "true"),
+                                ("browser.startup.homepage_override.mstone", '"ignore"')):
+                f.write(f'user_pref("{name}", {value});\n')
+        self.process = subprocess.Popen(
+            ["/usr/bin/firefox-esr", "--headless", "--marionette", "--no-remote", "--profile", self.profile,
+             "--window-size=1280,1000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        active = os.path.join(self.profile, "MarionetteActivePort")
+        deadline = time.monotonic() + args.timeout
+        while not (os.path.exists(active) and open(active).read().strip()):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                print("FAIL Firefox ESR did not start its remote protocol (exit %s)" % self.process.poll(), flush=True)
+                sys.exit(1)
+            time.sleep(0.1)
+        self.client = Marionette(host="127.0.0.1", port=int(open(active).read().strip()))
+        self.client.start_session()
+
+    def open(self, url):
+        self.client.navigate(url)
+
+    def element(self, element_id):
+        return self.client.find_element(self.by.ID, element_id)
+
+    def count(self, css):
+        return len(self.client.find_elements(self.by.CSS_SELECTOR, css))
+
+    def screenshot(self, path):
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(self.client.screenshot()))
+
+    def quit(self):
+        try:
+            self.client.delete_session()
+        except Exception:
+            pass
+        self.process.kill()
+        self.process.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+browser = Firefox() if args.browser == "firefox" else Chromium()
 
 
 def text(element_id):
-    return driver.find_element(By.ID, element_id).text
+    return browser.element(element_id).text
 
 
 def fail(what):
     print("FAIL", what, "| status:", text("status"), "| position:", text("position"),
           "| received:", text("received"), flush=True)
-    driver.quit()
+    browser.quit()
     sys.exit(1)
 
 
 def check(condition, what):
-    try:
-        wait.until(lambda _: condition())
-    except Exception:
-        fail(what)
+    """Polls `condition` every 0.1 s until it holds or the timeout passes (an exception while
+    the page changes counts as not yet)."""
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except Exception:
+            pass
+        time.sleep(0.1)
+    fail(what)
 
 
 def status():
@@ -65,7 +155,7 @@ def status():
 
 
 try:
-    driver.get(args.url)
+    browser.open(args.url)
     position = re.compile(r"^-?\d{1,2}\.\d+, -?\d{1,3}\.\d+$")
     check(lambda: position.match(text("position")), "no position shown")
     print("POSITION", text("position"), flush=True)
@@ -74,35 +164,35 @@ try:
         fail("the page does not say it is a replay: " + source)
     print("SOURCE", source, flush=True)
     if not args.no_sky:
-        check(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#sky [data-prn]")) >= 4, "the sky plot stayed empty")
-        used = len(driver.find_elements(By.CSS_SELECTOR, "#sky .sat.used[data-prn]"))
-        print("SKY", len(driver.find_elements(By.CSS_SELECTOR, "#sky [data-prn]")), "used", used, flush=True)
+        check(lambda: browser.count("#sky [data-prn]") >= 4, "the sky plot stayed empty")
+        print("SKY", browser.count("#sky [data-prn]"), "used", browser.count("#sky .sat.used[data-prn]"), flush=True)
     if args.expect_approximate:
-        check(lambda: driver.find_element(By.ID, "approximate").is_displayed(), "a reduced location is not marked approximate")
+        check(lambda: browser.element("approximate").is_displayed(), "a reduced location is not marked approximate")
         print("APPROXIMATE", text("approximate"), flush=True)
-    check(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#locations tbody tr")) >= 1, "the table stayed empty")
+    check(lambda: browser.count("#locations tbody tr") >= 1, "the table stayed empty")
     check(lambda: int(text("received")) >= args.points, "fewer than %d locations arrived" % args.points)
     if args.screenshot:
         time.sleep(0.5)  # let the map finish its pan before the picture (not a check)
-        driver.save_screenshot(args.screenshot)
+        browser.screenshot(args.screenshot)
     if args.no_control:
         print("OK", flush=True)
         sys.exit(0)
-    button = driver.find_element(By.ID, "tracking")
-    check(lambda: button.get_attribute("data-tracking") == "true", "tracking is not shown as on")
-    button.click()
-    check(lambda: button.get_attribute("data-tracking") == "false", "the control did not stop tracking")
+    check(lambda: browser.element("tracking").get_attribute("data-tracking") == "true", "tracking is not shown as on")
+    browser.element("tracking").click()
+    check(lambda: browser.element("tracking").get_attribute("data-tracking") == "false",
+          "the control did not stop tracking")
     stopped = status()
     if stopped["tracking"]:
         fail("the server still tracks after Stop")
     print("STOPPED", stopped["newestID"], flush=True)
     shown = text("position")
-    button.click()
-    check(lambda: button.get_attribute("data-tracking") == "true", "the control did not start tracking again")
+    browser.element("tracking").click()
+    check(lambda: browser.element("tracking").get_attribute("data-tracking") == "true",
+          "the control did not start tracking again")
     check(lambda: status()["newestID"] > stopped["newestID"], "the server made no location after Start")
     check(lambda: text("position") != shown, "the page showed no new location after Start")
     started = status()
     print("STARTED", started["newestID"], flush=True)
     print("OK", flush=True)
 finally:
-    driver.quit()
+    browser.quit()

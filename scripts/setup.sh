@@ -51,3 +51,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "setup: Swift 6.3 is not on PATH — install the toolchain from swift.org first" >&2; exit 1; }
+
+# Firefox ESR drives gpsloc serve's page in the tests through Marionette, its own remote protocol
+# (bookworm has no geckodriver): Mozilla's marionette_driver from PyPI, pinned, in a private
+# virtual environment in .build. Under CI a failure stops the run; elsewhere it says which test
+# is skipped.
+venv="$(cd "$(dirname "$0")/.." && pwd)/.build/marionette"
+if ! "$venv/bin/python" -c "import marionette_driver" 2>/dev/null; then
+  echo "setup: installing marionette_driver 3.7.1 (PyPI) into .build/marionette" >&2
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check marionette_driver==3.7.1; } >/dev/null 2>&1; then
+    rm -rf "$venv"
+    if [ -n "${CI:-}" ]; then echo "setup: could not install marionette_driver from PyPI" >&2; exit 1; fi
+    echo "setup: could not install marionette_driver from PyPI: gpsloc serve's Firefox test is skipped" >&2
+  fi
+fi

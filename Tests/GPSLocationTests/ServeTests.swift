@@ -383,6 +383,24 @@ extension RealGPSD.LaneD {
             #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 10_000)
         }
 
+        @Test("the page in Firefox ESR: the replayed position, the NMEA parser's sky, stop and start")
+        func firefox() async throws {
+            try #require(ServeBox.firefoxAvailable, ServeBox.firefoxMissingReason)
+            let box = try await ServeBox.start(["--replay", ServeTests.drive, "--speed", "2", "--batch", "1"])
+            defer { box.stop() }
+            let folder = try GPSLocBinary.makeConfigHome()
+            let result = try await runProgram(
+                ServeBox.marionettePython,
+                [
+                    Paths.packageRoot.appendingPathComponent("scripts/serve-browser.py").path, box.url,
+                    "--browser", "firefox", "--expect-replay", "--timeout", "90",
+                ], environment: ["HOME": folder.path, "PATH": "/usr/bin:/bin"], mergeErrors: true)
+            #expect(result.status == 0, "\(result.stdout)")
+            for check in ["POSITION", "SOURCE Replay", "SKY", "STOPPED", "STARTED", "OK"] {
+                #expect(result.stdout.contains(check), "\(check): \(result.stdout)")
+            }
+        }
+
         @Test("a reduced replay in Chromium says approximate, and its sky (the NMEA parser's) is plotted")
         func approximateInBrowser() async throws {
             try #require(ServeBox.browserAvailable, ServeBox.browserMissingReason)

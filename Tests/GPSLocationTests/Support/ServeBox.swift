@@ -23,6 +23,15 @@ final class ServeBox: Sendable {
             && FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/selenium"))
     static let browserMissingReason: Comment =
         "browser test skipped: install chromium, chromium-driver and python3-selenium (scripts/setup.sh does)"
+    /// The Python with Mozilla's marionette_driver that drives Firefox ESR (scripts/setup.sh).
+    static let marionettePython = Paths.packageRoot.appendingPathComponent(".build/marionette/bin/python").path
+    /// Whether the Firefox test can run here (always under CI, where a missing program fails).
+    static let firefoxAvailable =
+        Conditions.underCI
+        || (FileManager.default.isExecutableFile(atPath: "/usr/bin/firefox-esr")
+            && FileManager.default.isExecutableFile(atPath: marionettePython))
+    static let firefoxMissingReason: Comment =
+        "Firefox test skipped: install firefox-esr and run scripts/setup.sh (marionette_driver into .build/marionette)"
 
     private init(program: RunningProgram, log: LineReader, url: String, port: Int, configHome: URL) {
         self.program = program
