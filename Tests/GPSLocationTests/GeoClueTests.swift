@@ -431,3 +431,21 @@ struct GeoClueFilesTests {
         #expect(!text.contains("org.freedesktop.DBus.Properties"), "no rule on others' properties (lintian: too broad)")
     }
 }
+
+/// What a Location object's properties say for a location without an estimate (no bus needed).
+@Suite("gpslocd --geoclue: a Location's unknown values")
+struct GeoClueValuesTests {
+    @Test("no estimate: Accuracy is unbounded, not GeoClue's −1 (which Firefox turns into 0 m)")
+    func unboundedAccuracy() {
+        let location = LocationValue(
+            coordinate: CLLocationCoordinate2D(latitude: 51.45, longitude: -2.59), altitude: 0,
+            horizontalAccuracy: CLLocationDistanceMax, verticalAccuracy: -1, course: -1, courseAccuracy: -1,
+            speed: -1, speedAccuracy: -1, timestamp: Date(timeIntervalSince1970: 1_800_000_000))
+        func double(_ property: String) -> Double? {
+            if case .double(let value) = GeoClueEndpoint.value(of: location, property) { value } else { nil }
+        }
+        #expect(double("Accuracy") == .greatestFiniteMagnitude)
+        #expect(double("Altitude") == -.greatestFiniteMagnitude)
+        #expect(double("Speed") == -1 && double("Heading") == -1)
+    }
+}
