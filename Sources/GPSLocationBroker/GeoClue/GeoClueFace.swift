@@ -12,10 +12,10 @@ import LocationCore
 /// One thread owns the bus connection (sd-bus is not thread-safe): it runs sd-bus's calls and
 /// the jobs other threads post (a location to send, a decision that changed), one at a time,
 /// never waiting on a client. The locations come from one engine for every client
-/// (`GeoClueFeed`), on gpsd's thread, which hands each client's latest over.
+/// (`SharedLocationFeed`, the core's), on gpsd's thread, which hands each client's latest over.
 final class GeoClueFace: Sendable {
     let service: BrokerService
-    let feed: GeoClueFeed
+    let feed: SharedLocationFeed
     private let jobs = Locked<[@Sendable (GeoClueEndpoint) -> Void]>([])
     private let wake = WakePipe(owner: "gpslocd's GeoClue face")
     private let running = Locked(true)
@@ -43,7 +43,8 @@ final class GeoClueFace: Sendable {
 
     init(service: BrokerService) {
         self.service = service
-        feed = GeoClueFeed(service: service)
+        feed = SharedLocationFeed(
+            source: BrokerHubSource(service: service), reducedStore: service.reducedStore, clientName: "GeoClue client")
     }
 
     /// Connects to the system bus (`$DBUS_SYSTEM_BUS_ADDRESS` when set), takes the name and
