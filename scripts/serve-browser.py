@@ -37,7 +37,18 @@ parser.add_argument("--timeout", type=float, default=90)
 args = parser.parse_args()
 
 
-class Chromium:
+class Page:
+    """What the checks ask of a browser: its driver (Selenium's or Marionette's, which find
+    elements the same way) and its `By`."""
+
+    def element(self, element_id):
+        return self.driver.find_element(self.by.ID, element_id)
+
+    def count(self, css):
+        return len(self.driver.find_elements(self.by.CSS_SELECTOR, css))
+
+
+class Chromium(Page):
     """The page in chromium, through chromedriver (Selenium)."""
 
     def __init__(self):
@@ -55,12 +66,6 @@ class Chromium:
     def open(self, url):
         self.driver.get(url)
 
-    def element(self, element_id):
-        return self.driver.find_element(self.by.ID, element_id)
-
-    def count(self, css):
-        return len(self.driver.find_elements(self.by.CSS_SELECTOR, css))
-
     def screenshot(self, path):
         self.driver.save_screenshot(path)
 
@@ -68,7 +73,7 @@ class Chromium:
         self.driver.quit()
 
 
-class Firefox:
+class Firefox(Page):
     """The page in Firefox ESR, headless, through Marionette on a port of its own (a new
     profile: `marionette.port` 0, the port read back from the profile's MarionetteActivePort)."""
 
@@ -94,25 +99,19 @@ class Firefox:
                 print("FAIL Firefox ESR did not start its remote protocol (exit %s)" % self.process.poll(), flush=True)
                 sys.exit(1)
             time.sleep(0.1)
-        self.client = Marionette(host="127.0.0.1", port=int(open(active).read().strip()))
-        self.client.start_session()
+        self.driver = Marionette(host="127.0.0.1", port=int(open(active).read().strip()))
+        self.driver.start_session()
 
     def open(self, url):
-        self.client.navigate(url)
-
-    def element(self, element_id):
-        return self.client.find_element(self.by.ID, element_id)
-
-    def count(self, css):
-        return len(self.client.find_elements(self.by.CSS_SELECTOR, css))
+        self.driver.navigate(url)
 
     def screenshot(self, path):
         with open(path, "wb") as f:
-            f.write(base64.b64decode(self.client.screenshot()))
+            f.write(base64.b64decode(self.driver.screenshot()))
 
     def quit(self):
         try:
-            self.client.delete_session()
+            self.driver.delete_session()
         except Exception:
             pass
         self.process.kill()
