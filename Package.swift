@@ -15,6 +15,7 @@ let strictSettings: [SwiftSetting] = [
 //   LocationCore        the rules' core, below every face (FoundationEssentials only): the engine
 //                       and its stages, its values in and out, the authorization vocabulary and
 //                       its stores, the policy, the fuzzer, diagnostics, private files (#50)
+//   LocationWords       the core's facts in words: CLError.message, diagnostics, rejections (#50)
 //   GPSLocation         the CoreLocation API, the engine's driver, authorization, location sources
 //   GPSDProcesses       starting gpsd and gpsfake, child processes, free ports (replay --via gpsd, tests)
 //   GPSLocationTesting  harnesses for people testing code that embeds GPSLocation
@@ -42,8 +43,9 @@ let package = Package(
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strictSettings),
         .target(name: "LocationCore", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strictSettings),
+        .target(name: "LocationWords", dependencies: ["GNSSCore", "GPSDClient", "LocationCore"], swiftSettings: strictSettings),
         .target(
-            name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore"],
+            name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore", "LocationWords"],
             swiftSettings: strictSettings),
         .target(name: "GPSDProcesses", dependencies: ["GPSDClient"], swiftSettings: strictSettings),
         .target(
@@ -53,14 +55,14 @@ let package = Package(
         // (dlopen), not linked — its GnuTLS would cost every other command memory.
         .target(name: "CServeHTTP"),
         .target(
-            name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183", "CServeHTTP"],
+            name: "GPSLocCLI", dependencies: ["LocationCore", "LocationWords", "GPSDClient", "GPSDProcesses", "NMEA0183", "CServeHTTP"],
             swiftSettings: strictSettings),
         .executableTarget(name: "gpsloc", dependencies: ["GPSLocCLI"], swiftSettings: strictSettings),
         .target(name: "CBrokerSupport"),
         // sd-bus (libsystemd-dev) for gpslocd's GeoClue face: its object tables are C macros.
         .target(name: "CGeoClueBus", linkerSettings: [.linkedLibrary("systemd")]),
         .target(
-            name: "GPSLocationBroker", dependencies: ["LocationCore", "GPSDClient", "CBrokerSupport", "CGeoClueBus"], swiftSettings: strictSettings),
+            name: "GPSLocationBroker", dependencies: ["LocationCore", "LocationWords", "GPSDClient", "CBrokerSupport", "CGeoClueBus"], swiftSettings: strictSettings),
         .executableTarget(name: "gpslocd", dependencies: ["GPSLocationBroker", "LocationCore", "GPSDClient", "GNSSCore"], swiftSettings: strictSettings),
         .executableTarget(name: "nmea-sim", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
         .executableTarget(
@@ -79,7 +81,7 @@ let package = Package(
         .testTarget(
             name: "GPSLocationTests",
             dependencies: [
-                "GPSLocation", "LocationCore", "GPSLocationTesting", "GPSLocCLI", "GPSLocationBroker", "TestSupport",
+                "GPSLocation", "LocationCore", "LocationWords", "GPSLocationTesting", "GPSLocCLI", "GPSLocationBroker", "TestSupport",
             ],
             swiftSettings: strictSettings
         ),

@@ -83,11 +83,11 @@ public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A failure talking to gpsd. It keeps libgps's own code and text, and says what to do.
-public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct GPSDError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, as a stable identifier. New codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let name: String
-        private init(_ name: String) { self.name = name }
+        fileprivate init(_ name: String) { self.name = name }
         /// `gps_open` failed: nothing listens there, or the host is unknown.
         public static let unreachable = Code("unreachable")
         /// The `?WATCH` request could not be sent.
@@ -167,5 +167,37 @@ public struct GPSDError: Error, Sendable, Equatable, CustomStringConvertible {
         default:
             return "gpsd error \(code) at \(endpoint)\(cause)"
         }
+    }
+}
+
+// As values on gpslocd's wire (a PROBLEM's facts): the code by name, the endpoint by its parts.
+extension GPSDError: Codable {
+    private enum Keys: String, CodingKey {
+        case code, host, port, device, libgpsCode, libgpsMessage, silence
+    }
+
+    /// Reads the values `encode(to:)` wrote.
+    public init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: Keys.self)
+        self.init(
+            code: Code(try values.decode(String.self, forKey: .code)),
+            endpoint: GPSDEndpoint(
+                host: try values.decode(String.self, forKey: .host), port: try values.decode(Int.self, forKey: .port),
+                device: try values.decodeIfPresent(String.self, forKey: .device)),
+            libgpsCode: try values.decodeIfPresent(Int32.self, forKey: .libgpsCode),
+            libgpsMessage: try values.decodeIfPresent(String.self, forKey: .libgpsMessage),
+            silence: try values.decodeIfPresent(Double.self, forKey: .silence))
+    }
+
+    /// Writes the error's values.
+    public func encode(to encoder: any Encoder) throws {
+        var values = encoder.container(keyedBy: Keys.self)
+        try values.encode(code.name, forKey: .code)
+        try values.encode(endpoint.host, forKey: .host)
+        try values.encode(endpoint.port, forKey: .port)
+        try values.encodeIfPresent(endpoint.device, forKey: .device)
+        try values.encodeIfPresent(libgpsCode, forKey: .libgpsCode)
+        try values.encodeIfPresent(libgpsMessage, forKey: .libgpsMessage)
+        try values.encodeIfPresent(silence, forKey: .silence)
     }
 }

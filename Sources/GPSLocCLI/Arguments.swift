@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// A usage mistake: gpsloc prints it with the command's help and exits 2.
 public struct UsageError: Error, Equatable, CustomStringConvertible {

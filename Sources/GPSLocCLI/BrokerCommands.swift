@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// `gpsloc auth` and `gpsloc agent` where gpslocd is in force: requests to it over its socket,
 /// answered for the caller's own uid (root: any, with --uid). The decisions live in gpslocd's

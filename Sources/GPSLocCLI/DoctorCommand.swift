@@ -5,6 +5,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// `gpsloc doctor`: what is wrong with this machine's GPS setup, one line a check, each with
 /// the command that fixes it. A first version: gpsd, its reachability and devices, receivers,
@@ -105,7 +106,9 @@ enum DoctorCommand {
                     let simulated = GPSFakeDetection.feeds(endpoint)
                     report(
                         simulated ? "ok" : "warn",
-                        ReceiverClock.offsetMessage(offset, fixTime: time, now: now, simulated: simulated))
+                        LocationDiagnostic.Facts.systemClockOffset(
+                            offset: offset, fixTime: time, now: now, simulated: simulated
+                        ).words)
                 }
             } else if !devices.isEmpty {
                 report(

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 import Synchronization
 
 /// Options shared by `watch` and `replay`: they become the engine's configuration.

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// The `gpsloc` command line: dispatch, usage errors (exit 2), runtime failures (exit 1).
 public enum GPSLoc {

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// `gpsloc last`: the last location an app received (the per-user last-location cache), as
 /// the app itself would see it: nothing unless it is authorized now, and with reduced accuracy

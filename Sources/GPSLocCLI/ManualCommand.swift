@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// `gpsloc manpage` (roff for gpsloc(1)) and `gpsloc completion bash`, both built from the
 /// same help texts `--help` prints, so the installed page and completion cannot drift from

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// `gpsloc monitor`: the conditions a named `CLMonitor` of an app keeps between runs
 /// (`MonitorStore`), listed, added and removed without writing code.

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// `gpsloc watch --once`: the engine's one-shot (`requestLocation()`'s rule: the first location
 /// meeting `--desired-accuracy`, else the best of the last receiver cycle at the timeout),

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// Where a command's updates go: NDJSON lines, or a human view on a terminal.
 ///

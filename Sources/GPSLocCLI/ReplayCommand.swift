@@ -5,6 +5,7 @@ import GPSDClient
 import GPSDProcesses
 import Glibc
 import LocationCore
+import LocationWords
 
 enum ReplayCommand {
     static let help = """

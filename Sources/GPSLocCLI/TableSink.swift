@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// A table that refreshes in place on a terminal (like gpsd's cgps, but showing what an app
 /// receives). At most 78 columns, so it fits an 80-column terminal; redrawn on every update

@@ -5,6 +5,7 @@
 @_exported import Foundation
 @_exported import GPSDClient
 @_exported import LocationCore
+@_exported import LocationWords
 @_exported import NMEA0183
 
 // GNSSCore's data types only (its locks, threads and text helpers are the library's plumbing:

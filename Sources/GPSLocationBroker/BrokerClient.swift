@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// One program connected to gpslocd: its socket, who the kernel says it is, what it asked for,
 /// and its unsent output. Writes never block: what the socket does not take waits here (up to

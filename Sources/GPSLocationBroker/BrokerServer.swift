@@ -5,6 +5,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// gpslocd's socket and its one loop (epoll): accepts programs, identifies each by the kernel
 /// (`PeerIdentity`) as it connects, reads their lines and hands them to the `BrokerService`,

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 // Consent: a program's request for a decision, the agent that answers it for its user, and the
 // prompt's expiry. Part of `BrokerService`, in a file of its own.

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// Decisions: who may make them, where they are kept, which one holds, and telling programs.
 ///

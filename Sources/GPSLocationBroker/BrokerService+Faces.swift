@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 // Other faces over gpslocd's one gpsd connection and its decisions (the GeoClue face): part of
 // `BrokerService`, in a file of its own.

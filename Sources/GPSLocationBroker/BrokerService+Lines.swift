@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 // What gpslocd writes: replies, protocol errors and the audit log. Part of `BrokerService`, in a
 // file of its own.

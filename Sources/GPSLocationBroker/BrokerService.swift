@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// gpslocd's decisions and sessions: what each connected program may receive, applied here, out
 /// of its reach. The server's loop hands it each line; gpsd's reports reach it from one shared
@@ -264,7 +265,7 @@ package final class BrokerService: Sendable {
         let clearsProblem =
             switch event {
             case .fix(let fix): fix.hasPosition
-            case .notice(let code, _): code == "reconnected"
+            case .notice(let note): note.code == "reconnected"
             default: false
             }
         let isSky = if case .sky = event { true } else { false }

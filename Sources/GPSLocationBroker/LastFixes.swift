@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// The last location gpslocd sent each (uid, app): the FIX line as that app received it — gpsd's
 /// fix for full accuracy, the grid point for reduced — kept in memory and in

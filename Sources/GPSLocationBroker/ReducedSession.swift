@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// A program with reduced accuracy behind gpslocd, in one pass and with no engine of its own:
 /// each of gpsd's fixes that the engine's validity rule admits (`ValidityStage`: a 2D or 3D fix

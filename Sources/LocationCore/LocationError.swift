@@ -1,11 +1,11 @@
 import FoundationEssentials
 
 // Core Location's error, with Apple's codes and GPSLocation's reasons: what the rules core fails
-// with. Its bridging to Foundation (`NSError`, `LocalizedError`) is the CoreLocation face's
-// (GPSLocation's CLTypes.swift).
+// with, as values (`facts`). Its words (`message`, `description`) are LocationWords'; its
+// bridging to Foundation (`NSError`, `LocalizedError`) is the CoreLocation face's (CLTypes.swift).
 
 /// Core Location errors, with Apple's codes.
-public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct CLError: Error, Sendable, Equatable {
     /// Apple's error codes, with Apple's raw values (`(error as NSError).code`).
     public enum Code: Int, Sendable {
         /// No location now (no fix, gpsd lost or silent, the source ended); `reason` says which.
@@ -115,8 +115,9 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Apple's code.
     public let code: Code
-    /// What happened and what to do, in one or two sentences.
-    public let message: String
+    /// What happened, with its values (a GPSLocation addition): the words are the faces'
+    /// (`message`, rendered by `LocationWords`); the rules core gives only these.
+    public let facts: Facts
     /// Why, as a value (nil only for errors made by code outside GPSLocation).
     public let reason: Reason?
     /// The lower-level cause (a `GPSDError`, a `GPSFakeError`, …), when there is one.
@@ -127,14 +128,22 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
     /// engine's driver, the one place that decides it (a GPSLocation addition).
     public package(set) var endsUpdates = false
 
-    /// An error with Apple's `code`, an explanation that says what to do, and its `reason`.
+    /// An error with Apple's `code`, what happened as values, and its `reason`.
+    public init(
+        _ code: Code, _ facts: Facts, reason: Reason? = nil, underlyingError: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.facts = facts
+        self.reason = reason
+        self.underlyingError = underlyingError
+    }
+
+    /// An error with Apple's `code`, an explanation in the caller's words that says what to do
+    /// (`Facts.text`), and its `reason`.
     public init(
         _ code: Code, message: String = "", reason: Reason? = nil, underlyingError: (any Error & Sendable)? = nil
     ) {
-        self.code = code
-        self.message = message
-        self.reason = reason
-        self.underlyingError = underlyingError
+        self.init(code, .text(message), reason: reason, underlyingError: underlyingError)
     }
 
     /// `Code.locationUnknown`, so `catch CLError.locationUnknown` reads as on Apple platforms.
@@ -178,20 +187,17 @@ public struct CLError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `Code.historicalLocationError`, so `catch CLError.historicalLocationError` reads as on Apple platforms.
     public static let historicalLocationError = Code.historicalLocationError
 
-    /// Same code, message and reason (the underlying error is not compared).
+    /// Same code, facts and reason (the underlying error is not compared).
     public static func == (lhs: CLError, rhs: CLError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message && lhs.reason == rhs.reason
+        lhs.code == rhs.code && lhs.facts == rhs.facts && lhs.reason == rhs.reason
     }
 
     /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(code)
-        hasher.combine(message)
+        hasher.combine(facts)
         hasher.combine(reason)
     }
-
-    /// The message, or the code's name when there is none.
-    public var description: String { message.isEmpty ? "CLError \(code.name) (\(code.rawValue))" : message }
 }
 
 extension CLError: Hashable {}

@@ -35,11 +35,7 @@ extension LocationFuzzer {
     /// kept (the gate's words, and gpslocd's for a program it serves).
     public static func unavailableError(appID: String, _ problem: String) -> CLError {
         CLError(
-            .locationUnknown,
-            message: "\(appID) has approximate (reduced) accuracy, and its secret offset cannot be kept: "
-                + "\(problem) — no approximate location is delivered until it can (a new offset at every "
-                + "start would give the precise position away)",
-            reason: .reducedAccuracyState)
+            .locationUnknown, .reducedAccuracyUnavailable(app: appID, problem: problem), reason: .reducedAccuracyState)
     }
 
     /// A grid point as the app gets it: every field but the point's own invalid.

@@ -418,7 +418,14 @@ struct BrokerTests {
         #expect(await lateCount.wait(hangLimit: 10) { $0 >= 1 })
         let firstLine = try #require(lateSeen.withLock { $0.first })
         #expect(firstLine.messageClass == "PROBLEM", "\(firstLine.fields)")
-        #expect(firstLine.string("message")?.contains("127.0.0.1:9") == true)
+        // The wire carries what happened as values; the program puts them in words.
+        let error = BrokerProtocol.error(from: firstLine)
+        guard case .gpsd(let gpsd) = error.facts else {
+            Issue.record("not gpsd's error: \(error.facts)")
+            return
+        }
+        #expect(gpsd.endpoint.port == 9 && gpsd.code == .unreachable)
+        #expect(error.message.contains("127.0.0.1:9"), "\(error.message)")
     }
 
     @Test("policy brokerRequired: no direct mode — without gpslocd nothing is delivered and the error says to start it")

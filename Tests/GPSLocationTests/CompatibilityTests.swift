@@ -157,7 +157,7 @@ struct CompatibilityTests {
             let event = GPSDEvent.reconnecting(GPSDError.noDevice(at: endpoint), attempt: attempt, delay: 2)
             let now = start.addingTimeInterval(Double(attempt - 1) * 2)
             for mapped in GPSDLocationSource.events(for: event, endpoint: endpoint, lost: lost, now: now) {
-                if case .notice(let code, _) = mapped, code == "reconnecting" { said.append(attempt) }
+                if case .notice(let note) = mapped, note.code == "reconnecting" { said.append(attempt) }
                 if case .problem = mapped { problems += 1 }
             }
         }
@@ -171,8 +171,8 @@ struct CompatibilityTests {
         let notices = Watched<[String]>([])
         let started = Date()
         source.start { event in
-            if case .notice(let code, let message) = event, code == "reconnecting" {
-                notices.withLock { $0.append(message) }
+            if case .notice(let note) = event, note.code == "reconnecting" {
+                notices.withLock { $0.append(note.message) }
             }
         }
         #expect(await notices.wait(timeout: 30) { $0.count >= 3 })

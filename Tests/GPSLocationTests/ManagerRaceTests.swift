@@ -182,7 +182,7 @@ struct ManagerRaceTests {
         _ = try await offConcurrencyThreads { queue.sync {} }
         let gate = DispatchSemaphore(value: 0)
         queue.async { gate.wait() }
-        source.send(.notice(code: "test", message: "a diagnostic before the fix"))
+        source.send(.notice(LocationDiagnostic(code: "test", message: "a diagnostic before the fix")))
         // The receiver's first epoch: it goes when the next begins (`EpochStage`), which then
         // goes at once — the one-shot settles with the first, at the second fix.
         #expect(source.send(.fix(LocationEngineTests.fix(at: -1))))

@@ -70,12 +70,15 @@ extension RealGPSD.LaneA {
 
         @Test("messages say what is kept and what to do")
         func messages() {
+            func words(_ silence: Double, _ last: Date?, _ rejection: FixRejection? = nil) -> String {
+                CLError.Facts.stale(silence: silence, lastLocation: last, rejection: rejection).words
+            }
+            #expect(words(3, nil).contains("no usable position fix yet after 3.0 s"))
+            let refused = words(3, nil, .missingTime)
             #expect(
-                FixStalenessMonitor.message(silence: 3, lastLocationTime: nil).contains(
-                    "no usable position fix yet after 3.0 s"))
-            let refused = FixStalenessMonitor.message(silence: 3, lastLocationTime: nil, rejection: "why")
-            #expect(refused.contains("fixes arrive but are not used — why") && !refused.contains("satellites"))
-            let lost = FixStalenessMonitor.message(silence: 4.2, lastLocationTime: t0)
+                refused.contains("fixes arrive but are not used — the fix carries no time")
+                    && !refused.contains("satellites"))
+            let lost = words(4.2, t0)
             #expect(
                 lost.contains("for 4.2 s") && lost.contains("2026-06-15T08:00:00.000Z")
                     && lost.contains("gpsloc doctor"))

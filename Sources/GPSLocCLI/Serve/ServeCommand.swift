@@ -5,6 +5,7 @@ import GPSDClient
 import GPSDProcesses
 import Glibc
 import LocationCore
+import LocationWords
 
 /// `gpsloc serve`: a page and an API for the box's receiver, for a phone's or laptop's browser
 /// (docs/serve.md). One more face over the same engine and gate as `watch`: the app id is

@@ -5,6 +5,7 @@ import GPSDClient
 import GPSDProcesses
 import Glibc
 import LocationCore
+import LocationWords
 
 /// What the engine says, into the hub (and the operator's terminal for problems).
 final class ServeSink: UpdateSink {

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// What `gpsloc serve` holds for its pages: the locations the engine delivered (each with an id,
 /// the newest `capacity` of them — a day at 1 Hz and more — so a phone that slept gets what it

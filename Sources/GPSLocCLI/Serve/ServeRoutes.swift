@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// Who may ask `gpsloc serve` for what. Every request is checked before anything is read from
 /// the hub: a refused request gets an error object and never a location.

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// `gpsloc serve`'s routes over its hub: the page and its files, the API, the event stream and
 /// the GPX track. Every request passes `ServeAccess` first.

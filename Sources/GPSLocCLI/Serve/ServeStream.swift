@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// One page's Server-Sent Events (`GET /api/events`), read on its connection's own thread:
 /// `locations` (a JSON array — one batch — with the id of its last location), `sky`, `status`,

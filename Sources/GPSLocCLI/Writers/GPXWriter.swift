@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// Records locations as a GPX 1.1 track that is a complete, valid document after every point —
 /// a reader can open it at any moment, even after the process was killed mid-track.

@@ -4,6 +4,7 @@ import GNSSCore
 import GPSDClient
 import Glibc
 import LocationCore
+import LocationWords
 
 /// Writes gpsloc's NDJSON lines (see ARCHITECTURE.md and the README): one object per line,
 /// each with `"type"`; unknown values are `null` (never −1, never NaN); timestamps are UTC

@@ -3,6 +3,7 @@ import FoundationEssentials
 import GNSSCore
 import Glibc
 import LocationCore
+import LocationWords
 
 // A client's life: Start through consent, delivery through the feed, revocation, Stop, and
 // the end of its connection. Part of `GeoClueEndpoint`, on the bus thread.

@@ -3,6 +3,7 @@ import FoundationEssentials
 import GNSSCore
 import Glibc
 import LocationCore
+import LocationWords
 
 /// The GeoClue face's bus connection and objects, owned by its thread (`GeoClueFace`): nothing
 /// here is touched from another thread. Handlers are sd-bus's callbacks (`CGeoClueBus`).

@@ -3,6 +3,7 @@ import FoundationEssentials
 import GNSSCore
 import Glibc
 import LocationCore
+import LocationWords
 
 /// gpslocd's GeoClue 2 face (`gpslocd --geoclue`): owns `org.freedesktop.GeoClue2` on the
 /// system bus and serves GeoClue's Manager, Client and Location objects to the programs that

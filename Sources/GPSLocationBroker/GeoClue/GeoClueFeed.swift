@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import GNSSCore
 import LocationCore
+import LocationWords
 
 /// GeoClue's accuracy levels (`GClueAccuracyLevel`, geoclue's gclue-enums.h).
 enum GeoClueLevel {

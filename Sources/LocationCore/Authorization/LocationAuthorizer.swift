@@ -54,7 +54,7 @@ public final class LocationAuthorizer: Sendable {
         /// The last location gpslocd keeps for this app, from its latest WELCOME.
         var brokerLast: LocationValue?
         /// Why gpslocd cannot be reached (nil while it can, or when not brokered).
-        var brokerProblem: String?
+        var brokerProblem: BrokerUnavailable?
     }
     private let locked: Locked<State>
 
@@ -86,10 +86,7 @@ public final class LocationAuthorizer: Sendable {
         }
         guard first else { return }
         Diagnostics.standardError(
-            LocationDiagnostic(
-                code: "authorizationFollow",
-                message: "\(appID): the authorization files cannot be followed live (\(problem)) — failing closed: "
-                    + "no location is delivered until the program is restarted"))
+            LocationDiagnostic(code: "authorizationFollow", .authorizationFollow(app: appID, problem: problem)))
         set(AuthorizationDecision(status: .denied))
     }
 
@@ -201,7 +198,7 @@ public final class LocationAuthorizer: Sendable {
             _ = try link.startAndWait(timeout: 5)
         } catch {
             // Said to the app by the gate's refusal (`brokerUnreachable`), where it asks for locations.
-            authorizer.locked.withLock { $0.brokerProblem = "\(appID) gets no location: \(error)" }
+            authorizer.locked.withLock { $0.brokerProblem = error }
             authorizer.set(AuthorizationDecision(status: .denied))
         }
         return authorizer

@@ -46,7 +46,7 @@ public struct BrokerWelcome: Sendable, Equatable {
 }
 
 /// Why gpslocd could not be used: the message says what to do.
-public struct BrokerUnavailable: Error, Sendable, CustomStringConvertible {
+public struct BrokerUnavailable: Error, Sendable, Hashable, Codable, CustomStringConvertible {
     /// What went wrong, and what to do.
     public var description: String
 }

@@ -56,14 +56,14 @@ public final class BrokerLocationSource: LocationSource {
                     else { return }
                     handler(
                         .notice(
-                            code: "brokerConnected", message: "connected to gpslocd at \(path) again as \(welcome.app)")
+                            LocationDiagnostic(code: "brokerConnected", .brokerConnected(path: path, app: welcome.app)))
                     )
                 case .lost(let failure):
                     wasLost.withLock { $0 = true }
                     handler(
                         .problem(
                             CLError(
-                                .locationUnknown, message: failure.description,
+                                .locationUnknown, .brokerUnavailable(failure),
                                 reason: everConnected.withLock { $0 } ? .brokerLost : .brokerUnreachable),
                             terminal: false))
                 }

@@ -204,10 +204,10 @@ extension BrokerProtocol {
             line.add("bps", device.baudRate)
             line.add("cycle", device.cycle)
             return line.line
-        case .notice(let code, let message):
+        case .notice(let diagnostic):
             var line = BrokerLine("NOTICE")
-            line.add("code", code)
-            line.add("message", message)
+            line.add("code", diagnostic.code)
+            line.add("facts", facts(diagnostic.facts))
             return line.line
         case .problem(let error, let terminal):
             return problemLine(error, terminal: terminal)
@@ -261,15 +261,33 @@ extension BrokerProtocol {
         var line = BrokerLine("PROBLEM")
         line.add("code", error.code.rawValue)
         line.add("reason", error.reason?.name)
-        line.add("message", error.message)
+        line.add("facts", facts(error.facts))
         line.add("terminal", terminal)
         return line.line
+    }
+
+    /// What happened, as values on the wire: the facts' JSON, in a string field (the reader
+    /// decodes it as it was written; each side renders its own words). Facts that cannot be
+    /// written (a non-finite number) travel as nil: the reader then says only the reason.
+    static func facts<Facts: Encodable>(_ facts: Facts) -> String? {
+        (try? JSONEncoder().encode(facts)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The facts a line carries; `.text` of an older gpslocd's `message` when it has none.
+    static func facts<Facts: Decodable>(_ type: Facts.Type, in message: BrokerMessage, text: (String) -> Facts)
+        -> Facts
+    {
+        if let written = message.string("facts"), let facts = try? JSONDecoder().decode(type, from: Data(written.utf8))
+        {
+            return facts
+        }
+        return text(message.string("message") ?? "")
     }
 
     static func error(from message: BrokerMessage) -> CLError {
         CLError(
             CLError.Code(rawValue: message.int("code") ?? 0) ?? .locationUnknown,
-            message: message.string("message") ?? "gpslocd reported a problem",
+            facts(CLError.Facts.self, in: message, text: CLError.Facts.text),
             reason: message.string("reason").map(CLError.Reason.init))
     }
 
@@ -343,7 +361,10 @@ extension BrokerProtocol {
                     path: path, driver: message.string("driver"), activated: message.bool("activated") ?? false,
                     baudRate: message.int("bps"), cycle: message.double("cycle")))
         case "NOTICE":
-            return .notice(code: message.string("code") ?? "broker", message: message.string("message") ?? "")
+            return .notice(
+                LocationDiagnostic(
+                    code: message.string("code") ?? "broker",
+                    facts(LocationDiagnostic.Facts.self, in: message, text: LocationDiagnostic.Facts.text)))
         case "PROBLEM":
             return .problem(error(from: message), terminal: message.bool("terminal") ?? false)
         default:

@@ -12,9 +12,9 @@ public struct AuthorizationState: Sendable, Equatable {
     public var accuracy: CLAccuracyAuthorization
     /// When-In-Use delivers only while this is true (see `LocationAuthorizer.isInUse`).
     public var isInUse: Bool
-    /// Why the decision cannot be known now (gpslocd unreachable: the app is denied meanwhile),
-    /// with what to do; the refusal says this instead of advising a grant.
-    var unavailable: String?
+    /// Why the decision cannot be known now (gpslocd unreachable: the app is denied meanwhile);
+    /// the refusal says this instead of advising a grant.
+    var unavailable: BrokerUnavailable?
 
     /// The state of `appID`'s authorization (in use unless said).
     public init(
@@ -33,49 +33,26 @@ public struct AuthorizationState: Sendable, Equatable {
     }
 
     /// Why nothing may be delivered, as the app is told; nil when locations may flow.
-    /// The grant that would work for this app now: a program that is not in use (no terminal,
-    /// a daemon) gets nothing from When In Use, so it is told to grant Always.
-    private var grantAdvice: String {
-        isInUse
-            ? "`gpsloc auth grant \(appID) --when-in-use` (or `--always`)"
-            : "`gpsloc auth grant \(appID) --always` (it has no terminal, so it is never in use: When In Use "
-                + "would deliver nothing)"
-    }
-
-    /// The error the gate gives while no location may flow (nil while locations may).
     public var refusal: CLError? {
         if let unavailable, !allowsDelivery {
-            return CLError(.denied, message: unavailable, reason: .brokerUnreachable)
+            return CLError(.denied, .noBroker(app: appID, unavailable), reason: .brokerUnreachable)
         }
         switch status {
         case .authorizedAlways:
             return nil
         case .authorizedWhenInUse:
             if isInUse { return nil }
-            return CLError(
-                .locationUnknown,
-                message: "\(appID) is authorized only while in use, and it is not in use (no terminal) — nothing is "
-                    + "delivered; grant Always (`gpsloc auth grant \(appID) --always`) or declare it in use",
-                reason: .notInUse)
+            return CLError(.locationUnknown, .notInUse(app: appID), reason: .notInUse)
         case .notDetermined:
-            return CLError(
-                .promptDeclined,
-                message: "location authorization for \(appID) is not determined: no location is delivered until it is "
-                    + "granted — \(grantAdvice)",
-                reason: .notDetermined)
+            return CLError(.promptDeclined, .notDetermined(app: appID, inUse: isInUse), reason: .notDetermined)
         case .denied:
-            return CLError(
-                .denied,
-                message: "location access for \(appID) is denied — no location is delivered; \(grantAdvice) allows it",
-                reason: .notAuthorized)
+            return CLError(.denied, .denied(app: appID, inUse: isInUse), reason: .notAuthorized)
         case .restricted:
             return CLError(
-                .denied,
-                message: "location access for \(appID) is restricted by the administrator's policy "
-                    + "(\(LocationPolicy.defaultPath)) — no location is delivered; ask the administrator",
-                reason: .restricted)
+                .denied, .restricted(app: appID, policy: LocationPolicy.defaultPath), reason: .restricted)
         }
     }
+
 }
 
 extension AuthorizationDecision {

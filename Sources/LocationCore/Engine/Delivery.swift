@@ -35,19 +35,14 @@ extension EngineRunner {
 
         /// What the stall watchdog says: which thread is not running, and the fixes.
         func stallDiagnostic(waited seconds: TimeInterval) -> LocationDiagnostic {
-            let thread =
+            let thread: String? =
                 if case .performer(let target) = self {
                     target.stalledThread
                 } else {
-                    "the main thread has not run its run loop or the main queue"
+                    nil
                 }
             return LocationDiagnostic(
-                code: "delegateThreadBlocked",
-                message: "delegate callbacks have waited \(fixedDecimal(seconds, decimals: 0)) s: " + thread
-                    + " (blocked in readLine(), a semaphore or a sleep?) — end the program's set-up with "
-                    + "dispatchMain() or RunLoop.main.run(), or give the manager a queue of its own "
-                    + "(CLLocationManager(delegateQueue: DispatchQueue(label: \"location\")) or manager.delegateQueue = …)"
-            )
+                code: "delegateThreadBlocked", .delegateThreadBlocked(seconds: seconds, thread: thread))
         }
     }
 }

@@ -150,9 +150,7 @@ extension EngineRunner {
             outputs.insert(
                 .diagnostic(
                     LocationDiagnostic(
-                        code: "droppedLocations",
-                        message: "\(state.dropped) live location(s) dropped: the app took longer to handle "
-                            + "locations than the receiver takes to make them (at most \(state.maximumBatch) wait)"
+                        code: "droppedLocations", .droppedLocations(count: state.dropped, batch: state.maximumBatch)
                     )
                 ), at: 0)
             state.dropped = 0

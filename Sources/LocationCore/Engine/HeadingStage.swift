@@ -51,11 +51,7 @@ public struct HeadingStage: Sendable {
         fixesWithout += 1
         guard fixesWithout >= Self.patience else { return nil }
         failureSaid = true
-        return CLError(
-            .headingFailure,
-            message: "no heading: this receiver reports none (a heading comes from NMEA HDT, THS or HDG, or gpsd's "
-                + "ATT reports: dual-antenna and moving-base receivers, compasses); a moving receiver's direction "
-                + "of travel is `location.course`")
+        return CLError(.headingFailure, .noHeading)
     }
 
     static func normalized(_ degrees: Double) -> Double {

@@ -134,13 +134,10 @@ extension LocationEngine {
             (fixesHeld ? gate.state.refusal : nil)
             ?? lastSourceProblem.map {
                 CLError(
-                    .locationUnknown, message: "no location within \(seconds) s: \($0.message)", reason: $0.reason,
+                    .locationUnknown, .timedOut(seconds: seconds, cause: $0.facts), reason: $0.reason,
                     underlyingError: $0.underlyingError)
             }
-            ?? CLError(
-                .locationUnknown,
-                message: "no location within \(seconds) s — the receiver has no usable fix (see `gpsloc doctor`)",
-                reason: .timedOut)
+            ?? CLError(.locationUnknown, .timedOut(seconds: seconds, cause: nil), reason: .timedOut)
         return failure
     }
 }

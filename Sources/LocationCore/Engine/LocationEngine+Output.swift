@@ -56,8 +56,8 @@ extension LocationEngine {
 
         static func deliver(_ location: LocationValue) -> Action { .emit(.locations([location])) }
         static func fail(_ error: CLError) -> Action { .emit(.failure(error)) }
-        static func diagnose(code: String, message: String) -> Action {
-            .emit(.diagnostic(LocationDiagnostic(code: code, message: message)))
+        static func diagnose(code: String, _ facts: LocationDiagnostic.Facts) -> Action {
+            .emit(.diagnostic(LocationDiagnostic(code: code, facts)))
         }
         static func receiver(_ device: DeviceEvent) -> Action { .emit(.receiver(device)) }
         static func sky(_ sky: SkyView) -> Action { .emit(.sky(sky)) }

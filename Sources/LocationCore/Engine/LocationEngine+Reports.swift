@@ -14,15 +14,14 @@ extension LocationEngine {
         if case .noFix = rejection {
             lastRejectionReason = nil
         } else {
-            lastRejectionReason = rejection.description
+            lastRejectionReason = rejection
         }
         if code != lastRejection {
             lastRejection = code
             if clock.map({ repeats.allows(code, at: $0) }) ?? true {
                 // A replay runs minutes of recording in a moment: each stretch says when it was,
                 // so a second one (a later outage) does not read as the first said twice.
-                let when = !isLive ? clock.map { " (at \(iso8601Milliseconds($0)) in the recording)" } ?? "" : ""
-                actions.append(.diagnose(code: code, message: rejection.description + when))
+                actions.append(.diagnose(code: code, .rejected(rejection, recordingTime: isLive ? nil : clock)))
             }
         }
         if let clock { actions.append(contentsOf: checkStaleness(clock: clock)) }
@@ -35,9 +34,9 @@ extension LocationEngine {
         guard mode == .continuous, gate.state.allowsDelivery, let silence = staleness.check(clock: clock) else {
             return []
         }
-        let message = FixStalenessMonitor.message(
-            silence: silence, lastLocationTime: lastDelivered?.timestamp, rejection: lastRejectionReason)
-        return [.fail(CLError(.locationUnknown, message: message, reason: .stale))]
+        let facts = CLError.Facts.stale(
+            silence: silence, lastLocation: lastDelivered?.timestamp, rejection: lastRejectionReason)
+        return [.fail(CLError(.locationUnknown, facts, reason: .stale))]
     }
 
     /// Arms the staleness timer for `timeout` after `clock`, when none is armed or the deadline
@@ -62,7 +61,7 @@ extension LocationEngine {
         return [
             .diagnose(
                 code: "systemClockOffset",
-                message: ReceiverClock.offsetMessage(offset, fixTime: time, now: now, simulated: simulated))
+                .systemClockOffset(offset: offset, fixTime: time, now: now, simulated: simulated))
         ]
     }
 }

@@ -14,7 +14,7 @@ extension LocationEngine {
         if let removed = PhysicalRanges.clamp(&fix) {
             let clock = isLive ? now : (fix.time ?? recordingNow ?? now)
             if repeats.allows("outOfRange", at: clock) {
-                notes.append(.diagnose(code: "outOfRange", message: removed))
+                notes.append(.diagnose(code: "outOfRange", .outOfRange(removed)))
             }
         }
         // After the sky's fallback, which may bring the outage's DOPs too.
@@ -99,10 +99,7 @@ extension LocationEngine {
             return [
                 .fail(
                     CLError(
-                        .locationUnknown,
-                        message: "receiverSelection follows only \(missing.pinned), but gpsd reports fixes from "
-                            + "\(missing.reporting) and none from it — pin the right path, or use .bestFix "
-                            + "(`gpsloc doctor` lists gpsd's receivers)",
+                        .locationUnknown, .receiverMissing(pinned: missing.pinned, reporting: missing.reporting),
                         reason: .receiverMissing))
             ]
         }
@@ -114,11 +111,7 @@ extension LocationEngine {
         if isLive, uptime != nil { actions += systemClockCheck(candidate.timestamp, now: now) }
         if let step = timeOrder.resynchronized {
             actions.append(
-                .diagnose(
-                    code: "timeResynchronized",
-                    message:
-                        "the receiver's clock stepped by \(fixedDecimal(step, decimals: 1)) s and kept to it; following it"
-                ))
+                .diagnose(code: "timeResynchronized", .timeResynchronized(step: step)))
         }
         staleness.fix(time: candidate.timestamp, clock: checkClock)
         if isLive && mode == .continuous { actions.append(contentsOf: armStaleness(from: checkClock, now: now)) }
@@ -167,6 +160,6 @@ extension LocationEngine {
             lastDelivered = best
             return .deliver(best)
         }
-        return .fail(failure ?? CLError(.locationUnknown, message: "no location", reason: .sourceEnded))
+        return .fail(failure ?? CLError(.locationUnknown, .noLocation, reason: .sourceEnded))
     }
 }

@@ -115,7 +115,7 @@ public struct LocationEngine: Sendable {
     var lastRejection: String?
     /// Why the last fix since the last delivery was not used (the staleness report names it:
     /// fixes that arrive and are refused are not a receiver "still searching").
-    var lastRejectionReason: String?
+    var lastRejectionReason: FixRejection?
     /// Receivers gpsd said are deactivated and has not reactivated since.
     private var deactivated: Set<String> = []
     /// Diagnostics that would repeat are said at most once a minute.
@@ -325,8 +325,8 @@ public struct LocationEngine: Sendable {
             let checked = PhysicalRanges.check(sky)
             dilutionFallback.remember(checked)
             return [.sky(checked)]
-        case .notice(let code, let message):
-            return [.diagnose(code: code, message: message)]
+        case .notice(let diagnostic):
+            return [.emit(.diagnostic(diagnostic))]
         case .device(let device):
             // gpsd may say a receiver is gone twice (gpsfake's end does): once is news.
             if !device.activated && deactivated.contains(device.path) { return [] }
@@ -335,20 +335,11 @@ public struct LocationEngine: Sendable {
             let lost = receivers.deviceChanged(device)
             guard !device.activated, lost || receivers.selected == nil else { return actions }
             staleness.reportedElsewhere()
-            var message: String
-            if isLive {
-                message = "gpsd deactivated the receiver \(device.path) (unplugged, or removed with `gpsdctl remove`)"
-                if let last = lastDelivered?.timestamp {
-                    message += "; the last location (\(iso8601Milliseconds(last))) is kept"
-                }
-                message +=
-                    " — locations resume when it or another receiver is back; check the cable and `gpsloc doctor`"
-            } else {
-                // A recording played through gpsd (gpsfake): its receiver goes when the recording
-                // ends — no cable to check.
-                message = "gpsd closed the receiver \(device.path) it was replaying: the recording has ended"
-            }
-            actions.append(.fail(CLError(.locationUnknown, message: message, reason: .receiverDeactivated)))
+            // Not live: a recording played through gpsd (gpsfake), whose receiver goes when the
+            // recording ends — no cable to check.
+            let facts = CLError.Facts.receiverDeactivated(
+                path: device.path, live: isLive, lastLocation: isLive ? lastDelivered?.timestamp : nil)
+            actions.append(.fail(CLError(.locationUnknown, facts, reason: .receiverDeactivated)))
             return actions
         case .problem(let error, let terminal):
             if error.code == .locationUnknown { staleness.reportedElsewhere() }
@@ -359,8 +350,8 @@ public struct LocationEngine: Sendable {
                 actions.append(
                     settle(
                         orFail: CLError(
-                            .locationUnknown, message: "no location could be determined: \(error.message)",
-                            reason: error.reason ?? .sourceEnded, underlyingError: error.underlyingError)))
+                            .locationUnknown, .undetermined(cause: error.facts), reason: error.reason ?? .sourceEnded,
+                            underlyingError: error.underlyingError)))
             } else {
                 actions.append(.fail(error))
             }

@@ -17,7 +17,7 @@ public enum LocationSourceEvent: Sendable {
     case device(DeviceEvent)
     /// News that is not a problem (connected to gpsd again, a reconnection attempt): passed on
     /// as a diagnostic.
-    case notice(code: String, message: String)
+    case notice(LocationDiagnostic)
     /// Something went wrong; `terminal` when the source has stopped for good.
     case problem(CLError, terminal: Bool)
 }

@@ -18,24 +18,36 @@ public enum PhysicalRanges {
     static let signalToNoise: ClosedRange<Double> = 0...100
     static let altitude: ClosedRange<Double> = -2_000...60_000
 
+    /// What `clamp` removed from a fix, as the receiver reported it (for the diagnostic).
+    public struct Removed: Hashable, Sendable, Codable {
+        /// The speed reported, m/s, when out of range.
+        public var speed: Double?
+        /// The course reported, degrees, when out of range.
+        public var course: Double?
+        /// The altitude reported (mean sea level, else ellipsoidal), m, when out of range.
+        public var altitude: Double?
+        /// True when an error estimate was below zero or not a number.
+        public var negativeEstimate = false
+        var isEmpty: Bool { speed == nil && course == nil && altitude == nil && !negativeEstimate }
+    }
+
     /// Removes `fix`'s out-of-range values, in place (a fix is not copied on its way through the
     /// engine's stages), and says what was removed (for the diagnostic), or nil when nothing was.
-    static func clamp(_ fix: inout Fix) -> String? {
-        var removed: [String] = []
+    static func clamp(_ fix: inout Fix) -> Removed? {
+        var removed = Removed()
         if let speed = fix.speed, !speed.isFinite || !Self.speed.contains(speed) {
-            removed.append("speed \(significantDecimal(speed)) m/s")
+            removed.speed = speed
             fix.speed = nil
         }
         if let course = fix.course, !course.isFinite || !Self.course.contains(course) {
-            removed.append("course \(significantDecimal(course))°")
+            removed.course = course
             fix.course = nil
         }
-        // (No arrays here: this runs for every fix, and must not allocate.)
         func badAltitude(_ value: Double?) -> Bool {
             value.map { !$0.isFinite || !Self.altitude.contains($0) } ?? false
         }
         if badAltitude(fix.altitudeMSL) || badAltitude(fix.altitudeHAE) {
-            removed.append("altitude \(significantDecimal(fix.altitudeMSL ?? fix.altitudeHAE ?? 0)) m")
+            removed.altitude = fix.altitudeMSL ?? fix.altitudeHAE ?? 0
             fix.altitudeMSL = nil
             fix.altitudeHAE = nil
             fix.climb = nil
@@ -46,16 +58,14 @@ public enum PhysicalRanges {
             || badEstimate(errors.vertical) || badEstimate(errors.speed) || badEstimate(errors.course)
             || badEstimate(errors.climb)
         {
-            removed.append("an error estimate below zero (or not a number)")
+            removed.negativeEstimate = true
             func valid(_ value: Double?) -> Double? { badEstimate(value) ? nil : value }
             fix.errors = FixErrors(
                 longitude: valid(errors.longitude), latitude: valid(errors.latitude),
                 horizontal: valid(errors.horizontal), vertical: valid(errors.vertical), speed: valid(errors.speed),
                 course: valid(errors.course), climb: valid(errors.climb))
         }
-        guard !removed.isEmpty else { return nil }
-        return
-            "the receiver reported \(removed.joined(separator: " and ")), outside what a receiver can measure: shown as unknown"
+        return removed.isEmpty ? nil : removed
     }
 
     /// The sky with out-of-range satellite values and dilutions removed.

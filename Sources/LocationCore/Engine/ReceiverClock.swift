@@ -71,33 +71,4 @@ public struct ReceiverClock: Sendable {
         let offset = now.timeIntervalSince(time)
         return abs(offset) > offsetTolerance ? offset : nil
     }
-
-    /// What the app is told of an offset: by how much, which way, and what to do — for a
-    /// receiver, set the clock from GNSS; for gpsd playing a recording, nothing is wrong.
-    public static func offsetMessage(_ offset: TimeInterval, fixTime: Date, now: Date, simulated: Bool) -> String {
-        let amount = duration(abs(offset))
-        if simulated {
-            let day = String(iso8601Milliseconds(fixTime).prefix(10))
-            return "gpsd is playing a recording of \(day), \(amount) " + (offset > 0 ? "behind" : "ahead of")
-                + " the system clock; locations carry its time"
-        }
-        return "the system clock is \(amount) " + (offset > 0 ? "ahead of" : "behind")
-            + " the receiver's GNSS time (system \(iso8601Milliseconds(now)), receiver \(iso8601Milliseconds(fixTime))): "
-            + "locations still flow, dated by the receiver — set the clock from GNSS with chrony and gpsd as its time "
-            + "source (`refclock SHM 0` in /etc/chrony/chrony.conf), or enable NTP (`timedatectl set-ntp true`) when online"
-    }
-
-    /// "2 h 0 min", "15.0 s", "170 days".
-    static func duration(_ seconds: TimeInterval) -> String {
-        if seconds >= 2 * 86_400 { return "\(fixedDecimal(seconds / 86_400, decimals: 0)) days" }
-        if seconds >= 3_600 {
-            return
-                "\(fixedDecimal((seconds / 3_600).rounded(.down), decimals: 0)) h \(fixedDecimal((seconds.truncatingRemainder(dividingBy: 3_600) / 60).rounded(.down), decimals: 0)) min"
-        }
-        if seconds >= 60 {
-            return
-                "\(fixedDecimal((seconds / 60).rounded(.down), decimals: 0)) min \(fixedDecimal(seconds.truncatingRemainder(dividingBy: 60).rounded(.down), decimals: 0)) s"
-        }
-        return "\(fixedDecimal(seconds, decimals: 1)) s"
-    }
 }

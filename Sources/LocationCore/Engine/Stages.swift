@@ -6,7 +6,7 @@ import Glibc
 // touches a queue or reads a clock: "now" is always passed in.
 
 /// Why a fix did not become a location.
-public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
+public enum FixRejection: Sendable, Hashable, Codable {
     /// Mode below 2D (no fix yet, or lost).
     case noFix(FixMode)
     /// Mode 2D/3D but a coordinate is missing.
@@ -29,7 +29,7 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
     case duplicate
 
     /// A short stable name (the NDJSON diagnostic `code`).
-    var code: String {
+    public var code: String {
         switch self {
         case .noFix: "noFix"
         case .missingCoordinate, .outOfRange: "invalidFix"
@@ -39,29 +39,6 @@ public enum FixRejection: Sendable, Equatable, CustomStringConvertible {
         case .backwards: "timeWentBack"
         case .jumped: "timeJumped"
         case .duplicate: "duplicate"
-        }
-    }
-
-    /// The reason in words.
-    public var description: String {
-        switch self {
-        case .noFix:
-            "no position fix: the receiver does not see enough satellites yet (give it a clear view of the sky)"
-        case .missingCoordinate: "the fix has no latitude or longitude"
-        // Never the coordinates: one of them may be precise, and the app may have reduced accuracy.
-        case .outOfRange: "the position is out of range (latitude beyond ±90° or longitude beyond ±180°)"
-        case .missingTime: "the fix carries no time, so its age is unknown"
-        case .stale(let age) where age >= 86_400:
-            "the fix is dated \(fixedDecimal(age / 86_400, decimals: 0)) days ago — the receiver's date is wrong (a week-rollover bug), or gpsd is playing an old recording (for recordings use `gpsloc replay FILE`, which follows their own clock)"
-        case .stale(let age):
-            "the fix is \(fixedDecimal(age, decimals: 1)) s old: the receiver stopped reporting fresh positions"
-        case .future(let ahead):
-            "the fix is dated \(fixedDecimal(ahead, decimals: 0)) s in the future — the receiver's clock (or date rollover) is wrong; check `gpspipe -w` and the receiver's firmware"
-        case .backwards(let seconds):
-            "the fix's time went back by \(fixedDecimal(seconds, decimals: 3)) s; it is dropped"
-        case .jumped(let seconds):
-            "the fix's time jumped \(fixedDecimal(seconds, decimals: 1)) s further ahead than the time that has passed; it is dropped (followed once the receiver keeps to it)"
-        case .duplicate: "a repeat of the last location"
         }
     }
 }

@@ -110,22 +110,4 @@ struct FixStalenessMonitor: Sendable {
 
     /// Forget everything (updates stopped).
     mutating func reset() { self = FixStalenessMonitor(timeout: timeout) }
-
-    /// The message an app sees, in words. `rejection`: why the fixes that did arrive were not
-    /// used (then that is the cause, not the sky).
-    static func message(silence: TimeInterval, lastLocationTime: Date?, rejection: String? = nil) -> String {
-        if let rejection {
-            return
-                "no usable position fix for \(fixedDecimal(silence, decimals: 1)) s: fixes arrive but are not used — "
-                + rejection
-        }
-        guard let lastLocationTime else {
-            return "no usable position fix yet after \(fixedDecimal(silence, decimals: 1)) s"
-                + " — the receiver is still searching for satellites (a cold start can take a minute or more under open sky;"
-                + " indoors it may never fix) — `gpsloc doctor` shows what it sees"
-        }
-        return "no usable position fix for \(fixedDecimal(silence, decimals: 1)) s"
-            + " — the last location (\(iso8601Milliseconds(lastLocationTime))) is kept but is getting old;"
-            + " the receiver has lost its fix (check its view of the sky and the antenna, or `gpsloc doctor`)"
-    }
 }

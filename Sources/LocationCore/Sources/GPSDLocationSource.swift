@@ -94,16 +94,11 @@ public final class GPSDLocationSource: LocationSource {
     static func events(
         for event: GPSDEvent, endpoint: GPSDEndpoint, lost: Lost, now: Date = Date()
     ) -> [LocationSourceEvent] {
-        func problem(_ error: GPSDError, _ reason: CLError.Reason, message: String? = nil, terminal: Bool = false)
+        func problem(_ error: GPSDError, _ reason: CLError.Reason, terminal: Bool = false)
             -> LocationSourceEvent
         {
-            // The gpsd client names the fix for its own part; the whole setup is `gpsloc doctor`'s.
             .problem(
-                CLError(
-                    .locationUnknown,
-                    message: (message ?? error.description) + " `gpsloc doctor` checks the whole setup.",
-                    reason: reason, underlyingError: error),
-                terminal: terminal)
+                CLError(.locationUnknown, .gpsd(error), reason: reason, underlyingError: error), terminal: terminal)
         }
         switch event {
         case .connected:
@@ -112,19 +107,17 @@ public final class GPSDLocationSource: LocationSource {
                 defer { wasLost = false }
                 return wasLost
             }
-            return again ? [.notice(code: "reconnected", message: "connected to gpsd at \(endpoint) again")] : []
+            return again
+                ? [.notice(LocationDiagnostic(code: "reconnected", .reconnected(endpoint: endpoint.description)))] : []
         case .other:
             return []
         case .error(let message):
-            // gpsd's own words, as gpspipe prints them; for a device it does not read, the fix.
-            let hint =
-                message.hasPrefix("No such device")
-                ? " — the DEVICE in HOST:PORT:DEVICE must be one gpsd reads (`gpsloc doctor` lists them)"
-                : ""
+            // gpsd's own words, as gpspipe prints them.
             return [
                 .problem(
                     CLError(
-                        .locationUnknown, message: "gpsd at \(endpoint): \(message)\(hint)", reason: .gpsdRefused),
+                        .locationUnknown, .gpsdRefused(endpoint: endpoint.description, said: message),
+                        reason: .gpsdRefused),
                     terminal: false)
             ]
         case .errorEstimate(let estimate):
@@ -149,9 +142,9 @@ public final class GPSDLocationSource: LocationSource {
             // 2,000 lines in a log or on a broker.
             let say = lost.notices.withLock { $0.allows("reconnecting", at: now, always: attempt <= 3) }
             let notice = LocationSourceEvent.notice(
-                code: "reconnecting",
-                message: "reconnecting to gpsd at \(endpoint.description) (attempt \(attempt), in "
-                    + "\(fixedDecimal(delay, decimals: 1)) s\(attempt == 3 ? "; from now on said once a minute" : ""))")
+                LocationDiagnostic(
+                    code: "reconnecting",
+                    .reconnecting(endpoint: endpoint.description, attempt: attempt, delay: delay)))
             guard attempt == 1 else { return say ? [notice] : [] }
             let reason: CLError.Reason = error.code == .unreachable ? .gpsdUnreachable : .gpsdLost
             // The error says what is wrong; whether anything retries is the `reconnecting` notice's

@@ -162,8 +162,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
             let cause = String(cString: strerror(errno))
             handler(
                 .problem(
-                    CLError(
-                        .locationUnknown, message: "cannot read the recording \(path): \(cause)", reason: .sourceFailed),
+                    CLError(.locationUnknown, .recordingUnreadable(path: path, cause: cause), reason: .sourceFailed),
                     terminal: true))
             return
         }
@@ -234,8 +233,7 @@ public final class NMEAReplaySource: LocationSource, Sendable {
                 handler(
                     .problem(
                         CLError(
-                            .locationUnknown, message: "reading the recording \(path) failed: \(cause)",
-                            reason: .sourceFailed),
+                            .locationUnknown, .recordingReadFailed(path: path, cause: cause), reason: .sourceFailed),
                         terminal: true))
                 return
             }
@@ -265,42 +263,35 @@ public final class NMEAReplaySource: LocationSource, Sendable {
         let statistics = decoder.statistics
         state.withLock { $0.statistics = statistics }
         guard isRunning() else { return }
-        for (code, message) in Self.inputNotes(decoder.statistics) { handler(.notice(code: code, message: message)) }
+        for note in Self.inputNotes(decoder.statistics) { handler(.notice(note)) }
         handler(
             .problem(
-                CLError(
-                    .locationUnknown, message: "the replay of \(path == "-" ? "standard input" : path) ended",
-                    reason: .sourceEnded),
+                CLError(.locationUnknown, .recordingEnded(path: path), reason: .sourceEnded),
                 terminal: true))
     }
 
     /// What the recording held besides usable sentences, said once at its end: lines that had
     /// to be skipped (`skippedInput`), and sentences accepted without a checksum (`noChecksums`).
-    static func inputNotes(_ statistics: NMEAStatistics) -> [(code: String, message: String)] {
-        var notes: [(code: String, message: String)] = []
+    static func inputNotes(_ statistics: NMEAStatistics) -> [LocationDiagnostic] {
+        var notes: [LocationDiagnostic] = []
         let skipped =
             statistics.badChecksum + statistics.missingChecksum + statistics.tooLong + statistics.noise
             + statistics.malformed
         if skipped > 0 {
             notes.append(
-                (
-                    "skippedInput",
-                    "skipped \(skipped) unusable line(s) of the recording: \(statistics.badChecksum) bad checksum, "
-                        + "\(statistics.missingChecksum) cut off (no checksum and incomplete), "
-                        + "\(statistics.tooLong) too long, \(statistics.noise) noise, \(statistics.malformed) malformed"
-                ))
+                LocationDiagnostic(
+                    code: "skippedInput",
+                    .skippedInput(
+                        badChecksum: statistics.badChecksum, cutOff: statistics.missingChecksum,
+                        tooLong: statistics.tooLong, noise: statistics.noise, malformed: statistics.malformed)))
         }
         if statistics.withoutChecksum > 0 {
-            var message =
-                "\(statistics.withoutChecksum) sentence(s) carried no *hh checksum and were accepted because each "
-                + "was a complete, well-formed line (as gpsd accepts them)"
-            if statistics.satellitesWithoutChecksum > 0 {
-                message +=
-                    "; \(statistics.satellitesWithoutChecksum) satellite list(s) (GSV) without one were skipped, as "
-                    + "gpsd skips them (a cut-off GSV cannot be recognised), so no satellites are shown"
-            }
-            message += "; line noise in such sentences cannot be detected — enable checksums on the receiver if it can"
-            notes.append(("noChecksums", message))
+            notes.append(
+                LocationDiagnostic(
+                    code: "noChecksums",
+                    .noChecksums(
+                        accepted: statistics.withoutChecksum,
+                        satelliteListsSkipped: statistics.satellitesWithoutChecksum)))
         }
         return notes
     }
