@@ -43,7 +43,7 @@ enum AuthCommand {
             return 1
         }
         let store = DecisionStore()
-        do {
+        do throws(any Error) {
             switch verb {
             case "status":
                 let entries = try store.entries()
@@ -51,7 +51,7 @@ enum AuthCommand {
                 // What applies is the policy first, then the user's decision: show that, and
                 // where it comes from.
                 let policy = LocationPolicy.effective()
-                if let problem = policy.problem { standardError("gpsloc: \(terminalSafe(problem))\n") }
+                if let problem = policy.problem { standardError("gpsloc: \(terminalSafe(problem.description))\n") }
                 let apps =
                     app.map { [$0] } ?? Set(entries.keys).union(policy.granted.keys).union(policy.restricted).sorted()
                 if apps.isEmpty { print("no app has a decision yet (\(store.fileURL.path))") }

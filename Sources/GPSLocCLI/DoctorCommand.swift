@@ -212,7 +212,7 @@ enum DoctorCommand {
         } else {
             report("warn", "\(app) has no location authorization yet — `gpsloc auth grant \(app) --when-in-use`")
         }
-        if let problem = store.problem { report("fail", problem) }
+        if let problem = store.problem { report("fail", problem.description) }
         return failed ? 1 : 0
     }
 

@@ -110,7 +110,7 @@ extension WatchCommand {
         let authorizer = LocationAuthorizer.brokered(
             appID: options.appID, usageDescription: usageDescription, socketPath: broker)
         if authorizer.status == .notDetermined, case .noPrompt(let message) = authorizer.request(always: false) {
-            sink.diagnostic(code: "authorizationRequest", message: message)
+            sink.diagnostic(code: "authorizationRequest", message: message.words)
         }
         return (authorizer, broker)
     }
@@ -121,11 +121,11 @@ extension WatchCommand {
     static func directAuthorizer(_ options: PipelineOptions, sink: UpdateSink, inUse: Bool) -> LocationAuthorizer {
         let store = DecisionStore()
         let policy = LocationPolicy.effective()
-        if let problem = policy.problem { sink.diagnostic(code: "authorizationPolicy", message: problem) }
+        if let problem = policy.problem { sink.diagnostic(code: "authorizationPolicy", message: problem.description) }
         let authorizer = LocationAuthorizer.persistent(
             appID: options.appID, usageDescription: "gpsloc shows the locations an app would receive", store: store,
             isInUse: inUse)
-        if let problem = store.problem { sink.diagnostic(code: "authorizationStore", message: problem) }
+        if let problem = store.problem { sink.diagnostic(code: "authorizationStore", message: problem.description) }
         if authorizer.status == .notDetermined,
             let answer = LocationAuthorizer.terminalPrompt(usageDescription: authorizer.usageDescription)(
                 options.appID, false)

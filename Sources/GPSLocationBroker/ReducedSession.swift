@@ -53,7 +53,7 @@ final class ReducedSession: Sendable {
             guard let time = fix.time, validity.check(fix, now: time) == nil, let latitude = fix.latitude,
                 let longitude = fix.longitude
             else { return }
-            let (point, problem) = state.withLock { state -> (ReducedPoint?, String?) in
+            let (point, problem) = state.withLock { state -> (ReducedPoint?, FileProblem?) in
                 switch state.fuzzer.reducePoint(
                     latitude: latitude, longitude: longitude, horizontalAccuracy: .infinity, now: Date())
                 {

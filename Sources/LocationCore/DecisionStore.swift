@@ -32,10 +32,10 @@ public final class DecisionStore: Sendable {
     /// The decisions file, `authorizations.json` in `directory`.
     public var fileURL: URL { directory.appendingPathComponent("authorizations.json") }
     private var lockURL: URL { directory.appendingPathComponent("authorizations.lock") }
-    private let storedProblem = Locked<String?>(nil)
+    private let storedProblem = Locked<FileProblem?>(nil)
 
     /// The last problem met reading the file (e.g. it was corrupt and was moved aside).
-    public var problem: String? { storedProblem.withLock { $0 } }
+    public var problem: FileProblem? { storedProblem.withLock { $0 } }
 
     /// Told when the file cannot be read (it is then moved aside); default: one line on stderr.
     public let diagnosticsHandler: DiagnosticsHandler
@@ -52,27 +52,15 @@ public final class DecisionStore: Sendable {
     }
 
     /// Why the store could not be read or written.
-    public enum StoreError: Error, CustomStringConvertible {
-        /// The file or its folder: the message names it and what to do.
-        case io(String)
-        /// The message.
-        public var description: String {
-            switch self {
-            case .io(let message): message
-            }
-        }
-    }
+    public typealias StoreError = FileProblem
 
     /// The stored decision for `app`, or nil when none (not determined).
     public func decision(for app: String) -> AuthorizationDecision? {
         guard let entry = (try? withFileLock(exclusive: false) { readEntries() })?[app] else { return nil }
         guard let decision = Self.decision(from: entry) else {
-            let message =
-                "the authorization store's entry for \(app) (status \"\(entry.status)\", accuracy \"\(entry.accuracy)\") "
-                + "is not a valid decision — \(app) is treated as not determined (nothing is delivered); "
-                + "grant again with `gpsloc auth grant \(app)`"
-            storedProblem.withLock { $0 = message }
-            diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", message: message))
+            let problem = FileProblem.invalidEntry(app: app, status: entry.status, accuracy: entry.accuracy)
+            storedProblem.withLock { $0 = problem }
+            diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", .file(problem)))
             return nil
         }
         return decision
@@ -129,29 +117,26 @@ public final class DecisionStore: Sendable {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw .io(
-                "cannot create \(directory.path): \(PrivateFile.describe(error)) — check the folder's permissions")
+            throw .storeFolder(.cannotCreate(path: directory.path, errno: PrivateFile.systemCode(error)))
         }
         // The folder must be ours and closed to others: otherwise another user could plant
         // links or files in it (the store decides what every app of ours may receive).
-        if let problem = PrivateFile.folderProblem(directory) {
-            throw .io("the authorization store's folder: \(problem); nothing is read or written there")
-        }
+        if let problem = PrivateFile.folderProblem(directory) { throw .storeFolder(problem) }
         let fd: Int32
         switch PrivateFile.openRegular(lockURL.path, flags: O_RDWR | O_CREAT) {
         case .success(let descriptor): fd = descriptor
-        case .failure(let failure): throw .io(failure.description)
+        case .failure(let failure): throw failure
         }
         defer { close(fd) }
         while flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0 {
-            if errno != EINTR { throw .io("cannot lock \(lockURL.path): \(String(cString: strerror(errno)))") }
+            if errno != EINTR { throw .cannotLock(path: lockURL.path, errno: errno) }
         }
         do {
             return try body()
         } catch let error as StoreError {
             throw error
         } catch {
-            throw .io("\(error)")
+            throw .storeNotEncodable
         }
     }
 
@@ -162,13 +147,13 @@ public final class DecisionStore: Sendable {
         let descriptor: Int32
         switch PrivateFile.openRegular(fileURL.path, flags: O_RDONLY) {
         case .success(let opened): descriptor = opened
-        case .failure(let failure) where failure.missing: return [:]
-        case .failure(let failure): return corrupt(failure.description, [:])
+        case .failure(let failure) where failure.isMissing: return [:]
+        case .failure(let failure): return corrupt(failure, [:])
         }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0, info.st_size <= Self.maximumSize else {
-            return corrupt("it is larger than \(Self.maximumSize >> 20) MB, far more than any store", [:])
+            return corrupt(.storeTooLarge(megabytes: Self.maximumSize >> 20), [:])
         }
         let data = PrivateFile.readAll(descriptor, maximumSize: Self.maximumSize) ?? Data()
         if data.isEmpty { return [:] }
@@ -180,7 +165,7 @@ public final class DecisionStore: Sendable {
         if let lenient = try? decoder.decode([String: Salvaged].self, from: data) {
             for (app, value) in lenient { if let entry = value.entry { salvaged[app] = entry } }
         }
-        return corrupt("it is not valid (\(salvaged.count) decision(s) could still be read and are kept)", salvaged)
+        return corrupt(.storeInvalid(salvaged: salvaged.count), salvaged)
     }
 
     /// One app's value in a store that does not decode whole: its entry when it is one.
@@ -191,7 +176,7 @@ public final class DecisionStore: Sendable {
 
     /// A store that cannot be used as it is: moved aside under a name no earlier copy has (each
     /// one is kept for inspection), said once; `salvaged` is what still applies.
-    private func corrupt(_ why: String, _ salvaged: [String: Entry]) -> [String: Entry] {
+    private func corrupt(_ why: FileProblem, _ salvaged: [String: Entry]) -> [String: Entry] {
         let stamp = Int(Date().timeIntervalSince1970)
         var aside: String?
         for attempt in 0..<1000 {
@@ -204,12 +189,9 @@ public final class DecisionStore: Sendable {
             }
             if errno != EEXIST { break }
         }
-        let message =
-            "the authorization store \(fileURL.path) could not be used: \(why)"
-            + (aside.map { "; it was moved aside to \($0) for inspection" } ?? "")
-            + " — apps without a readable decision are treated as not determined; grant again with `gpsloc auth grant APP`"
-        storedProblem.withLock { $0 = message }
-        diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", message: message))
+        let problem = FileProblem.storeUnusable(path: fileURL.path, why: why, movedAside: aside)
+        storedProblem.withLock { $0 = problem }
+        diagnosticsHandler(LocationDiagnostic(code: "authorizationStore", .file(problem)))
         if !salvaged.isEmpty, aside != nil { try? write(salvaged) }
         return salvaged
     }
@@ -222,7 +204,7 @@ public final class DecisionStore: Sendable {
         do {
             try PrivateFile.replace(fileURL, with: data)
         } catch {
-            throw StoreError.io(error.description)
+            throw error
         }
     }
 }

@@ -58,9 +58,8 @@ extension CLError {
         case denied(app: String, inUse: Bool)
         /// The administrator's policy (at `policy`) restricts the app.
         case restricted(app: String, policy: String)
-        /// Reduced accuracy, and the app's secret offset cannot be kept (`problem`: the store's
-        /// account of why).
-        case reducedAccuracyUnavailable(app: String, problem: String)
+        /// Reduced accuracy, and the app's secret offset cannot be kept (`problem`: why).
+        case reducedAccuracyUnavailable(app: String, problem: FileProblem)
     }
 }
 
@@ -94,7 +93,18 @@ extension LocationDiagnostic {
         case skippedInput(badChecksum: Int, cutOff: Int, tooLong: Int, noise: Int, malformed: Int)
         /// Sentences accepted without a checksum; `satelliteListsSkipped` GSVs without one skipped.
         case noChecksums(accepted: Int, satelliteListsSkipped: Int)
+        /// Nobody can be asked for `app`'s permission here (no terminal, no prompt); `always`:
+        /// only Always would deliver (asked for, or the app is not in use).
+        case nobodyToAsk(app: String, always: Bool)
+        /// gpslocd refused an authorization request (`said`: its words, when it gave any).
+        case requestRefused(said: String?)
+        /// An authorization request could not reach gpslocd.
+        case requestFailed(BrokerUnavailable)
+        /// `app` requested authorization without a usage description, so nobody is asked.
+        case noUsageDescription(app: String)
         /// The authorization files cannot be followed live (`problem`): failing closed.
-        case authorizationFollow(app: String, problem: String)
+        case authorizationFollow(app: String, problem: FileProblem)
+        /// A kept or trusted file cannot be used as it is.
+        case file(FileProblem)
     }
 }

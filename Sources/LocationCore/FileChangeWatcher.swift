@@ -29,12 +29,12 @@ public final class FileChangeWatcher: Sendable {
     }
     private let state = Locked(State())
     private let onChange: @Sendable () -> Void
-    private let onFailure: @Sendable (String) -> Void
+    private let onFailure: @Sendable (FileProblem) -> Void
 
     /// Watches the folders of `paths` (or their nearest existing ancestors) and reports changes
     /// to those file names.
     public init?(
-        paths: [String], onFailure: @escaping @Sendable (String) -> Void = { _ in },
+        paths: [String], onFailure: @escaping @Sendable (FileProblem) -> Void = { _ in },
         onChange: @escaping @Sendable () -> Void
     ) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -100,7 +100,7 @@ public final class FileChangeWatcher: Sendable {
         }
         for wd in old { inotify_rm_watch(descriptor, wd) }
         var watches: [Int32: String] = [:]
-        var problem: String?
+        var problem: FileProblem?
         for (folder, isTarget) in wantedFolders() {
             let selfEvents = UInt32(IN_DELETE_SELF | IN_MOVE_SELF)
             let mask =
@@ -111,10 +111,10 @@ public final class FileChangeWatcher: Sendable {
             if wd >= 0 {
                 watches[wd] = folder
             } else {
-                problem = "cannot watch \(folder) for changes (\(String(cString: strerror(errno))))"
+                problem = .cannotWatch(folder: folder, errno: errno)
             }
         }
-        let firstProblem = state.withLock { state -> String? in
+        let firstProblem = state.withLock { state -> FileProblem? in
             state.watches = watches
             guard let problem, !state.failed else { return nil }
             state.failed = true

@@ -99,7 +99,7 @@ public final class LastLocationCache: Sendable {
     }
 
     /// What is wrong with the cache's folder (open to others, not the user's), with the fix.
-    public var folderProblem: String? { PrivateFile.folderProblem(directory) }
+    public var folderProblem: FileProblem? { PrivateFile.folderProblem(directory) }
 
     /// Forgets `app`'s location.
     public func remove(app: String) {

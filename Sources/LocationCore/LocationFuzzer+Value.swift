@@ -12,7 +12,7 @@ extension LocationFuzzer {
         /// Nothing now: the rate limit holds.
         case hold
         /// Nothing until the state can be kept: why, and what to do.
-        case unavailable(String)
+        case unavailable(FileProblem)
     }
 
     /// The last reduced location given, as the app got it.
@@ -33,7 +33,7 @@ extension LocationFuzzer {
 
     /// What an app with reduced accuracy is told when its fuzzer's secret or state cannot be
     /// kept (the gate's words, and gpslocd's for a program it serves).
-    public static func unavailableError(appID: String, _ problem: String) -> CLError {
+    public static func unavailableError(appID: String, _ problem: FileProblem) -> CLError {
         CLError(
             .locationUnknown, .reducedAccuracyUnavailable(app: appID, problem: problem), reason: .reducedAccuracyState)
     }

@@ -42,7 +42,7 @@ public struct LocationFuzzer: Sendable {
         /// Keep giving the point given before.
         case hold
         /// The secret or the kept state cannot be kept: nothing may be given (why).
-        case unavailable(String)
+        case unavailable(FileProblem)
     }
 
     let gridSize: Double
@@ -123,7 +123,7 @@ public struct LocationFuzzer: Sendable {
         -> PointOutcome
     {
         if let problem = prepare(now: now) { return .unavailable(problem) }
-        guard let secret else { return .unavailable("no secret") }
+        guard let secret else { return .unavailable(.secretMissing) }
         if let last = state.lastOutput {
             // A clock that went back is never time that passed: the limit runs from now.
             let elapsed = now.timeIntervalSince(last)
@@ -160,12 +160,12 @@ public struct LocationFuzzer: Sendable {
     }
 
     /// Reads the secret (and a live app's state) on first use; the problem when it cannot.
-    private mutating func prepare(now: Date) -> String? {
+    private mutating func prepare(now: Date) -> FileProblem? {
         guard let store else { return nil }
         if secret == nil {
             switch store.secret() {
             case .success(let kept): secret = kept
-            case .failure(let failure): return failure.description
+            case .failure(let failure): return failure
             }
         }
         guard !stateLoaded else { return nil }

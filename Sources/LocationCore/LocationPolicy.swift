@@ -29,7 +29,7 @@ public struct LocationPolicy: Sendable, Equatable {
     /// It binds programs that use the library; gpsd confined to gpslocd binds the rest.
     public var brokerRequired = false
     /// Why the file could not be used, when it could not.
-    public var problem: String?
+    public var problem: FileProblem?
 
     /// No policy: services on, nothing restricted or granted.
     public init() {}
@@ -56,11 +56,9 @@ public struct LocationPolicy: Sendable, Equatable {
         var problems = [policy.problem, extra.problem].compactMap { $0 }
         if !extra.granted.isEmpty {
             problems.append(
-                "GPSLOCATION_POLICY (\(additional)) can only add restrictions: its grants for "
-                    + "\(extra.granted.keys.sorted().joined(separator: ", ")) are ignored — grant in \(path) or with `gpsloc auth grant`"
-            )
+                .policyGrantsIgnored(additional: additional, apps: extra.granted.keys.sorted(), path: path))
         }
-        policy.problem = problems.isEmpty ? nil : problems.joined(separator: "; ")
+        policy.problem = problems.count > 1 ? .several(problems) : problems.first
         return policy
     }
 
@@ -74,8 +72,7 @@ public struct LocationPolicy: Sendable, Equatable {
         // and writable by nobody else, a regular file, not a link.
         if let problem = TrustedFile.problem(path, maximumSize: maximumSize, administrator: true) {
             policy.locationServicesEnabled = false
-            policy.problem =
-                "the location policy is not trusted: \(problem); location services are treated as off until then"
+            policy.problem = .policyNotTrusted(problem)
             return policy
         }
         do {
@@ -101,15 +98,9 @@ public struct LocationPolicy: Sendable, Equatable {
             policy = LocationPolicy()
             policy.locationServicesEnabled = false
             if case PolicyError.unknownKeys(let keys) = error {
-                policy.problem =
-                    "the location policy \(path) has unknown key(s) \(keys.joined(separator: ", ")) (the keys are "
-                    + "locationServicesEnabled, brokerRequired, restricted and granted, each grant with status and "
-                    + "accuracy) — "
-                    + "location services are treated as off until an administrator fixes it"
+                policy.problem = .policyUnknownKeys(path: path, keys: keys)
             } else {
-                policy.problem =
-                    "the location policy \(path) could not be read or is invalid — location services are treated as off "
-                    + "until an administrator fixes it (see the README for its format)"
+                policy.problem = .policyUnreadable(path: path)
             }
         }
         return policy

@@ -44,22 +44,14 @@ public enum PrivateFile {
         return subpath.isEmpty ? folder : folder.appendingPathComponent(subpath)
     }
 
-    /// What is wrong with `directory` as a private folder, with the command that fixes it; nil:
-    /// a folder of the user's that no one else can write to (the package creates them 0700).
-    public static func folderProblem(_ directory: URL) -> String? {
+    /// What is wrong with `directory` as a private folder; nil: a folder of the user's that no
+    /// one else can write to (the package creates them 0700).
+    public static func folderProblem(_ directory: URL) -> FileProblem? {
         var info = stat()
-        guard lstat(directory.path, &info) == 0 else {
-            return "\(directory.path) cannot be created (\(String(cString: strerror(errno))))"
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            return "\(directory.path) is not a folder — remove it (`rm \(directory.path)`)"
-        }
-        guard info.st_uid == geteuid() else {
-            return "\(directory.path) belongs to another user — `chown $(id -u) \(directory.path)`"
-        }
-        guard info.st_mode & 0o022 == 0 else {
-            return "\(directory.path) can be written by other users — `chmod 700 \(directory.path)`"
-        }
+        guard lstat(directory.path, &info) == 0 else { return .folderMissing(path: directory.path, errno: errno) }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { return .notAFolder(path: directory.path) }
+        guard info.st_uid == geteuid() else { return .folderOfAnotherUser(path: directory.path) }
+        guard info.st_mode & 0o022 == 0 else { return .folderOpenToOthers(path: directory.path) }
         return nil
     }
 
@@ -95,12 +87,10 @@ public enum PrivateFile {
 
     /// An error's words, as a person reads them: the system's message for a file error
     /// (FoundationEssentials has no `localizedDescription`).
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? CocoaError, let posix = error.underlying as? POSIXError {
-            return String(cString: strerror(posix.code.rawValue))
-        }
-        if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
-        return String(describing: error)
+    static func systemCode(_ error: any Error) -> Int32 {
+        if let error = error as? CocoaError, let posix = error.underlying as? POSIXError { return posix.code.rawValue }
+        if let posix = error as? POSIXError { return posix.code.rawValue }
+        return 0
     }
 
     /// The user's home folder from the password database, when `HOME` is not set.
@@ -114,55 +104,37 @@ public enum PrivateFile {
     /// refused at once instead of hanging the caller (a FIFO's open waits for a writer). The
     /// descriptor is returned in blocking mode. The one way every store opens its files.
     /// `ENOENT` is `.failure` with `missing` true.
-    static func openRegular(_ path: String, flags: Int32) -> Result<Int32, Failure> {
+    static func openRegular(_ path: String, flags: Int32) -> Result<Int32, FileProblem> {
         let descriptor = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            let code = errno
-            let why = code == ELOOP ? "it is a symbolic link, never followed" : String(cString: strerror(code))
-            return .failure(Failure(description: "cannot open \(path): \(why)", missing: code == ENOENT))
-        }
+        guard descriptor >= 0 else { return .failure(.cannotOpen(path: path, errno: errno)) }
         var info = stat()
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             close(descriptor)
-            return .failure(
-                Failure(description: "\(path) is not a regular file (a FIFO, a device or a folder?) — move it away"))
+            return .failure(.notRegularFile(path: path))
         }
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
         return .success(descriptor)
     }
 
-    /// Why a replacement failed, in words that name the file.
-    public struct Failure: Error, CustomStringConvertible {
-        /// The message.
-        public let description: String
-        /// The file does not exist (`ENOENT`).
-        var missing = false
-        /// A failure with this message.
-        public init(description: String, missing: Bool = false) {
-            self.description = description
-            self.missing = missing
-        }
-    }
-
     /// Replaces `url` with `data` atomically (a 0600 temporary file, synced, renamed over it).
-    public static func replace(_ url: URL, with data: Data) throws(Failure) {
+    public static func replace(_ url: URL, with data: Data) throws(FileProblem) {
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UUID().uuidString).tmp")
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw Failure(description: "cannot write \(temporary.path): \(String(cString: strerror(errno)))")
+            throw .cannotWrite(path: temporary.path, errno: errno)
         }
         let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         let synced = fsync(descriptor) == 0
         close(descriptor)
         guard written == data.count, synced else {
             unlink(temporary.path)
-            throw Failure(description: "could not write all of \(temporary.path) (disk full?)")
+            throw .incompleteWrite(path: temporary.path)
         }
         guard rename(temporary.path, url.path) == 0 else {
-            let why = String(cString: strerror(errno))
+            let code = errno
             unlink(temporary.path)
-            throw Failure(description: "cannot replace \(url.path): \(why)")
+            throw .cannotReplace(path: url.path, errno: code)
         }
         let folderDescriptor = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if folderDescriptor >= 0 {

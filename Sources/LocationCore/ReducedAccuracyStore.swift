@@ -87,12 +87,10 @@ public struct ReducedAccuracyStore: Sendable {
     /// exclusive lock, so processes starting at once all read the one that was written first.
     /// Fails — and reduced accuracy then delivers nothing — when the folder is not private, the
     /// file is damaged (the message says to remove it), or it cannot be written.
-    func secret() -> Result<ReducedAccuracySecret, PrivateFile.Failure> {
+    func secret() -> Result<ReducedAccuracySecret, FileProblem> {
         try? FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        if let problem = PrivateFile.folderProblem(directory) {
-            return .failure(PrivateFile.Failure(description: problem))
-        }
+        if let problem = PrivateFile.folderProblem(directory) { return .failure(problem) }
         let lockPath = directory.appendingPathComponent(".secret.lock").path
         let lock: Int32
         switch PrivateFile.openRegular(lockPath, flags: O_RDWR | O_CREAT) {
@@ -102,8 +100,7 @@ public struct ReducedAccuracyStore: Sendable {
         defer { close(lock) }
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else {
-                return .failure(
-                    PrivateFile.Failure(description: "cannot lock \(lockPath): \(String(cString: strerror(errno)))"))
+                return .failure(.cannotLock(path: lockPath, errno: errno))
             }
         }
         let url = directory.appendingPathComponent("secret.json")
@@ -113,18 +110,15 @@ public struct ReducedAccuracyStore: Sendable {
             guard let data = PrivateFile.readAll(descriptor, maximumSize: Self.maximumSize),
                 let kept = try? JSONDecoder().decode(ReducedAccuracySecret.self, from: data), kept.isValid
             else {
-                return .failure(
-                    PrivateFile.Failure(
-                        description: "\(url.path) is damaged — remove it (`rm \(url.path)`): a new secret is drawn, "
-                            + "and every reduced location moves to the new grid once"))
+                return .failure(.damagedSecret(path: url.path))
             }
             return .success(kept)
-        case .failure(let failure) where !failure.missing:
+        case .failure(let failure) where !failure.isMissing:
             return .failure(failure)
         case .failure:
             let fresh = ReducedAccuracySecret.random()
             guard let data = try? JSONEncoder().encode(fresh) else {
-                return .failure(PrivateFile.Failure(description: "the secret cannot be encoded"))
+                return .failure(.secretNotEncodable)
             }
             do {
                 try PrivateFile.replace(url, with: data)
@@ -140,20 +134,20 @@ public struct ReducedAccuracyStore: Sendable {
 
     /// Saves `state`; nil when it is kept, else why not and what to do (the folder is not
     /// private, the disk is full, …).
-    func save(_ state: ReducedAccuracyState, for app: String) -> String? {
+    func save(_ state: ReducedAccuracyState, for app: String) -> FileProblem? {
         try? FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if let problem = PrivateFile.folderProblem(directory) { return problem }
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         guard let data = try? encoder.encode(state), data.count <= Self.maximumSize else {
-            return "the state of \(app) cannot be encoded"
+            return .stateNotEncodable(app: app)
         }
         do {
             try PrivateFile.replace(file(for: app), with: data)
             return nil
         } catch {
-            return error.description
+            return error
         }
     }
 }

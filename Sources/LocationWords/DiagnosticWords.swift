@@ -76,6 +76,21 @@ extension LocationDiagnostic.Facts {
             }
             return words
                 + "; line noise in such sentences cannot be detected — enable checksums on the receiver if it can"
+        case .nobodyToAsk(let app, let always):
+            return "no one can be asked for location permission for \(app) here (no terminal, no prompt): nothing is "
+                + "delivered until it is granted — run `gpsloc auth grant \(app) \(always ? "--always" : "--when-in-use")` "
+                + "(or have the administrator grant it in the policy); locations start at once, without a restart"
+        case .requestRefused(let said):
+            return said ?? "gpslocd refused the request"
+        case .requestFailed(let failure):
+            return failure.description
+        case .noUsageDescription(let app):
+            return "\(app) requested location authorization without a usage description, so nobody is asked — "
+                + "Apple's CoreLocation does nothing without NSLocationWhenInUseUsageDescription; on Linux set "
+                + "`GPSLOCATION_USAGE_DESCRIPTION=\"why the app needs the location\"` in its environment, or give the "
+                + "authorizer one (`LocationAuthorizer(appID:usageDescription:)`)"
+        case .file(let problem):
+            return problem.description
         case .authorizationFollow(let app, let problem):
             return "\(app): the authorization files cannot be followed live (\(problem)) — failing closed: no location "
                 + "is delivered until the program is restarted"
@@ -128,6 +143,16 @@ extension FixRejection: CustomStringConvertible {
             "the fix's time jumped \(fixedDecimal(seconds, decimals: 1)) s further ahead than the time that has "
                 + "passed; it is dropped (followed once the receiver keeps to it)"
         case .duplicate: "a repeat of the last location"
+        }
+    }
+}
+
+extension ReceiverSelection: CustomStringConvertible {
+    /// In words, for messages.
+    public var description: String {
+        switch self {
+        case .bestFix: "the receiver with the best fix"
+        case .path(let path): path
         }
     }
 }

@@ -124,11 +124,41 @@ struct ArchitectureTests {
 
     /// #50's light binaries: the layers under the CoreLocation face need only FoundationEssentials
     /// (no FoundationInternationalization, no ICU), so a program built on them alone is small.
+    /// #50: the rules core says what happened as values (`CLError.Facts`, `LocationDiagnostic.Facts`,
+    /// `FileProblem`, `BrokerUnavailable`); the words are LocationWords', for every face. A string
+    /// literal of two words or more in the core is a sentence written in the wrong place — except
+    /// a thread's name, a programmer-error trap, and the text Foundation's `DecodingError` demands.
+    @Test("the rules core says no English: its literals are names, never sentences")
+    func noEnglishInTheCore() throws {
+        let folder = Paths.packageRoot.appendingPathComponent("Sources/LocationCore")
+        let files = (FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String] ?? [])
+            .filter { $0.hasSuffix(".swift") }
+        #expect(files.count > 40, "\(files)")
+        let literal = try NSRegularExpression(pattern: #""((?:[^"\\]|\\.)*)""#)
+        let prose = try NSRegularExpression(pattern: #"[A-Za-z']+ [A-Za-z']+"#)
+        let allowed = ["WakePipe(owner:", "WorkerThread(name:", "precondition(", "debugDescription:"]
+        var sentences: [String] = []
+        for file in files {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n").map(String.init) {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                if code.hasPrefix("//") || allowed.contains(where: code.contains) { continue }
+                for match in literal.matches(in: code, range: NSRange(code.startIndex..., in: code)) {
+                    let body = String(code[Range(match.range(at: 1), in: code)!])
+                    if prose.firstMatch(in: body, range: NSRange(body.startIndex..., in: body)) != nil {
+                        sentences.append("\(file): \(code)")
+                    }
+                }
+            }
+        }
+        #expect(sentences.isEmpty, "\(sentences.count) sentences in the core: \(sentences)")
+    }
+
     @Test(
         "the lower layers and gpslocd import FoundationEssentials, never Foundation",
         arguments: [
             "GNSSCore", "NMEA0183", "GPSDClient", "GPSDProcesses", "LocationCore", "GPSLocationBroker", "gpslocd",
-            "GPSLocCLI", "gpsloc",
+            "GPSLocCLI", "gpsloc", "LocationWords",
         ])
     func lowerLayersAreEssentials(_ module: String) throws {
         let folder = Paths.packageRoot.appendingPathComponent("Sources/\(module)")

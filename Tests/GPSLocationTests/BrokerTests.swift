@@ -79,10 +79,11 @@ struct BrokerTests {
         defer { authorizer.disconnect() }
         #expect(authorizer.status == .notDetermined)
         let outcome = authorizer.request(always: false)
-        guard case .noPrompt(let message) = outcome else {
+        guard case .noPrompt(let facts) = outcome else {
             Issue.record("expected a refusal, got \(outcome)")
             return
         }
+        let message = facts.words
         #expect(message.contains("`gpsloc auth grant asker"))
         #expect(message.contains("gpsloc agent"))
         // Without a usage description nobody is asked, as without gpslocd.

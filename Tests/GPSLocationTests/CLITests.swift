@@ -813,7 +813,7 @@ extension RealGPSD.LaneB {
             try Data("{not json".utf8).write(to: URL(fileURLWithPath: path))
             policy = LocationPolicy.load(path: path)
             #expect(!policy.locationServicesEnabled)
-            #expect(policy.problem?.contains(path) == true)
+            #expect(policy.problem?.description.contains(path) == true)
         }
     }
 }

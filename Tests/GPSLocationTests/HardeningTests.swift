@@ -30,7 +30,7 @@ struct HardeningTests {
                 #"{"app":{"status":"authorizedAlways","accuracy":"\#(spelling)","decidedAt":"2026-11-30T10:00:00Z"}}"#
             try Data(text.utf8).write(to: store.fileURL)
             #expect(store.decision(for: "app") == nil, "\(spelling)")
-            #expect(store.problem?.contains("not a valid decision") == true)
+            #expect(store.problem?.description.contains("not a valid decision") == true)
         }
         let policyPath = folder.appendingPathComponent("policy.json").path
         try Data(#"{"granted":{"app":{"status":"authorizedAlways","accuracy":"Reduced"}}}"#.utf8).write(
@@ -53,7 +53,7 @@ struct HardeningTests {
             let policy = LocationPolicy.load(path: path)
             #expect(!policy.locationServicesEnabled, "\(text)")
             #expect(policy.decision(for: "app") == AuthorizationDecision(status: .denied), "\(text)")
-            #expect(policy.problem?.contains(key) == true, "\(String(describing: policy.problem))")
+            #expect(policy.problem?.description.contains(key) == true, "\(String(describing: policy.problem))")
         }
     }
 
@@ -68,12 +68,12 @@ struct HardeningTests {
         let link = folder.appendingPathComponent("policy.json").path
         #expect(symlink(real.path, link) == 0)
         let linked = LocationPolicy.load(path: link)
-        #expect(!linked.locationServicesEnabled && linked.problem?.contains("symbolic link") == true)
+        #expect(!linked.locationServicesEnabled && linked.problem?.description.contains("symbolic link") == true)
         // Its folder open to everyone: another user could rename it away and write `{}`.
         chmod(folder.path, 0o777)
         defer { chmod(folder.path, 0o700) }
         let open = LocationPolicy.load(path: real.path)
-        #expect(!open.locationServicesEnabled && open.problem?.contains("chmod 755 \(folder.path)") == true)
+        #expect(!open.locationServicesEnabled && open.problem?.description.contains("chmod 755 \(folder.path)") == true)
     }
 
     @Test("GPSLOCATION_POLICY only adds restrictions to the administrator's policy")
@@ -93,7 +93,7 @@ struct HardeningTests {
         #expect(policy.decision(for: "tracker") == AuthorizationDecision(status: .restricted), "added")
         #expect(policy.decision(for: "me") == nil, "its grants are ignored")
         #expect(policy.decision(for: "fleetd") == AuthorizationDecision(status: .authorizedAlways))
-        #expect(policy.problem?.contains("can only add restrictions") == true)
+        #expect(policy.problem?.description.contains("can only add restrictions") == true)
         try Data(#"{"locationServicesEnabled":false}"#.utf8).write(to: URL(fileURLWithPath: extra))
         #expect(!LocationPolicy.effective(path: admin, additional: extra).locationServicesEnabled)
     }
@@ -109,7 +109,7 @@ struct HardeningTests {
         let policy = LocationPolicy.load(path: path)
         #expect(
             !policy.locationServicesEnabled && policy.decision(for: "app") == AuthorizationDecision(status: .denied))
-        #expect(policy.problem?.contains("chmod 644") == true)
+        #expect(policy.problem?.description.contains("chmod 644") == true)
         chmod(path, 0o644)
         #expect(LocationPolicy.load(path: path).decision(for: "app")?.status == .authorizedAlways)
     }
@@ -389,7 +389,7 @@ struct CorruptStoreTests {
                 .utf8
         ).write(to: store.fileURL)
         #expect(store.decision(for: "good")?.status == .authorizedAlways)
-        #expect(store.problem?.contains("1 decision(s) could still be read") == true)
+        #expect(store.problem?.description.contains("1 decision(s) could still be read") == true)
         try store.set(AuthorizationDecision(status: .authorizedWhenInUse), for: "new")
         #expect(store.decision(for: "good")?.status == .authorizedAlways)
         #expect(store.decision(for: "new")?.status == .authorizedWhenInUse)
@@ -402,7 +402,7 @@ struct CorruptStoreTests {
         let store = DecisionStore(directory: folder)
         try Data(repeating: UInt8(ascii: " "), count: 2 << 20).write(to: store.fileURL)
         #expect(store.decision(for: "any") == nil)
-        #expect(store.problem?.contains("larger than 1 MB") == true)
+        #expect(store.problem?.description.contains("larger than 1 MB") == true)
         #expect(try Self.asides(folder).count == 1)
     }
 }

@@ -113,7 +113,7 @@ struct LastLocationTests {
         // Another user, through the open folder, replaces the file with a position of their choice.
         chmod(folder.path, 0o777)
         #expect(cache.location(for: "widget") == nil)
-        #expect(cache.folderProblem?.contains("chmod 700 \(folder.path)") == true)
+        #expect(cache.folderProblem?.description.contains("chmod 700 \(folder.path)") == true)
         chmod(folder.path, 0o700)
         // A FIFO in its place neither hangs the reader nor is read.
         let file = folder.appendingPathComponent("fifo-app.json").path

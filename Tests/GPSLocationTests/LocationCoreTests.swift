@@ -37,13 +37,16 @@ struct LocationCoreTests {
         ] {
             let policy = try Self.policy(bad)
             #expect(
-                !policy.locationServicesEnabled && policy.problem?.contains("could not be read or is invalid") == true,
+                !policy.locationServicesEnabled
+                    && policy.problem?.description.contains("could not be read or is invalid") == true,
                 "\(bad)")
         }
         let misspelled = try Self.policy(#"{"restrictd": ["spy"]}"#)
-        #expect(!misspelled.locationServicesEnabled && misspelled.problem?.contains("unknown key(s) restrictd") == true)
+        #expect(
+            !misspelled.locationServicesEnabled
+                && misspelled.problem?.description.contains("unknown key(s) restrictd") == true)
         let inGrant = try Self.policy(#"{"granted": {"fleetd": {"status": "authorizedAlways", "acuracy": "full"}}}"#)
-        #expect(inGrant.problem?.contains("granted.fleetd.acuracy") == true)
+        #expect(inGrant.problem?.description.contains("granted.fleetd.acuracy") == true)
     }
 
     @Test("a file's folder, its bytes to a bound, an error's words")
@@ -63,7 +66,7 @@ struct LocationCoreTests {
                 at: URL(fileURLWithPath: "/proc/no-such/folder"), withIntermediateDirectories: true)
             Issue.record("a folder was made under /proc")
         } catch {
-            #expect(PrivateFile.describe(error) == "No such file or directory", "\(error)")
+            #expect(PrivateFile.systemCode(error) == ENOENT, "\(error)")
         }
     }
 }

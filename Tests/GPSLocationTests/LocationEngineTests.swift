@@ -295,10 +295,11 @@ struct OneShotSemanticsTests {
         #expect(terminal.refusal?.message.contains("--when-in-use") == true)
         // The request without a prompt says the same.
         let authorizer = LocationAuthorizer(appID: "fleetd", usageDescription: "tracking", isInUse: false)
-        guard case .noPrompt(let message) = authorizer.request(always: false) else {
+        guard case .noPrompt(let facts) = authorizer.request(always: false) else {
             Issue.record("expected noPrompt")
             return
         }
+        let message = facts.words
         #expect(message.contains("--always") && !message.contains("--when-in-use"), "\(message)")
     }
 }

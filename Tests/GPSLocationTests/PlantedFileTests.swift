@@ -31,7 +31,7 @@ struct PlantedFileTests {
                 Issue.record("a FIFO was opened")
                 continue
             }
-            #expect(failure.description.contains("not a regular file") && !failure.missing)
+            #expect(failure.description.contains("not a regular file") && !failure.isMissing)
         }
         let link = folder.appendingPathComponent("link").path
         #expect(symlink("/etc/hostname", link) == 0)
@@ -44,7 +44,7 @@ struct PlantedFileTests {
             case .failure(let missing) = PrivateFile.openRegular(
                 folder.appendingPathComponent("none").path, flags: O_RDONLY)
         else { return }
-        #expect(missing.missing)
+        #expect(missing.isMissing)
     }
 
     @Test("authorizations.json and a monitor file as FIFOs: an error at once, no hang")

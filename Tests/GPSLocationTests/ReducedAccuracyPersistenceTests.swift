@@ -108,10 +108,10 @@ struct ReducedAccuracyPersistenceTests {
             Issue.record("a reduced location left a store it cannot keep")
             return
         }
-        #expect(problem.contains("chmod 700 \(folder.path)"))
+        #expect(problem.description.contains("chmod 700 \(folder.path)"))
         var state = ReducedAccuracyState()
         state.cellNorth = 1
-        #expect(store.save(state, for: "app")?.contains("chmod 700 \(folder.path)") == true)
+        #expect(store.save(state, for: "app")?.description.contains("chmod 700 \(folder.path)") == true)
         #expect(store.load("app") == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, "nothing written")
     }
@@ -131,7 +131,7 @@ struct ReducedAccuracyPersistenceTests {
                 Issue.record("a damaged secret was used: \(damage)")
                 continue
             }
-            #expect(problem.contains("rm \(secret.path)"), "\(problem)")
+            #expect(problem.description.contains("rm \(secret.path)"), "\(problem)")
         }
         try FileManager.default.removeItem(at: secret)
         #expect(mkfifo(secret.path, 0o600) == 0)

@@ -171,7 +171,7 @@ extension CLLocationManager {
             guard let store = state.regions.store else { return nil }
             if let keeper = state.regions.keeper { return keeper }
             let keeper = RegionKeeper(store: store, monitor: MonitorStore.legacyRegions, app: app) { problem in
-                this.value?.logOnce(problem, code: "regionStore")
+                this.value?.logOnce(problem.description, code: "regionStore")
             }
             state.regions.keeper = keeper
             return keeper

@@ -363,7 +363,7 @@ open class CLLocationManager: NSObject {
         case .noPrompt(let message), .missingUsageDescription(let message):
             // A diagnostic now; the delegate hears of it only when locations are asked for (the
             // gate's refusal, naming the same command), as Apple reports errors only then.
-            logOnce(message, code: "authorizationRequest")
+            logOnce(message.words, code: "authorizationRequest")
         }
     }
 

@@ -364,7 +364,7 @@ public actor CLMonitor {
         do {
             kept = try keeper.load()
         } catch {
-            keeper.said(error.description)
+            keeper.said(error)
             return
         }
         for region in kept {

@@ -112,7 +112,7 @@ public final class CLServiceSession: Sendable {
             }
         requestMessage =
             switch outcome {
-            case .noPrompt(let message), .missingUsageDescription(let message): message
+            case .noPrompt(let message), .missingUsageDescription(let message): message.words
             default: nil
             }
         let observer = authorizer.addObserver { [weak self] in self?.publish() }

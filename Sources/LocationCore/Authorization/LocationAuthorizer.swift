@@ -79,7 +79,7 @@ public final class LocationAuthorizer: Sendable {
 
     /// The store and policy cannot be followed live any more (a revocation might go unseen):
     /// fail closed — denied, said once on stderr with the reason.
-    private func followingFailed(_ problem: String) {
+    private func followingFailed(_ problem: FileProblem) {
         let first = locked.withLock { state in
             defer { state.failedClosed = true }
             return !state.failedClosed
@@ -149,7 +149,7 @@ public final class LocationAuthorizer: Sendable {
             paths: watched, onFailure: { [weak authorizer] problem in authorizer?.followingFailed(problem) },
             onChange: onChange)
         if watcher == nil {
-            authorizer.followingFailed("inotify is not available (\(String(cString: strerror(errno))))")
+            authorizer.followingFailed(.inotifyUnavailable(errno: errno))
         }
         authorizer.locked.withLock { $0.watcher = watcher }
         return authorizer
@@ -206,7 +206,7 @@ public final class LocationAuthorizer: Sendable {
 
     /// A request through gpslocd: it asks the user's agent, or says what to run.
     private func requestThroughBroker(_ link: BrokerLink, always: Bool) -> RequestOutcome {
-        guard let usageDescription else { return .missingUsageDescription(missingUsageMessage) }
+        guard let usageDescription else { return .missingUsageDescription(.noUsageDescription(app: appID)) }
         let before = locked.withLock { $0.decision }
         do {
             let reply = try link.request(
@@ -215,13 +215,13 @@ public final class LocationAuthorizer: Sendable {
                     $0.add("usage", usageDescription)
                 }, className: "REQUEST", timeout: 300)
             guard reply.bool("ok") == true else {
-                return .noPrompt(reply.string("message") ?? "gpslocd refused the request")
+                return .noPrompt(.requestRefused(said: reply.string("message")))
             }
             // gpslocd's AUTHORIZATION line may have set the answer already (it comes first).
             set(BrokerWelcome.decision(reply))
             return locked.withLock { $0.decision } != before ? .changed : .unchanged
         } catch {
-            return .noPrompt(error.description)
+            return .noPrompt(.requestFailed(error))
         }
     }
 
@@ -277,10 +277,10 @@ public final class LocationAuthorizer: Sendable {
         case changed
         /// Nothing new (Apple: no callback).
         case unchanged
-        /// Nobody could be asked; the message says how to grant it.
-        case noPrompt(String)
-        /// The app gave no usage description: a programmer error, and the message says so.
-        case missingUsageDescription(String)
+        /// Nobody could be asked; the facts' words say how to grant it.
+        case noPrompt(LocationDiagnostic.Facts)
+        /// The app gave no usage description: a programmer error, and the facts' words say so.
+        case missingUsageDescription(LocationDiagnostic.Facts)
     }
 
     /// True once authorization was requested of this authorizer — by any manager, `CLMonitor`,
@@ -314,24 +314,13 @@ public final class LocationAuthorizer: Sendable {
             return .unchanged
         case .noPrompt:
             // A program that is not in use (a daemon) gets nothing from When In Use.
-            let flag = always || !isInUse ? "--always" : "--when-in-use"
-            return .noPrompt(
-                "no one can be asked for location permission for \(appID) here (no terminal, no prompt): "
-                    + "nothing is delivered until it is granted — run `gpsloc auth grant \(appID) \(flag)` "
-                    + "(or have the administrator grant it in the policy); locations start at once, without a restart")
+            return .noPrompt(.nobodyToAsk(app: appID, always: always || !isInUse))
         case .noUsageDescription:
-            return .missingUsageDescription(missingUsageMessage)
+            return .missingUsageDescription(.noUsageDescription(app: appID))
         case .ask(let asked):
             prompt = asked
         }
         return ask(prompt, always: always)
-    }
-
-    private var missingUsageMessage: String {
-        "\(appID) requested location authorization without a usage description, so nobody is asked — Apple's "
-            + "CoreLocation does nothing without NSLocationWhenInUseUsageDescription; on Linux set "
-            + "`GPSLOCATION_USAGE_DESCRIPTION=\"why the app needs the location\"` in its environment, or "
-            + "give the authorizer one (`LocationAuthorizer(appID:usageDescription:)`)"
     }
 
     private func ask(_ prompt: AuthorizationPrompt, always: Bool) -> RequestOutcome {

@@ -45,11 +45,8 @@ public struct MonitorStore: Sendable {
         }
     }
 
-    /// Why the store could not be read or written, naming the file and what to do.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        /// What went wrong, naming the file and what to do.
-        public let description: String
-    }
+    /// Why the store could not be read or written.
+    public typealias Failure = FileProblem
 
     /// The first format (0.3): one object per condition, about 170 bytes each — 100,000 circles
     /// with six-decimal coordinates did not fit the size limit. Still read.
@@ -124,12 +121,12 @@ public struct MonitorStore: Sendable {
         guard !app.isEmpty, !app.hasPrefix("."),
             app.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
         else {
-            throw Failure(description: "the app id \(app) cannot name a folder: use letters, digits, '.', '_', '-'")
+            throw .badAppID(app: app)
         }
         let folder = directory.appendingPathComponent(app)
         if monitor == Self.legacyRegions { return folder.appendingPathComponent("regions.json") }
         guard !monitor.isEmpty, monitor.utf8.count <= 200 else {
-            throw Failure(description: "a monitor name must be 1 to 200 bytes, not \(monitor.utf8.count)")
+            throw .badMonitorName(bytes: monitor.utf8.count)
         }
         var encoded = ""
         for byte in monitor.utf8 {
@@ -153,21 +150,17 @@ public struct MonitorStore: Sendable {
         let descriptor: Int32
         switch PrivateFile.openRegular(url.path, flags: O_RDONLY) {
         case .success(let opened): descriptor = opened
-        case .failure(let failure) where failure.missing: return []
-        case .failure(let failure): throw Failure(description: failure.description + " (not a monitor file)")
+        case .failure(let failure) where failure.isMissing: return []
+        case .failure(let failure): throw .notAMonitorFile(failure)
         }
         defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
-            throw Failure(description: "\(url.path) cannot be read: \(String(cString: strerror(errno)))")
-        }
+        guard fstat(descriptor, &info) == 0 else { throw .cannotRead(path: url.path, errno: errno) }
         guard info.st_size <= Self.maximumFileSize else {
-            throw Failure(
-                description:
-                    "\(url.path) is larger than \(Self.maximumFileSize >> 20) MB — not a monitor file; move it away")
+            throw .monitorTooLarge(path: url.path, megabytes: Self.maximumFileSize >> 20)
         }
         guard let data = PrivateFile.readAll(descriptor, maximumSize: Self.maximumFileSize + 1) else {
-            throw Failure(description: "\(url.path) cannot be read: \(String(cString: strerror(errno)))")
+            throw .cannotRead(path: url.path, errno: errno)
         }
         do {
             let decoder = JSONDecoder()
@@ -176,16 +169,12 @@ public struct MonitorStore: Sendable {
             case 1: return try decoder.decode(FileVersion1.self, from: data).conditions
             case 2: return try decoder.decode(FileVersion2.self, from: data).conditions.map(\.condition)
             case let version:
-                throw Failure(
-                    description: "\(url.path) is a monitor file of a newer GPSLocation (format \(version)) — "
-                        + "its conditions are not monitored; update GPSLocation or remove the file")
+                throw Failure.newerMonitorFormat(path: url.path, version: version)
             }
         } catch let failure as Failure {
             throw failure
         } catch {
-            throw Failure(
-                description: "\(url.path) is not a monitor file GPSLocation can read (\(error)) — "
-                    + "its conditions are not monitored; remove it or fix it with `gpsloc monitor`")
+            throw .unreadableMonitor(path: url.path, detail: "\(error)")
         }
     }
 
@@ -199,7 +188,7 @@ public struct MonitorStore: Sendable {
         try checkFolder(url.deletingLastPathComponent(), create: true)
         if conditions.isEmpty {
             if unlink(url.path) != 0 && errno != ENOENT {
-                throw Failure(description: "cannot remove \(url.path): \(String(cString: strerror(errno)))")
+                throw .cannotRemove(path: url.path, errno: errno)
             }
             return
         }
@@ -212,19 +201,14 @@ public struct MonitorStore: Sendable {
                 FileVersion2(
                     monitor: monitor == Self.legacyRegions ? "" : monitor, conditions: conditions.map(Row.init)))
         } catch {
-            throw Failure(description: "cannot encode the monitor \(monitor): \(error)")
+            throw .monitorNotEncodable(monitor: monitor, detail: "\(error)")
         }
         guard data.count <= Self.maximumFileSize else {
-            throw Failure(
-                description: "the monitor \(monitor) would take \(data.count >> 20) MB with \(conditions.count) "
-                    + "conditions, more than the \(Self.maximumFileSize >> 20) MB a monitor file may have — nothing "
-                    + "was changed; split the conditions over several monitors")
+            throw .monitorTooBig(
+                monitor: monitor, megabytes: data.count >> 20, conditions: conditions.count,
+                maximum: Self.maximumFileSize >> 20)
         }
-        do {
-            try PrivateFile.replace(url, with: data)
-        } catch {
-            throw Failure(description: error.description)
-        }
+        try PrivateFile.replace(url, with: data)
     }
 
     /// The monitor names stored for `app` (legacy regions not included).
@@ -245,13 +229,11 @@ public struct MonitorStore: Sendable {
                 try FileManager.default.createDirectory(
                     at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw Failure(description: "cannot create \(folder.path): \(PrivateFile.describe(error))")
+                throw .monitorFolder(.cannotCreate(path: folder.path, errno: PrivateFile.systemCode(error)))
             }
         }
         if !create && !FileManager.default.fileExists(atPath: folder.path) { return }
-        if let problem = PrivateFile.folderProblem(folder) {
-            throw Failure(description: "the monitor folder: \(problem); nothing is read or written there")
-        }
+        if let problem = PrivateFile.folderProblem(folder) { throw .monitorFolder(problem) }
     }
 }
 

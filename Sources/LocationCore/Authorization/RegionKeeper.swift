@@ -38,12 +38,12 @@ public final class RegionKeeper: Sendable {
     let monitor: String
     let app: String
     private let writer = CoalescedWriter()
-    private let lastProblem = Locked<String?>(nil)
-    private let report: @Sendable (String) -> Void
+    private let lastProblem = Locked<FileProblem?>(nil)
+    private let report: @Sendable (FileProblem) -> Void
 
     /// A keeper of `monitor`'s regions for `app` in `store`; `report` hears each new problem.
     public init(
-        store: MonitorStore, monitor: String, app: String, report: @escaping @Sendable (String) -> Void = { _ in }
+        store: MonitorStore, monitor: String, app: String, report: @escaping @Sendable (FileProblem) -> Void = { _ in }
     ) {
         self.store = store
         self.monitor = monitor
@@ -70,7 +70,7 @@ public final class RegionKeeper: Sendable {
             try write(regions)
             lastProblem.withLock { $0 = nil }
         } catch {
-            said(error.description)
+            said(error)
         }
     }
 
@@ -97,7 +97,7 @@ public final class RegionKeeper: Sendable {
     public func takePending() -> Bool { writer.takePending() }
 
     /// Tells `report` about `problem`, unless it was the last one told.
-    public func said(_ problem: String) {
+    public func said(_ problem: FileProblem) {
         let first = lastProblem.withLock { last in
             defer { last = problem }
             return last != problem

@@ -45,10 +45,31 @@ public struct BrokerWelcome: Sendable, Equatable {
     }
 }
 
-/// Why gpslocd could not be used: the message says what to do.
-public struct BrokerUnavailable: Error, Sendable, Hashable, Codable, CustomStringConvertible {
-    /// What went wrong, and what to do.
-    public var description: String
+/// Why gpslocd could not be used, as values (LocationWords says it, with what to do).
+public enum BrokerUnavailable: Error, Sendable, Hashable, Codable {
+    /// `socket(2)` failed (`cause`: the system's `strerror`).
+    case socket(cause: String)
+    /// The socket path does not fit a `sockaddr_un`.
+    case pathTooLong(path: String)
+    /// Nothing listens at `path` (`cause`: `strerror` of `connect`); `brokerRequired`: the
+    /// policy allows no direct mode; `named`: `GPSLOCATION_BROKER` named the socket.
+    case unreachable(path: String, cause: String, brokerRequired: Bool, named: Bool)
+    /// gpslocd refused `app` with an ERROR line (`said`: its words).
+    case refused(app: String, said: String)
+    /// gpslocd closed the connection right after it was made.
+    case closedAtOnce(path: String)
+    /// gpslocd sent no WELCOME (`failure`: why the read ended; nil: it closed).
+    case noWelcome(path: String, failure: BrokerLineReader.Failure?)
+    /// The first WELCOME did not come within `seconds` (`startAndWait`).
+    case noAnswerAtStart(path: String, seconds: Int)
+    /// A request's REPLY did not come within `seconds`.
+    case noAnswer(path: String, seconds: Int)
+    /// A request found the link not connected.
+    case notConnected(path: String)
+    /// The link was closed while a request waited.
+    case linkClosed
+    /// The connection was lost after it had worked (`failure` as for `noWelcome`).
+    case lost(path: String, failure: BrokerLineReader.Failure?)
 }
 
 /// One connection to gpslocd, kept: it connects, says HELLO, and reconnects (every second,
@@ -127,9 +148,7 @@ public final class BrokerLink: Sendable {
             }
         }
         if done.wait(timeout: .now() + timeout) == .timedOut {
-            throw BrokerUnavailable(
-                description: "gpslocd at \(path) did not answer within \(Int(timeout)) s — check `systemctl status "
-                    + "gpslocd` (or unset GPSLOCATION_BROKER for direct mode)")
+            throw BrokerUnavailable.noAnswerAtStart(path: path, seconds: Int(timeout))
         }
         switch outcome.withLock({ $0 })! {
         case .success(let welcome): return welcome
@@ -176,8 +195,7 @@ public final class BrokerLink: Sendable {
         line.add("id", id)
         build(&line)
         guard send(line.line) else {
-            throw BrokerUnavailable(
-                description: "gpslocd at \(path) is not connected — check `systemctl status gpslocd`")
+            throw BrokerUnavailable.notConnected(path: path)
         }
         let deadline = Date().addingTimeInterval(timeout)
         replies.lock()
@@ -185,10 +203,10 @@ public final class BrokerLink: Sendable {
         while true {
             if let reply = shared.withLock({ $0.waiting[id] ?? nil }) { return reply }
             if shared.withLock({ $0.closed }) {
-                throw BrokerUnavailable(description: "the connection to gpslocd was closed")
+                throw BrokerUnavailable.linkClosed
             }
             if !replies.wait(until: deadline) {
-                throw BrokerUnavailable(description: "gpslocd at \(path) did not answer within \(Int(timeout)) s")
+                throw BrokerUnavailable.noAnswer(path: path, seconds: Int(timeout))
             }
         }
     }
@@ -237,19 +255,19 @@ public final class BrokerLink: Sendable {
     private func connect() -> Result<(Int32, BrokerWelcome, [UInt8]), BrokerUnavailable> {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
-            return .failure(BrokerUnavailable(description: "socket: \(String(cString: strerror(errno)))"))
+            return .failure(.socket(cause: String(cString: strerror(errno))))
         }
         guard let connected = BrokerProtocol.withSocketAddress(path, { Glibc.connect(fd, $0, $1) }) else {
             Glibc.close(fd)
-            return .failure(BrokerUnavailable(description: "the broker socket path \(path) is too long"))
+            return .failure(.pathTooLong(path: path))
         }
         guard connected == 0 else {
             let reason = String(cString: strerror(errno))
             Glibc.close(fd)
+            let named = ProcessInfo.processInfo.environment["GPSLOCATION_BROKER"].map { !$0.isEmpty } == true
             return .failure(
-                BrokerUnavailable(
-                    description: "gpslocd cannot be reached at \(path) (\(reason)) — "
-                        + BrokerProtocol.unreachableAdvice(path)))
+                .unreachable(
+                    path: path, cause: reason, brokerRequired: LocationPolicy.effective().brokerRequired, named: named))
         }
         var hello = BrokerLine("HELLO")
         hello.add("version", BrokerProtocol.version)
@@ -264,11 +282,10 @@ public final class BrokerLink: Sendable {
             Glibc.close(fd)
             while let line = reader.next() {
                 if let message = BrokerMessage(line: line), message.messageClass == "ERROR" {
-                    return .failure(
-                        BrokerUnavailable(description: "gpslocd refused \(app): \(message.string("message") ?? "")"))
+                    return .failure(.refused(app: app, said: message.string("message") ?? ""))
                 }
             }
-            return .failure(BrokerUnavailable(description: "gpslocd at \(path) closed the connection at once"))
+            return .failure(.closedAtOnce(path: path))
         }
         // The WELCOME comes first; anything after it is kept for the reading loop.
         var reader = BrokerLineReader()
@@ -279,8 +296,7 @@ public final class BrokerLink: Sendable {
                 guard let message = BrokerMessage(line: line) else { continue }
                 if message.messageClass == "ERROR" {
                     Glibc.close(fd)
-                    return .failure(
-                        BrokerUnavailable(description: "gpslocd refused \(app): \(message.string("message") ?? "")"))
+                    return .failure(.refused(app: app, said: message.string("message") ?? ""))
                 }
                 guard let welcome = BrokerWelcome(message) else { continue }
                 var zero = timeval()
@@ -293,16 +309,13 @@ public final class BrokerLink: Sendable {
                 }
                 if closed {
                     Glibc.close(fd)
-                    return .failure(BrokerUnavailable(description: "closed"))
+                    return .failure(.linkClosed)
                 }
                 return .success((fd, welcome, reader.remainder))
             }
             guard reader.fill(from: fd) else {
                 Glibc.close(fd)
-                return .failure(
-                    BrokerUnavailable(
-                        description: "gpslocd at \(path) sent no WELCOME (\(reader.failure ?? "closed")) — "
-                            + "check `journalctl -u gpslocd`"))
+                return .failure(.noWelcome(path: path, failure: reader.failure))
             }
         }
     }
@@ -325,9 +338,7 @@ public final class BrokerLink: Sendable {
                 deliver { onMessage(message) }
             }
             guard reader.fill(from: fd) else {
-                return BrokerUnavailable(
-                    description: "the connection to gpslocd at \(path) was lost (\(reader.failure ?? "it closed it"))"
-                        + " — reconnecting every second; check `systemctl status gpslocd`")
+                return .lost(path: path, failure: reader.failure)
             }
         }
     }

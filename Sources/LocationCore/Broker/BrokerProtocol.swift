@@ -35,24 +35,6 @@ public enum BrokerProtocol {
         return defaultSocketPath
     }
 
-    /// What to do when gpslocd at `path` cannot be reached: start it, or (where the policy
-    /// allows direct mode) read gpsd directly.
-    static func unreachableAdvice(
-        _ path: String, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> String {
-        let start =
-            "start it (`systemctl start gpslocd.socket`, or `gpslocd --gpsd HOST:PORT --socket \(path) --state DIR`)"
-        let policy = LocationPolicy.effective()
-        if policy.brokerRequired {
-            return start
-                + "; the location policy requires gpslocd (brokerRequired), so nothing is delivered without it"
-        }
-        if environment["GPSLOCATION_BROKER"].map({ !$0.isEmpty }) == true {
-            return start + ", or unset GPSLOCATION_BROKER to read gpsd directly"
-        }
-        return start + ", or set GPSLOCATION_BROKER=none to read gpsd directly"
-    }
-
     /// Calls `body` with the `sockaddr_un` of `path` and its length (connect, bind); nil when
     /// the path is too long for one. The one place both sides build the address.
     public static func withSocketAddress<Result>(
@@ -394,7 +376,15 @@ extension BrokerProtocol {
 public struct BrokerLineReader: Sendable {
     private var buffer: [UInt8]
     var start = 0
-    private(set) var failure: String?
+    private(set) var failure: Failure?
+
+    /// Why reading ended, when it was not the end of the stream.
+    public enum Failure: Sendable, Hashable, Codable {
+        /// A line longer than `limit` bytes.
+        case tooLong(limit: Int)
+        /// `read` failed (`cause`: the system's `strerror`).
+        case readFailed(cause: String)
+    }
 
     /// A reader starting with bytes already read.
     public init(pending: [UInt8] = []) { buffer = pending }
@@ -418,7 +408,7 @@ public struct BrokerLineReader: Sendable {
     /// Reads more from `fd` (blocking); false at the end of the stream, an error, or an overlong line.
     mutating func fill(from fd: Int32) -> Bool {
         if buffer.count - start > BrokerProtocol.maximumLineLength {
-            failure = "a line longer than \(BrokerProtocol.maximumLineLength) bytes"
+            failure = .tooLong(limit: BrokerProtocol.maximumLineLength)
             return false
         }
         var chunk = [UInt8](repeating: 0, count: 16 << 10)
@@ -429,7 +419,7 @@ public struct BrokerLineReader: Sendable {
                 return true
             }
             if count < 0 && errno == EINTR { continue }
-            failure = count == 0 ? nil : String(cString: strerror(errno))
+            failure = count == 0 ? nil : .readFailed(cause: String(cString: strerror(errno)))
             return false
         }
     }

@@ -5,20 +5,12 @@ import GNSSCore
 ///
 /// Interleaving two receivers would make the location jump between their (different) errors
 /// every epoch, so the pipeline delivers one receiver's fixes at a time.
-public enum ReceiverSelection: Sendable, Hashable, CustomStringConvertible {
+public enum ReceiverSelection: Sendable, Hashable {
     /// The receiver with the best fix (the default; see `ReceiverSelectionStage` for the rule).
     case bestFix
     /// Only this device path (e.g. `/dev/ttyACM0`); fixes from others are ignored. To have gpsd
     /// itself send only one device, use `GPSDEndpoint.device` instead (or as well).
     case path(String)
-
-    /// In words, for messages.
-    public var description: String {
-        switch self {
-        case .bestFix: "the receiver with the best fix"
-        case .path(let path): path
-        }
-    }
 }
 
 /// Chooses the receiver whose fixes are delivered.

@@ -35,7 +35,7 @@ public final class SharedLocationFeed: Sendable {
         /// last let out.
         var fuzzer: LocationFuzzer
         var reducedLatest: LocationValue?
-        var reducedProblem: String?
+        var reducedProblem: FileProblem?
     }
 
     /// A location this recent (seconds, by the monotonic clock) is given to a client that starts.
@@ -168,7 +168,7 @@ public final class SharedLocationFeed: Sendable {
             state -> ([@Sendable () -> Void], [(@Sendable (CLError) -> Void, CLError)]) in
             state.latest = (location, now)
             var reduced: LocationValue?
-            var problem: String?
+            var problem: FileProblem?
             if state.clients.values.contains(where: \.reduced) {
                 switch state.fuzzer.reduce(location, now: Date()) {
                 case .location(let value):

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import GNSSCore
 import Glibc
+import LocationCore
 
 extension LocationAuthorizer {
     /// The person at this process's terminal answers (questions on stderr, answers on stdin):
