@@ -30,7 +30,7 @@ while not os.path.exists(sock):
 def broker(app):
     s = socket.socket(socket.AF_UNIX)
     s.connect(sock)
-    s.sendall((json.dumps({"class": "HELLO", "version": 1, "app": app}) + "\n").encode())
+    s.sendall((json.dumps({"class": "HELLO", "version": 2, "app": app}) + "\n").encode())
     return s
 
 admin = broker("bench")

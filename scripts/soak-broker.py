@@ -23,7 +23,7 @@ import json, os, selectors, signal, socket, subprocess, sys, tempfile, time
 
 from broker_lines import ready_lines
 
-HELLO = b'{"class":"HELLO","version":1,"app":"%s"}\n'
+HELLO = b'{"class":"HELLO","version":2,"app":"%s"}\n'
 
 
 def connect(path, app):

@@ -160,7 +160,9 @@ package final class BrokerService: Sendable {
     func handle(_ message: BrokerMessage, from client: BrokerClient) {
         let id = message.int("id") ?? 0
         if client.app == nil && message.messageClass != "HELLO" {
-            client.send(errorLine("say HELLO first: {\"class\":\"HELLO\",\"version\":1,\"app\":\"NAME\"}"))
+            client.send(
+                errorLine(
+                    "say HELLO first: {\"class\":\"HELLO\",\"version\":\(BrokerProtocol.version),\"app\":\"NAME\"}"))
             return
         }
         switch message.messageClass {

@@ -16,7 +16,7 @@ let brokerPythonClient = #"""
     for app in apps:
         s = socket.socket(socket.AF_UNIX)
         s.connect(path)
-        s.sendall((json.dumps({"class": "HELLO", "version": 1, "app": app}) + "\n").encode())
+        s.sendall((json.dumps({"class": "HELLO", "version": 2, "app": app}) + "\n").encode())
         s.sendall((json.dumps({"class": "WATCH"}) + "\n").encode())
         chooser.register(s, selectors.EVENT_READ, [app, b""])
     while True:

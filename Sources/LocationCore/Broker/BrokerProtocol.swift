@@ -9,7 +9,7 @@ import Glibc
 /// drift from the other.
 public enum BrokerProtocol {
     /// The protocol version a HELLO and a WELCOME carry.
-    public static let version = 1
+    public static let version = 2
     /// Where gpslocd listens unless told otherwise (`gpslocd.socket`).
     public static let defaultSocketPath = "/run/gpslocd/socket"
     /// The longest line either side accepts; a longer one is a protocol error.

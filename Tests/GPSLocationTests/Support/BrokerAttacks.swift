@@ -42,7 +42,7 @@ let brokerAttackScript = #"""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(path)
         return s
-    hello = b'{"class":"HELLO","version":1,"app":"attacker"}\n'
+    hello = b'{"class":"HELLO","version":2,"app":"attacker"}\n'
     if mode == "flood":
         s = connect(); s.sendall(hello)
         chunk = b'{"class":"WATCH","enable":false}\n' * 2000
@@ -122,7 +122,7 @@ let brokerAttackScript = #"""
         signal.signal(signal.SIGALRM, give_up)
         signal.alarm(90)
         s = connect()
-        s.sendall(b'{"class":"HELLO","version":1,"app":"wiu"}\n{"class":"WATCH"}\n')
+        s.sendall(b'{"class":"HELLO","version":2,"app":"wiu"}\n{"class":"WATCH"}\n')
         buffered = b""
         def message():
             global buffered
@@ -206,12 +206,12 @@ let brokerAttackScript = #"""
                     line, data = data.split(b"\n", 1)
                     yield json.loads(line)
         s = connect()
-        s.sendall(('{"class":"HELLO","version":1,"app":"%s"}\n{"class":"GRANT","id":7,"app":"%s","status":"%s"}\n'
+        s.sendall(('{"class":"HELLO","version":2,"app":"%s"}\n{"class":"GRANT","id":7,"app":"%s","status":"%s"}\n'
                    % (app, app, status)).encode())
         ok = next(m for m in lines(s) if m["class"] == "REPLY")["ok"]
         s.close()
         s = connect()
-        s.sendall(('{"class":"HELLO","version":1,"app":"%s"}\n' % app).encode())
+        s.sendall(('{"class":"HELLO","version":2,"app":"%s"}\n' % app).encode())
         welcome = next(m for m in lines(s) if m["class"] == "WELCOME")
         authorized = welcome["status"] in ("authorizedAlways", "authorizedWhenInUse")
         print("ok=%d authorized=%d" % (ok, authorized), flush=True)
@@ -245,7 +245,7 @@ let brokerAttackScript = #"""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(name)
         try:  # refused at once, the connection may be closed before this is read
-            s.sendall(b'{"class":"HELLO","version":1,"app":"forger"}\n'
+            s.sendall(b'{"class":"HELLO","version":2,"app":"forger"}\n'
                       b'{"class":"GRANT","id":7,"app":"org.forged.Maps","status":"authorizedAlways"}\n')
         except OSError:
             pass
@@ -268,7 +268,7 @@ let brokerAttackScript = #"""
         import json, threading
         stop = sys.argv[3]
         s = connect()
-        s.sendall(b'{"class":"HELLO","version":1,"app":"flooder"}\n{"class":"WATCH"}\n')
+        s.sendall(b'{"class":"HELLO","version":2,"app":"flooder"}\n{"class":"WATCH"}\n')
         state = {"denied_at": 0.0, "late": 0, "fixes": 0, "sent": 0}
         def flood():
             chunk = b'{"class":"WHO","id":1}\n' * 500

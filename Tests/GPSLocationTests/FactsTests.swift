@@ -1,0 +1,188 @@
+import Foundation
+import GNSSCore
+import GPSDClient
+import Testing
+
+@testable import LocationCore
+@testable import LocationWords
+
+/// #50: the rules core says what happened as values; LocationWords says it in words, and
+/// gpslocd's wire carries the values so each side speaks for itself.
+@Suite("the core's facts: values on the wire, words in LocationWords")
+struct FactsTests {
+    static let time = Date(timeIntervalSince1970: 1_781_510_400)  // 2026-06-15T08:00:00Z
+    static let endpoint = GPSDEndpoint(host: "127.0.0.1", port: 29_470, device: "/dev/ttyACM0")
+
+    /// One value of each case of `CLError.Facts`; `index` makes a new case a compile error here
+    /// until it has a sample.
+    static let failures: [CLError.Facts] = [
+        .text("a face's own words"),
+        .gpsd(GPSDError.noDevice(at: endpoint)),
+        .gpsdRefused(endpoint: "127.0.0.1:2947", said: "No such device as /dev/pts/9"),
+        .recordingUnreadable(path: "/tmp/a.nmea", cause: "No such file or directory"),
+        .recordingReadFailed(path: "/tmp/a.nmea", cause: "Input/output error"),
+        .recordingEnded(path: "-"),
+        .brokerUnavailable(.lost(path: "/run/gpslocd.sock", failure: .tooLong(limit: 65_536))),
+        .noBroker(
+            app: "widget", .unreachable(path: "/run/x", cause: "Connection refused", brokerRequired: true, named: false)
+        ),
+        .stale(silence: 12.5, lastLocation: time, rejection: .future(ahead: 3_600)),
+        .receiverDeactivated(path: "/dev/ttyACM0", live: true, lastLocation: time),
+        .receiverMissing(pinned: "/dev/ttyUSB0", reporting: "/dev/ttyACM0"),
+        .timedOut(seconds: 30, cause: .gpsd(GPSDError.noDevice(at: endpoint))),
+        .undetermined(cause: .recordingEnded(path: "/tmp/a.nmea")),
+        .noLocation,
+        .noHeading,
+        .notInUse(app: "widget"),
+        .notDetermined(app: "fleetd", inUse: false),
+        .denied(app: "widget", inUse: true),
+        .restricted(app: "widget", policy: "/etc/gpslocation/policy.json"),
+        .reducedAccuracyUnavailable(
+            app: "widget",
+            problem: .storeUnusable(path: "/x/authorizations.json", why: .storeInvalid(salvaged: 2), movedAside: nil)),
+    ]
+
+    static func index(_ facts: CLError.Facts) -> Int {
+        switch facts {
+        case .text: 0
+        case .gpsd: 1
+        case .gpsdRefused: 2
+        case .recordingUnreadable: 3
+        case .recordingReadFailed: 4
+        case .recordingEnded: 5
+        case .brokerUnavailable: 6
+        case .noBroker: 7
+        case .stale: 8
+        case .receiverDeactivated: 9
+        case .receiverMissing: 10
+        case .timedOut: 11
+        case .undetermined: 12
+        case .noLocation: 13
+        case .noHeading: 14
+        case .notInUse: 15
+        case .notDetermined: 16
+        case .denied: 17
+        case .restricted: 18
+        case .reducedAccuracyUnavailable: 19
+        }
+    }
+
+    static let notes: [LocationDiagnostic.Facts] = [
+        .text("a diagnostic in a face's words"),
+        .rejected(.backwards(by: 0.2), recordingTime: time),
+        .outOfRange(PhysicalRanges.Removed(speed: 2_000, course: nil, altitude: 70_000, negativeEstimate: true)),
+        .timeResynchronized(step: 3_600),
+        .systemClockOffset(offset: 7_200, fixTime: time, now: time.addingTimeInterval(7_200), simulated: false),
+        .delegateThreadBlocked(seconds: 10, thread: nil),
+        .droppedLocations(count: 5, batch: 64),
+        .brokerConnected(path: "/run/gpslocd.sock", app: "widget"),
+        .reconnected(endpoint: "127.0.0.1:2947"),
+        .reconnecting(endpoint: "127.0.0.1:2947", attempt: 3, delay: 2),
+        .skippedInput(badChecksum: 1, cutOff: 2, tooLong: 0, noise: 4, malformed: 0),
+        .noChecksums(accepted: 10, satelliteListsSkipped: 2),
+        .nobodyToAsk(app: "fleetd", always: true),
+        .requestRefused(said: nil),
+        .requestFailed(.noAnswer(path: "/run/gpslocd.sock", seconds: 300)),
+        .noUsageDescription(app: "widget"),
+        .authorizationFollow(app: "widget", problem: .inotifyUnavailable(errno: EMFILE)),
+        .file(.policyUnknownKeys(path: "/etc/gpslocation/policy.json", keys: ["restrictd"])),
+    ]
+
+    static func index(_ facts: LocationDiagnostic.Facts) -> Int {
+        switch facts {
+        case .text: 0
+        case .rejected: 1
+        case .outOfRange: 2
+        case .timeResynchronized: 3
+        case .systemClockOffset: 4
+        case .delegateThreadBlocked: 5
+        case .droppedLocations: 6
+        case .brokerConnected: 7
+        case .reconnected: 8
+        case .reconnecting: 9
+        case .skippedInput: 10
+        case .noChecksums: 11
+        case .nobodyToAsk: 12
+        case .requestRefused: 13
+        case .requestFailed: 14
+        case .noUsageDescription: 15
+        case .authorizationFollow: 16
+        case .file: 17
+        }
+    }
+
+    @Test("every case has a sample, and every sample says something of its own in words")
+    func everyCaseSaysSomething() {
+        #expect(Set(Self.failures.map(Self.index)) == Set(0...19))
+        #expect(Set(Self.notes.map(Self.index)) == Set(0...17))
+        let words = Self.failures.map(\.words) + Self.notes.map(\.words)
+        for text in words {
+            #expect(!text.isEmpty && !text.contains("Optional(") && !text.contains("Facts."), "\(text)")
+        }
+        #expect(Set(words).count == words.count, "two facts read the same")
+    }
+
+    @Test("a failure nests its cause's words: a timed-out request says gpsd's error with its fix")
+    func nestedWords() {
+        let error = CLError(.locationUnknown, Self.failures[11], reason: .gpsdUnreachable)
+        #expect(error.message.hasPrefix("no location within 30 s: gpsd at 127.0.0.1:29470 has no receiver open"))
+        #expect(error.message.hasSuffix("`gpsloc doctor` checks the whole setup."))
+        #expect("\(error)" == error.message && error.localizedDescription == error.message)
+        let stale = CLError(.locationUnknown, Self.failures[8], reason: .stale).message
+        #expect(stale.contains("fixes arrive but are not used — the fix is dated 3600 s in the future"), "\(stale)")
+    }
+
+    @Test("the core's stderr handler prints the words, found at run time: 'GPSLocation: message [code]'")
+    func diagnosticsInWords() {
+        let diagnostic = LocationDiagnostic(code: "droppedLocations", .droppedLocations(count: 5, batch: 64))
+        // `Diagnostics.standardError` interpolates the diagnostic: the conformance is LocationWords'.
+        #expect("\(diagnostic)" == diagnostic.message + " [droppedLocations]")
+        #expect(diagnostic.message.hasPrefix("5 live location(s) dropped"))
+    }
+
+    @Test("gpslocd's PROBLEM and NOTICE lines carry the facts: read back equal, in the same words")
+    func wireRoundTrip() throws {
+        for facts in Self.failures {
+            let error = CLError(.denied, facts, reason: .notAuthorized)
+            let line = BrokerProtocol.problemLine(error, terminal: true)
+            let message = try #require(BrokerMessage(line: Array(line.utf8.dropLast())))
+            guard case .problem(let read, let terminal) = BrokerProtocol.event(from: message) else {
+                Issue.record("not a problem: \(line)")
+                continue
+            }
+            #expect(read == error && terminal, "\(line)")
+            #expect(read.message == error.message)
+            if case .text = facts { continue }
+            #expect(!line.contains(error.message), "words on the wire: \(line)")
+        }
+        for facts in Self.notes {
+            let note = LocationDiagnostic(code: "note", facts)
+            let line = BrokerProtocol.line(for: .notice(note))
+            let message = try #require(BrokerMessage(line: Array(line.utf8.dropLast())))
+            guard case .notice(let read) = BrokerProtocol.event(from: message) else {
+                Issue.record("not a notice: \(line)")
+                continue
+            }
+            #expect(read == note, "\(line)")
+        }
+    }
+
+    @Test("a line with words and no facts (gpslocd's own notes, an older gpslocd) is read as those words")
+    func wordsWithoutFacts() throws {
+        let problem = try #require(
+            BrokerMessage(
+                line: Array(#"{"class":"PROBLEM","code":0,"reason":"gpsdLost","message":"gpsd went away"}"#.utf8)))
+        guard case .problem(let error, _) = BrokerProtocol.event(from: problem) else {
+            Issue.record("not a problem")
+            return
+        }
+        #expect(error.facts == .text("gpsd went away") && error.reason == .gpsdLost)
+        let dropped = try #require(
+            BrokerMessage(line: Array(#"{"class":"NOTICE","code":"brokerDropped","message":"3 dropped"}"#.utf8)))
+        guard case .notice(let note) = BrokerProtocol.event(from: dropped) else {
+            Issue.record("not a notice")
+            return
+        }
+        #expect(note.code == "brokerDropped" && note.message == "3 dropped")
+    }
+}
