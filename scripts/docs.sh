@@ -26,7 +26,7 @@ if [ -z "${DOCC_HTML_DIR:-}" ] && [ -d "$template" ] && [ "$(stat -c %u "$templa
   export DOCC_HTML_DIR="$out/render"
 fi
 if [ "${GPSLOCATION_DEBUG_BUILT:-}" != 1 ]; then swift build; fi
-for module in GPSLocation LocationCore GPSLocationTesting NMEA0183; do
+for module in GPSLocation LocationCore LocationWords GPSLocationTesting NMEA0183; do
   [ -f "$modules/$module.swiftmodule" ] || { echo "docs: no debug build of $module (swift build)" >&2; exit 1; }
   swift symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CGPS -I .build/debug/CPseudoTerminal.build \
     -target "$(uname -m)-unknown-linux-gnu" -minimum-access-level public -skip-synthesized-members \
@@ -38,7 +38,7 @@ for module in GPSLocation LocationCore GPSLocationTesting NMEA0183; do
 done
 undocumented=0
 archives=()
-for module in GPSLocation LocationCore GPSLocationTesting NMEA0183; do
+for module in GPSLocation LocationCore LocationWords GPSLocationTesting NMEA0183; do
   moduleSymbols="$out/symbols-$module"
   rm -rf "$moduleSymbols"; mkdir -p "$moduleSymbols"
   cp "$symbols/$module".symbols.json "$symbols/$module"@*.symbols.json "$moduleSymbols/" 2>/dev/null || true
