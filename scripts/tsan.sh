@@ -26,7 +26,7 @@ for suite in ${filter//|/ }; do
 done
 mkdir -p "$scratch/Sources" "$scratch/Tests/GPSLocationTests"
 rm -f "$scratch"/Sources/* "$scratch"/Tests/TestSupport "$scratch"/Tests/GPSLocationTests/*
-for target in CGPS CPseudoTerminal CServeHTTP GNSSCore NMEA0183 GPSDClient LocationCore GPSLocation GPSDProcesses GPSLocationTesting GPSLocCLI; do
+for target in CGPS CPseudoTerminal CServeHTTP GNSSCore NMEA0183 GPSDClient LocationCore LocationWords GPSLocation GPSDProcesses GPSLocationTesting GPSLocCLI; do
   ln -s "$root/Sources/$target" "$scratch/Sources/$target"
 done
 ln -s "$root/Tests/TestSupport" "$scratch/Tests/TestSupport"
@@ -47,15 +47,17 @@ let package = Package(
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strict),
         .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strict),
         .target(name: "LocationCore", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strict),
+        .target(name: "LocationWords", dependencies: ["GNSSCore", "GPSDClient", "LocationCore"], swiftSettings: strict),
         .target(
-            name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore"],
+            name: "GPSLocation", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient", "LocationCore", "LocationWords"],
             swiftSettings: strict),
         .target(name: "GPSDProcesses", dependencies: ["GPSDClient"], swiftSettings: strict),
         .target(
             name: "GPSLocationTesting", dependencies: ["GPSLocation", "GPSDProcesses", "CPseudoTerminal"],
             swiftSettings: strict),
         .target(
-            name: "GPSLocCLI", dependencies: ["LocationCore", "GPSDClient", "GPSDProcesses", "NMEA0183", "CServeHTTP"],
+            name: "GPSLocCLI",
+            dependencies: ["LocationCore", "LocationWords", "GPSDClient", "GPSDProcesses", "NMEA0183", "CServeHTTP"],
             swiftSettings: strict),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(
