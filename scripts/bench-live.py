@@ -10,9 +10,12 @@
 
 - memory: resident set (VmRSS at the end of the minute, VmHWM its peak) of each client;
 - with --installed DIR (the static, stripped programs scripts/install.sh installs): those
-  programs' `gpsloc watch --json`, and gpslocd serving a second one, measured the same way.
+  programs' `gpsloc watch --json`, and gpslocd serving a second one, measured the same way;
+- with --geoclue as well: a second installed gpslocd with its GeoClue face on a private system
+  bus (dbus-daemon), serving GeoClue's own client (geoclue-2-demo's where-am-i, granted Always),
+  measured the same way.
 
-Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ] [--installed DIR]
+Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ] [--installed DIR [--geoclue]]
 """
 import argparse, json, os, subprocess, sys, tempfile, threading, time
 
@@ -21,6 +24,7 @@ parser.add_argument("bin")
 parser.add_argument("--seconds", type=float, default=60)
 parser.add_argument("--rate", type=float, default=10)
 parser.add_argument("--installed")
+parser.add_argument("--geoclue", action="store_true")
 options = parser.parse_args()
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -89,6 +93,46 @@ def reader(stream, key, arrivals, counts, name):
             arrivals.setdefault(stamp[:23], now)
 
 
+def geoclue_clients(work, environment, port):
+    """gpslocd --geoclue on a private system bus, and where-am-i as its GeoClue client."""
+    where_am_i = "/usr/libexec/geoclue-2.0/demos/where-am-i"
+    if not (os.path.exists(where_am_i) and os.path.exists("/usr/bin/dbus-daemon")):
+        sys.exit("--geoclue needs dbus-daemon and geoclue-2-demo (scripts/setup.sh installs them)")
+    bus_path = os.path.join(work, "bus")
+    configuration = os.path.join(work, "bus.conf")
+    allow = "".join(f'<allow {kind}="{value}"/>' for kind, value in [
+        ("user", "*"), ("own", "*"), ("send_type", "method_call"), ("send_type", "signal"),
+        ("send_type", "method_return"), ("send_type", "error"), ("receive_type", "method_call"),
+        ("receive_type", "signal"), ("receive_type", "method_return"), ("receive_type", "error")])
+    with open(configuration, "w") as f:
+        f.write('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" '
+                '"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">'
+                f"<busconfig><type>system</type><listen>unix:path={bus_path}</listen><auth>EXTERNAL</auth>"
+                f'<policy context="default">{allow}</policy></busconfig>')
+    bus = subprocess.Popen(["/usr/bin/dbus-daemon", f"--config-file={configuration}", "--nofork", "--nopidfile",
+                            "--print-address=1"], stdout=subprocess.PIPE, text=True)
+    bus.stdout.readline()
+    on_bus = dict(environment, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={bus_path}")
+    socket_path = os.path.join(work, "geoclue.socket")
+    daemon = subprocess.Popen(
+        [os.path.join(options.installed, "gpslocd"), "--gpsd", f"127.0.0.1:{port}", "--socket", socket_path,
+         "--state", os.path.join(work, "geoclue-state"), "--policy", os.path.join(work, "policy.json"), "--geoclue"],
+        env=on_bus, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if os.path.exists(socket_path):
+            break
+        time.sleep(0.05)
+    brokered = dict(on_bus, GPSLOCATION_BROKER=socket_path)
+    subprocess.run([os.path.join(options.installed, "gpsloc"), "auth", "grant", "geoclue-where-am-i", "--always"],
+                   env=brokered, check=True, stdout=subprocess.DEVNULL)
+    time.sleep(0.5)
+    client = subprocess.Popen(["/usr/bin/stdbuf", "-oL", where_am_i, "-t", str(int(options.seconds + 60))],
+                              env=brokered, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return {"gpslocd --geoclue (serving where-am-i)": (daemon, "none"),
+            "where-am-i (GeoClue's client)": (client, "none"),
+            "dbus-daemon (the private system bus)": (bus, "none")}
+
+
 def percentile(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
@@ -142,6 +186,8 @@ def main():
         clients["gpsloc watch --json through gpslocd"] = (subprocess.Popen(
             [installed, "watch", "--json", "--max-age", "1e9"], env=brokered,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True), "timestamp")
+    if options.installed and options.geoclue:
+        clients.update(geoclue_clients(work, environment, port))
     arrivals = {name: {} for name in clients}
     counts = {}
     for name, (process, key) in clients.items():

@@ -5,7 +5,7 @@ import FoundationEssentials
 #endif
 
 /// The kind of position solution a receiver reports (gpsd's TPV `mode`).
-public enum FixMode: Int, Sendable, Comparable, Codable, CustomStringConvertible {
+public enum FixMode: Int, Sendable, Comparable, CustomStringConvertible {
     /// No report has been seen yet (gpsd `MODE_NOT_SEEN`).
     case notSeen = 0
     /// The receiver reports, but has no position (gpsd `MODE_NO_FIX`).

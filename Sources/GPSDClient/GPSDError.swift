@@ -170,34 +170,15 @@ public struct GPSDError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-// As values on gpslocd's wire (a PROBLEM's facts): the code by name, the endpoint by its parts.
-extension GPSDError: Codable {
-    private enum Keys: String, CodingKey {
-        case code, host, port, device, libgpsCode, libgpsMessage, silence
-    }
-
-    /// Reads the values `encode(to:)` wrote.
-    public init(from decoder: any Decoder) throws {
-        let values = try decoder.container(keyedBy: Keys.self)
+// As values on gpslocd's wire (a PROBLEM line's fields, LocationCore's `BrokerProtocol`).
+extension GPSDError {
+    /// The error a PROBLEM line describes: its code by name (`code.name`), where, and libgps's
+    /// account.
+    public init(
+        codeNamed name: String, endpoint: GPSDEndpoint, libgpsCode: Int32?, libgpsMessage: String?, silence: Double?
+    ) {
         self.init(
-            code: Code(try values.decode(String.self, forKey: .code)),
-            endpoint: GPSDEndpoint(
-                host: try values.decode(String.self, forKey: .host), port: try values.decode(Int.self, forKey: .port),
-                device: try values.decodeIfPresent(String.self, forKey: .device)),
-            libgpsCode: try values.decodeIfPresent(Int32.self, forKey: .libgpsCode),
-            libgpsMessage: try values.decodeIfPresent(String.self, forKey: .libgpsMessage),
-            silence: try values.decodeIfPresent(Double.self, forKey: .silence))
-    }
-
-    /// Writes the error's values.
-    public func encode(to encoder: any Encoder) throws {
-        var values = encoder.container(keyedBy: Keys.self)
-        try values.encode(code.name, forKey: .code)
-        try values.encode(endpoint.host, forKey: .host)
-        try values.encode(endpoint.port, forKey: .port)
-        try values.encodeIfPresent(endpoint.device, forKey: .device)
-        try values.encodeIfPresent(libgpsCode, forKey: .libgpsCode)
-        try values.encodeIfPresent(libgpsMessage, forKey: .libgpsMessage)
-        try values.encodeIfPresent(silence, forKey: .silence)
+            code: Code(name), endpoint: endpoint, libgpsCode: libgpsCode, libgpsMessage: libgpsMessage,
+            silence: silence)
     }
 }

@@ -262,7 +262,7 @@ package final class BrokerService: Sendable {
         case .fix, .errorEstimate, .sky, .heading: audience = .full
         case .device, .notice, .problem: audience = .everyone
         }
-        let line = BrokerProtocol.line(for: event)
+        let line = BrokerProtocol.line(for: event, words: .said)
         let isProblem = if case .problem = event { true } else { false }
         let clearsProblem =
             switch event {

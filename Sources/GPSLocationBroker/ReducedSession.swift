@@ -75,7 +75,7 @@ final class ReducedSession: Sendable {
             if let problem {
                 // The secret or the state cannot be kept: the program is told, and gets nothing.
                 let error = LocationFuzzer.unavailableError(appID: client.app ?? "the program", problem)
-                client.send(BrokerProtocol.problemLine(error, terminal: false))
+                client.send(BrokerProtocol.problemLine(error, terminal: false, words: .said))
             }
             guard let point else { return }
             let line = BrokerProtocol.reducedLine(point, time: time)

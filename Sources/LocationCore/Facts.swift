@@ -9,7 +9,7 @@ import GPSDClient
 extension CLError {
     /// What happened, with its values: the cause of a `CLError` for a face to put in words.
     /// `reason` is the branch an app takes; `facts` is everything its message says.
-    public indirect enum Facts: Hashable, Sendable, Codable {
+    public indirect enum Facts: Hashable, Sendable {
         /// A face's own words (an error made by the CoreLocation API, gpsloc, or code outside
         /// GPSLocation), or words relayed from outside (an older gpslocd). The core makes none.
         case text(String)
@@ -65,7 +65,7 @@ extension CLError {
 
 extension LocationDiagnostic {
     /// What a diagnostic notes, with its values, for a face to put in words.
-    public indirect enum Facts: Hashable, Sendable, Codable {
+    public indirect enum Facts: Hashable, Sendable {
         /// A face's own words, or words relayed from outside (an older gpslocd).
         case text(String)
 

@@ -4,7 +4,7 @@ import Glibc
 /// What is wrong with a file or folder the core keeps (decisions, reduced accuracy's secret,
 /// monitors) or trusts (the policy), as values: LocationWords says each with the command that
 /// fixes it. `errno` values are the system's codes (their words are `strerror`'s).
-public indirect enum FileProblem: Error, Sendable, Hashable, Codable {
+public indirect enum FileProblem: Error, Sendable, Hashable {
     // Private folders and files (`PrivateFile`).
     /// The folder is not there and could not be made (`lstat` failed).
     case folderMissing(path: String, errno: Int32)

@@ -57,3 +57,8 @@ extension BrokerLineReader.Failure: CustomStringConvertible {
         }
     }
 }
+
+extension BrokerProtocol.Words {
+    /// LocationWords' words: what gpslocd writes for the facts its lines carry as words.
+    public static let said = BrokerProtocol.Words(failure: { $0.message }, note: { $0.message })
+}

@@ -140,34 +140,60 @@ struct FactsTests {
         #expect(diagnostic.message.hasPrefix("5 live location(s) dropped"))
     }
 
-    @Test("gpslocd's PROBLEM and NOTICE lines carry the facts: read back equal, in the same words")
+    @Test("gpslocd's lines carry what it relays from gpsd as values, the rest in its words: each reads the same")
     func wireRoundTrip() throws {
         for facts in Self.failures {
             let error = CLError(.denied, facts, reason: .notAuthorized)
-            let line = BrokerProtocol.problemLine(error, terminal: true)
+            let line = BrokerProtocol.problemLine(error, terminal: true, words: .said)
             let message = try #require(BrokerMessage(line: Array(line.utf8.dropLast())))
             guard case .problem(let read, let terminal) = BrokerProtocol.event(from: message) else {
                 Issue.record("not a problem: \(line)")
                 continue
             }
-            #expect(read == error && terminal, "\(line)")
-            #expect(read.message == error.message)
-            if case .text = facts { continue }
-            #expect(!line.contains(error.message), "words on the wire: \(line)")
+            #expect(read.message == error.message && read.reason == error.reason && terminal, "\(line)")
+            switch facts {
+            case .gpsd, .gpsdRefused:
+                // Values: the program says them in its own words.
+                #expect(read == error, "\(line)")
+                #expect(!line.contains(error.message), "words on the wire: \(line)")
+            default:
+                #expect(read.facts == .text(error.message), "\(line)")
+            }
         }
         for facts in Self.notes {
             let note = LocationDiagnostic(code: "note", facts)
-            let line = BrokerProtocol.line(for: .notice(note))
+            let line = BrokerProtocol.line(for: .notice(note), words: .said)
             let message = try #require(BrokerMessage(line: Array(line.utf8.dropLast())))
             guard case .notice(let read) = BrokerProtocol.event(from: message) else {
                 Issue.record("not a notice: \(line)")
                 continue
             }
-            #expect(read == note, "\(line)")
+            #expect(read.message == note.message, "\(line)")
+        }
+        for facts in [
+            LocationDiagnostic.Facts.reconnected(endpoint: "127.0.0.1:2947"),
+            .reconnecting(endpoint: "[::1]:2947", attempt: 2, delay: 1.5),
+        ] {
+            let note = LocationDiagnostic(code: Self.index(facts) == 8 ? "reconnected" : "reconnecting", facts)
+            let line = BrokerProtocol.line(for: .notice(note), words: .said)
+            let message = try #require(BrokerMessage(line: Array(line.utf8.dropLast())))
+            guard case .notice(let read) = BrokerProtocol.event(from: message) else {
+                Issue.record("not a notice: \(line)")
+                continue
+            }
+            #expect(read == note && !line.contains("\"message\""), "\(line)")
         }
     }
 
-    @Test("a line with words and no facts (gpslocd's own notes, an older gpslocd) is read as those words")
+    @Test("without a face's words a line still says what happened, as values")
+    func valuesWithoutWords() throws {
+        let error = CLError(.locationUnknown, .noLocation, reason: .sourceEnded)
+        let line = BrokerProtocol.problemLine(error, terminal: false)
+        let message = try #require(BrokerMessage(line: Array(line.utf8.dropLast())))
+        #expect(message.string("message") == "noLocation", "\(line)")
+    }
+
+    @Test("a line with words only (gpslocd's own notes) is read as those words")
     func wordsWithoutFacts() throws {
         let problem = try #require(
             BrokerMessage(

@@ -46,7 +46,7 @@ public struct BrokerWelcome: Sendable, Equatable {
 }
 
 /// Why gpslocd could not be used, as values (LocationWords says it, with what to do).
-public enum BrokerUnavailable: Error, Sendable, Hashable, Codable {
+public enum BrokerUnavailable: Error, Sendable, Hashable {
     /// `socket(2)` failed (`cause`: the system's `strerror`).
     case socket(cause: String)
     /// The socket path does not fit a `sockaddr_un`.

@@ -8,6 +8,26 @@ import Glibc
 /// client side) and gpslocd (the server side) both speak it through this type, so neither can
 /// drift from the other.
 public enum BrokerProtocol {
+    /// How a face says, on gpslocd's wire, the facts that travel as words: everything but gpsd's
+    /// error, gpsd's refusal and the reconnection notices, which travel as values. gpslocd passes
+    /// LocationWords' (`message`); the default writes the facts as values (`String(describing:)`).
+    public struct Words: Sendable {
+        /// A failure's words.
+        public var failure: @Sendable (CLError) -> String
+        /// A note's words.
+        public var note: @Sendable (LocationDiagnostic) -> String
+        /// Words from these two.
+        public init(
+            failure: @escaping @Sendable (CLError) -> String, note: @escaping @Sendable (LocationDiagnostic) -> String
+        ) {
+            self.failure = failure
+            self.note = note
+        }
+        /// The facts as values, for a caller with no words (tests, tools).
+        public static let values = Words(
+            failure: { String(describing: $0.facts) }, note: { String(describing: $0.facts) })
+    }
+
     /// The protocol version a HELLO and a WELCOME carry.
     public static let version = 2
     /// Where gpslocd listens unless told otherwise (`gpslocd.socket`).
@@ -137,7 +157,7 @@ public struct BrokerLine: Sendable {
 
 extension BrokerProtocol {
     /// A source event as the line gpslocd sends (nil: an event that is not sent).
-    public static func line(for event: LocationSourceEvent) -> String {
+    public static func line(for event: LocationSourceEvent, words: Words = .values) -> String {
         switch event {
         case .fix(let fix): return fixLine(fix)
         case .errorEstimate(let estimate):
@@ -189,10 +209,19 @@ extension BrokerProtocol {
         case .notice(let diagnostic):
             var line = BrokerLine("NOTICE")
             line.add("code", diagnostic.code)
-            line.add("facts", facts(diagnostic.facts))
+            switch diagnostic.facts {
+            case .reconnected(let endpoint):
+                line.add("endpoint", endpoint)
+            case .reconnecting(let endpoint, let attempt, let delay):
+                line.add("endpoint", endpoint)
+                line.add("attempt", attempt)
+                line.add("delay", delay)
+            default:
+                line.add("message", words.note(diagnostic))
+            }
             return line.line
         case .problem(let error, let terminal):
-            return problemLine(error, terminal: terminal)
+            return problemLine(error, terminal: terminal, words: words)
         }
     }
 
@@ -238,39 +267,59 @@ extension BrokerProtocol {
         return line.line
     }
 
-    /// A PROBLEM line for `error`; `terminal`: the program's updates end with it.
-    public static func problemLine(_ error: CLError, terminal: Bool) -> String {
+    /// A PROBLEM line for `error`; `terminal`: the program's updates end with it. What gpslocd
+    /// relays from gpsd travels as values (gpsd's error, its refusal), the rest in `words`.
+    public static func problemLine(_ error: CLError, terminal: Bool, words: Words = .values) -> String {
         var line = BrokerLine("PROBLEM")
         line.add("code", error.code.rawValue)
         line.add("reason", error.reason?.name)
-        line.add("facts", facts(error.facts))
+        switch error.facts {
+        case .gpsd(let gpsd):
+            line.add("gpsd", gpsd.code.name)
+            line.add("host", gpsd.endpoint.host)
+            line.add("port", gpsd.endpoint.port)
+            line.add("device", gpsd.endpoint.device)
+            line.add("libgps", gpsd.libgpsCode.map(Int.init))
+            line.add("libgpsMessage", gpsd.libgpsMessage)
+            line.add("silence", gpsd.silence)
+        case .gpsdRefused(let endpoint, let said):
+            line.add("endpoint", endpoint)
+            line.add("said", said)
+        default:
+            line.add("message", words.failure(error))
+        }
         line.add("terminal", terminal)
         return line.line
     }
 
-    /// What happened, as values on the wire: the facts' JSON, in a string field (the reader
-    /// decodes it as it was written; each side renders its own words). Facts that cannot be
-    /// written (a non-finite number) travel as nil: the reader then says only the reason.
-    static func facts<Facts: Encodable>(_ facts: Facts) -> String? {
-        (try? JSONEncoder().encode(facts)).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    /// The facts a line carries; `.text` of an older gpslocd's `message` when it has none.
-    static func facts<Facts: Decodable>(_ type: Facts.Type, in message: BrokerMessage, text: (String) -> Facts)
-        -> Facts
-    {
-        if let written = message.string("facts"), let facts = try? JSONDecoder().decode(type, from: Data(written.utf8))
-        {
-            return facts
-        }
-        return text(message.string("message") ?? "")
-    }
-
     static func error(from message: BrokerMessage) -> CLError {
-        CLError(
-            CLError.Code(rawValue: message.int("code") ?? 0) ?? .locationUnknown,
-            facts(CLError.Facts.self, in: message, text: CLError.Facts.text),
+        let facts: CLError.Facts
+        if let name = message.string("gpsd"), let host = message.string("host"), let port = message.int("port") {
+            let endpoint = GPSDEndpoint(host: host, port: port, device: message.string("device"))
+            facts = .gpsd(
+                GPSDError(
+                    codeNamed: name, endpoint: endpoint, libgpsCode: message.int("libgps").map(Int32.init),
+                    libgpsMessage: message.string("libgpsMessage"), silence: message.double("silence")))
+        } else if let endpoint = message.string("endpoint"), let said = message.string("said") {
+            facts = .gpsdRefused(endpoint: endpoint, said: said)
+        } else {
+            facts = .text(message.string("message") ?? "")
+        }
+        return CLError(
+            CLError.Code(rawValue: message.int("code") ?? 0) ?? .locationUnknown, facts,
             reason: message.string("reason").map(CLError.Reason.init))
+    }
+
+    /// The note a NOTICE line carries: gpsd's reconnections as values, the rest as words.
+    static func note(from message: BrokerMessage) -> LocationDiagnostic {
+        let code = message.string("code") ?? "broker"
+        if let endpoint = message.string("endpoint") {
+            if let attempt = message.int("attempt"), let delay = message.double("delay") {
+                return LocationDiagnostic(code: code, .reconnecting(endpoint: endpoint, attempt: attempt, delay: delay))
+            }
+            return LocationDiagnostic(code: code, .reconnected(endpoint: endpoint))
+        }
+        return LocationDiagnostic(code: code, .text(message.string("message") ?? ""))
     }
 
     /// The location a kept FIX object (a WELCOME's `last`) stands for, as the engine would have
@@ -343,10 +392,7 @@ extension BrokerProtocol {
                     path: path, driver: message.string("driver"), activated: message.bool("activated") ?? false,
                     baudRate: message.int("bps"), cycle: message.double("cycle")))
         case "NOTICE":
-            return .notice(
-                LocationDiagnostic(
-                    code: message.string("code") ?? "broker",
-                    facts(LocationDiagnostic.Facts.self, in: message, text: LocationDiagnostic.Facts.text)))
+            return .notice(note(from: message))
         case "PROBLEM":
             return .problem(error(from: message), terminal: message.bool("terminal") ?? false)
         default:
@@ -379,7 +425,7 @@ public struct BrokerLineReader: Sendable {
     private(set) var failure: Failure?
 
     /// Why reading ended, when it was not the end of the stream.
-    public enum Failure: Sendable, Hashable, Codable {
+    public enum Failure: Sendable, Hashable {
         /// A line longer than `limit` bytes.
         case tooLong(limit: Int)
         /// `read` failed (`cause`: the system's `strerror`).

@@ -19,7 +19,7 @@ public enum PhysicalRanges {
     static let altitude: ClosedRange<Double> = -2_000...60_000
 
     /// What `clamp` removed from a fix, as the receiver reported it (for the diagnostic).
-    public struct Removed: Hashable, Sendable, Codable {
+    public struct Removed: Hashable, Sendable {
         /// The speed reported, m/s, when out of range.
         public var speed: Double?
         /// The course reported, degrees, when out of range.

@@ -6,7 +6,7 @@ import Glibc
 // touches a queue or reads a clock: "now" is always passed in.
 
 /// Why a fix did not become a location.
-public enum FixRejection: Sendable, Hashable, Codable {
+public enum FixRejection: Sendable, Hashable {
     /// Mode below 2D (no fix yet, or lost).
     case noFix(FixMode)
     /// Mode 2D/3D but a coordinate is missing.
