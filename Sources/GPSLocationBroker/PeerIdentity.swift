@@ -79,10 +79,7 @@ struct PeerIdentity: Sendable, Equatable {
         var pidfd = gpslocd_peer_pidfd(fd)
         let exact = pidfd >= 0
         if !exact { pidfd = gpslocd_pidfd_open(pid) }
-        guard pidfd >= 0 else {
-            if errno == EMFILE || errno == ENFILE { throw outOfDescriptors(pid) }
-            throw Failure(description: "the connecting process (pid \(pid)) has already exited")
-        }
+        guard pidfd >= 0 else { throw pidfdFailure(pid, errno: errno) }
         do {
             var identity = try read(
                 pid: pid, uid: uid, gid: gid, pidfd: pidfd, startedNoLaterThan: exact ? nil : acceptedAt)
@@ -155,6 +152,24 @@ struct PeerIdentity: Sendable, Equatable {
 
     /// gpslocd could not open what it needs to identify the program: its own limit, not the
     /// program's doing.
+    /// Why `pidfd_open(pid)` failed, as the refused program is told: gone (`ESRCH`), gpslocd out
+    /// of descriptors, or a kernel or a seccomp filter without `pidfd_open` (Linux before 5.3,
+    /// some container runtimes' profiles, valgrind) — then nobody can be identified, and gpslocd
+    /// says so instead of blaming the program (#51: identity fails closed, but says why).
+    static func pidfdFailure(_ pid: Int32, errno code: Int32) -> Failure {
+        switch code {
+        case EMFILE, ENFILE:
+            return outOfDescriptors(pid)
+        case ESRCH:
+            return Failure(description: "the connecting process (pid \(pid)) has already exited")
+        default:
+            return Failure(
+                description: "gpslocd cannot pin the connecting process (pid \(pid)): pidfd_open failed ("
+                    + "\(String(cString: strerror(code)))) — it needs Linux 5.3 or later, and a seccomp filter (a "
+                    + "container's) that allows pidfd_open; without it no program can be identified, so none is served")
+        }
+    }
+
     static func outOfDescriptors(_ pid: Int32) -> Failure {
         Failure(
             description: "gpslocd has run out of file descriptors and cannot identify the connecting process (pid "
