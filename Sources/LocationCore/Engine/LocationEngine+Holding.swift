@@ -96,8 +96,10 @@ extension LocationEngine {
     }
 
     /// `location` as delivered: marked stationary when the detector says the device is.
-    func markedStationary(_ location: LocationValue) -> LocationValue {
-        guard stationary.isStationary, var details = location.gnss else { return location }
+    /// (Static, given only what it reads: an instance method on the engine, called from a
+    /// mutating one, had the whole 2.6 KB engine copied for each location.)
+    static func markedStationary(_ location: LocationValue, isStationary: Bool) -> LocationValue {
+        guard isStationary, var details = location.gnss else { return location }
         details.isStationary = true
         return location.with(gnss: details)
     }

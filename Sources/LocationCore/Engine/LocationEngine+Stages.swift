@@ -143,7 +143,7 @@ extension LocationEngine {
                         minimumInterval: configuration.minimumUpdateInterval)
             {
                 if showsStop { stationaryDelivered = true }
-                let location = markedStationary(location)
+                let location = Self.markedStationary(location, isStationary: stationary.isStationary)
                 filter.delivered(location)
                 lastDelivered = location
                 lastRejection = nil
