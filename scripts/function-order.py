@@ -11,11 +11,13 @@ in sections of their own are (our modules are compiled with -function-sections).
 
 How: the static programs of scripts/build-static.sh run under valgrind's callgrind, live, on one
 simulated 10 Hz receiver behind a real gpsd (`gpsloc-bench serve`): `gpsloc watch --json` for
-100 lines, and gpslocd serving a `gpsloc watch` with a full grant then a reduced one. Every
+100 lines, and gpslocd serving a `gpsloc watch` with a full grant then a reduced one; and, sampled
+by perf (callgrind cannot run it), gpslocd's GeoClue face serving where-am-i on a private bus. Every
 function callgrind saw run that the program defines goes in the list, sorted. A stale list costs
 memory, never correctness: names the linker does not find are skipped.
 
-Usage: scripts/function-order.py        (needs valgrind, gpsd, and about two minutes)
+Usage: scripts/function-order.py        (needs valgrind, gpsd, and about three minutes; perf,
+                                          dbus-daemon and geoclue-2-demo for the GeoClue face)
 """
 import os, re, shutil, signal, subprocess, sys, tempfile, time
 
@@ -66,6 +68,64 @@ def lines(command, env, count):
         sys.exit(f"function-order: `{' '.join(command[-5:])}` printed {seen} lines, not {count}")
 
 
+def geoclue_face():
+    """gpslocd --geoclue on a private system bus serving GeoClue's own client (where-am-i), sampled
+    by perf: callgrind cannot run it (valgrind 3.19 has no pidfd_open, so gpslocd cannot pin the
+    client and refuses it). Sampling sees what runs for every location, not each start-up
+    function — those are what stay resident."""
+    where_am_i = "/usr/libexec/geoclue-2.0/demos/where-am-i"
+    missing = [tool for tool in (where_am_i, "/usr/bin/dbus-daemon") if not os.path.exists(tool)]
+    missing += [] if shutil.which("perf") else ["perf"]
+    if missing:
+        print(f"function-order: no {', '.join(missing)}: the GeoClue face is not in the list", file=sys.stderr)
+        return
+    bus_path = os.path.join(work, "bus")
+    configuration = os.path.join(work, "bus.conf")
+    allow = "".join(f'<allow {kind}="*"/>' for kind in ("user", "own")) + "".join(
+        f'<allow {kind}="{value}"/>' for kind in ("send_type", "receive_type")
+        for value in ("method_call", "signal", "method_return", "error"))
+    with open(configuration, "w") as f:
+        f.write('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" '
+                '"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">'
+                f"<busconfig><type>system</type><listen>unix:path={bus_path}</listen><auth>EXTERNAL</auth>"
+                f'<policy context="default">{allow}</policy></busconfig>')
+    bus = subprocess.Popen(["/usr/bin/dbus-daemon", f"--config-file={configuration}", "--nofork", "--nopidfile",
+                            "--print-address=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    daemon = None
+    try:
+        bus.stdout.readline()
+        on_bus = dict(environment, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={bus_path}")
+        socket = os.path.join(work, "geoclue.socket")
+        daemon = subprocess.Popen([programs["gpslocd"], "--gpsd", f"127.0.0.1:{port}", "--socket", socket, "--state",
+                                   os.path.join(work, "geoclue-state"), "--policy", os.path.join(work, "policy.json"),
+                                   "--geoclue"], env=on_bus, stderr=subprocess.DEVNULL)
+        for _ in range(600):
+            if os.path.exists(socket):
+                break
+            time.sleep(0.05)
+        brokered = dict(on_bus, GPSLOCATION_BROKER=socket)
+        subprocess.run([programs["gpsloc"], "auth", "grant", "geoclue-where-am-i", "--always"], env=brokered,
+                       check=True, stdout=subprocess.DEVNULL)
+        data = os.path.join(work, "geoclue.data")
+        sampler = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", "50000", "-p", str(daemon.pid),
+                                    "-o", data, "--", "sleep", "60"], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        # where-am-i prints a block of about ten lines a location: a minute of them at 10 Hz.
+        lines(["/usr/bin/stdbuf", "-oL", where_am_i, "-t", "120"], brokered, 5000)
+        sampler.wait()
+        script = subprocess.run(["perf", "script", "-i", data, "-F", "ip,sym", "--no-demangle"],
+                                capture_output=True, text=True).stdout
+        with open(os.path.join(work, "geoclue.sampled"), "w") as f:
+            f.write("\n".join(sorted({line.split()[1] for line in script.splitlines() if len(line.split()) > 1})))
+    finally:
+        if daemon:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait()
+        bus.kill()
+        bus.wait()
+
+
 try:
     subprocess.run([programs["gpsloc"], "auth", "grant", "gpsloc", "--always"], env=environment, check=True,
                    stdout=subprocess.DEVNULL)
@@ -89,6 +149,7 @@ try:
     lines(watch, brokered, 3)
     daemon.send_signal(signal.SIGTERM)
     daemon.wait()
+    geoclue_face()
 finally:
     server.terminate()
     server.wait()
@@ -99,6 +160,9 @@ for out in ("watch.out", "daemon.out"):
         match = re.match(r"c?fn=\(\d+\)\s+(.*)", line)
         if match:
             ran.add(match.group(1).strip())
+sampled = os.path.join(work, "geoclue.sampled")
+if os.path.exists(sampled):
+    ran.update(open(sampled).read().split())
 defined = set()
 for name in programs.values():
     for line in subprocess.run(["nm", "--defined-only", name], capture_output=True, text=True).stdout.splitlines():
