@@ -23,19 +23,50 @@ final class SharedGPSDConnections: Sendable {
         /// Which connection this is: a key's entry is replaced when its connection failed.
         let id = UUID()
         var subscribers: [UUID: Handler] = [:]
-        /// `subscribers`' handlers, kept as an array: each event copies it (a retain), not the
-        /// dictionary's values.
-        var handlers: [Handler] = []
-        /// The connection's trouble now (gpsd unreachable or lost while it retries, or silent),
-        /// until it connects or reports again: a subscriber that joins meanwhile hears it at once,
-        /// not at the next once-a-minute notice.
-        var trouble: GPSDEvent?
+        /// What each event goes to, held by the connection's own callback: an event reaches the
+        /// subscribers without looking its connection up in the table (hashing its key's host
+        /// for every report of a 10 Hz receiver) or loading a weak reference.
+        let fan = Fan()
 
         init(source: GPSDConnection) { self.source = source }
 
-        mutating func set(_ token: UUID, _ handler: Handler?) {
+        /// Adds or removes a subscriber; the connection's trouble as of that moment (in the
+        /// same critical section as the events': a subscriber hears a trouble once, either way).
+        @discardableResult
+        mutating func set(_ token: UUID, _ handler: Handler?) -> GPSDEvent? {
             subscribers[token] = handler
-            handlers = Array(subscribers.values)
+            let handlers = Array(subscribers.values)
+            return fan.state.withLock { state in
+                state.handlers = handlers
+                return state.trouble
+            }
+        }
+    }
+
+    /// A connection's subscribers and trouble, shared by its entry and its callback.
+    final class Fan: Sendable {
+        struct State {
+            /// The subscribers' handlers, as an array: each event copies it (a retain).
+            var handlers: [Handler] = []
+            /// The connection's trouble now (gpsd unreachable or lost while it retries, or
+            /// silent), until it connects or reports again: a subscriber that joins meanwhile
+            /// hears it at once, not at the next once-a-minute notice.
+            var trouble: GPSDEvent?
+        }
+        let state = Locked(State())
+
+        /// Hands `event` to every subscriber, noting the trouble it is or ends.
+        func deliver(_ event: GPSDEvent) {
+            let handlers = state.withLock { state -> [Handler] in
+                switch event {
+                case .reconnecting(_, let attempt, _) where attempt == 1: state.trouble = event
+                case .noData: state.trouble = event
+                case .reconnecting, .failed: break
+                default: if state.trouble != nil { state.trouble = nil }  // connected, or a report
+                }
+                return state.handlers
+            }
+            for handler in handlers { handler(event) }
         }
     }
 
@@ -51,8 +82,7 @@ final class SharedGPSDConnections: Sendable {
         var trouble: GPSDEvent?
         let started = entries.withLock { entries -> Entry? in
             if entries[key] != nil {
-                entries[key]!.set(token, handler)
-                trouble = entries[key]!.trouble
+                trouble = entries[key]!.set(token, handler)
                 return nil
             }
             var entry = Entry(
@@ -65,8 +95,11 @@ final class SharedGPSDConnections: Sendable {
         }
         if let entry = started {
             let id = entry.id
+            let fan = entry.fan
             entry.source.start { [weak self] event in
-                self?.fanOut(key, id, event)
+                fan.deliver(event)
+                // The connection is gone for good: the next subscriber opens a new one.
+                if case .failed = event { self?.entries.withLock { if $0[key]?.id == id { $0[key] = nil } } }
             }
         }
         if let trouble {
@@ -84,23 +117,5 @@ final class SharedGPSDConnections: Sendable {
             return entries.removeValue(forKey: key)?.source
         }
         stop?.stop()
-    }
-
-    private func fanOut(_ key: Key, _ id: UUID, _ event: GPSDEvent) {
-        let handlers = entries.withLock { entries -> [Handler] in
-            guard let entry = entries[key], entry.id == id else { return [] }
-            switch event {
-            case .reconnecting(_, let attempt, _) where attempt == 1: entries[key]!.trouble = event
-            case .noData: entries[key]!.trouble = event
-            case .reconnecting, .failed: break
-            default: if entry.trouble != nil { entries[key]!.trouble = nil }  // connected, or a report
-            }
-            return entry.handlers
-        }
-        for handler in handlers { handler(event) }
-        if case .failed = event {
-            // The connection is gone for good: the next subscriber opens a new one.
-            entries.withLock { if $0[key]?.id == id { $0[key] = nil } }
-        }
     }
 }
