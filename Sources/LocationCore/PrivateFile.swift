@@ -85,8 +85,8 @@ public enum PrivateFile {
         return data.isEmpty ? nil : data
     }
 
-    /// An error's words, as a person reads them: the system's message for a file error
-    /// (FoundationEssentials has no `localizedDescription`).
+    /// The system's code (`errno`) behind a FileManager error, or 0 when it has none: a
+    /// `FileProblem` carries the code, and LocationWords gives `strerror`'s words for it.
     static func systemCode(_ error: any Error) -> Int32 {
         if let error = error as? CocoaError, let posix = error.underlying as? POSIXError { return posix.code.rawValue }
         if let posix = error as? POSIXError { return posix.code.rawValue }
