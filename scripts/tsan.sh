@@ -28,7 +28,8 @@ mkdir -p "$scratch/Sources" "$scratch/Tests/GPSLocationTests"
 rm -f "$scratch"/Sources/* "$scratch"/Tests/TestSupport "$scratch"/Tests/GPSLocationTests/*
 # The library targets the suites need, with their dependencies, as Package.swift declares them
 # (read from `swift package dump-package`, so a new module needs no edit here).
-swift package dump-package > "$scratch/package.json"
+# Its own scratch path: the root .build is locked by the builds CI runs beside this one.
+swift package --scratch-path "$scratch/.dump" dump-package > "$scratch/package.json"
 python3 - "$scratch/package.json" "$scratch/Package.swift" <<'PY'
 import json, os, sys
 targets = {t["name"]: t for t in json.load(open(sys.argv[1]))["targets"]}
