@@ -27,6 +27,8 @@ extension CLError {
         case recordingEnded(path: String)
         /// gpslocd cannot be reached or was lost: the link's account of it.
         case brokerUnavailable(BrokerUnavailable)
+        /// gpslocd sent a PROBLEM with neither values nor words.
+        case brokerSaidNothing
         /// `app` is denied meanwhile because gpslocd, which holds its decision, cannot be reached.
         case noBroker(app: String, BrokerUnavailable)
 

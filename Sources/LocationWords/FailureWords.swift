@@ -38,6 +38,8 @@ extension CLError.Facts {
             return "the replay of \(path == "-" ? "standard input" : path) ended"
         case .brokerUnavailable(let failure):
             return failure.description
+        case .brokerSaidNothing:
+            return "gpslocd reported a problem without saying what — `journalctl -u gpslocd` may say more"
         case .noBroker(let app, let failure):
             return "\(app) gets no location: \(failure)"
         case .stale(let silence, let lastLocation, let rejection):

@@ -23,6 +23,7 @@ struct FactsTests {
         .recordingReadFailed(path: "/tmp/a.nmea", cause: "Input/output error"),
         .recordingEnded(path: "-"),
         .brokerUnavailable(.lost(path: "/run/gpslocd.sock", failure: .tooLong(limit: 65_536))),
+        .brokerSaidNothing,
         .noBroker(
             app: "widget", .unreachable(path: "/run/x", cause: "Connection refused", brokerRequired: true, named: false)
         ),
@@ -51,19 +52,20 @@ struct FactsTests {
         case .recordingReadFailed: 4
         case .recordingEnded: 5
         case .brokerUnavailable: 6
-        case .noBroker: 7
-        case .stale: 8
-        case .receiverDeactivated: 9
-        case .receiverMissing: 10
-        case .timedOut: 11
-        case .undetermined: 12
-        case .noLocation: 13
-        case .noHeading: 14
-        case .notInUse: 15
-        case .notDetermined: 16
-        case .denied: 17
-        case .restricted: 18
-        case .reducedAccuracyUnavailable: 19
+        case .brokerSaidNothing: 7
+        case .noBroker: 8
+        case .stale: 9
+        case .receiverDeactivated: 10
+        case .receiverMissing: 11
+        case .timedOut: 12
+        case .undetermined: 13
+        case .noLocation: 14
+        case .noHeading: 15
+        case .notInUse: 16
+        case .notDetermined: 17
+        case .denied: 18
+        case .restricted: 19
+        case .reducedAccuracyUnavailable: 20
         }
     }
 
@@ -113,7 +115,7 @@ struct FactsTests {
 
     @Test("every case has a sample, and every sample says something of its own in words")
     func everyCaseSaysSomething() {
-        #expect(Set(Self.failures.map(Self.index)) == Set(0...19))
+        #expect(Set(Self.failures.map(Self.index)) == Set(0...20))
         #expect(Set(Self.notes.map(Self.index)) == Set(0...17))
         let words = Self.failures.map(\.words) + Self.notes.map(\.words)
         for text in words {
@@ -124,11 +126,16 @@ struct FactsTests {
 
     @Test("a failure nests its cause's words: a timed-out request says gpsd's error with its fix")
     func nestedWords() {
-        let error = CLError(.locationUnknown, Self.failures[11], reason: .gpsdUnreachable)
+        let error = CLError(
+            .locationUnknown, .timedOut(seconds: 30, cause: .gpsd(GPSDError.noDevice(at: Self.endpoint))),
+            reason: .gpsdUnreachable)
         #expect(error.message.hasPrefix("no location within 30 s: gpsd at 127.0.0.1:29470 has no receiver open"))
         #expect(error.message.hasSuffix("`gpsloc doctor` checks the whole setup."))
         #expect("\(error)" == error.message && error.localizedDescription == error.message)
-        let stale = CLError(.locationUnknown, Self.failures[8], reason: .stale).message
+        let stale = CLError(
+            .locationUnknown, .stale(silence: 12.5, lastLocation: Self.time, rejection: .future(ahead: 3_600)),
+            reason: .stale
+        ).message
         #expect(stale.contains("fixes arrive but are not used — the fix is dated 3600 s in the future"), "\(stale)")
     }
 
@@ -170,11 +177,10 @@ struct FactsTests {
             }
             #expect(read.message == note.message, "\(line)")
         }
-        for facts in [
-            LocationDiagnostic.Facts.reconnected(endpoint: "127.0.0.1:2947"),
-            .reconnecting(endpoint: "[::1]:2947", attempt: 2, delay: 1.5),
+        for note in [
+            LocationDiagnostic(code: "reconnected", .reconnected(endpoint: "127.0.0.1:2947")),
+            LocationDiagnostic(code: "reconnecting", .reconnecting(endpoint: "[::1]:2947", attempt: 2, delay: 1.5)),
         ] {
-            let note = LocationDiagnostic(code: Self.index(facts) == 8 ? "reconnected" : "reconnecting", facts)
             let line = BrokerProtocol.line(for: .notice(note), words: .said)
             let message = try #require(BrokerMessage(line: Array(line.utf8.dropLast())))
             guard case .notice(let read) = BrokerProtocol.event(from: message) else {
@@ -203,6 +209,13 @@ struct FactsTests {
             return
         }
         #expect(error.facts == .text("gpsd went away") && error.reason == .gpsdLost)
+        // Neither values nor words: the program is still told something, and where to look.
+        let bare = try #require(BrokerMessage(line: Array(#"{"class":"PROBLEM","code":0}"#.utf8)))
+        guard case .problem(let unexplained, _) = BrokerProtocol.event(from: bare) else {
+            Issue.record("not a problem")
+            return
+        }
+        #expect(unexplained.facts == .brokerSaidNothing && unexplained.message.contains("journalctl -u gpslocd"))
         let dropped = try #require(
             BrokerMessage(line: Array(#"{"class":"NOTICE","code":"brokerDropped","message":"3 dropped"}"#.utf8)))
         guard case .notice(let note) = BrokerProtocol.event(from: dropped) else {

@@ -303,7 +303,8 @@ extension BrokerProtocol {
         } else if let endpoint = message.string("endpoint"), let said = message.string("said") {
             facts = .gpsdRefused(endpoint: endpoint, said: said)
         } else {
-            facts = .text(message.string("message") ?? "")
+            // A line with nothing to say still says so (0.12 fell back to words of its own).
+            facts = message.string("message").map { $0.isEmpty ? .brokerSaidNothing : .text($0) } ?? .brokerSaidNothing
         }
         return CLError(
             CLError.Code(rawValue: message.int("code") ?? 0) ?? .locationUnknown, facts,
