@@ -18,6 +18,7 @@
 Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ] [--installed DIR [--geoclue]]
 """
 import argparse, json, os, subprocess, sys, tempfile, threading, time
+import private_bus
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bin")
@@ -95,24 +96,10 @@ def reader(stream, key, arrivals, counts, name):
 
 def geoclue_clients(work, environment, port):
     """gpslocd --geoclue on a private system bus, and where-am-i as its GeoClue client."""
-    where_am_i = "/usr/libexec/geoclue-2.0/demos/where-am-i"
-    if not (os.path.exists(where_am_i) and os.path.exists("/usr/bin/dbus-daemon")):
+    if not (os.path.exists(private_bus.WHERE_AM_I) and os.path.exists(private_bus.DAEMON)):
         sys.exit("--geoclue needs dbus-daemon and geoclue-2-demo (scripts/setup.sh installs them)")
-    bus_path = os.path.join(work, "bus")
-    configuration = os.path.join(work, "bus.conf")
-    allow = "".join(f'<allow {kind}="{value}"/>' for kind, value in [
-        ("user", "*"), ("own", "*"), ("send_type", "method_call"), ("send_type", "signal"),
-        ("send_type", "method_return"), ("send_type", "error"), ("receive_type", "method_call"),
-        ("receive_type", "signal"), ("receive_type", "method_return"), ("receive_type", "error")])
-    with open(configuration, "w") as f:
-        f.write('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" '
-                '"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">'
-                f"<busconfig><type>system</type><listen>unix:path={bus_path}</listen><auth>EXTERNAL</auth>"
-                f'<policy context="default">{allow}</policy></busconfig>')
-    bus = subprocess.Popen(["/usr/bin/dbus-daemon", f"--config-file={configuration}", "--nofork", "--nopidfile",
-                            "--print-address=1"], stdout=subprocess.PIPE, text=True)
-    bus.stdout.readline()
-    on_bus = dict(environment, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={bus_path}")
+    bus, address = private_bus.start(work)
+    on_bus = dict(environment, DBUS_SYSTEM_BUS_ADDRESS=address)
     socket_path = os.path.join(work, "geoclue.socket")
     daemon = subprocess.Popen(
         [os.path.join(options.installed, "gpslocd"), "--gpsd", f"127.0.0.1:{port}", "--socket", socket_path,
@@ -126,7 +113,7 @@ def geoclue_clients(work, environment, port):
     subprocess.run([os.path.join(options.installed, "gpsloc"), "auth", "grant", "geoclue-where-am-i", "--always"],
                    env=brokered, check=True, stdout=subprocess.DEVNULL)
     time.sleep(0.5)
-    client = subprocess.Popen(["/usr/bin/stdbuf", "-oL", where_am_i, "-t", str(int(options.seconds + 60))],
+    client = subprocess.Popen(["/usr/bin/stdbuf", "-oL", private_bus.WHERE_AM_I, "-t", str(int(options.seconds + 60))],
                               env=brokered, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     return {"gpslocd --geoclue (serving where-am-i)": (daemon, "none"),
             "where-am-i (GeoClue's client)": (client, "none"),

@@ -20,6 +20,7 @@ Usage: scripts/function-order.py        (needs valgrind, gpsd, and about three m
                                           dbus-daemon and geoclue-2-demo for the GeoClue face)
 """
 import os, re, shutil, signal, subprocess, sys, tempfile, time
+import private_bus
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(root)
@@ -71,30 +72,17 @@ def lines(command, env, count):
 def geoclue_face():
     """gpslocd --geoclue on a private system bus serving GeoClue's own client (where-am-i), sampled
     by perf: callgrind cannot run it (valgrind 3.19 has no pidfd_open, so gpslocd cannot pin the
-    client and refuses it). Sampling sees what runs for every location, not each start-up
-    function — those are what stay resident."""
-    where_am_i = "/usr/libexec/geoclue-2.0/demos/where-am-i"
-    missing = [tool for tool in (where_am_i, "/usr/bin/dbus-daemon") if not os.path.exists(tool)]
+    client and refuses it). Sampling sees what runs for every location, not the start-up
+    functions that run once: those are left where the link put them."""
+    missing = [tool for tool in (private_bus.WHERE_AM_I, private_bus.DAEMON) if not os.path.exists(tool)]
     missing += [] if shutil.which("perf") else ["perf"]
     if missing:
         print(f"function-order: no {', '.join(missing)}: the GeoClue face is not in the list", file=sys.stderr)
         return
-    bus_path = os.path.join(work, "bus")
-    configuration = os.path.join(work, "bus.conf")
-    allow = "".join(f'<allow {kind}="*"/>' for kind in ("user", "own")) + "".join(
-        f'<allow {kind}="{value}"/>' for kind in ("send_type", "receive_type")
-        for value in ("method_call", "signal", "method_return", "error"))
-    with open(configuration, "w") as f:
-        f.write('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" '
-                '"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">'
-                f"<busconfig><type>system</type><listen>unix:path={bus_path}</listen><auth>EXTERNAL</auth>"
-                f'<policy context="default">{allow}</policy></busconfig>')
-    bus = subprocess.Popen(["/usr/bin/dbus-daemon", f"--config-file={configuration}", "--nofork", "--nopidfile",
-                            "--print-address=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    bus, address = private_bus.start(work)
     daemon = None
     try:
-        bus.stdout.readline()
-        on_bus = dict(environment, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={bus_path}")
+        on_bus = dict(environment, DBUS_SYSTEM_BUS_ADDRESS=address)
         socket = os.path.join(work, "geoclue.socket")
         daemon = subprocess.Popen([programs["gpslocd"], "--gpsd", f"127.0.0.1:{port}", "--socket", socket, "--state",
                                    os.path.join(work, "geoclue-state"), "--policy", os.path.join(work, "policy.json"),
@@ -112,7 +100,7 @@ def geoclue_face():
                                    stderr=subprocess.DEVNULL)
         time.sleep(0.5)
         # where-am-i prints a block of about ten lines a location: a minute of them at 10 Hz.
-        lines(["/usr/bin/stdbuf", "-oL", where_am_i, "-t", "120"], brokered, 5000)
+        lines(["/usr/bin/stdbuf", "-oL", private_bus.WHERE_AM_I, "-t", "120"], brokered, 5000)
         sampler.wait()
         script = subprocess.run(["perf", "script", "-i", data, "-F", "ip,sym", "--no-demangle"],
                                 capture_output=True, text=True).stdout
