@@ -112,24 +112,32 @@ struct LocationEngineTests {
         #expect(!message.contains("searching for satellites"), "\(message)")
     }
 
-    @Test("staleness: the timer is armed once, re-armed only when it fires early, and reports once")
+    @Test(
+        "staleness: the timer stays half a timeout ahead of the fixes, so it does not fire while they flow; reports once"
+    )
     func stalenessTimer() {
         var engine = Self.engine()
         let t0 = Self.start
         let started = engine.start(.continuous, now: t0)
         #expect(Self.armed(started).map(\.0) == [.staleness] && Self.armed(started).first?.1 == 3)
-        // A 1 Hz receiver: fixes move the deadline later, and nothing is re-armed per fix. (The
-        // first epoch goes when the second begins: one report an epoch is learnt from it.)
-        for second in 0..<3 {
+        // A 1 Hz receiver (a 3 s timeout): fixes move the deadline later; it is re-armed only when
+        // it moved half a timeout or more — at the fix of t0 + 2, for t0 + 5. (The first epoch goes
+        // when the second begins: one report an epoch is learnt from it.)
+        for second in 0..<4 {
             let actions = engine.handle(.fix(Self.fix(at: Double(second))), now: t0 + Double(second))
-            #expect(Self.delivered(actions).count == [0, 2, 1][second])
-            #expect(Self.armed(actions).isEmpty, "fix \(second) re-armed the timer")
+            #expect(Self.delivered(actions).count == [0, 2, 1, 1][second])
+            if second == 2 {
+                #expect(Self.armed(actions).count == 1 && abs((Self.armed(actions).first?.1 ?? 0) - 3) < 1e-9)
+            } else {
+                #expect(Self.armed(actions).isEmpty, "fix \(second) re-armed the timer")
+            }
         }
-        // The timer fires at the first deadline; the last fix (t0 + 2) moved it to t0 + 5.
-        let early = engine.timerFired(.staleness, now: t0 + 3)
+        // The fixes stop after t0 + 3: the timer fires at t0 + 5, early for that fix's deadline
+        // (t0 + 6), and is re-armed for it.
+        let early = engine.timerFired(.staleness, now: t0 + 5)
         #expect(Self.errors(early).isEmpty)
-        #expect(Self.armed(early).count == 1 && abs((Self.armed(early).first?.1 ?? 0) - 2) < 1e-9)
-        let due = engine.timerFired(.staleness, now: t0 + 5)
+        #expect(Self.armed(early).count == 1 && abs((Self.armed(early).first?.1 ?? 0) - 1) < 1e-9)
+        let due = engine.timerFired(.staleness, now: t0 + 6)
         #expect(Self.errors(due).map(\.reason) == [.stale])
         #expect(engine.isStale)
         #expect(Self.errors(engine.timerFired(.staleness, now: t0 + 10)).isEmpty, "reported once per stretch")

@@ -39,11 +39,15 @@ extension LocationEngine {
         return [.fail(CLError(.locationUnknown, facts, reason: .stale))]
     }
 
-    /// Arms the staleness timer for `timeout` after `clock`, when none is armed or the deadline
-    /// moved earlier (a later deadline is picked up when the armed timer fires).
+    /// Arms the staleness timer for `timeout` after `clock`, when none is armed, the deadline
+    /// moved earlier, or it moved later by half the timeout or more. So while fixes flow the armed
+    /// deadline stays at least half a timeout ahead and the timer never fires (live at 10 Hz it
+    /// had fired every second only to be re-armed: three wake-ups of two threads a second); when
+    /// they stop it fires at most half a timeout early and is re-armed for the exact deadline.
     mutating func armStaleness(from clock: Date, now: Date) -> [Action] {
-        let due = clock.addingTimeInterval(staleness.effectiveTimeout)
-        if let armed = stalenessDeadline, armed <= due { return [] }
+        let timeout = staleness.effectiveTimeout
+        let due = clock.addingTimeInterval(timeout)
+        if let armed = stalenessDeadline, armed <= due, due.timeIntervalSince(armed) < timeout / 2 { return [] }
         stalenessDeadline = due
         return [.arm(.staleness, after: max(0, due.timeIntervalSince(now)))]
     }
