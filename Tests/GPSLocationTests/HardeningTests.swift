@@ -312,6 +312,23 @@ struct PhysicalRangeTests {
         #expect(sky.satellites[0].azimuth == nil)
         #expect(sky.satellites[1] == raw.satellites[1])
         #expect(sky.dilution.horizontal == nil && sky.dilution.vertical == 1.4)
+        // Each way off the fast path alone: one value out of range, or one satellite twice.
+        let good = Satellite(
+            prn: 7, constellation: .gps, satelliteID: 7, signalToNoise: 38, elevation: 45, azimuth: 120, used: true)
+        let fine = SkyView(time: nil, satellites: [good], dilution: DilutionOfPrecision(horizontal: 0.9))
+        #expect(PhysicalRanges.check(fine) == fine)
+        var badDOP = fine
+        badDOP.dilution.geometric = 100.5
+        #expect(PhysicalRanges.check(badDOP) == fine)
+        var nan = fine
+        nan.satellites[0].azimuth = .nan
+        #expect(PhysicalRanges.check(nan).satellites[0].azimuth == nil)
+        var twice = fine
+        twice.satellites.append(
+            Satellite(
+                prn: 7, constellation: .gps, satelliteID: 7, signalToNoise: 44, elevation: nil, azimuth: nil,
+                used: false))
+        #expect(PhysicalRanges.check(twice).satellites.map(\.signalToNoise) == [44])
     }
 
     @Test("escape sequences in gpsd's device path and driver never reach the terminal")

@@ -69,8 +69,11 @@ public enum PhysicalRanges {
     }
 
     /// The sky with out-of-range satellite values and dilutions removed.
-    public static func check(_ sky: SkyView) -> SkyView {
+    public static func check(_ sky: consuming SkyView) -> SkyView {
         var sky = sky
+        // Nearly always every value is in range and no satellite repeats: the sky goes on as it
+        // came, its satellites not copied (a 10 Hz receiver's every epoch).
+        if inRange(sky) && !hasRepeats(sky.satellites) { return sky }
         sky.satellites = merged(sky.satellites)
         for index in sky.satellites.indices {
             var satellite = sky.satellites[index]
@@ -92,6 +95,36 @@ public enum PhysicalRanges {
         return sky
     }
 
+    /// Whether two entries may be of one satellite. Nearly always none repeats: one bit per key's
+    /// hash says so without a dictionary or a copy (equal keys always share a bit; a shared bit of
+    /// different keys makes `merged` take the exact way).
+    private static func hasRepeats(_ satellites: [Satellite]) -> Bool {
+        var seen = SIMD16<UInt64>()
+        for satellite in satellites {
+            let bit = (satellite.constellation.rawValue &* 131 &+ satellite.satelliteID) & 1023
+            let mask = UInt64(1) << UInt64(bit & 63)
+            if seen[bit >> 6] & mask != 0 { return true }
+            seen[bit >> 6] |= mask
+        }
+        return false
+    }
+
+    /// True when `check` would change nothing of `sky`'s values (repeats aside).
+    private static func inRange(_ sky: SkyView) -> Bool {
+        func dop(_ value: Double?) -> Bool { value.map { $0 > 0 && $0 <= 100 } ?? true }
+        let dilution = sky.dilution
+        guard
+            dop(dilution.x), dop(dilution.y), dop(dilution.position), dop(dilution.horizontal),
+            dop(dilution.vertical), dop(dilution.time), dop(dilution.geometric)
+        else { return false }
+        for satellite in sky.satellites {
+            if let value = satellite.elevation, !Self.elevation.contains(value) { return false }
+            if let value = satellite.azimuth, !Self.azimuth.contains(value) { return false }
+            if let value = satellite.signalToNoise, !Self.signalToNoise.contains(value) { return false }
+        }
+        return true
+    }
+
     /// One entry per satellite. gpsd 3.22 lists a satellite once per signal — an NMEA 4.10
     /// receiver's GSV set for L1 and again for L5 (`processGSV` zeroes its list only at a GPS
     /// set without a signal id) — and twice when a constellation's GSV set repeats before the next
@@ -99,20 +132,7 @@ public enum PhysicalRanges {
     /// Entries of one (constellation, number) merge: the first elevation and azimuth, the
     /// strongest signal, used if any signal was.
     static func merged(_ satellites: [Satellite]) -> [Satellite] {
-        // Nearly always no entry repeats: one bit per key's hash says so without a dictionary or a
-        // copy (equal keys always share a bit; a shared bit of different keys takes the exact way).
-        var seen = SIMD16<UInt64>()
-        var repeats = false
-        for satellite in satellites {
-            let bit = (satellite.constellation.rawValue &* 131 &+ satellite.satelliteID) & 1023
-            let mask = UInt64(1) << UInt64(bit & 63)
-            if seen[bit >> 6] & mask != 0 {
-                repeats = true
-                break
-            }
-            seen[bit >> 6] |= mask
-        }
-        guard repeats else { return satellites }
+        guard hasRepeats(satellites) else { return satellites }
         var index: [Int: Int] = [:]
         var result: [Satellite] = []
         result.reserveCapacity(satellites.count)
