@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import GNSSCore
 import GPSDClient
@@ -12,7 +13,8 @@ import Glibc
 /// kept as if it were where the machine is. Files: `$XDG_CACHE_HOME/gpslocation/last/APP.json`
 /// (or `~/.cache/…`), mode 0600 in a 0700 folder, written whole to a new temporary file
 /// (`O_EXCL|O_NOFOLLOW`) and renamed over the old one, at most once per `writeInterval` per
-/// manager plus once when updates stop.
+/// manager plus once when updates stop. The engine's driver has each write done on the cache's
+/// own thread (`record(_:for:now:force:inBackground:)`): a slow disk never delays a location.
 public final class LastLocationCache: Sendable {
     /// The folder of the cache (default: `defaultDirectory()`).
     public let directory: URL
@@ -24,6 +26,12 @@ public final class LastLocationCache: Sendable {
     /// Keep simulated locations too (for tests of the cache itself).
     let recordsSimulated: Bool
     private let throttle: Locked<WriteThrottle<String>>
+    /// Writes a file whole (`PrivateFile.replace`: synced twice); tests make it slow.
+    let writer: @Sendable (Data, URL) -> Bool
+    /// Where the writes that locations ask for run, in order: never on the thread that delivers
+    /// them. Two fsyncs on a slow SD card or a hung NFS home took that long from every
+    /// thirtieth second's location, or stopped locations altogether, saying nothing.
+    private let writes = DispatchQueue(label: "gpslocation.last-location")
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
@@ -31,15 +39,27 @@ public final class LastLocationCache: Sendable {
         self.writeInterval = writeInterval
         recordsSimulated = false
         throttle = Locked(WriteThrottle(interval: writeInterval))
+        writer = Self.writeAtomically
     }
 
     /// A cache in `directory`, written at most every `writeInterval` seconds;
     /// `recordsSimulated`: replays' locations are kept too.
-    public init(directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool) {
+    public convenience init(directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool) {
+        self.init(
+            directory: directory, writeInterval: writeInterval, recordsSimulated: recordsSimulated,
+            writer: LastLocationCache.writeAtomically)
+    }
+
+    /// As above, writing its files with `writer` (tests: a disk that takes its time).
+    init(
+        directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool,
+        writer: @escaping @Sendable (Data, URL) -> Bool
+    ) {
         self.directory = directory
         self.writeInterval = writeInterval
         self.recordsSimulated = recordsSimulated
         throttle = Locked(WriteThrottle(interval: writeInterval))
+        self.writer = writer
     }
 
     /// The user's cache.
@@ -67,16 +87,29 @@ public final class LastLocationCache: Sendable {
 
     /// Records `location` as `app`'s last one, unless one was written less than
     /// `writeInterval` ago (`force`: write now, e.g. when updates stop). Returns whether it
-    /// wrote. Failures are not errors for the app: the cache is a convenience.
+    /// wrote (`inBackground`: whether a write was queued). Failures are not errors for the app:
+    /// the cache is a convenience.
+    ///
+    /// `inBackground`: the write runs on the cache's own thread and this returns at once — how
+    /// the engine's driver records each delivered location, so a slow disk never holds a location
+    /// back. Otherwise it returns when the file is written (after the writes queued before it).
     @discardableResult
-    public func record(_ location: LocationValue, for app: String, now: Date = Date(), force: Bool = false) -> Bool {
+    public func record(
+        _ location: LocationValue, for app: String, now: Date = Date(), force: Bool = false, inBackground: Bool = false
+    ) -> Bool {
         guard recordsSimulated || location.origin?.isProducedByAccessory == true else { return false }
         let due = throttle.withLock { $0.due(app, now: now, force: force) }
         guard due, let url = file(for: app) else { return false }
-        guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else {
-            return false
+        let writer = writer
+        let write: @Sendable () -> Bool = {
+            guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else { return false }
+            return writer(data, url)
         }
-        return Self.writeAtomically(data, to: url)
+        if inBackground {
+            writes.async { _ = write() }
+            return true
+        }
+        return writes.sync { write() }
     }
 
     /// `app`'s last location, or nil when there is none (or the file is not a cache entry, or
@@ -84,6 +117,8 @@ public final class LastLocationCache: Sendable {
     public func location(for app: String) -> LocationValue? {
         // Only from a private folder of the user's (a planted file in a folder others can write
         // is never taken for the app's own location), a regular file, bounded.
+        // What this process asked to write is read back (a write still queued finishes first).
+        writes.sync {}
         guard let url = file(for: app), let data = PrivateFile.read(url, maximumSize: 1 << 16),
             let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.app == app
         else { return nil }
@@ -107,7 +142,7 @@ public final class LastLocationCache: Sendable {
         unlink(url.path)
     }
 
-    private static func writeAtomically(_ data: Data, to url: URL) -> Bool {
+    @Sendable static func writeAtomically(_ data: Data, to url: URL) -> Bool {
         try? FileManager.default.createDirectory(
             at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])

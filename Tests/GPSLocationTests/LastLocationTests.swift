@@ -225,6 +225,37 @@ struct LastLocationTests {
         #expect(kept.coordinate == delegate.locations.last?.coordinate)
     }
 
+    /// Every thirtieth second's location waited for two fsyncs on the thread that delivers it: on
+    /// an SD card that is a late location, on a hung NFS home no location at all and no word why.
+    @Test("a disk that takes its time never holds a location back: the cache is written on a thread of its own")
+    func slowDisk() async throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let disk = DispatchSemaphore(value: 0)
+        let writing = DispatchSemaphore(value: 0)
+        let cache = LastLocationCache(directory: folder, writeInterval: 30, recordsSimulated: true) { data, url in
+            writing.signal()
+            // The disk answers when the test says so, then at once for every later write.
+            disk.wait()
+            disk.signal()
+            return LastLocationCache.writeAtomically(data, to: url)
+        }
+        let fixes = try FixtureFixes.load("clean-1hz-multi")
+        let source = ManualLocationSource(isLive: false)
+        let (manager, delegate) = Self.updatingManager(source, grantedAuthorizer(.authorizedAlways), cache: cache)
+        // Sent from a thread of their own: the old way this thread itself would wait for the disk.
+        DispatchQueue.global().async { for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) } }
+        #expect(await delegate.waitForLocations(5), "locations come while the first one's write waits for the disk")
+        #expect(writing.wait(timeout: .now() + 60) == .success, "the first location's write began")
+        #expect(
+            !FileManager.default.fileExists(atPath: folder.appendingPathComponent("test.json").path),
+            "not written yet: the disk has not answered")
+        disk.signal()
+        manager.stopUpdatingLocation()
+        // The write when updates stop waits for the one before it; both are done now.
+        #expect(cache.location(for: "test")?.coordinate == delegate.locations.last?.coordinate)
+    }
+
     /// `location` is the object the delegate was handed, read after read (Apple's manager keeps
     /// it): an app that compares it with what it received (`===`, NSObject's `isEqual`), or a
     /// SwiftUI model that publishes it, sees one location, not a new object on every read.

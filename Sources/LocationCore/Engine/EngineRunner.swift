@@ -343,7 +343,9 @@ public final class EngineRunner: Sendable {
         }
         guard stepped else { return false }
         if effects.sourceChanged { reconcileSource() }
-        if let location = effects.delivered, let cache = effects.cache { cache.record(location, for: appID) }
+        if let location = effects.delivered, let cache = effects.cache {
+            cache.record(location, for: appID, inBackground: true)
+        }
         if let batch = effects.batch {
             delivering.lock()
             defer { delivering.unlock() }
