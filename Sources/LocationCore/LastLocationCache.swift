@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import GNSSCore
 import GPSDClient
@@ -28,10 +27,10 @@ public final class LastLocationCache: Sendable {
     private let throttle: Locked<WriteThrottle<String>>
     /// Writes a file whole (`PrivateFile.replace`: synced twice); tests make it slow.
     let writer: @Sendable (Data, URL) -> Bool
-    /// Where the writes that locations ask for run, in order: never on the thread that delivers
-    /// them. Two fsyncs on a slow SD card or a hung NFS home took that long from every
+    /// Where the writes run, in order (`FileWriteThread`): never on the thread that delivers
+    /// locations. Two fsyncs on a slow SD card or a hung NFS home took that long from every
     /// thirtieth second's location, or stopped locations altogether, saying nothing.
-    private let writes = DispatchQueue(label: "gpslocation.last-location")
+    private var writes: FileWriteThread { .shared }
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
@@ -118,7 +117,7 @@ public final class LastLocationCache: Sendable {
         // Only from a private folder of the user's (a planted file in a folder others can write
         // is never taken for the app's own location), a regular file, bounded.
         // What this process asked to write is read back (a write still queued finishes first).
-        writes.sync {}
+        writes.waitForQueued()
         guard let url = file(for: app), let data = PrivateFile.read(url, maximumSize: 1 << 16),
             let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.app == app
         else { return nil }
