@@ -223,16 +223,25 @@ private final class GPSDReader: @unchecked Sendable {
     /// The connected socket's descriptor while `read` runs (-1 otherwise), for `cancel()`.
     private let socket = Locked<Int32>(-1)
 
-    // On the reader's thread only.
-    private var attempts = 0
-    private var silent = false
-    private var heardAnything = false
-    /// When the last fix (or the connection) came, in uptime nanoseconds.
-    private var lastFix: UInt64 = 0
-    /// True while the socket's receive timeout is the rest of a silence timeout, not all of it.
-    private var partialTimeout = false
-    /// The wait before the next connection attempt (set by `lost`).
-    private var retryDelay = 0.0
+    /// The reader's own state, on its thread only — in memory of its own, not in stored
+    /// properties: each access to a class's stored property is checked for exclusivity at run
+    /// time, and these are touched for every report.
+    private struct Local {
+        var attempts = 0
+        var silent = false
+        var heardAnything = false
+        /// When the last fix (or the connection) came, in uptime nanoseconds.
+        var lastFix: UInt64 = 0
+        /// True while the socket's receive timeout is the rest of a silence timeout, not all of it.
+        var partialTimeout = false
+        /// The wait before the next connection attempt (set by `lost`).
+        var retryDelay = 0.0
+    }
+    private let local: UnsafeMutablePointer<Local> = {
+        let local = UnsafeMutablePointer<Local>.allocate(capacity: 1)
+        local.initialize(to: Local())
+        return local
+    }()
     /// The thread's name (set by `launch`, before the thread starts).
     private var name = ""
 
@@ -245,6 +254,11 @@ private final class GPSDReader: @unchecked Sendable {
         self.noDataTimeout = noDataTimeout
         self.reconnect = reconnect
         self.handler = handler
+    }
+
+    deinit {
+        local.deinitialize(count: 1)
+        local.deallocate()
     }
 
     func launch(name: String) {
@@ -321,9 +335,9 @@ private final class GPSDReader: @unchecked Sendable {
         }
         // The backoff is not reset here: a server that accepts and closes at once (or says
         // nothing) must not be hammered. It resets when the connection delivers data.
-        heardAnything = false
-        silent = false
-        lastFix = Self.uptime()
+        local.pointee.heardAnything = false
+        local.pointee.silent = false
+        local.pointee.lastFix = Self.uptime()
         emit(.connected(endpoint))
         return handle
     }
@@ -344,20 +358,24 @@ private final class GPSDReader: @unchecked Sendable {
                 lost(error)
                 return waitBeforeRetry()
             }
-            if received && !silent && partialTimeout { setReceiveTimeout(handle, noDataTimeout) }
-            if let timeout = noDataTimeout, !silent, Self.uptime() &- lastFix >= UInt64(timeout * 1e9) {
+            if received && !local.pointee.silent && local.pointee.partialTimeout {
+                setReceiveTimeout(handle, noDataTimeout)
+            }
+            if let timeout = noDataTimeout, !local.pointee.silent,
+                Self.uptime() &- local.pointee.lastFix >= UInt64(timeout * 1e9)
+            {
                 // Nothing at all since connecting (gpsd always greets first): drop it and retry.
-                if reconnect != nil && !heardAnything {
+                if reconnect != nil && !local.pointee.heardAnything {
                     lost(GPSDError(code: .unresponsive, endpoint: endpoint, silence: timeout))
                     return waitBeforeRetry()
                 }
-                silent = true
+                local.pointee.silent = true
                 // Silent: no timeout until a fix comes (one report per silence).
                 setReceiveTimeout(handle, nil)
                 emit(.noData(GPSDError(code: .noData, endpoint: endpoint, silence: timeout)))
-            } else if let timeout = noDataTimeout, !silent, !received {
+            } else if let timeout = noDataTimeout, !local.pointee.silent, !received {
                 // Woken early (a signal, or a fix moved the deadline): wait out the rest.
-                let due = lastFix &+ UInt64(timeout * 1e9)
+                let due = local.pointee.lastFix &+ UInt64(timeout * 1e9)
                 setReceiveTimeout(handle, Double(due &- Self.uptime()) / 1e9)
             }
         }
@@ -374,7 +392,7 @@ private final class GPSDReader: @unchecked Sendable {
         }
         _ = setsockopt(
             handle.fileDescriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-        partialTimeout = seconds != nil && seconds != noDataTimeout
+        local.pointee.partialTimeout = seconds != nil && seconds != noDataTimeout
     }
 
     /// Waits for what the socket holds and reports every complete line; the error when the
@@ -383,16 +401,16 @@ private final class GPSDReader: @unchecked Sendable {
         let received = handle.receive()
         var fixCame = false
         while !isCancelled, let report = handle.nextReport(sky: decodesSky) {
-            heardAnything = true
-            attempts = 0
+            local.pointee.heardAnything = true
+            local.pointee.attempts = 0
             if case .fix = report {
                 fixCame = true
-                lastFix = Self.uptime()
+                local.pointee.lastFix = Self.uptime()
             }
             emit(report)
         }
-        if fixCame && silent {
-            silent = false
+        if fixCame && local.pointee.silent {
+            local.pointee.silent = false
             setReceiveTimeout(handle, noDataTimeout)
         }
         switch received {
@@ -418,15 +436,15 @@ private final class GPSDReader: @unchecked Sendable {
             onEnd?()
             return
         }
-        retryDelay = reconnect.delay(attempt: attempts, jitter: Double.random(in: 0...1))
-        attempts += 1
-        emit(.reconnecting(error, attempt: attempts, delay: retryDelay))
+        local.pointee.retryDelay = reconnect.delay(attempt: local.pointee.attempts, jitter: Double.random(in: 0...1))
+        local.pointee.attempts += 1
+        emit(.reconnecting(error, attempt: local.pointee.attempts, delay: local.pointee.retryDelay))
     }
 
     /// Sleeps the reconnection delay (woken early by `cancel`); false when the run ends.
     private func waitBeforeRetry() -> Bool {
         guard reconnect != nil, !isCancelled else { return false }
-        let deadline = Self.uptime() &+ UInt64(retryDelay * 1e9)
+        let deadline = Self.uptime() &+ UInt64(local.pointee.retryDelay * 1e9)
         while !isCancelled {
             guard Self.uptime() < deadline else { return true }
             wake.wait(until: deadline)

@@ -22,6 +22,8 @@ package final class LibGPSHandle {
     deinit {
         if isOpen { _ = cgps_close(data) }
         cgps_free(data)
+        inbound.deallocate()
+        window.deallocate()
     }
 
     /// The libgps API version this binary was built against, e.g. (11, 0).
@@ -80,10 +82,22 @@ package final class LibGPSHandle {
     /// the others (GST, VERSION, WATCH, ERROR, …) become `.other` without being decoded, as
     /// their decoded fields were never read. One `recv` per wake-up fills the buffer, so a burst
     /// of lines costs no `select` per line and no copy of each line.
-    private var inbound = [UInt8](repeating: 0, count: 20_480)
+    ///
+    /// The buffer and its window live in memory of their own, not in stored properties: every
+    /// access to a class's stored property is checked for exclusivity at run time (a thread-local
+    /// lookup each), and these are reached several times for every report.
+    private let inbound = UnsafeMutablePointer<UInt8>.allocate(capacity: LibGPSHandle.capacity)
+    private static let capacity = 20_480
     /// `inbound[start..<end]` holds bytes received but not yet consumed.
-    private var start = 0
-    private var end = 0
+    private struct Window {
+        var start = 0
+        var end = 0
+    }
+    private let window: UnsafeMutablePointer<Window> = {
+        let window = UnsafeMutablePointer<Window>.allocate(capacity: 1)
+        window.initialize(to: Window())
+        return window
+    }()
 
     enum ReceiveResult: Equatable {
         /// New bytes are buffered (`nextReport` gives the complete lines among them).
@@ -99,20 +113,18 @@ package final class LibGPSHandle {
     /// Reads what the socket holds, blocking until something comes (or the socket's receive
     /// timeout passes, or it is shut down).
     func receive() -> ReceiveResult {
-        if start > 0 {
+        if window.pointee.start > 0 {
             // Move the unconsumed tail to the front (once per receive, not once per line).
-            inbound.withUnsafeMutableBytes { raw in
-                _ = memmove(raw.baseAddress!, raw.baseAddress! + start, end - start)
-            }
-            end -= start
-            start = 0
+            let start = window.pointee.start
+            _ = memmove(inbound, inbound + start, window.pointee.end - start)
+            window.pointee.end -= start
+            window.pointee.start = 0
         }
-        guard end < inbound.count else { return .overlong }
-        let count = inbound.withUnsafeMutableBytes { raw in
-            recv(cgps_fd(data), raw.baseAddress! + end, raw.count - end, 0)
-        }
+        let end = window.pointee.end
+        guard end < Self.capacity else { return .overlong }
+        let count = recv(cgps_fd(data), inbound + end, Self.capacity - end, 0)
         if count > 0 {
-            end += count
+            window.pointee.end += count
             return .received
         }
         if count == 0 { return .closed(errno: 0) }
@@ -123,16 +135,14 @@ package final class LibGPSHandle {
     /// The next complete buffered line as a report, or nil when no complete line is buffered.
     /// `sky`: decode SKY reports (else they are `.other("SKY")`).
     func nextReport(sky: Bool) -> GPSDEvent? {
-        inbound.withUnsafeMutableBufferPointer { buffer -> GPSDEvent? in
-            let base = buffer.baseAddress!
-            guard start < end, let newline = memchr(base + start, 0x0A, end - start) else { return nil }
-            let lineStart = base + start
-            let length = newline.assumingMemoryBound(to: UInt8.self) - lineStart
-            start += length + 1
-            // Terminated where the newline was, as libgps does (a `\r` before it stays).
-            lineStart[length] = 0
-            return report(line: UnsafeMutablePointer(lineStart), length: length, sky: sky)
-        }
+        let (start, end) = (window.pointee.start, window.pointee.end)
+        guard start < end, let newline = memchr(inbound + start, 0x0A, end - start) else { return nil }
+        let lineStart = inbound + start
+        let length = newline.assumingMemoryBound(to: UInt8.self) - lineStart
+        window.pointee.start = start + length + 1
+        // Terminated where the newline was, as libgps does (a `\r` before it stays).
+        lineStart[length] = 0
+        return report(line: lineStart, length: length, sky: sky)
     }
 
     /// Decodes one NUL-terminated line (in place) when it is a report we read.

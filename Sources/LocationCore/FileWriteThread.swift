@@ -19,7 +19,8 @@ final class FileWriteThread: Sendable {
     /// Signalled once per job queued.
     private let queued = DispatchSemaphore(value: 0)
 
-    private init() {}
+    /// A thread of its own (the process has `shared`; tests make their own).
+    init() {}
 
     /// Runs `job` on the thread, after the jobs queued before it; returns at once.
     func async(_ job: @escaping @Sendable () -> Void) {

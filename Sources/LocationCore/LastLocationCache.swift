@@ -30,7 +30,7 @@ public final class LastLocationCache: Sendable {
     /// Where the writes run, in order (`FileWriteThread`): never on the thread that delivers
     /// locations. Two fsyncs on a slow SD card or a hung NFS home took that long from every
     /// thirtieth second's location, or stopped locations altogether, saying nothing.
-    private var writes: FileWriteThread { .shared }
+    private let writes: FileWriteThread
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
@@ -39,6 +39,7 @@ public final class LastLocationCache: Sendable {
         recordsSimulated = false
         throttle = Locked(WriteThrottle(interval: writeInterval))
         writer = Self.writeAtomically
+        writes = .shared
     }
 
     /// A cache in `directory`, written at most every `writeInterval` seconds;
@@ -46,19 +47,21 @@ public final class LastLocationCache: Sendable {
     public convenience init(directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool) {
         self.init(
             directory: directory, writeInterval: writeInterval, recordsSimulated: recordsSimulated,
-            writer: LastLocationCache.writeAtomically)
+            writer: LastLocationCache.writeAtomically, thread: .shared)
     }
 
-    /// As above, writing its files with `writer` (tests: a disk that takes its time).
+    /// As above, writing its files with `writer` on `thread` (tests: a disk that takes its time,
+    /// on a thread of the test's own).
     init(
         directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool,
-        writer: @escaping @Sendable (Data, URL) -> Bool
+        writer: @escaping @Sendable (Data, URL) -> Bool, thread: FileWriteThread
     ) {
         self.directory = directory
         self.writeInterval = writeInterval
         self.recordsSimulated = recordsSimulated
         throttle = Locked(WriteThrottle(interval: writeInterval))
         self.writer = writer
+        writes = thread
     }
 
     /// The user's cache.

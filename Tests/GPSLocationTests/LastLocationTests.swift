@@ -233,13 +233,16 @@ struct LastLocationTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let disk = DispatchSemaphore(value: 0)
         let writing = DispatchSemaphore(value: 0)
-        let cache = LastLocationCache(directory: folder, writeInterval: 30, recordsSimulated: true) { data, url in
-            writing.signal()
-            // The disk answers when the test says so, then at once for every later write.
-            disk.wait()
-            disk.signal()
-            return LastLocationCache.writeAtomically(data, to: url)
-        }
+        // (On a write thread of the test's own: the process's is shared by the tests around it.)
+        let cache = LastLocationCache(
+            directory: folder, writeInterval: 30, recordsSimulated: true,
+            writer: { data, url in
+                writing.signal()
+                // The disk answers when the test says so, then at once for every later write.
+                disk.wait()
+                disk.signal()
+                return LastLocationCache.writeAtomically(data, to: url)
+            }, thread: FileWriteThread())
         let fixes = try FixtureFixes.load("clean-1hz-multi")
         let source = ManualLocationSource(isLive: false)
         let (manager, delegate) = Self.updatingManager(source, grantedAuthorizer(.authorizedAlways), cache: cache)

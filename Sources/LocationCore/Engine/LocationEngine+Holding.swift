@@ -33,8 +33,7 @@ extension LocationEngine {
             estimateFollows = true
             return []
         }
-        if let pending = held, Self.sameTime(pending.fix.time, estimate.time) {
-            held = nil
+        if let time = held?.fix.time, Self.sameTime(time, estimate.time), let pending = held.take() {
             // It came after its fix: this receiver's GST follows its fix.
             estimateFollows = true
             return handleCheckedFix(Self.applying(estimate, to: pending.fix), now: now, uptime: pending.uptime)

@@ -60,7 +60,7 @@ extension LocationEngine {
         if estimateFollows, fix.time != nil, fix.mode >= .twoDimensional,
             !Self.sameTime(latestEstimate?.time, fix.time)
         {
-            held = (fix, uptime)
+            held = EpochStage.Report(fix: fix, uptime: uptime)
             return actions
         }
         // Nearly always nothing came before: the checked fix's actions are returned as they are,

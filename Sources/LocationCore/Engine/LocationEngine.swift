@@ -130,7 +130,9 @@ public struct LocationEngine: Sendable {
     /// for the GST of its time, never longer than the next report. The NMEA engine applies the
     /// same estimate to the same cycle, so gpsd's path and the NMEA path deliver the same
     /// location. The one place a fix waits for its estimate.
-    var held: (fix: Fix, uptime: Double?)?
+    /// (A struct, not a tuple: a tuple's copies went through the runtime's generic value
+    /// witnesses, for every fix live.)
+    var held: EpochStage.Report?
     /// The receiver's latest error estimate, and whether its GST comes after its fix.
     var latestEstimate: ReceiverErrorEstimate?
     var estimateFollows = false

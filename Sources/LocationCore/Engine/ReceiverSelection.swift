@@ -40,7 +40,18 @@ struct ReceiverSelectionStage: Sendable {
         var lastUsable: Date?
         var streak = 0
     }
-    private var records: [String: Record] = [:]
+    /// One entry per device that reported, in order of first report: a receiver or two in
+    /// practice, so a search of a short array (no hashing of the path for every fix). At most
+    /// `maximumDevices`: a gpsd naming ever new devices drops the oldest one not followed.
+    private var records: [Entry] = []
+    /// (A struct, not a tuple: a tuple's copies can go through the runtime's generic witnesses.)
+    private struct Entry {
+        var device: String
+        var record: Record
+    }
+    static let maximumDevices = 32
+
+    private func index(of device: String) -> Int? { records.firstIndex { $0.device == device } }
     /// `.path`: another device reported while the pinned one never has (told once).
     private var missingPin: (pinned: String, reporting: String)?
     private var pinSeen = false
@@ -56,12 +67,21 @@ struct ReceiverSelectionStage: Sendable {
     /// (no fix, or rejected as invalid) and `.infinity` when the receiver gave no estimate.
     mutating func admits(device: String?, mode: FixMode, horizontalAccuracy: Double?, clock: Date) -> Bool {
         guard let device else { return true }
-        var record = records[device] ?? Record()
-        record.usable = horizontalAccuracy != nil
-        record.mode = mode
-        record.horizontal = horizontalAccuracy ?? .infinity
-        if record.usable { record.lastUsable = clock }
-        records[device] = record
+        let index: Int
+        if let found = self.index(of: device) {
+            index = found
+        } else {
+            if records.count >= Self.maximumDevices, let oldest = records.firstIndex(where: { $0.device != selected }) {
+                records.remove(at: oldest)
+            }
+            records.append(Entry(device: device, record: Record()))
+            index = records.count - 1
+        }
+        records[index].record.usable = horizontalAccuracy != nil
+        records[index].record.mode = mode
+        records[index].record.horizontal = horizontalAccuracy ?? .infinity
+        if horizontalAccuracy != nil { records[index].record.lastUsable = clock }
+        let record = records[index].record
 
         if case .path(let path) = selection {
             if device == path {
@@ -76,21 +96,22 @@ struct ReceiverSelectionStage: Sendable {
         // An unusable fix goes on (to be diagnosed, and to count for staleness) from the followed
         // receiver, or from any while none is followed yet.
         guard record.usable else { return selected == nil || device == selected }
-        guard let current = selected, current != device, let followed = records[current] else {
+        guard let current = selected, current != device, let followedIndex = self.index(of: current) else {
             selected = device
             return true
         }
+        let followed = records[followedIndex].record
         // Silent, or reporting no fix, for too long.
         let lost = clock.timeIntervalSince(followed.lastUsable ?? .distantPast) >= lossTimeout
         let higherMode = followed.usable && record.mode > followed.mode
         if record.mode == followed.mode && record.horizontal <= followed.horizontal / 2 {
-            records[device]?.streak += 1
+            records[index].record.streak += 1
         } else {
-            records[device]?.streak = 0
+            records[index].record.streak = 0
         }
-        if lost || higherMode || (records[device]?.streak ?? 0) >= betterStreak {
+        if lost || higherMode || records[index].record.streak >= betterStreak {
             selected = device
-            for key in records.keys { records[key]?.streak = 0 }
+            for other in records.indices { records[other].record.streak = 0 }
             return true
         }
         return false
@@ -100,7 +121,7 @@ struct ReceiverSelectionStage: Sendable {
     @discardableResult
     mutating func deviceChanged(_ event: DeviceEvent) -> Bool {
         guard !event.activated else { return false }
-        records[event.path] = nil
+        records.removeAll { $0.device == event.path }
         guard event.path == selected else { return false }
         if case .bestFix = selection { selected = nil }
         return true
