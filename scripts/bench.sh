@@ -134,6 +134,23 @@ for label, path in (("dynamic (.build/release)", sys.argv[1]), ("static, strippe
           f"max RSS --help {max_rss([path, '--help'])} KB, replay of the loop recording {max_rss([path, 'replay', sys.argv[3], '--fast', '--json'])} KB")
 PY
 
+echo "== end to end, the installed gpsloc (what install.sh and the Debian package ship): replay of the hour"
+# Alternating with gpsdecode, so each pair shares a moment of the machine's load.
+python3 - "$out/gpsloc-static" "$out/hour.nmea" <<'PY'
+import statistics, subprocess, sys, time
+ours, theirs = [], []
+for _ in range(9):
+    start = time.perf_counter()
+    subprocess.run(f"{sys.argv[1]} replay {sys.argv[2]} --fast --json > /dev/null", shell=True, check=True)
+    ours.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    subprocess.run(f"gpsdecode < {sys.argv[2]} > /dev/null", shell=True, check=True)
+    theirs.append(time.perf_counter() - start)
+print(f"installed gpsloc replay --fast --json: best {min(ours):.4f} s (median {statistics.median(ours):.4f}); "
+      f"gpsdecode best {min(theirs):.3f} s (median {statistics.median(theirs):.3f}): "
+      f"{min(theirs) / min(ours):.1f}x best to best, {statistics.median(theirs) / statistics.median(ours):.1f}x median to median")
+PY
+
 echo "== live: gpsloc watch --json beside gpspipe -w on one real gpsd (a 10 Hz receiver, one minute);"
 echo "   the installed (static, stripped) gpsloc, and gpslocd serving one, measured in the same run"
 mkdir -p "$out/installed"
