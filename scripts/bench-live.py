@@ -234,6 +234,10 @@ def main():
     ratio = cpu["gpsloc watch --json"] / max(cpu["gpspipe -w"], 1e-9)
     print(f"gpsloc / gpspipe CPU: {ratio:.2f}×")
     print(f"gpsloc / gpxlogger CPU: {cpu['gpsloc watch --json'] / max(cpu['gpxlogger'], 1e-9):.2f}×")
+    if "installed gpsloc watch --json" in cpu:
+        installed = cpu["installed gpsloc watch --json"]
+        print(f"installed gpsloc / gpspipe CPU: {installed / max(cpu['gpspipe -w'], 1e-9):.2f}×, "
+              f"/ gpxlogger {installed / max(cpu['gpxlogger'], 1e-9):.2f}×")
     ours, theirs = arrivals["gpsloc watch --json"], arrivals["gpspipe -w"]
     # The measured minute apart from the warm-up: while the epoch stage learns how many reports
     # a receiver sends an epoch, each epoch of the first second goes when the next begins (one
