@@ -373,8 +373,11 @@ struct ByteCursor {
             put("null")
             return
         }
+        // Rounded half away from zero, as `rounded()`, without its libm call: below 2^53 the
+        // integer part and the remainder are exact, and above it the value is whole already.
         // (Through Int64: below 9e18 it is the same value, and one instruction on x86-64.)
-        var scaled = UInt64(bitPattern: Int64(magnitude.rounded()))
+        let whole = Int64(magnitude)
+        var scaled = UInt64(bitPattern: magnitude - Double(whole) >= 0.5 ? whole &+ 1 : whole)
         let negative = value < 0 && scaled != 0
         let length =
             max(Self.digitCount(scaled), decimals &+ 1) &+ (decimals > 0 ? 1 : 0) &+ (negative ? 1 : 0)
