@@ -11,8 +11,6 @@ final class FileWriteThread: Sendable {
 
     private struct State {
         var jobs: [@Sendable () -> Void] = []
-        /// Jobs queued or running.
-        var outstanding = 0
         var started = false
     }
     private let state = Locked(State())
@@ -26,7 +24,6 @@ final class FileWriteThread: Sendable {
     func async(_ job: @escaping @Sendable () -> Void) {
         let start = state.withLock { state -> Bool in
             state.jobs.append(job)
-            state.outstanding += 1
             defer { state.started = true }
             return !state.started
         }
@@ -48,18 +45,11 @@ final class FileWriteThread: Sendable {
         return result.withLock { $0! }
     }
 
-    /// Returns when the jobs queued so far have run (at once when there are none).
-    func waitForQueued() {
-        guard state.withLock({ $0.outstanding > 0 }) else { return }
-        sync {}
-    }
-
     private func run() {
         while true {
             queued.wait()
             let job = state.withLock { $0.jobs.removeFirst() }
             job()
-            state.withLock { $0.outstanding -= 1 }
         }
     }
 }

@@ -31,6 +31,9 @@ public final class LastLocationCache: Sendable {
     /// locations. Two fsyncs on a slow SD card or a hung NFS home took that long from every
     /// thirtieth second's location, or stopped locations altogether, saying nothing.
     private let writes: FileWriteThread
+    /// The location waiting for the file thread, by app: one each, the newest. (On a disk that
+    /// does not answer, a write queued every `writeInterval` would otherwise pile up for ever.)
+    private let waiting = Locked<[String: LocationValue]>([:])
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
@@ -94,7 +97,8 @@ public final class LastLocationCache: Sendable {
     ///
     /// `inBackground`: the write runs on the cache's own thread and this returns at once — how
     /// the engine's driver records each delivered location, so a slow disk never holds a location
-    /// back. Otherwise it returns when the file is written (after the writes queued before it).
+    /// back (at most one such write waits per app: the newest location). Otherwise it returns
+    /// when the file is written, after the writes queued before it.
     @discardableResult
     public func record(
         _ location: LocationValue, for app: String, now: Date = Date(), force: Bool = false, inBackground: Bool = false
@@ -103,15 +107,22 @@ public final class LastLocationCache: Sendable {
         let due = throttle.withLock { $0.due(app, now: now, force: force) }
         guard due, let url = file(for: app) else { return false }
         let writer = writer
-        let write: @Sendable () -> Bool = {
+        let write: @Sendable (LocationValue) -> Bool = { location in
             guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else { return false }
             return writer(data, url)
         }
-        if inBackground {
-            writes.async { _ = write() }
-            return true
+        guard inBackground else { return writes.sync { write(location) } }
+        let queue = waiting.withLock { waiting -> Bool in
+            defer { waiting[app] = location }
+            return waiting[app] == nil
         }
-        return writes.sync { write() }
+        if queue {
+            writes.async { [waiting] in
+                guard let location = waiting.withLock({ $0.removeValue(forKey: app) }) else { return }
+                _ = write(location)
+            }
+        }
+        return true
     }
 
     /// `app`'s last location, or nil when there is none (or the file is not a cache entry, or
@@ -119,8 +130,9 @@ public final class LastLocationCache: Sendable {
     public func location(for app: String) -> LocationValue? {
         // Only from a private folder of the user's (a planted file in a folder others can write
         // is never taken for the app's own location), a regular file, bounded.
-        // What this process asked to write is read back (a write still queued finishes first).
-        writes.waitForQueued()
+        // (Not waiting for a write still queued: a main thread reading this would wait for the
+        // disk. The file is at most one `writeInterval` behind, as it always is; updates that
+        // stop write theirs before `stop` returns.)
         guard let url = file(for: app), let data = PrivateFile.read(url, maximumSize: 1 << 16),
             let entry = try? JSONDecoder().decode(Entry.self, from: data), entry.app == app
         else { return nil }

@@ -1,4 +1,5 @@
 import Foundation
+import GNSSCore
 import GPSLocationTesting
 import TestSupport
 import Testing
@@ -257,6 +258,42 @@ struct LastLocationTests {
         manager.stopUpdatingLocation()
         // The write when updates stop waits for the one before it; both are done now.
         #expect(cache.location(for: "test")?.coordinate == delegate.locations.last?.coordinate)
+    }
+
+    /// A disk that does not answer (a hung NFS home) must not have a write queued every 30 s for
+    /// as long as the program runs, nor hold a read of the cache.
+    @Test("a disk that does not answer: one write waits per app, the newest; reads do not wait for it")
+    func hungDisk() throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let disk = DispatchSemaphore(value: 0)
+        let began = DispatchSemaphore(value: 0)
+        let writes = Locked<[Double]>([])
+        let cache = LastLocationCache(
+            directory: folder, writeInterval: 30, recordsSimulated: true,
+            writer: { data, url in
+                began.signal()
+                disk.wait()
+                disk.signal()
+                let entry = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+                let location = entry?["location"] as? [String: Any]
+                writes.withLock { $0.append(location?["altitude"] as? Double ?? -1) }
+                return LastLocationCache.writeAtomically(data, to: url)
+            }, thread: FileWriteThread())
+        let start = Date()
+        // Ten minutes of locations, one due every 30 s: the first write hangs on the disk.
+        for step in 0..<20 {
+            var location = Self.location()
+            location.altitude = Double(step)
+            #expect(cache.record(location, for: "a", now: start + Double(step) * 31, inBackground: true))
+            if step == 0 { began.wait() }  // the first write is on the disk
+        }
+        #expect(cache.location(for: "a") == nil, "a read does not wait for the disk, and nothing is written yet")
+        disk.signal()
+        // A write made now waits for the ones queued before it: then all are done.
+        #expect(cache.record(Self.location(), for: "b", now: start, force: true))
+        #expect(writes.withLock { $0 } == [0, 19, 45.5], "the first, then only the newest of the nineteen after it")
+        #expect(cache.location(for: "a")?.altitude == 19)
     }
 
     /// `location` is the object the delegate was handed, read after read (Apple's manager keeps
