@@ -150,8 +150,6 @@ struct PeerIdentity: Sendable, Equatable {
         return nil
     }
 
-    /// gpslocd could not open what it needs to identify the program: its own limit, not the
-    /// program's doing.
     /// Why `pidfd_open(pid)` failed, as the refused program is told: gone (`ESRCH`), gpslocd out
     /// of descriptors, or a kernel or a seccomp filter without `pidfd_open` (Linux before 5.3,
     /// some container runtimes' profiles, valgrind) — then nobody can be identified, and gpslocd
@@ -170,6 +168,8 @@ struct PeerIdentity: Sendable, Equatable {
         }
     }
 
+    /// gpslocd could not open what it needs to identify the program: its own limit, not the
+    /// program's doing.
     static func outOfDescriptors(_ pid: Int32) -> Failure {
         Failure(
             description: "gpslocd has run out of file descriptors and cannot identify the connecting process (pid "

@@ -155,7 +155,9 @@ struct EpochStage: Sendable {
             }
         } else {
             closed = receivers[index].open
-            learn(index, next: time)
+            // In place, through one access to the array (each `receivers[index].x` of a struct
+            // this size had copied it whole; a tenth of the epoch stage's instructions).
+            receivers[index].learn(next: time)
             receivers[index].openTime = time
             receivers[index].openedAt = uptime
             receivers[index].reports = 1
@@ -198,13 +200,6 @@ struct EpochStage: Sendable {
         return report
     }
 
-    /// A new epoch (at `time`) begins for receiver `index`: what the one before it teaches of the
-    /// receiver's cycle.
-    private mutating func learn(_ index: Int, next time: Date) {
-        // In place, through one access to the array (each `receivers[index].x` of a struct this
-        // size had copied it whole; a tenth of the epoch stage's instructions).
-        receivers[index].learn(next: time)
-    }
     /// The open epoch of `time` (any receiver's) is changed by `update` (a receiver's own error
     /// estimate for it); false when no open epoch has that time.
     mutating func updateOpen(at time: Date?, _ update: (inout Fix) -> Void) -> Bool {

@@ -31,6 +31,20 @@ struct ReceiverSelectionStageTests {
             "fixes naming no device always pass")
     }
 
+    @Test("a gpsd naming ever new devices: at most 32 are remembered, and the followed one stays followed")
+    func boundedDevices() {
+        let stage = SelectionBox(ReceiverSelectionStage())
+        #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 4, clock: t0))
+        for number in 0..<100 {
+            let clock = t0 + Double(number) / 10
+            #expect(
+                !stage.admits(device: "/dev/x\(number)", mode: .threeDimensional, horizontalAccuracy: 4, clock: clock))
+            #expect(stage.admits(device: "/dev/a", mode: .threeDimensional, horizontalAccuracy: 4, clock: clock))
+        }
+        #expect(stage.deviceCount == ReceiverSelectionStage.maximumDevices)
+        #expect(stage.selected == "/dev/a")
+    }
+
     @Test("a receiver gpsd deactivates is said once, and never reported stale while it is gone")
     func deactivatedIsNotStale() async throws {
         // The engine's time is the test's: an hour without the receiver passes when the clock moves.
@@ -425,6 +439,7 @@ final class SelectionBox {
     var stage: ReceiverSelectionStage
     init(_ stage: ReceiverSelectionStage) { self.stage = stage }
     var selected: String? { stage.selected }
+    var deviceCount: Int { stage.deviceCount }
     func admits(device: String?, mode: FixMode, horizontalAccuracy: Double?, clock: Date) -> Bool {
         stage.admits(device: device, mode: mode, horizontalAccuracy: horizontalAccuracy, clock: clock)
     }

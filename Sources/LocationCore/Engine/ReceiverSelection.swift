@@ -52,6 +52,8 @@ struct ReceiverSelectionStage: Sendable {
     static let maximumDevices = 32
 
     private func index(of device: String) -> Int? { records.firstIndex { $0.device == device } }
+    /// How many devices it keeps a record of.
+    var deviceCount: Int { records.count }
     /// `.path`: another device reported while the pinned one never has (told once).
     private var missingPin: (pinned: String, reporting: String)?
     private var pinSeen = false
