@@ -230,6 +230,10 @@ final class EngineSession: Sendable {
                 lastLocationCache: cache, queue: nil)
         }
         runner.endingReasons = endingReasons
+        // A last location not saved when the run stops (a hung disk) is said as any diagnostic.
+        runner.diagnosticsHandler = { [sink] diagnostic in
+            sink.diagnostic(code: diagnostic.code, message: diagnostic.message)
+        }
         runner.setConsumer { [weak self] output in self?.write(output) }
     }
 

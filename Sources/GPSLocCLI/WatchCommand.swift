@@ -198,9 +198,18 @@ final class SignalTrap {
                 _ = fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK)
                 _ = "\u{1B}[?25h\n".withCString { write(STDOUT_FILENO, $0, 7) }
             }
+            // Said, not silent: what holds a stop up is output nobody reads or a disk that does
+            // not answer, and the second costs the last location's save.
+            _ = fcntl(STDERR_FILENO, F_SETFL, fcntl(STDERR_FILENO, F_GETFL) | O_NONBLOCK)
+            DescriptorWrite.write(Self.stuckNote, to: STDERR_FILENO)
             _exit(128 + number)
         }
     }
+
+    /// What gpsloc says when a stop has not ended `gracePeriod` after the signal.
+    static let stuckNote =
+        "gpsloc: still stopping 0.1 s after the signal — its output is not being read, or the disk does not "
+        + "answer (then the last location was not saved: `gpsloc last` may show an older one); exiting without waiting\n"
 
     init(_ handler: @escaping @Sendable () -> Void) {
         Self.armEarly()

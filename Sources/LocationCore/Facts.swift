@@ -108,5 +108,9 @@ extension LocationDiagnostic {
         case authorizationFollow(app: String, problem: FileProblem)
         /// A kept or trusted file cannot be used as it is.
         case file(FileProblem)
+        /// Updates stopped while the last location was still being written to `path`, `waited`
+        /// seconds after it was due: the disk is slow or does not answer, and stopping went on
+        /// without it (the write finishes if the disk answers while the program runs).
+        case lastLocationNotSaved(path: String, waited: Double)
     }
 }

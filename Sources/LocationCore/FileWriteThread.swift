@@ -1,4 +1,5 @@
 import Dispatch
+import FoundationEssentials
 import GNSSCore
 
 /// One thread in the process for the files kept up to date while locations come (the last
@@ -31,9 +32,10 @@ final class FileWriteThread: Sendable {
         queued.signal()
     }
 
-    /// Runs `job` on the thread after the jobs queued before it, and returns its result.
-    /// (Never from a job: the thread would wait for itself.)
-    func sync<Result: Sendable>(_ job: @escaping @Sendable () -> Result) -> Result {
+    /// Runs `job` on the thread after the jobs queued before it, and returns its result; with
+    /// a `timeout`, waits at most that many seconds for it (nil: it has not finished by then —
+    /// it still runs, later). (Never from a job: the thread would wait for itself.)
+    func sync<Result: Sendable>(timeout: TimeInterval? = nil, _ job: @escaping @Sendable () -> Result) -> Result? {
         let done = DispatchSemaphore(value: 0)
         let result = Locked<Result?>(nil)
         async {
@@ -41,8 +43,12 @@ final class FileWriteThread: Sendable {
             result.withLock { $0 = value }
             done.signal()
         }
-        done.wait()
-        return result.withLock { $0! }
+        if let timeout {
+            guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+        } else {
+            done.wait()
+        }
+        return result.withLock { $0 }
     }
 
     private func run() {

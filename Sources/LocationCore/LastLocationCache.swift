@@ -34,6 +34,11 @@ public final class LastLocationCache: Sendable {
     /// The location waiting for the file thread, by app: one each, the newest. (On a disk that
     /// does not answer, a write queued every `writeInterval` would otherwise pile up for ever.)
     private let waiting = Locked<[String: LocationValue]>([:])
+    /// Seconds the write when updates stop (`recordFinal`) is waited for: a hung NFS home or a
+    /// failing SD card must not hang `stopUpdatingLocation()` (and gpsloc's exit) for ever.
+    static let finalWriteWait: TimeInterval = 2
+    /// `finalWriteWait`, or a test's.
+    let finalWait: TimeInterval
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
@@ -43,6 +48,7 @@ public final class LastLocationCache: Sendable {
         throttle = Locked(WriteThrottle(interval: writeInterval))
         writer = Self.writeAtomically
         writes = .shared
+        finalWait = Self.finalWriteWait
     }
 
     /// A cache in `directory`, written at most every `writeInterval` seconds;
@@ -54,10 +60,11 @@ public final class LastLocationCache: Sendable {
     }
 
     /// As above, writing its files with `writer` on `thread` (tests: a disk that takes its time,
-    /// on a thread of the test's own).
+    /// on a thread of the test's own), waiting `finalWait` seconds for the write when updates stop.
     init(
         directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool,
-        writer: @escaping @Sendable (Data, URL) -> Bool, thread: FileWriteThread
+        writer: @escaping @Sendable (Data, URL) -> Bool, thread: FileWriteThread,
+        finalWait: TimeInterval = LastLocationCache.finalWriteWait
     ) {
         self.directory = directory
         self.writeInterval = writeInterval
@@ -65,6 +72,7 @@ public final class LastLocationCache: Sendable {
         throttle = Locked(WriteThrottle(interval: writeInterval))
         self.writer = writer
         writes = thread
+        self.finalWait = finalWait
     }
 
     /// The user's cache.
@@ -103,15 +111,8 @@ public final class LastLocationCache: Sendable {
     public func record(
         _ location: LocationValue, for app: String, now: Date = Date(), force: Bool = false, inBackground: Bool = false
     ) -> Bool {
-        guard recordsSimulated || location.origin?.isProducedByAccessory == true else { return false }
-        let due = throttle.withLock { $0.due(app, now: now, force: force) }
-        guard due, let url = file(for: app) else { return false }
-        let writer = writer
-        let write: @Sendable (LocationValue) -> Bool = { location in
-            guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else { return false }
-            return writer(data, url)
-        }
-        guard inBackground else { return writes.sync { write(location) } }
+        guard let (_, write) = writing(location, for: app, now: now, force: force) else { return false }
+        guard inBackground else { return writes.sync { write(location) } ?? false }
         let queue = waiting.withLock { waiting -> Bool in
             defer { waiting[app] = location }
             return waiting[app] == nil
@@ -123,6 +124,32 @@ public final class LastLocationCache: Sendable {
             }
         }
         return true
+    }
+
+    /// The write when updates stop: `location` written now (after the writes queued before it),
+    /// waited for at most `finalWait` seconds. Nil when it is done (or nothing was to be
+    /// written); else the file still being written — stopping goes on without it, and the runner
+    /// says so (`lastLocationNotSaved`).
+    func recordFinal(_ location: LocationValue, for app: String) -> URL? {
+        guard let (url, write) = writing(location, for: app, now: Date(), force: true) else { return nil }
+        return writes.sync(timeout: finalWait) { write(location) } == nil ? url : nil
+    }
+
+    /// The file and the write of `app`'s `location`, when one is due (and kept at all).
+    private func writing(_ location: LocationValue, for app: String, now: Date, force: Bool)
+        -> (URL, @Sendable (LocationValue) -> Bool)?
+    {
+        guard recordsSimulated || location.origin?.isProducedByAccessory == true else { return nil }
+        let due = throttle.withLock { $0.due(app, now: now, force: force) }
+        guard due, let url = file(for: app) else { return nil }
+        let writer = writer
+        return (
+            url,
+            { location in
+                guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else { return false }
+                return writer(data, url)
+            }
+        )
     }
 
     /// `app`'s last location, or nil when there is none (or the file is not a cache entry, or

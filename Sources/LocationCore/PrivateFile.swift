@@ -117,8 +117,11 @@ public enum PrivateFile {
     }
 
     /// Replaces `url` with `data` atomically (a 0600 temporary file, synced, renamed over it).
+    /// Temporary files of `url` that a program which has ended left behind (killed, or exited
+    /// while a hung disk held its write) are removed first.
     public static func replace(_ url: URL, with data: Data) throws(FileProblem) {
         let folder = url.deletingLastPathComponent()
+        removeAbandoned(of: url.lastPathComponent, in: folder.path)
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UUID().uuidString).tmp")
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
@@ -140,6 +143,36 @@ public enum PrivateFile {
         if folderDescriptor >= 0 {
             fsync(folderDescriptor)
             close(folderDescriptor)
+        }
+    }
+
+    /// A temporary file is abandoned when the process that made it has ended and it is older than
+    /// this: never one being written now (a process in another PID namespace sharing the folder
+    /// could look ended), however slow the disk.
+    static let abandonedAge: TimeInterval = 600
+
+    /// Removes `.NAME.PID.UUID.tmp` files in `folder` whose process has ended and which are older
+    /// than `abandonedAge`: each program stopped while its write waited for the disk left one,
+    /// and a slow disk saw them pile up.
+    static func removeAbandoned(of name: String, in folder: String, now: Date = Date()) {
+        guard let directory = opendir(folder) else { return }
+        defer { closedir(directory) }
+        let prefix = "." + name + "."
+        while let entry = readdir(directory) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard entryName.hasPrefix(prefix), entryName.hasSuffix(".tmp") else { continue }
+            let parts = entryName.dropFirst(prefix.count).split(separator: ".")
+            guard parts.count == 3, let pid = pid_t(parts[0]), pid > 0, pid != getpid() else { continue }
+            // Still running (or not ours to signal, EPERM: running as someone else): kept.
+            if kill(pid, 0) == 0 || errno != ESRCH { continue }
+            let path = folder + "/" + entryName
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid(),
+                now.timeIntervalSince1970 - Double(info.st_mtim.tv_sec) > abandonedAge
+            else { continue }
+            unlink(path)
         }
     }
 }

@@ -91,6 +91,10 @@ extension LocationDiagnostic.Facts {
                 + "authorizer one (`LocationAuthorizer(appID:usageDescription:)`)"
         case .file(let problem):
             return problem.description
+        case .lastLocationNotSaved(let path, let waited):
+            return "the last location was not saved: writing \(path) has taken \(fixedDecimal(waited, decimals: 0)) s "
+                + "(the disk is slow or does not answer) — updates stopped without waiting for it, so the next start may "
+                + "show an older last location; check the disk or file system that holds it"
         case .authorizationFollow(let app, let problem):
             return "\(app): the authorization files cannot be followed live (\(problem)) — failing closed: no location "
                 + "is delivered until the program is restarted"

@@ -157,17 +157,20 @@ struct HardeningTests {
 struct SignalTests {
     /// Starts gpsloc with `arguments`, signals it once its first line is out (it is running;
     /// with `stalledStdout` nothing more is read, so a fast replay fills the pipe and blocks),
-    /// returns (exit status, ms to exit).
+    /// returns (exit status, ms to exit, what it said on stderr).
     static func signalled(
         _ arguments: [String], signal number: Int32, stalledStdout: Bool
-    ) async throws -> (status: Int32, milliseconds: Double) {
+    ) async throws -> (status: Int32, milliseconds: Double, stderr: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: GPSLocBinary.path)
         process.arguments = arguments
         process.environment = GPSLocBinary.environment(configHome: try GPSLocBinary.makeConfigHome())
         let pipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        let said = FileManager.default.temporaryDirectory.appendingPathComponent("signalled-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: said) }
+        _ = FileManager.default.createFile(atPath: said.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: said)
         let program = RunningProgram(process)
         try program.start()
         // The first line, read on a thread of its own; after it the pipe is read no more when
@@ -189,7 +192,8 @@ struct SignalTests {
         _ = pipe
         return (
             program.terminationStatus,
-            Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15,
+            (try? String(contentsOf: said, encoding: .utf8)) ?? ""
         )
     }
 
@@ -227,13 +231,15 @@ struct SignalTests {
         #expect(result.status == 0 || result.status == 128 + number)
     }
 
-    @Test("a replay whose stdout is stalled (a full pipe) still ends on SIGTERM, exit 143")
+    @Test("a replay whose stdout is stalled (a full pipe) still ends on SIGTERM, exit 143, and says why")
     func stalledStdout() async throws {
         let result = try await Self.signalled(
             ["replay", Paths.fixtures.appendingPathComponent("drive-10hz-multi.nmea").path, "--fast", "--json"],
             signal: SIGTERM, stalledStdout: true)
         #expect(result.milliseconds < 45_000, "ended after \(result.milliseconds) ms")
         #expect(result.status == 143)
+        // Not silent: why it exits without stopping cleanly, and what that may cost.
+        #expect(result.stderr.contains("gpsloc: still stopping 0.1 s after the signal"), "\(result.stderr)")
     }
 }
 

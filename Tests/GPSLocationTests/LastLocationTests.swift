@@ -254,8 +254,11 @@ struct LastLocationTests {
         #expect(
             !FileManager.default.fileExists(atPath: folder.appendingPathComponent("test.json").path),
             "not written yet: the disk has not answered")
+        let said = Locked<[LocationDiagnostic]>([])
+        manager.diagnosticsHandler = { diagnostic in said.withLock { $0.append(diagnostic) } }
         disk.signal()
         manager.stopUpdatingLocation()
+        #expect(!said.withLock { $0 }.contains { $0.code == "lastLocationNotSaved" }, "saved in time: nothing to say")
         // The write when updates stop waits for the one before it; both are done now.
         #expect(cache.location(for: "test")?.coordinate == delegate.locations.last?.coordinate)
     }
@@ -294,6 +297,78 @@ struct LastLocationTests {
         #expect(cache.record(Self.location(), for: "b", now: start, force: true))
         #expect(writes.withLock { $0 } == [0, 19, 45.5], "the first, then only the newest of the nineteen after it")
         #expect(cache.location(for: "a")?.altitude == 19)
+    }
+
+    /// The write when updates stop waits for the disk, but not for ever: on a disk that does not
+    /// answer, `stopUpdatingLocation()` returns after the cache's final wait and the app's
+    /// diagnostics handler is told which file was not saved; the write finishes if the disk does.
+    @Test("a disk that does not answer when updates stop: stop returns, and says the last location was not saved")
+    func hungDiskAtStop() async throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let disk = DispatchSemaphore(value: 0)
+        let thread = FileWriteThread()
+        let cache = LastLocationCache(
+            directory: folder, writeInterval: 30, recordsSimulated: true,
+            writer: { data, url in
+                disk.wait()
+                disk.signal()
+                return LastLocationCache.writeAtomically(data, to: url)
+            }, thread: thread, finalWait: 0.05)
+        let said = Locked<[LocationDiagnostic]>([])
+        let fixes = try FixtureFixes.load("clean-1hz-multi")
+        let source = ManualLocationSource(isLive: false)
+        let (manager, delegate) = Self.updatingManager(source, grantedAuthorizer(.authorizedAlways), cache: cache)
+        manager.diagnosticsHandler = { diagnostic in said.withLock { $0.append(diagnostic) } }
+        for fix in fixes.prefix(10) { _ = source.send(.fix(fix)) }
+        #expect(await delegate.waitForLocations(3))
+        manager.runner.settle()
+        // The disk holds the first write; the one when updates stop waits behind it.
+        manager.stopUpdatingLocation()
+        let notes = said.withLock { $0 }.filter { $0.code == "lastLocationNotSaved" }
+        let file = folder.appendingPathComponent("test.json").path
+        #expect(notes.count == 1)
+        #expect(notes.first?.facts == .lastLocationNotSaved(path: file, waited: 0.05))
+        #expect(notes.first?.message.hasPrefix("the last location was not saved: writing \(file)") == true)
+        // The disk answers: both writes finish, the last location is the one delivered last.
+        disk.signal()
+        _ = thread.sync {}
+        #expect(cache.location(for: "test")?.coordinate == delegate.locations.last?.coordinate)
+    }
+
+    /// A program stopped while its write waited for the disk leaves its temporary file; the next
+    /// write removes those of ended programs (only when old: a write in progress is never cut).
+    @Test("temporary files left by ended programs are removed by the next write; live or recent ones stay")
+    func abandonedTemporaryFiles() throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = LastLocationCache(directory: folder, writeInterval: 0, recordsSimulated: true)
+        #expect(cache.record(Self.location(), for: "app"))
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        let dead = ended.processIdentifier
+        let old = Date(timeIntervalSinceNow: -3_600)
+        func plant(_ name: String, modified: Date) throws -> String {
+            let path = folder.appendingPathComponent(name).path
+            #expect(FileManager.default.createFile(atPath: path, contents: Data("{".utf8)))
+            try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: path)
+            return path
+        }
+        let abandoned = try plant(".app.json.\(dead).\(UUID().uuidString).tmp", modified: old)
+        let recent = try plant(".app.json.\(dead).\(UUID().uuidString).tmp", modified: Date())
+        let ours = try plant(".app.json.\(getpid()).\(UUID().uuidString).tmp", modified: old)
+        let running = try plant(".app.json.1.\(UUID().uuidString).tmp", modified: old)
+        let otherFile = try plant(".other.json.\(dead).\(UUID().uuidString).tmp", modified: old)
+        #expect(cache.record(Self.location(), for: "app", force: true))
+        let manager = FileManager.default
+        #expect(!manager.fileExists(atPath: abandoned), "its program ended an hour ago: removed")
+        #expect(manager.fileExists(atPath: recent), "maybe still being written (another PID namespace): kept")
+        #expect(manager.fileExists(atPath: ours), "this process's own")
+        #expect(manager.fileExists(atPath: running), "pid 1 runs")
+        #expect(manager.fileExists(atPath: otherFile), "another file's: its own write removes it")
+        #expect(cache.location(for: "app") != nil)
     }
 
     /// `location` is the object the delegate was handed, read after read (Apple's manager keeps

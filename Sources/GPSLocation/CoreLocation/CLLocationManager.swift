@@ -324,7 +324,7 @@ open class CLLocationManager: NSObject {
     func connect() {
         let this = WeakReference(self)
         runner.setConsumer { output in this.value?.deliver(output) }
-        runner.stallHandler = { diagnostic in this.value?.diagnosticsHandler(diagnostic) }
+        runner.diagnosticsHandler = { diagnostic in this.value?.diagnosticsHandler(diagnostic) }
         // The delegate hears of a change first, then the runner applies it (it follows the
         // authorizer itself, as every face's runner does): observers are called in this order.
         authorizerObservation = authorizer.addObserver { this.value?.tellAuthorization() }

@@ -78,12 +78,11 @@ extension EngineRunner {
     func armStallCheck(drainsStarted armedAt: Int) {
         clock.schedule(ObjectIdentifier(self), .deliveryStall, after: Self.stallWarning) { [weak self] in
             guard let self else { return }
-            let (report, handler, delivery) = state.withLock {
-                state -> (Bool, (@Sendable (LocationDiagnostic) -> Void)?, Delivery) in
+            let (report, handler, delivery) = state.withLock { state -> (Bool, DiagnosticsHandler?, Delivery) in
                 state.stallCheckArmed = false
                 let stalled = state.drainScheduled && state.drainsStarted == armedAt
                 if stalled { state.stallReported = true }
-                return (stalled, state.stallHandler, state.delivery)
+                return (stalled, state.diagnosticsHandler, state.delivery)
             }
             if report, let handler { handler(delivery.stallDiagnostic(waited: Self.stallWarning)) }
         }

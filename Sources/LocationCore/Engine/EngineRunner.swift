@@ -54,7 +54,7 @@ public final class EngineRunner: Sendable {
         var stallCheckArmed = false
         var stallReported = false
         var flowObserver: (@Sendable (SourceFlow) -> Void)?
-        var stallHandler: (@Sendable (LocationDiagnostic) -> Void)?
+        var diagnosticsHandler: DiagnosticsHandler?
     }
 
     /// What the engine's actions leave to do once the lock is released.
@@ -226,12 +226,16 @@ public final class EngineRunner: Sendable {
         }
     }
 
-    /// Told (on the clock's timer thread, not the delivery target) when outputs have waited
-    /// `stallWarning` seconds for a main queue or run loop that does not run: the program's
-    /// thread is blocked, and nothing reaches the app until it runs its loop. Once per runner.
-    public var stallHandler: (@Sendable (LocationDiagnostic) -> Void)? {
-        get { state.withLock { $0.stallHandler } }
-        set { state.withLock { $0.stallHandler = newValue } }
+    /// Told what the outputs cannot carry, never on the delivery target: outputs that have
+    /// waited `stallWarning` seconds for a main queue or run loop that does not run
+    /// (`delegateThreadBlocked`, on the clock's timer thread, once per runner: the program's
+    /// thread is blocked, and nothing reaches the app until it runs its loop); and, on the thread
+    /// that calls `stop()`, a last location still being written when updates stopped
+    /// (`lastLocationNotSaved`: the disk is slow or does not answer, and `stop()` returned after
+    /// `LastLocationCache.finalWriteWait` seconds without it). Nil: nobody is told.
+    public var diagnosticsHandler: DiagnosticsHandler? {
+        get { state.withLock { $0.diagnosticsHandler } }
+        set { state.withLock { $0.diagnosticsHandler = newValue } }
     }
     /// A seam for tests of slow adapters, told on the source's thread. An adapter that takes a
     /// location only while the source is held back (or has ended) is as far behind as the runner
@@ -240,7 +244,7 @@ public final class EngineRunner: Sendable {
         get { state.withLock { $0.flowObserver } }
         set { state.withLock { $0.flowObserver = newValue } }
     }
-    /// Seconds outputs may wait for a main queue or run loop before `stallHandler` hears of it.
+    /// Seconds outputs may wait for a main queue or run loop before `diagnosticsHandler` hears of it.
     static let stallWarning: TimeInterval = 5
 
     /// At most this many locations wait for the adapter (see the type's documentation).
@@ -451,7 +455,13 @@ public final class EngineRunner: Sendable {
         // A recording's thread waiting for the adapter goes on (and sees it was stopped).
         FlowControl.changed()
         reconcileSource()
-        if wasRunning, let last, let cache = lastLocationCache { cache.record(last, for: appID, force: true) }
+        // Written before stop returns (gpsloc's exit keeps its last location), but a disk that does
+        // not answer holds the caller no longer than `finalWriteWait`, and is named.
+        if wasRunning, let last, let cache = lastLocationCache, let file = cache.recordFinal(last, for: appID) {
+            diagnosticsHandler?(
+                LocationDiagnostic(
+                    code: "lastLocationNotSaved", .lastLocationNotSaved(path: file.path, waited: cache.finalWait)))
+        }
         flush()
     }
 }
