@@ -94,7 +94,13 @@ public struct GNSSDetails: Sendable, Equatable {
     /// True when the authorization gate reduced this location's accuracy.
     public var reduced: Bool
     /// The receiver, when known.
-    public var device: String?
+    public var device: String? {
+        get { DeviceNames.name(deviceNumber) }
+        set { deviceNumber = DeviceNames.number(newValue) }
+    }
+    /// `device`'s number in `DeviceNames`: a location is plain data, copied without the runtime's
+    /// generic value witnesses (as `Fix`).
+    private var deviceNumber: UInt32 = 0
     /// The engine judged the device stationary at this location (`StationaryDetector`: it has
     /// stayed within twice its accuracy for 10 s): what `CLLocationUpdate.isStationary` says.
     public package(set) var isStationary = false

@@ -3,6 +3,7 @@ import GPSLocationTesting
 import TestSupport
 import Testing
 
+@testable import GNSSCore
 @testable import GPSLocation
 @testable import LocationCore
 
@@ -11,6 +12,26 @@ import Testing
 @Suite("receiver selection: the stage, and a manager fed fixes", .timeLimit(.minutes(5)))
 struct ReceiverSelectionStageTests {
     let t0 = Date(timeIntervalSince1970: 1_781_510_400)
+
+    /// A fix holds its device's number (`DeviceNames`), not the path: the path reads back as it
+    /// was, equal paths make equal fixes, and the table is bounded.
+    @Test("device paths: kept once, read back as given, equal fixes for equal paths; past the table's size, one name")
+    func deviceNames() {
+        let long = "/dev/serial/by-id/usb-u-blox_AG_-_www.u-blox.com_u-blox_GNSS_receiver-if00-\(UUID().uuidString)"
+        var fix = Fix(mode: .threeDimensional, device: long)
+        #expect(fix.device == long)
+        #expect(fix == Fix(mode: .threeDimensional, device: String(long)), "the same path: the same fix")
+        #expect(fix != Fix(mode: .threeDimensional, device: long + "x"))
+        fix.device = nil
+        #expect(fix.device == nil && fix == Fix(mode: .threeDimensional))
+        #expect(GNSSDetails(fixMode: .twoDimensional, accuracyClass: .best, device: long).device == long)
+        let table = DeviceNameTable(capacity: 3)
+        let numbers = (0..<5).map { table.number("/dev/ttyUSB\($0)") }
+        #expect(numbers == [1, 2, 3, 4, 4], "three kept; the rest share one number")
+        #expect(table.number("/dev/ttyUSB1") == 2, "a kept path keeps its number")
+        #expect(table.name(2) == "/dev/ttyUSB1" && table.name(0) == nil)
+        #expect(table.name(4) == DeviceNameTable.overflowName)
+    }
 
     @Test("the first usable receiver is followed; a similar one never takes over")
     func followFirst() {
