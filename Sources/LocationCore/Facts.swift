@@ -112,5 +112,8 @@ extension LocationDiagnostic {
         /// seconds after it was due: the disk is slow or does not answer, and stopping went on
         /// without it (the write finishes if the disk answers while the program runs).
         case lastLocationNotSaved(path: String, waited: Double)
+        /// The last location could not be written to its file (`problem`: a full disk, a folder
+        /// that cannot be written): said once, and again only after a write worked in between.
+        case lastLocationWriteFailed(FileProblem)
     }
 }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import GNSSCore
 import GPSDClient
 import Glibc
+import Synchronization
 
 /// The last location an app received, kept per user and per app so a new manager can show it
 /// at once (Apple's `manager.location` before updates start) and `gpsloc last` can print it.
@@ -25,8 +26,9 @@ public final class LastLocationCache: Sendable {
     /// Keep simulated locations too (for tests of the cache itself).
     let recordsSimulated: Bool
     private let throttle: Locked<WriteThrottle<String>>
-    /// Writes a file whole (`PrivateFile.replace`: synced twice); tests make it slow.
-    let writer: @Sendable (Data, URL) -> Bool
+    /// Writes a file whole (`PrivateFile.replace`: synced twice), giving what went wrong (nil:
+    /// written); tests make it slow, or full.
+    let writer: @Sendable (Data, URL) -> FileProblem?
     /// Where the writes run, in order (`FileWriteThread`): never on the thread that delivers
     /// locations. Two fsyncs on a slow SD card or a hung NFS home took that long from every
     /// thirtieth second's location, or stopped locations altogether, saying nothing.
@@ -39,6 +41,12 @@ public final class LastLocationCache: Sendable {
     static let finalWriteWait: TimeInterval = 2
     /// `finalWriteWait`, or a test's.
     let finalWait: TimeInterval
+    /// The first write problem since the last write that worked, by app, and whether it was told
+    /// (`takeProblem`): a full disk is said once, not every `writeInterval`, and again only after
+    /// a write worked in between.
+    private let problems = Locked<[String: (problem: FileProblem, told: Bool)]>([:])
+    /// How many of `problems` are not told yet (read at every delivered location, without a lock).
+    private let untold = Atomic<Int>(0)
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
@@ -63,7 +71,7 @@ public final class LastLocationCache: Sendable {
     /// on a thread of the test's own), waiting `finalWait` seconds for the write when updates stop.
     init(
         directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool,
-        writer: @escaping @Sendable (Data, URL) -> Bool, thread: FileWriteThread,
+        writer: @escaping @Sendable (Data, URL) -> FileProblem?, thread: FileWriteThread,
         finalWait: TimeInterval = LastLocationCache.finalWriteWait
     ) {
         self.directory = directory
@@ -100,8 +108,8 @@ public final class LastLocationCache: Sendable {
 
     /// Records `location` as `app`'s last one, unless one was written less than
     /// `writeInterval` ago (`force`: write now, e.g. when updates stop). Returns whether it
-    /// wrote (`inBackground`: whether a write was queued). Failures are not errors for the app:
-    /// the cache is a convenience.
+    /// wrote (`inBackground`: whether a write was queued). A failure is not an error for the app
+    /// (the cache is a convenience), but it is not silent: `takeProblem(for:)` gives it, once.
     ///
     /// `inBackground`: the write runs on the cache's own thread and this returns at once — how
     /// the engine's driver records each delivered location, so a slow disk never holds a location
@@ -112,7 +120,7 @@ public final class LastLocationCache: Sendable {
         _ location: LocationValue, for app: String, now: Date = Date(), force: Bool = false, inBackground: Bool = false
     ) -> Bool {
         guard let (_, write) = writing(location, for: app, now: now, force: force) else { return false }
-        guard inBackground else { return writes.sync { write(location) } ?? false }
+        guard inBackground else { return writes.sync { write(location) } == .some(nil) }
         let queue = waiting.withLock { waiting -> Bool in
             defer { waiting[app] = location }
             return waiting[app] == nil
@@ -128,16 +136,44 @@ public final class LastLocationCache: Sendable {
 
     /// The write when updates stop: `location` written now (after the writes queued before it),
     /// waited for at most `finalWait` seconds. Nil when it is done (or nothing was to be
-    /// written); else the file still being written — stopping goes on without it, and the runner
-    /// says so (`lastLocationNotSaved`).
-    func recordFinal(_ location: LocationValue, for app: String) -> URL? {
+    /// written); else what to say — the file still being written (stopping goes on without it),
+    /// or a problem not told yet.
+    func recordFinal(_ location: LocationValue, for app: String) -> LocationDiagnostic.Facts? {
         guard let (url, write) = writing(location, for: app, now: Date(), force: true) else { return nil }
-        return writes.sync(timeout: finalWait) { write(location) } == nil ? url : nil
+        guard writes.sync(timeout: finalWait, { write(location) }) != nil else {
+            return .lastLocationNotSaved(path: url.path, waited: finalWait)
+        }
+        return takeProblem(for: app).map { .lastLocationWriteFailed($0) }
     }
 
-    /// The file and the write of `app`'s `location`, when one is due (and kept at all).
+    /// A write problem of `app`'s not told yet, once (nil nearly always: one atomic load).
+    func takeProblem(for app: String) -> FileProblem? {
+        guard untold.load(ordering: .acquiring) > 0 else { return nil }
+        return problems.withLock { problems -> FileProblem? in
+            guard let pending = problems[app], !pending.told else { return nil }
+            problems[app] = (pending.problem, told: true)
+            untold.subtract(1, ordering: .releasing)
+            return pending.problem
+        }
+    }
+
+    /// Keeps the outcome of a write of `app`'s file: the first problem since one worked.
+    private func note(_ problem: FileProblem?, for app: String) {
+        problems.withLock { problems in
+            if let problem {
+                guard problems[app] == nil else { return }
+                problems[app] = (problem, told: false)
+                untold.add(1, ordering: .releasing)
+            } else if let pending = problems.removeValue(forKey: app), !pending.told {
+                untold.subtract(1, ordering: .releasing)
+            }
+        }
+    }
+
+    /// The file and the write of `app`'s `location`, when one is due (and kept at all); the write
+    /// gives what went wrong (nil: written) and keeps it for `takeProblem`.
     private func writing(_ location: LocationValue, for app: String, now: Date, force: Bool)
-        -> (URL, @Sendable (LocationValue) -> Bool)?
+        -> (URL, @Sendable (LocationValue) -> FileProblem?)?
     {
         guard recordsSimulated || location.origin?.isProducedByAccessory == true else { return nil }
         let due = throttle.withLock { $0.due(app, now: now, force: force) }
@@ -145,9 +181,11 @@ public final class LastLocationCache: Sendable {
         let writer = writer
         return (
             url,
-            { location in
-                guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else { return false }
-                return writer(data, url)
+            { [self] location in
+                guard let data = try? JSONEncoder().encode(Entry(app: app, location: location)) else { return nil }
+                let problem = writer(data, url)
+                note(problem, for: app)
+                return problem
             }
         )
     }
@@ -183,15 +221,15 @@ public final class LastLocationCache: Sendable {
         unlink(url.path)
     }
 
-    @Sendable static func writeAtomically(_ data: Data, to url: URL) -> Bool {
+    @Sendable static func writeAtomically(_ data: Data, to url: URL) -> FileProblem? {
         try? FileManager.default.createDirectory(
             at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
-        do {
+        do throws(FileProblem) {
             try PrivateFile.replace(url, with: data)
-            return true
+            return nil
         } catch {
-            return false
+            return error
         }
     }
 }

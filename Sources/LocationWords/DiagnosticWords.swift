@@ -95,6 +95,9 @@ extension LocationDiagnostic.Facts {
             return "the last location was not saved: writing \(path) has taken \(fixedDecimal(waited, decimals: 0)) s "
                 + "(the disk is slow or does not answer) — updates stopped without waiting for it, so the next start may "
                 + "show an older last location; check the disk or file system that holds it"
+        case .lastLocationWriteFailed(let problem):
+            return "the last location could not be saved: \(problem) — locations go on, but a new manager's location "
+                + "and `gpsloc last` show an older one until it can be written"
         case .authorizationFollow(let app, let problem):
             return "\(app): the authorization files cannot be followed live (\(problem)) — failing closed: no location "
                 + "is delivered until the program is restarted"

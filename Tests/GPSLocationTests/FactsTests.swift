@@ -89,6 +89,7 @@ struct FactsTests {
         .authorizationFollow(app: "widget", problem: .inotifyUnavailable(errno: EMFILE)),
         .file(.policyUnknownKeys(path: "/etc/gpslocation/policy.json", keys: ["restrictd"])),
         .lastLocationNotSaved(path: "/home/ana/.cache/gpslocation/last/gpsloc.json", waited: 2),
+        .lastLocationWriteFailed(.incompleteWrite(path: "/home/ana/.cache/gpslocation/last/.gpsloc.json.1.A.tmp")),
     ]
 
     static func index(_ facts: LocationDiagnostic.Facts) -> Int {
@@ -112,13 +113,14 @@ struct FactsTests {
         case .authorizationFollow: 16
         case .file: 17
         case .lastLocationNotSaved: 18
+        case .lastLocationWriteFailed: 19
         }
     }
 
     @Test("every case has a sample, and every sample says something of its own in words")
     func everyCaseSaysSomething() {
         #expect(Set(Self.failures.map(Self.index)) == Set(0...20))
-        #expect(Set(Self.notes.map(Self.index)) == Set(0...18))
+        #expect(Set(Self.notes.map(Self.index)) == Set(0...19))
         let words = Self.failures.map(\.words) + Self.notes.map(\.words)
         for text in words {
             #expect(!text.isEmpty && !text.contains("Optional(") && !text.contains("Facts."), "\(text)")

@@ -336,6 +336,55 @@ struct LastLocationTests {
         #expect(cache.location(for: "test")?.coordinate == delegate.locations.last?.coordinate)
     }
 
+    /// A full disk: the location is not saved, and that is said — once, not at every write, and
+    /// again only after a write worked in between — in order with the app's other diagnostics;
+    /// locations go on.
+    @Test("a full disk: the last location not saved is said once (again only after a write worked); locations go on")
+    func fullDisk() async throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let full = Locked(true)
+        let thread = FileWriteThread()
+        let cache = LastLocationCache(
+            directory: folder, writeInterval: 0, recordsSimulated: true,
+            writer: { data, url in
+                full.withLock { $0 }
+                    ? .incompleteWrite(path: url.path) : LastLocationCache.writeAtomically(data, to: url)
+            }, thread: thread)
+        let said = Locked<[LocationDiagnostic]>([])
+        let fixes = try FixtureFixes.load("clean-1hz-multi")
+        let source = ManualLocationSource(isLive: false)
+        let (manager, delegate) = Self.updatingManager(source, grantedAuthorizer(.authorizedAlways), cache: cache)
+        manager.diagnosticsHandler = { diagnostic in said.withLock { $0.append(diagnostic) } }
+        func notes() -> [LocationDiagnostic] { said.withLock { $0 }.filter { $0.code == "lastLocationNotSaved" } }
+        // One location at a time, each written (interval 0) and its write done before the next.
+        func send(_ range: Range<Int>) async {
+            for fix in fixes[range] {
+                _ = source.send(.fix(fix))
+                manager.runner.settle()
+                _ = thread.sync {}
+            }
+        }
+        await send(0..<10)
+        #expect(await delegate.waitForLocations(5), "locations go on")
+        manager.runner.settle()
+        #expect(notes().count == 1, "said once for nine failed writes: \(notes().map(\.message))")
+        #expect(
+            notes().first?.facts
+                == .lastLocationWriteFailed(.incompleteWrite(path: folder.appendingPathComponent("test.json").path)))
+        #expect(
+            notes().first?.message.hasPrefix("the last location could not be saved: could not write all of") == true)
+        full.withLock { $0 = false }
+        await send(10..<13)
+        #expect(cache.location(for: "test") != nil, "written once the disk has room")
+        full.withLock { $0 = true }
+        await send(13..<16)
+        manager.runner.settle()
+        #expect(notes().count == 2, "full again after a write worked: said again")
+        manager.stopUpdatingLocation()
+        #expect(notes().count == 2, "the write when updates stop fails too, but that was said already")
+    }
+
     /// A program stopped while its write waited for the disk leaves its temporary file; the next
     /// write removes those of ended programs (only when old: a write in progress is never cut).
     @Test("temporary files left by ended programs are removed by the next write; live or recent ones stay")

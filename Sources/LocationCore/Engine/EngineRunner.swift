@@ -232,7 +232,9 @@ public final class EngineRunner: Sendable {
     /// thread is blocked, and nothing reaches the app until it runs its loop); and, on the thread
     /// that calls `stop()`, a last location still being written when updates stopped
     /// (`lastLocationNotSaved`: the disk is slow or does not answer, and `stop()` returned after
-    /// `LastLocationCache.finalWriteWait` seconds without it). Nil: nobody is told.
+    /// `LastLocationCache.finalWriteWait` seconds without it), or that final write's failure when
+    /// it was not said yet. (A write that fails while updates run — a full disk — is an output,
+    /// `.diagnostic`, in order with the rest.) Nil: nobody is told.
     public var diagnosticsHandler: DiagnosticsHandler? {
         get { state.withLock { $0.diagnosticsHandler } }
         set { state.withLock { $0.diagnosticsHandler = newValue } }
@@ -349,6 +351,11 @@ public final class EngineRunner: Sendable {
         if effects.sourceChanged { reconcileSource() }
         if let location = effects.delivered, let cache = effects.cache {
             cache.record(location, for: appID, inBackground: true)
+            // An earlier write failed (a full disk): said once, in order with the outputs.
+            if let problem = cache.takeProblem(for: appID) {
+                enqueue(
+                    .diagnostic(LocationDiagnostic(code: "lastLocationNotSaved", .lastLocationWriteFailed(problem))))
+            }
         }
         if let batch = effects.batch {
             delivering.lock()
@@ -457,10 +464,8 @@ public final class EngineRunner: Sendable {
         reconcileSource()
         // Written before stop returns (gpsloc's exit keeps its last location), but a disk that does
         // not answer holds the caller no longer than `finalWriteWait`, and is named.
-        if wasRunning, let last, let cache = lastLocationCache, let file = cache.recordFinal(last, for: appID) {
-            diagnosticsHandler?(
-                LocationDiagnostic(
-                    code: "lastLocationNotSaved", .lastLocationNotSaved(path: file.path, waited: cache.finalWait)))
+        if wasRunning, let last, let cache = lastLocationCache, let facts = cache.recordFinal(last, for: appID) {
+            diagnosticsHandler?(LocationDiagnostic(code: "lastLocationNotSaved", facts))
         }
         flush()
     }
