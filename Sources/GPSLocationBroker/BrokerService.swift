@@ -423,7 +423,12 @@ package final class BrokerService: Sendable {
         inUseTimer.cancel()
         policyWatcher.withLock { $0 = nil }
         hub.stop()
-        lastFixes.waitForWrites()
+        // As a manager's stop: the last locations' writes are waited for, but not for ever.
+        if !lastFixes.waitForWrites(timeout: LastLocationCache.finalWriteWait) {
+            BrokerServer.log(
+                "stopping without the last locations' writes: the disk has not answered for "
+                    + "\(Int(LastLocationCache.finalWriteWait)) s (the locations kept may be older ones)")
+        }
     }
 
     /// `STATE/reduced`. Before #51 each uid had its own (`STATE/users/UID/reduced`): on the first

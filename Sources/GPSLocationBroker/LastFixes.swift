@@ -33,7 +33,7 @@ final class LastFixes: Sendable {
     private let state: Locked<State>
     /// Files are written (and synced) here, in order, never on the thread that fans gpsd's fixes
     /// out to every program: 500 apps' first fixes were 500 fsyncs on that thread.
-    private let writes = DispatchQueue(label: "gpslocd.last-locations")
+    let writes = DispatchQueue(label: "gpslocd.last-locations")
     private let directory: @Sendable (UInt32) -> URL
     let writeInterval: TimeInterval
 
@@ -112,8 +112,19 @@ final class LastFixes: Sendable {
         return directory(key.uid).appendingPathComponent("last").appendingPathComponent(key.app + ".json")
     }
 
-    /// Waits for the writes asked for so far (gpslocd's stop; tests).
-    func waitForWrites() { writes.sync {} }
+    /// Waits for the writes asked for so far (gpslocd's stop; tests), at most `timeout` seconds
+    /// (nil: for as long as they take); false when they had not finished by then — a disk that
+    /// does not answer must not hold gpslocd's stop until systemd kills it.
+    @discardableResult
+    func waitForWrites(timeout: TimeInterval? = nil) -> Bool {
+        guard let timeout else {
+            writes.sync {}
+            return true
+        }
+        let done = DispatchSemaphore(value: 0)
+        writes.async { done.signal() }
+        return done.wait(timeout: .now() + timeout) == .success
+    }
 
     private func save(_ key: Key, _ entry: Entry) {
         guard let url = file(key) else { return }

@@ -38,7 +38,7 @@ public final class LastLocationCache: Sendable {
     private let waiting = Locked<[String: LocationValue]>([:])
     /// Seconds the write when updates stop (`recordFinal`) is waited for: a hung NFS home or a
     /// failing SD card must not hang `stopUpdatingLocation()` (and gpsloc's exit) for ever.
-    static let finalWriteWait: TimeInterval = 2
+    public static let finalWriteWait: TimeInterval = 2
     /// `finalWriteWait`, or a test's.
     let finalWait: TimeInterval
     /// The first write problem since the last write that worked, by app, and whether it was told

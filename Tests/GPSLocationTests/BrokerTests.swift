@@ -287,6 +287,19 @@ struct BrokerTests {
         #expect(absent.stdout.contains("fail  broker mode: gpslocd cannot be reached"), "\(absent.stdout)")
     }
 
+    /// gpslocd's stop waits for its last-location writes as a manager's stop does: not for ever.
+    @Test("gpslocd's stop waits for the last locations' writes at most its bound: a disk that does not answer")
+    func lastFixesWaitIsBounded() {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lastfixes-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fixes = LastFixes { _ in folder }
+        let disk = DispatchSemaphore(value: 0)
+        fixes.writes.async { disk.wait() }  // a write the disk holds
+        #expect(!fixes.waitForWrites(timeout: 0.05), "not finished: the wait ends anyway")
+        disk.signal()
+        #expect(fixes.waitForWrites(timeout: 60), "the disk answered: finished")
+    }
+
     @Test(
         "gpslocd keeps each app's last location and gives it only while the app may see it (gpsloc last, manager.location)"
     )
