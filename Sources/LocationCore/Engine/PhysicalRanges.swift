@@ -17,6 +17,8 @@ public enum PhysicalRanges {
     static let azimuth: Range<Double> = 0..<360
     static let signalToNoise: ClosedRange<Double> = 0...100
     static let altitude: ClosedRange<Double> = -2_000...60_000
+    /// Whether `value` can be a dilution of precision: more than 0, at most 100.
+    static func isDilution(_ value: Double) -> Bool { value > 0 && value <= 100 }
 
     /// What `clamp` removed from a fix, as the receiver reported it (for the diagnostic).
     public struct Removed: Hashable, Sendable {
@@ -84,7 +86,7 @@ public enum PhysicalRanges {
             }
             sky.satellites[index] = satellite
         }
-        func dop(_ value: Double?) -> Double? { value.flatMap { $0 > 0 && $0 <= 100 ? $0 : nil } }
+        func dop(_ value: Double?) -> Double? { value.flatMap { isDilution($0) ? $0 : nil } }
         sky.dilution.x = dop(sky.dilution.x)
         sky.dilution.y = dop(sky.dilution.y)
         sky.dilution.position = dop(sky.dilution.position)
@@ -116,7 +118,7 @@ public enum PhysicalRanges {
 
     /// True when `check` would change nothing of `sky`'s values (repeats aside).
     private static func inRange(_ sky: SkyView) -> Bool {
-        func dop(_ value: Double?) -> Bool { value.map { $0 > 0 && $0 <= 100 } ?? true }
+        func dop(_ value: Double?) -> Bool { value.map(Self.isDilution) ?? true }
         let dilution = sky.dilution
         guard
             dop(dilution.x), dop(dilution.y), dop(dilution.position), dop(dilution.horizontal),
