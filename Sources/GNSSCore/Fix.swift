@@ -216,8 +216,9 @@ public struct Fix: Sendable, Equatable {
     /// `device`'s number in `DeviceNames` (0: none). A fix is plain data: with the path's
     /// `String` in it, every copy and every destroy of a fix — a dozen a report on its way to the
     /// app — went through the runtime's generic value witnesses (a replay's delivering thread ran
-    /// 6.5 % fewer instructions without it).
-    @usableFromInline var deviceNumber: UInt32 = 0
+    /// 6.5 % fewer instructions without it). The engine's stages compare and pass on the number,
+    /// never the path.
+    package var deviceNumber: UInt32 = 0
 
     @inlinable
     public init(

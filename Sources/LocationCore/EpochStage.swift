@@ -53,7 +53,8 @@ struct EpochStage: Sendable {
     }
 
     private struct Receiver {
-        var device: String?
+        /// The receiver's device, as its number in `DeviceNames` (0: none named).
+        var device: UInt32
         /// The open epoch's latest report with a position, while the epoch is not complete.
         var open: Report?
         /// The open epoch went on (complete): its later reports go on by themselves.
@@ -135,10 +136,10 @@ struct EpochStage: Sendable {
     mutating func add(_ fix: consuming Fix, uptime: Double?) -> (first: Report?, second: Report?) {
         let hasPosition = fix.hasPosition && fix.mode >= .twoDimensional
         guard let time = fix.time else {
-            if !hasPosition { receivers[receiverIndex(fix.device)].sawNoFix = true }
+            if !hasPosition { receivers[receiverIndex(fix.deviceNumber)].sawNoFix = true }
             return (Report(fix: fix, uptime: uptime), nil)
         }
-        let index = receiverIndex(fix.device)
+        let index = receiverIndex(fix.deviceNumber)
         var closed: Report?
         if let openTime = receivers[index].openTime, Self.sameEpoch(openTime, time) {
             receivers[index].reports += 1
@@ -238,7 +239,7 @@ struct EpochStage: Sendable {
         }
     }
 
-    private mutating func receiverIndex(_ device: String?) -> Int {
+    private mutating func receiverIndex(_ device: UInt32) -> Int {
         if let index = receivers.firstIndex(where: { $0.device == device }) { return index }
         receivers.append(Receiver(device: device))
         return receivers.count - 1

@@ -100,7 +100,8 @@ public struct GNSSDetails: Sendable, Equatable {
     }
     /// `device`'s number in `DeviceNames`: a location is plain data, copied without the runtime's
     /// generic value witnesses (as `Fix`).
-    private var deviceNumber: UInt32 = 0
+    /// (The accuracy stage sets it from the fix's own, without a look-up of the path.)
+    var deviceNumber: UInt32 = 0
     /// The engine judged the device stationary at this location (`StationaryDetector`: it has
     /// stayed within twice its accuracy for 10 s): what `CLLocationUpdate.isStationary` says.
     public package(set) var isStationary = false
@@ -115,6 +116,15 @@ public struct GNSSDetails: Sendable, Equatable {
         self.accuracyClass = accuracyClass
         self.reduced = reduced
         self.device = device
+    }
+
+    /// Details whose device is `deviceNumber` in `DeviceNames` (a fix's, passed on as it is).
+    init(fixMode: FixMode, quality: FixQuality, accuracyClass: AccuracyClass, deviceNumber: UInt32) {
+        self.fixMode = fixMode
+        self.quality = quality
+        self.accuracyClass = accuracyClass
+        reduced = false
+        self.deviceNumber = deviceNumber
     }
 }
 

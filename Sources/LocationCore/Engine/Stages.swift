@@ -231,7 +231,8 @@ public struct AccuracyStage: Sendable {
             timestamp: fix.time ?? Date(timeIntervalSince1970: 0),
             gnss: GNSSDetails(
                 fixMode: fix.mode, quality: fix.quality,
-                accuracyClass: Self.classify(horizontalAccuracy: horizontal, mode: fix.mode), device: fix.device),
+                accuracyClass: Self.classify(horizontalAccuracy: horizontal, mode: fix.mode),
+                deviceNumber: fix.deviceNumber),
             origin: source)
     }
 
