@@ -2,7 +2,6 @@ import FoundationEssentials
 import GNSSCore
 import GPSDClient
 import Glibc
-import Synchronization
 
 /// The last location an app received, kept per user and per app so a new manager can show it
 /// at once (Apple's `manager.location` before updates start) and `gpsloc last` can print it.
@@ -29,10 +28,14 @@ public final class LastLocationCache: Sendable {
     /// Writes a file whole (`PrivateFile.replace`: synced twice), giving what went wrong (nil:
     /// written); tests make it slow, or full.
     let writer: @Sendable (Data, URL) -> FileProblem?
-    /// Where the writes run, in order (`FileWriteThread`): never on the thread that delivers
+    /// Where the writes run, in order (`fileThread`): never on the thread that delivers
     /// locations. Two fsyncs on a slow SD card or a hung NFS home took that long from every
     /// thirtieth second's location, or stopped locations altogether, saying nothing.
-    private let writes: FileWriteThread
+    private let writes: JobThread
+    /// One thread in the process for the files kept up to date while locations come (the last
+    /// location of each app): their writes wait for the disk there, never on the thread that
+    /// delivers locations.
+    static let fileThread = JobThread(name: "gpslocation.files", stackSize: 256 * 1024)
     /// The location waiting for the file thread, by app: one each, the newest. (On a disk that
     /// does not answer, a write queued every `writeInterval` would otherwise pile up for ever.)
     private let waiting = Locked<[String: LocationValue]>([:])
@@ -45,8 +48,6 @@ public final class LastLocationCache: Sendable {
     /// (`takeProblem`): a full disk is said once, not every `writeInterval`, and again only after
     /// a write worked in between.
     private let problems = Locked<[String: (problem: FileProblem, told: Bool)]>([:])
-    /// How many of `problems` are not told yet (read at every delivered location, without a lock).
-    private let untold = Atomic<Int>(0)
 
     /// A cache in `directory` (default: the user's), written at most every `writeInterval` seconds.
     public init(directory: URL? = nil, writeInterval: TimeInterval = LastLocationCache.defaultWriteInterval) {
@@ -55,7 +56,7 @@ public final class LastLocationCache: Sendable {
         recordsSimulated = false
         throttle = Locked(WriteThrottle(interval: writeInterval))
         writer = Self.writeAtomically
-        writes = .shared
+        writes = Self.fileThread
         finalWait = Self.finalWriteWait
     }
 
@@ -64,14 +65,14 @@ public final class LastLocationCache: Sendable {
     public convenience init(directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool) {
         self.init(
             directory: directory, writeInterval: writeInterval, recordsSimulated: recordsSimulated,
-            writer: LastLocationCache.writeAtomically, thread: .shared)
+            writer: LastLocationCache.writeAtomically, thread: LastLocationCache.fileThread)
     }
 
     /// As above, writing its files with `writer` on `thread` (tests: a disk that takes its time,
     /// on a thread of the test's own), waiting `finalWait` seconds for the write when updates stop.
     init(
         directory: URL, writeInterval: TimeInterval, recordsSimulated: Bool,
-        writer: @escaping @Sendable (Data, URL) -> FileProblem?, thread: FileWriteThread,
+        writer: @escaping @Sendable (Data, URL) -> FileProblem?, thread: JobThread,
         finalWait: TimeInterval = LastLocationCache.finalWriteWait
     ) {
         self.directory = directory
@@ -146,13 +147,12 @@ public final class LastLocationCache: Sendable {
         return takeProblem(for: app).map { .lastLocationWriteFailed($0) }
     }
 
-    /// A write problem of `app`'s not told yet, once (nil nearly always: one atomic load).
+    /// A write problem of `app`'s not told yet, once. (The engine's driver asks when it queues a
+    /// write, at most once a `writeInterval`: a failed write is told at the next one.)
     func takeProblem(for app: String) -> FileProblem? {
-        guard untold.load(ordering: .acquiring) > 0 else { return nil }
-        return problems.withLock { problems -> FileProblem? in
+        problems.withLock { problems -> FileProblem? in
             guard let pending = problems[app], !pending.told else { return nil }
             problems[app] = (pending.problem, told: true)
-            untold.subtract(1, ordering: .releasing)
             return pending.problem
         }
     }
@@ -161,11 +161,9 @@ public final class LastLocationCache: Sendable {
     private func note(_ problem: FileProblem?, for app: String) {
         problems.withLock { problems in
             if let problem {
-                guard problems[app] == nil else { return }
-                problems[app] = (problem, told: false)
-                untold.add(1, ordering: .releasing)
-            } else if let pending = problems.removeValue(forKey: app), !pending.told {
-                untold.subtract(1, ordering: .releasing)
+                if problems[app] == nil { problems[app] = (problem, told: false) }
+            } else {
+                problems[app] = nil
             }
         }
     }

@@ -232,31 +232,21 @@ struct LastLocationTests {
     func slowDisk() async throws {
         let folder = Self.scratch()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let disk = DispatchSemaphore(value: 0)
-        let writing = DispatchSemaphore(value: 0)
-        // (On a write thread of the test's own: the process's is shared by the tests around it.)
-        let cache = LastLocationCache(
-            directory: folder, writeInterval: 30, recordsSimulated: true,
-            writer: { data, url in
-                writing.signal()
-                // The disk answers when the test says so, then at once for every later write.
-                disk.wait()
-                disk.signal()
-                return LastLocationCache.writeAtomically(data, to: url)
-            }, thread: FileWriteThread())
+        let disk = HeldDisk()
+        let cache = disk.cache(in: folder)
         let fixes = try FixtureFixes.load("clean-1hz-multi")
         let source = ManualLocationSource(isLive: false)
         let (manager, delegate) = Self.updatingManager(source, grantedAuthorizer(.authorizedAlways), cache: cache)
         // Sent from a thread of their own: the old way this thread itself would wait for the disk.
         DispatchQueue.global().async { for fix in fixes.prefix(20) { _ = source.send(.fix(fix)) } }
         #expect(await delegate.waitForLocations(5), "locations come while the first one's write waits for the disk")
-        #expect(writing.wait(timeout: .now() + 60) == .success, "the first location's write began")
+        #expect(disk.began.wait(timeout: .now() + 60) == .success, "the first location's write began")
         #expect(
             !FileManager.default.fileExists(atPath: folder.appendingPathComponent("test.json").path),
             "not written yet: the disk has not answered")
         let said = Locked<[LocationDiagnostic]>([])
         manager.diagnosticsHandler = { diagnostic in said.withLock { $0.append(diagnostic) } }
-        disk.signal()
+        disk.answer()
         manager.stopUpdatingLocation()
         #expect(!said.withLock { $0 }.contains { $0.code == "lastLocationNotSaved" }, "saved in time: nothing to say")
         // The write when updates stop waits for the one before it; both are done now.
@@ -269,33 +259,25 @@ struct LastLocationTests {
     func hungDisk() throws {
         let folder = Self.scratch()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let disk = DispatchSemaphore(value: 0)
-        let began = DispatchSemaphore(value: 0)
-        let writes = Locked<[Double]>([])
-        let cache = LastLocationCache(
-            directory: folder, writeInterval: 30, recordsSimulated: true,
-            writer: { data, url in
-                began.signal()
-                disk.wait()
-                disk.signal()
-                let entry = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-                let location = entry?["location"] as? [String: Any]
-                writes.withLock { $0.append(location?["altitude"] as? Double ?? -1) }
-                return LastLocationCache.writeAtomically(data, to: url)
-            }, thread: FileWriteThread())
+        let disk = HeldDisk()
+        let cache = disk.cache(in: folder)
         let start = Date()
         // Ten minutes of locations, one due every 30 s: the first write hangs on the disk.
         for step in 0..<20 {
             var location = Self.location()
             location.altitude = Double(step)
             #expect(cache.record(location, for: "a", now: start + Double(step) * 31, inBackground: true))
-            if step == 0 { began.wait() }  // the first write is on the disk
+            if step == 0 { disk.began.wait() }  // the first write is on the disk
         }
         #expect(cache.location(for: "a") == nil, "a read does not wait for the disk, and nothing is written yet")
-        disk.signal()
+        disk.answer()
         // A write made now waits for the ones queued before it: then all are done.
         #expect(cache.record(Self.location(), for: "b", now: start, force: true))
-        #expect(writes.withLock { $0 } == [0, 19, 45.5], "the first, then only the newest of the nineteen after it")
+        let altitudes = disk.written.withLock { $0 }.map { data in
+            let entry = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            return (entry?["location"] as? [String: Any])?["altitude"] as? Double ?? -1
+        }
+        #expect(altitudes == [0, 19, 45.5], "the first, then only the newest of the nineteen after it")
         #expect(cache.location(for: "a")?.altitude == 19)
     }
 
@@ -306,15 +288,9 @@ struct LastLocationTests {
     func hungDiskAtStop() async throws {
         let folder = Self.scratch()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let disk = DispatchSemaphore(value: 0)
-        let thread = FileWriteThread()
-        let cache = LastLocationCache(
-            directory: folder, writeInterval: 30, recordsSimulated: true,
-            writer: { data, url in
-                disk.wait()
-                disk.signal()
-                return LastLocationCache.writeAtomically(data, to: url)
-            }, thread: thread, finalWait: 0.05)
+        let disk = HeldDisk()
+        let thread = JobThread(name: "test.files")
+        let cache = disk.cache(in: folder, thread: thread, finalWait: 0.05)
         let said = Locked<[LocationDiagnostic]>([])
         let fixes = try FixtureFixes.load("clean-1hz-multi")
         let source = ManualLocationSource(isLive: false)
@@ -331,7 +307,7 @@ struct LastLocationTests {
         #expect(notes.first?.facts == .lastLocationNotSaved(path: file, waited: 0.05))
         #expect(notes.first?.message.hasPrefix("the last location was not saved: writing \(file)") == true)
         // The disk answers: both writes finish, the last location is the one delivered last.
-        disk.signal()
+        disk.answer()
         _ = thread.sync {}
         #expect(cache.location(for: "test")?.coordinate == delegate.locations.last?.coordinate)
     }
@@ -344,7 +320,7 @@ struct LastLocationTests {
         let folder = Self.scratch()
         defer { try? FileManager.default.removeItem(at: folder) }
         let full = Locked(true)
-        let thread = FileWriteThread()
+        let thread = JobThread(name: "test.files")
         let cache = LastLocationCache(
             directory: folder, writeInterval: 0, recordsSimulated: true,
             writer: { data, url in
@@ -474,5 +450,34 @@ struct LastLocationTests {
         let store = DecisionStore(directory: folder)
         #expect(store.decision(for: "spy") == nil && store.decision(for: "widget") == nil)
         chmod(folder.path, 0o700)
+    }
+}
+
+/// A disk the test holds: each write says it began, then waits until `answer()`, after which
+/// every write goes through at once. What reached it is kept.
+final class HeldDisk: Sendable {
+    private let gate = DispatchSemaphore(value: 0)
+    /// Signalled as each write begins.
+    let began = DispatchSemaphore(value: 0)
+    /// The files' contents written, in order.
+    let written = Locked<[Data]>([])
+
+    func answer() { gate.signal() }
+
+    /// A cache in `folder` writing to this disk, every 30 s, simulated locations kept — on a write
+    /// thread of the test's own (the process's is shared by the tests around it).
+    func cache(
+        in folder: URL, thread: JobThread = JobThread(name: "test.files"),
+        finalWait: TimeInterval = LastLocationCache.finalWriteWait
+    ) -> LastLocationCache {
+        LastLocationCache(
+            directory: folder, writeInterval: 30, recordsSimulated: true,
+            writer: { [self] data, url in
+                began.signal()
+                gate.wait()
+                gate.signal()
+                written.withLock { $0.append(data) }
+                return LastLocationCache.writeAtomically(data, to: url)
+            }, thread: thread, finalWait: finalWait)
     }
 }

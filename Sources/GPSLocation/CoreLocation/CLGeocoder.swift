@@ -172,6 +172,14 @@ open class CLGeocoder: NSObject, @unchecked Sendable {
     /// GeoNames' licence asks for this credit wherever its names are shown.
     public static let dataAttribution = PlaceDatabase.attribution
 
+    /// The one thread geocoding requests run on. Loading the place table takes seconds (tens of
+    /// thousands of GeoNames entries; 11–25 s in a debug build on a busy machine), and a lookup
+    /// scans it. On `DispatchQueue.global()` every request that came during the load held a
+    /// worker of the shared pool for all of it (three at once were seen blocked in the table's
+    /// one-time initializer); here requests queue in order and the program's shared threads never
+    /// wait on the table.
+    static let thread = JobThread(name: "gpslocation.geocoder")
+
     private struct State {
         var pending = 0
         var generation = 0
@@ -211,7 +219,7 @@ open class CLGeocoder: NSObject, @unchecked Sendable {
         let queue = Thread.isMainThread || EngineRunner.onMainQueue ? DispatchQueue.main : DispatchQueue.global()
         // Apple's handler is not `@Sendable`: it is called once, on `queue`, and nowhere else.
         nonisolated(unsafe) let handler = completionHandler
-        GeocoderThread.shared.enqueue { [self] in
+        Self.thread.async { [self] in
             let result = database().flatMap { database in Result { () throws(CLError) in try work(database) } }
             let cancelled = state.withLock { state in
                 state.pending -= 1

@@ -349,9 +349,11 @@ public final class EngineRunner: Sendable {
         }
         guard stepped else { return false }
         if effects.sourceChanged { reconcileSource() }
-        if let location = effects.delivered, let cache = effects.cache {
+        if let location = effects.delivered, let cache = effects.cache,
             cache.record(location, for: appID, inBackground: true)
-            // An earlier write failed (a full disk): said once, in order with the outputs.
+        {
+            // An earlier write failed (a full disk): said once, at the next write, in order with
+            // the outputs.
             if let problem = cache.takeProblem(for: appID) {
                 enqueue(
                     .diagnostic(LocationDiagnostic(code: "lastLocationNotSaved", .lastLocationWriteFailed(problem))))
