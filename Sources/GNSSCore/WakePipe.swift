@@ -6,7 +6,7 @@ import FoundationEssentials
 #endif
 
 /// A pipe one thread sleeps on and others write to, to wake it early: the gpsd reader's wait
-/// between reconnection attempts and the engines' timer thread.
+/// between reconnection attempts, gpslocd's loops, the broker link.
 public final class WakePipe: Sendable {
     private let reader: Int32
     private let writer: Int32

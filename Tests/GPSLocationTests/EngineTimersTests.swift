@@ -99,6 +99,48 @@ struct EngineTimersTests {
         #expect(fires.at(.requestLocation).first! < 10)
     }
 
+    /// Owners for a thread of the test's own.
+    final class Owner: Sendable {}
+
+    @Test("the timer descriptor is armed for the earliest deadline: moved later, so is it")
+    func armedForTheEarliest() {
+        let thread = TimerThread()
+        let (first, second) = (Owner(), Owner())
+        let now = Double(TimerThread.now()) / 1e9
+        func armedIn() -> Double { Double(thread.wakesAndArming.armedFor) / 1e9 - now }
+        thread.schedule(ObjectIdentifier(first), .staleness, after: 100) {}
+        #expect((100..<150).contains(armedIn()))
+        thread.schedule(ObjectIdentifier(second), .staleness, after: 50) {}
+        #expect((50..<99).contains(armedIn()), "an earlier deadline re-arms it")
+        thread.schedule(ObjectIdentifier(second), .staleness, after: 200) {}
+        #expect((100..<150).contains(armedIn()), "the earliest moved later: armed for the next one")
+        thread.schedule(ObjectIdentifier(first), .staleness, after: 300) {}
+        #expect((200..<250).contains(armedIn()))
+        thread.schedule(ObjectIdentifier(first), .requestLocation, after: 250) {}
+        #expect((200..<249).contains(armedIn()), "a later deadline than the earliest changes nothing")
+        thread.cancelAll(ObjectIdentifier(first))
+        thread.cancelAll(ObjectIdentifier(second))
+    }
+
+    @Test("a deadline moved later wakes nothing (a live staleness timer, pushed on by every fix)")
+    func movedLaterWakesNothing() async throws {
+        let thread = TimerThread()
+        let owner = Owner()
+        let start = Date()
+        thread.schedule(ObjectIdentifier(owner), .staleness, after: 2) {}
+        thread.schedule(ObjectIdentifier(owner), .staleness, after: 1000) {}
+        // Only when the second arming came before the first deadline does the test say anything
+        // (a machine that held this thread off for seconds between two lines proves nothing).
+        let movedInTime = Date().timeIntervalSince(start) < 1.5
+        let fired = Watched(false)
+        thread.schedule(ObjectIdentifier(owner), .requestLocation, after: 2.5) { fired.withLock { $0 = true } }
+        #expect(await fired.wait(timeout: 60) { $0 })
+        if movedInTime {
+            #expect(thread.wakesAndArming.wakes == 1, "woken for the sentinel only, not at the old deadline")
+        }
+        thread.cancelAll(ObjectIdentifier(owner))
+    }
+
     @Test("cancel, cancelAll and the end of the owner stop fires; owners are independent")
     func cancelling() async throws {
         let fires = Fires()
