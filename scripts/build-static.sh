@@ -32,10 +32,17 @@ else
   echo "build-static: this Swift toolchain has no ld.lld: linked in the default order (more memory resident)" >&2
 fi
 # SwiftPM does not rebuild when only flags like these change: a build made with other flags is
-# removed first.
+# removed first. Nor does it link again when only the order file changed (scripts/function-order.py
+# rewrote it): then the two programs are removed, and linked anew.
 stamp=".build/static/flags"
 if [ -d .build/static ] && [ "$(cat "$stamp" 2>/dev/null)" != "${build[*]}" ]; then rm -rf .build/static; fi
+order_stamp=".build/static/function-order.sum"
+order_sum="$(sha256sum scripts/function-order.txt | cut -d' ' -f1)"
+if [ -d .build/static ] && [ "$(cat "$order_stamp" 2>/dev/null)" != "$order_sum" ]; then
+  rm -f .build/static/*/release/gpsloc .build/static/*/release/gpslocd
+fi
 "${build[@]}" --product gpsloc >&2
 "${build[@]}" --product gpslocd >&2
 printf '%s' "${build[*]}" > "$stamp"
+printf '%s' "$order_sum" > "$order_stamp"
 "${build[@]}" --show-bin-path
