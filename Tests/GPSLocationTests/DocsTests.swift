@@ -72,6 +72,10 @@ struct DocsTests {
             FileManager.default.enumerator(atPath: Self.root.appendingPathComponent(".build").path)?
                 .compactMap { $0 as? String }
                 .first { $0.hasSuffix("debug/CPseudoTerminal.build/module.modulemap") })
+        let timerFD = try #require(
+            FileManager.default.enumerator(atPath: Self.root.appendingPathComponent(".build").path)?
+                .compactMap { $0 as? String }
+                .first { $0.hasSuffix("debug/CTimerFD.build/module.modulemap") })
         var checked = 0
         for page in Self.pages + Self.articles + Self.documentedTypes {
             var text = try String(contentsOf: page, encoding: .utf8)
@@ -121,6 +125,8 @@ struct DocsTests {
                         "-Xcc",
                         "-fmodule-map-file=" + Self.root.appendingPathComponent(".build/\(pseudoTerminal)").path,
                         "-Xcc", "-I", "-Xcc", Self.root.appendingPathComponent("Sources/CPseudoTerminal/include").path,
+                        "-Xcc", "-fmodule-map-file=" + Self.root.appendingPathComponent(".build/\(timerFD)").path,
+                        "-Xcc", "-I", "-Xcc", Self.root.appendingPathComponent("Sources/CTimerFD/include").path,
                         file.path,
                     ]
                     let result = try await runProgram(swiftc, arguments, mergeErrors: true)

@@ -19,6 +19,10 @@ struct ExportsTests {
             FileManager.default.enumerator(atPath: root.appendingPathComponent(".build").path)?
                 .compactMap { $0 as? String }
                 .first { $0.hasSuffix("debug/CPseudoTerminal.build/module.modulemap") })
+        let timerFD = try #require(
+            FileManager.default.enumerator(atPath: root.appendingPathComponent(".build").path)?
+                .compactMap { $0 as? String }
+                .first { $0.hasSuffix("debug/CTimerFD.build/module.modulemap") })
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("exports-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -53,7 +57,9 @@ struct ExportsTests {
                 "-typecheck", "-swift-version", "6", "-I", modules.path, "-I", folder.path, "-Xcc",
                 "-fmodule-map-file=" + root.appendingPathComponent("Sources/CGPS/module.modulemap").path, "-Xcc",
                 "-fmodule-map-file=" + root.appendingPathComponent(".build/\(pseudoTerminal)").path, "-Xcc", "-I",
-                "-Xcc", root.appendingPathComponent("Sources/CPseudoTerminal/include").path, app.path,
+                "-Xcc", root.appendingPathComponent("Sources/CPseudoTerminal/include").path, "-Xcc",
+                "-fmodule-map-file=" + root.appendingPathComponent(".build/\(timerFD)").path, "-Xcc", "-I",
+                "-Xcc", root.appendingPathComponent("Sources/CTimerFD/include").path, app.path,
             ], mergeErrors: true)
         #expect(checked.status == 0, "\(checked.stdout.prefix(1500))")
 
@@ -67,7 +73,9 @@ struct ExportsTests {
                 "-typecheck", "-swift-version", "6", "-I", modules.path, "-Xcc",
                 "-fmodule-map-file=" + root.appendingPathComponent("Sources/CGPS/module.modulemap").path, "-Xcc",
                 "-fmodule-map-file=" + root.appendingPathComponent(".build/\(pseudoTerminal)").path, "-Xcc", "-I",
-                "-Xcc", root.appendingPathComponent("Sources/CPseudoTerminal/include").path, bare.path,
+                "-Xcc", root.appendingPathComponent("Sources/CPseudoTerminal/include").path, "-Xcc",
+                "-fmodule-map-file=" + root.appendingPathComponent(".build/\(timerFD)").path, "-Xcc", "-I",
+                "-Xcc", root.appendingPathComponent("Sources/CTimerFD/include").path, bare.path,
             ], mergeErrors: true)
         #expect(refused.status != 0 && refused.stdout.contains("cannot find 'PlainLock' in scope"), "\(refused.stdout)")
     }

@@ -1,4 +1,3 @@
-import CTimerFD
 import Dispatch
 import FoundationEssentials
 import GNSSCore
@@ -178,17 +177,10 @@ final class TimerThread: Sendable {
         var wakes = 0
     }
     private let state = Locked(State())
-    private let descriptor: Int32
+    private let descriptor = TimerDescriptor(owner: "timer thread")
 
     /// The process's thread is `shared`; a test makes its own to count its wake-ups.
-    init() {
-        let made = ctimerfd_create()
-        if made < 0 {
-            let reason = String(cString: strerror(-made))
-            fatalError("GPSLocation: cannot make the timer thread's timer descriptor (\(reason))")
-        }
-        descriptor = made
-    }
+    init() {}
 
     func schedule(
         _ owner: ObjectIdentifier, _ timer: LocationEngine.Timer, after seconds: TimeInterval,
@@ -227,16 +219,11 @@ final class TimerThread: Sendable {
 
     private func arm(_ state: inout State, for deadline: UInt64) {
         state.armedFor = deadline
-        let result = ctimerfd_arm(descriptor, deadline)
-        // Only a bad descriptor or value can fail, and neither can happen here; if one did, no
-        // timer would ever fire again, so it is not let pass quietly.
-        if result != 0 {
-            fatalError("GPSLocation: cannot arm the timer thread's descriptor (\(String(cString: strerror(-result))))")
-        }
+        descriptor.arm(for: deadline)
     }
 
     /// The monotonic clock the deadlines count in (ns).
-    static func now() -> UInt64 { ctimerfd_now() }
+    static func now() -> UInt64 { TimerDescriptor.now() }
 
     private static func earliest(_ entries: [TimerKey: Entry]) -> UInt64 {
         entries.values.reduce(UInt64.max) { min($0, $1.deadline) }
@@ -248,12 +235,7 @@ final class TimerThread: Sendable {
 
     private func run() {
         while true {
-            var expirations: UInt64 = 0
-            let count = withUnsafeMutableBytes(of: &expirations) { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                fatalError("GPSLocation: the timer thread cannot read its timer (\(String(cString: strerror(errno))))")
-            }
+            descriptor.wait()
             let now = Self.now()
             // Take what is due; arm for the earliest of the rest.
             let due = state.withLock { state -> [Entry] in
