@@ -118,8 +118,21 @@ struct EngineTimersTests {
         #expect((200..<250).contains(armedIn()))
         thread.schedule(ObjectIdentifier(first), .requestLocation, after: 250) {}
         #expect((200..<249).contains(armedIn()), "a later deadline than the earliest changes nothing")
+        // Past `exactLimit` timers, arming is one table update: a moved earliest deadline leaves
+        // the descriptor armed for the old one (the thread wakes there once, and arms anew).
         thread.cancelAll(ObjectIdentifier(first))
         thread.cancelAll(ObjectIdentifier(second))
+        let crowded = TimerThread()
+        let many = (0...TimerThread.exactLimit).map { _ in Owner() }
+        for (index, owner) in many.enumerated() {
+            crowded.schedule(ObjectIdentifier(owner), .staleness, after: 400 + Double(index)) {}
+        }
+        crowded.schedule(ObjectIdentifier(first), .staleness, after: 350) {}
+        let crowdedIn = { Double(crowded.wakesAndArming.armedFor) / 1e9 - now }
+        #expect((350..<399).contains(crowdedIn()))
+        crowded.schedule(ObjectIdentifier(first), .staleness, after: 900) {}
+        #expect((350..<399).contains(crowdedIn()), "left armed for the old deadline")
+        for owner in many + [first] { crowded.cancelAll(ObjectIdentifier(owner)) }
     }
 
     @Test("a deadline moved later wakes nothing (a live staleness timer, pushed on by every fix)")

@@ -193,7 +193,9 @@ final class TimerThread: Sendable {
                 Entry(deadline: deadline, action: action), forKey: TimerKey(owner: owner, timer: timer))
             if deadline < state.armedFor {
                 arm(&state, for: deadline)
-            } else if let previous, previous.deadline == state.armedFor, deadline > previous.deadline {
+            } else if let previous, previous.deadline == state.armedFor, deadline > previous.deadline,
+                state.entries.count <= Self.exactLimit
+            {
                 // The earliest deadline moved later: so does the descriptor's.
                 arm(&state, for: Self.earliest(state.entries))
             }
@@ -221,6 +223,12 @@ final class TimerThread: Sendable {
         state.armedFor = deadline
         descriptor.arm(for: deadline)
     }
+
+    /// Up to this many timers armed, a moved earliest deadline re-arms the descriptor for the
+    /// next one (a search of them all). Beyond it (a program with hundreds of managers) the
+    /// descriptor stays armed for the old deadline, and the thread wakes there once to arm for
+    /// the right one: arming stays one table update, whatever the count.
+    static let exactLimit = 64
 
     /// The monotonic clock the deadlines count in (ns).
     static func now() -> UInt64 { TimerDescriptor.now() }
