@@ -121,12 +121,19 @@ public final class GPSDConnection: Sendable {
 
     /// Connects (on the source's thread) and starts delivering events to `handler`.
     /// A connection failure arrives as `.failed` — `start` itself never blocks.
-    public func start(_ handler: @escaping @Sendable (GPSDEvent) -> Void) {
+    /// - Parameter burstEnded: called after the reports of each burst — what gpsd sent one after
+    ///   another, a receiver cycle's TPV, GST and SKY — before the thread waits for more: a
+    ///   relay that holds what it forwards until then sends a cycle in one write (gpslocd: its
+    ///   clients wake once a cycle, not once a report). With it, each wake-up also takes what
+    ///   came while its reports were handled (one `recv` more).
+    public func start(
+        _ handler: @escaping @Sendable (GPSDEvent) -> Void, burstEnded: (@Sendable () -> Void)? = nil
+    ) {
         let reader = control.withLock { control -> GPSDReader? in
             if control.reader != nil { return nil }
             let reader = GPSDReader(
                 endpoint: endpoint, noDataTimeout: noDataTimeout.map(Self.seconds), reconnect: reconnect,
-                decodesSky: decodesSky, handler: handler)
+                decodesSky: decodesSky, handler: handler, burstEnded: burstEnded)
             control.reader = reader
             return reader
         }
@@ -209,6 +216,7 @@ private final class GPSDReader: @unchecked Sendable {
     let reconnect: ReconnectPolicy?
     let decodesSky: Bool
     let handler: @Sendable (GPSDEvent) -> Void
+    let burstEnded: (@Sendable () -> Void)?
     var onEnd: (@Sendable () -> Void)?
 
     private let cancelled = Atomic(false)
@@ -247,8 +255,9 @@ private final class GPSDReader: @unchecked Sendable {
 
     init(
         endpoint: GPSDEndpoint, noDataTimeout: Double?, reconnect: ReconnectPolicy?, decodesSky: Bool,
-        handler: @escaping @Sendable (GPSDEvent) -> Void
+        handler: @escaping @Sendable (GPSDEvent) -> Void, burstEnded: (@Sendable () -> Void)?
     ) {
+        self.burstEnded = burstEnded
         self.decodesSky = decodesSky
         self.endpoint = endpoint
         self.noDataTimeout = noDataTimeout
@@ -398,16 +407,21 @@ private final class GPSDReader: @unchecked Sendable {
     /// Waits for what the socket holds and reports every complete line; the error when the
     /// connection went (after the lines that came before it), and whether bytes came.
     private func drain(_ handle: LibGPSHandle) -> (GPSDError?, Bool) {
-        let received = handle.receive()
-        var fixCame = false
-        while !isCancelled, let report = handle.nextReport(sky: decodesSky) {
-            local.pointee.heardAnything = true
-            local.pointee.attempts = 0
-            if case .fix = report {
-                fixCame = true
-                local.pointee.lastFix = Self.uptime()
+        var received = handle.receive()
+        var (reported, fixCame) = reportLines(handle)
+        if let burstEnded, reported {
+            // gpsd writes a cycle's reports one after another: what came while these were
+            // handled belongs to the same burst (bounded: a flood still lets the thread go on).
+            var more = 0
+            while more < 8, !isCancelled, case .received = received {
+                received = handle.receive(wait: false)
+                let (again, fix) = reportLines(handle)
+                if fix { fixCame = true }
+                if !again { break }
+                more += 1
             }
-            emit(report)
+            if case .nothing = received { received = .received }
+            if !isCancelled { burstEnded() }
         }
         if fixCame && local.pointee.silent {
             local.pointee.silent = false
@@ -426,6 +440,23 @@ private final class GPSDReader: @unchecked Sendable {
                     libgpsMessage: code == 0 ? nil : LibGPSHandle.errorText(code)), false
             )
         }
+    }
+
+    /// Reports every complete buffered line; whether any was a report, and whether one was a fix.
+    private func reportLines(_ handle: LibGPSHandle) -> (reported: Bool, fixCame: Bool) {
+        var reported = false
+        var fixCame = false
+        while !isCancelled, let report = handle.nextReport(sky: decodesSky) {
+            reported = true
+            local.pointee.heardAnything = true
+            local.pointee.attempts = 0
+            if case .fix = report {
+                fixCame = true
+                local.pointee.lastFix = Self.uptime()
+            }
+            emit(report)
+        }
+        return (reported, fixCame)
     }
 
     /// The connection failed or was lost: says so, and whether and when it is tried again.

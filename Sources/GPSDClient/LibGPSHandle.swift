@@ -111,8 +111,9 @@ package final class LibGPSHandle {
     }
 
     /// Reads what the socket holds, blocking until something comes (or the socket's receive
-    /// timeout passes, or it is shut down).
-    func receive() -> ReceiveResult {
+    /// timeout passes, or it is shut down); with `wait` false, only what has come (else
+    /// `.nothing`).
+    func receive(wait: Bool = true) -> ReceiveResult {
         if window.pointee.start > 0 {
             // Move the unconsumed tail to the front (once per receive, not once per line).
             let start = window.pointee.start
@@ -122,7 +123,7 @@ package final class LibGPSHandle {
         }
         let end = window.pointee.end
         guard end < Self.capacity else { return .overlong }
-        let count = recv(cgps_fd(data), inbound + end, Self.capacity - end, 0)
+        let count = recv(cgps_fd(data), inbound + end, Self.capacity - end, wait ? 0 : Int32(MSG_DONTWAIT))
         if count > 0 {
             window.pointee.end += count
             return .received

@@ -31,6 +31,9 @@ package final class BrokerClient: @unchecked Sendable {
     private var firstStarted = false
     private enum LineKind { case location, reply, authorization }
     private var closed = false
+    /// Holding lines until `uncork()`: gpslocd's reader is handing over a burst of gpsd's reports
+    /// (a receiver cycle's FIX and ESTIMATE go in one write: the program wakes once a cycle).
+    private var corked = false
     private var dropped = 0
     private var repliesOverflowed = false
     /// Set by the loop's thread only.
@@ -82,6 +85,8 @@ package final class BrokerClient: @unchecked Sendable {
         defer { lock.unlock() }
         authorizationEpoch += 1
         guard !closed else { return }
+        // A burst being held (`cork`) does not hold this line back: it goes now.
+        defer { if corked { sendPending() } }
         guard !pending.isEmpty else {
             append(line, kind: .authorization)
             return
@@ -159,7 +164,7 @@ package final class BrokerClient: @unchecked Sendable {
     }
 
     private func append(_ line: String, kind: LineKind) {
-        if pending.isEmpty {
+        if pending.isEmpty && !corked {
             let bytes = Array(line.utf8)
             let sent = bytes.withUnsafeBytes {
                 Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
@@ -174,15 +179,40 @@ package final class BrokerClient: @unchecked Sendable {
             lines = [(pending.count, kind)]
             firstStarted = sent > 0
         } else {
+            if pending.isEmpty { firstStarted = false }
             pending.append(contentsOf: line.utf8)
             lines.append((line.utf8.count, kind))
+            // Only reports wait for the burst's end: a reply (or news of gpsd) goes now, with
+            // what was held before it.
+            if corked && kind != .location { sendPending() }
         }
+    }
+
+    /// Holds the lines queued from now on until `uncork()`.
+    func cork() {
+        lock.lock()
+        corked = true
+        lock.unlock()
+    }
+
+    /// Sends what `cork()` held, in one write (what the socket takes; the rest when it is
+    /// writable again).
+    func uncork() {
+        lock.lock()
+        defer { lock.unlock() }
+        corked = false
+        sendPending()
     }
 
     /// Sends what waits (the socket became writable).
     func flush() {
         lock.lock()
         defer { lock.unlock() }
+        sendPending()
+    }
+
+    /// `flush`'s work, under `lock`.
+    private func sendPending() {
         guard !closed, !pending.isEmpty else { return }
         let sent = pending.withUnsafeBytes {
             Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))

@@ -64,7 +64,7 @@ extension BrokerService {
             defer { state.hubStarted = true }
             return (token, !state.hubStarted)
         }
-        if startHub { hub.start { [weak self] event in self?.fromGPSD(event) } }
+        if startHub { self.startHub() }
         return token
     }
 

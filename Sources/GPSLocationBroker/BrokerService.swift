@@ -69,6 +69,9 @@ package final class BrokerService: Sendable {
     let geoClue = Locked<GeoClueFace?>(nil)
     let state = Locked(State())
     let hub: GPSDLocationSource
+    /// The programs whose lines are held until the present burst of gpsd's reports ends, by id
+    /// (touched on the hub's thread only; locked because the service is shared).
+    let corked = Locked<[Int: BrokerClient]>([:])
     /// Whether a program is in use now (nil: it has gone), for tests that set it; otherwise
     /// `TerminalUse` judges each uid's connections on who holds them now.
     let inUseProbe: (@Sendable (BrokerClient) -> Bool?)?
@@ -223,7 +226,7 @@ package final class BrokerService: Sendable {
             return (!state.hubStarted, client.watching ? state.hubProblem : nil)
         }
         if let problem { client.send(problem) }
-        if startHub { hub.start { [weak self] event in self?.fromGPSD(event) } }
+        if startHub { self.startHub() }
         reconcile(client)
     }
 
@@ -254,6 +257,21 @@ package final class BrokerService: Sendable {
     }
 
     // MARK: gpsd's reports
+
+    /// Starts reading gpsd: each burst of reports (a receiver cycle's) goes to each program in
+    /// one write, so it wakes once a cycle (`endBurst`).
+    func startHub() {
+        hub.start({ [weak self] event in self?.fromGPSD(event) }, burstEnded: { [weak self] in self?.endBurst() })
+    }
+
+    /// Sends what each program was given in the burst that just ended.
+    func endBurst() {
+        let held = corked.withLock { held in
+            defer { held.removeAll(keepingCapacity: true) }
+            return held
+        }
+        for client in held.values { client.uncork() }
+    }
 
     func fromGPSD(_ event: LocationSourceEvent) {
         enum Audience { case everyone, full }
@@ -311,6 +329,13 @@ package final class BrokerService: Sendable {
         }
         for (session, epoch) in reduced { session.send(event, epoch: epoch) }
         for subscriber in subscribers { subscriber(event) }
+        if audience == .full && !targets.isEmpty {
+            // Held until the burst ends (`endBurst`, on this same thread, after the burst's
+            // last report): the cycle's lines reach each program in one write.
+            corked.withLock { held in
+                for (client, _) in targets where held.updateValue(client, forKey: client.id) == nil { client.cork() }
+            }
+        }
         for (client, epoch) in targets {
             // A revocation that came first: not sent, so not kept as its last location.
             _ = client.sendLocation(line, droppable: audience == .full, epoch: audience == .full ? epoch : nil) {
@@ -423,6 +448,8 @@ package final class BrokerService: Sendable {
         inUseTimer.cancel()
         policyWatcher.withLock { $0 = nil }
         hub.stop()
+        // A burst the stop cut short: what it held goes.
+        endBurst()
         // As a manager's stop: the last locations' writes are waited for, but not for ever.
         if !lastFixes.waitForWrites(timeout: LastLocationCache.finalWriteWait) {
             BrokerServer.log(

@@ -202,6 +202,49 @@ struct BrokerTests {
         #expect(String(decoding: buffer[..<max(count, 0)], as: UTF8.self) == "FIX 1\nAUTHORIZATION denied\nNOTICE\n")
     }
 
+    /// gpslocd holds a burst of gpsd's reports for each program until the burst ends, so a
+    /// cycle's FIX and ESTIMATE reach it in one write (it wakes once a cycle, not once a report);
+    /// replies and AUTHORIZATION lines are never held, and a revocation still drops the held
+    /// locations.
+    @Test("a held burst goes in one write; replies and revocations are not held")
+    func corkedBurst() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[1]) }
+        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 1, gid: 1, pid: 1))
+        defer { close(pair[0]) }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        func read() -> String {
+            let count = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            return String(decoding: buffer[..<max(count, 0)], as: UTF8.self)
+        }
+        client.cork()
+        client.send("FIX 1\n", droppable: true, epoch: client.epoch)
+        client.send("ESTIMATE 1\n", droppable: true, epoch: client.epoch)
+        #expect(read() == "", "held until the burst ends")
+        client.uncork()
+        #expect(read() == "FIX 1\nESTIMATE 1\n", "one write")
+        client.send("FIX 2\n", droppable: true, epoch: client.epoch)
+        #expect(read() == "FIX 2\n", "not held once the burst ended")
+
+        // A reply while a burst is held goes at once, after what was held before it.
+        client.cork()
+        client.send("FIX 3\n", droppable: true, epoch: client.epoch)
+        client.send("REPLY\n")
+        #expect(read() == "FIX 3\nREPLY\n")
+        client.uncork()
+
+        // A revocation while a burst is held: the held location is dropped, the line goes now.
+        client.cork()
+        let checked = client.epoch
+        client.send("FIX 4\n", droppable: true, epoch: checked)
+        client.sendAuthorization("AUTHORIZATION denied\n")
+        client.send("FIX 5\n", droppable: true, epoch: checked)
+        #expect(read() == "AUTHORIZATION denied\n")
+        client.uncork()
+        #expect(read() == "", "no location after the revocation")
+    }
+
     /// #51: a program behind on its reading learns of a revocation before what waits for it:
     /// the AUTHORIZATION line goes after the line on the wire (finished first) and any earlier
     /// AUTHORIZATION line, and the location lines behind it are dropped; replies are kept.

@@ -173,6 +173,45 @@ struct GPSDReaderTests {
         withExtendedLifetime(server) {}
     }
 
+    /// gpslocd's reading (`start(_:burstEnded:)`): the same reports, each burst's end said after
+    /// its last report and before the thread waits again — never an empty burst, and never a
+    /// report left unended.
+    @Test("with burst ends: the same reports, every burst ended after its reports", arguments: [1 << 20, 7, 1_500])
+    func burstEnds(_ size: Int) async throws {
+        let lines = try Self.stream()
+        let server = try LineServer(payload: Array(lines.map { $0 + "\r\n" }.joined().utf8), chunk: { _ in size })
+        enum Heard: Equatable {
+            case event(GPSDEvent)
+            case burstEnd
+        }
+        let heard = Watched<[Heard]>([])
+        let source = GPSDConnection(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil, decodesSky: true)
+        source.start(
+            { event in heard.withLock { $0.append(.event(event)) } },
+            burstEnded: { heard.withLock { $0.append(.burstEnd) } })
+        #expect(
+            await heard.wait(timeout: 60) {
+                $0.contains { if case .event(.failed) = $0 { true } else { false } }
+            })
+        source.stop()
+        let all = heard.withLock { $0 }
+        let reports = all.compactMap { if case .event(let event) = $0, event.isReport { event } else { nil } }
+        #expect(reports == Self.expected(lines, sky: true))
+        #expect(all.contains(.burstEnd))
+        // No burst ends without a report in it; the last report is followed by an end.
+        var sinceEnd = 0
+        for entry in all {
+            switch entry {
+            case .burstEnd:
+                #expect(sinceEnd > 0, "an empty burst")
+                sinceEnd = 0
+            case .event(let event): if event.isReport { sinceEnd += 1 }
+            }
+        }
+        #expect(sinceEnd == 0, "\(sinceEnd) report(s) after the last burst's end")
+        withExtendedLifetime(server) {}
+    }
+
     @Test("without sky, SKY lines are left undecoded and everything else is the same")
     func withoutSky() async throws {
         let lines = try Self.stream()

@@ -26,7 +26,8 @@ public final class GPSDLocationSource: LocationSource {
     /// reader never waits for the app; a gpsfake replay's locations are kept until taken instead.
     public var waitsForConsumer: Bool { false }
     private let key: SharedGPSDConnections.Key
-    private let subscription = Locked<UUID?>(nil)
+    /// The shared connection joined, and the token of this source's subscription to it.
+    private let subscription = Locked<(key: SharedGPSDConnections.Key, token: UUID)?>(nil)
 
     /// A source reading the gpsd at `endpoint`.
     /// - Parameters:
@@ -50,10 +51,22 @@ public final class GPSDLocationSource: LocationSource {
 
     /// Joins the endpoint's shared connection (opening it when it is the first).
     public func start(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) {
+        start(handler, burstEnded: nil)
+    }
+
+    /// `start`, and `burstEnded` after each burst of reports gpsd sent one after another (a
+    /// receiver cycle's fix, error estimate and sky), on the same thread: a relay that holds what
+    /// it forwards until then sends a cycle at once (gpslocd). Such a source reads a connection
+    /// of its own (sources share one only when they agree on this too).
+    public func start(
+        _ handler: @escaping @Sendable (LocationSourceEvent) -> Void, burstEnded: (@Sendable () -> Void)?
+    ) {
+        var key = self.key
+        key.reportsBursts = burstEnded != nil
         let endpoint = self.endpoint
         // Whether the connection was lost since it last connected (for the "again" notice).
         let lost = Lost()
-        let token = SharedGPSDConnections.shared.subscribe(key) { event in
+        let forward: SharedGPSDConnections.Handler = { event in
             // The reports of every receiver cycle go straight through, without an array; the
             // receiver's error estimates too (gpsd 3.22 puts no GST into its TPV): the engine
             // pairs them with their fixes.
@@ -66,20 +79,21 @@ public final class GPSDLocationSource: LocationSource {
                 for mapped in Self.events(for: event, endpoint: endpoint, lost: lost) { handler(mapped) }
             }
         }
+        let token = SharedGPSDConnections.shared.subscribe(key, forward, burstEnded: burstEnded)
         let previous = subscription.withLock { stored in
-            defer { stored = token }
+            defer { stored = (key, token) }
             return stored
         }
-        if let previous { SharedGPSDConnections.shared.unsubscribe(key, previous) }
+        if let previous { SharedGPSDConnections.shared.unsubscribe(previous.key, previous.token) }
     }
 
     /// Leaves the shared connection (closing it when it is the last).
     public func stop() {
-        let token = subscription.withLock { stored in
+        let joined = subscription.withLock { stored in
             defer { stored = nil }
             return stored
         }
-        if let token { SharedGPSDConnections.shared.unsubscribe(key, token) }
+        if let joined { SharedGPSDConnections.shared.unsubscribe(joined.key, joined.token) }
     }
 
     /// One connection's outage state: lost or not, and when the last `reconnecting` notice went.

@@ -13,9 +13,12 @@ final class SharedGPSDConnections: Sendable {
         var noDataTimeout: Duration?
         var reconnect: ReconnectPolicy?
         var decodesSky: Bool
+        /// Whose subscribers hear the end of each burst of reports (`GPSDConnection.start`).
+        var reportsBursts = false
     }
 
     typealias Handler = @Sendable (GPSDEvent) -> Void
+    typealias BurstHandler = @Sendable () -> Void
 
     /// One shared connection.
     private struct Entry {
@@ -23,6 +26,7 @@ final class SharedGPSDConnections: Sendable {
         /// Which connection this is: a key's entry is replaced when its connection failed.
         let id = UUID()
         var subscribers: [UUID: Handler] = [:]
+        var burstSubscribers: [UUID: BurstHandler] = [:]
         /// What each event goes to, held by the connection's own callback: an event reaches the
         /// subscribers without looking its connection up in the table (hashing its key's host
         /// for every report of a 10 Hz receiver) or loading a weak reference.
@@ -33,11 +37,14 @@ final class SharedGPSDConnections: Sendable {
         /// Adds or removes a subscriber; the connection's trouble as of that moment (in the
         /// same critical section as the events': a subscriber hears a trouble once, either way).
         @discardableResult
-        mutating func set(_ token: UUID, _ handler: Handler?) -> GPSDEvent? {
+        mutating func set(_ token: UUID, _ handler: Handler?, burstEnded: BurstHandler? = nil) -> GPSDEvent? {
             subscribers[token] = handler
+            burstSubscribers[token] = handler == nil ? nil : burstEnded
             let handlers = Array(subscribers.values)
+            let burstHandlers = Array(burstSubscribers.values)
             return fan.state.withLock { state in
                 state.handlers = handlers
+                state.burstHandlers = burstHandlers
                 return state.trouble
             }
         }
@@ -48,6 +55,8 @@ final class SharedGPSDConnections: Sendable {
         struct State {
             /// The subscribers' handlers, as an array: each event copies it (a retain).
             var handlers: [Handler] = []
+            /// Those that asked to hear the end of each burst.
+            var burstHandlers: [BurstHandler] = []
             /// The connection's trouble now (gpsd unreachable or lost while it retries, or
             /// silent), until it connects or reports again: a subscriber that joins meanwhile
             /// hears it at once, not at the next once-a-minute notice.
@@ -68,6 +77,11 @@ final class SharedGPSDConnections: Sendable {
             }
             for handler in handlers { handler(event) }
         }
+
+        /// Tells the subscribers that asked that a burst of reports has been handed over.
+        func burstEnded() {
+            for handler in state.withLock({ $0.burstHandlers }) { handler() }
+        }
     }
 
     private let entries = Locked<[Key: Entry]>([:])
@@ -77,30 +91,33 @@ final class SharedGPSDConnections: Sendable {
         entries.withLock { $0.keys.count { $0.endpoint == endpoint } }
     }
 
-    func subscribe(_ key: Key, _ handler: @escaping Handler) -> UUID {
+    func subscribe(_ key: Key, _ handler: @escaping Handler, burstEnded: BurstHandler? = nil) -> UUID {
         let token = UUID()
         var trouble: GPSDEvent?
         let started = entries.withLock { entries -> Entry? in
             if entries[key] != nil {
-                trouble = entries[key]!.set(token, handler)
+                trouble = entries[key]!.set(token, handler, burstEnded: burstEnded)
                 return nil
             }
             var entry = Entry(
                 source: GPSDConnection(
                     endpoint: key.endpoint, noDataTimeout: key.noDataTimeout, reconnect: key.reconnect,
                     decodesSky: key.decodesSky))
-            entry.set(token, handler)
+            entry.set(token, handler, burstEnded: burstEnded)
             entries[key] = entry
             return entry
         }
         if let entry = started {
             let id = entry.id
             let fan = entry.fan
-            entry.source.start { [weak self] event in
+            var burstEnded: BurstHandler?
+            if key.reportsBursts { burstEnded = { fan.burstEnded() } }
+            let events: Handler = { [weak self] event in
                 fan.deliver(event)
                 // The connection is gone for good: the next subscriber opens a new one.
                 if case .failed = event { self?.entries.withLock { if $0[key]?.id == id { $0[key] = nil } } }
             }
+            entry.source.start(events, burstEnded: burstEnded)
         }
         if let trouble {
             // Not from inside the caller's start(): its own state may be locked there.
