@@ -28,7 +28,7 @@ fi
 if [ "${GPSLOCATION_DEBUG_BUILT:-}" != 1 ]; then swift build; fi
 for module in GPSLocation LocationCore LocationWords GPSLocationTesting NMEA0183; do
   [ -f "$modules/$module.swiftmodule" ] || { echo "docs: no debug build of $module (swift build)" >&2; exit 1; }
-  swift symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CGPS -I .build/debug/CPseudoTerminal.build \
+  swift symbolgraph-extract -module-name "$module" -I "$modules" -I Sources/CGPS -I .build/debug/CPseudoTerminal.build -I .build/debug/CTimerFD.build \
     -target "$(uname -m)-unknown-linux-gnu" -minimum-access-level public -skip-synthesized-members \
     -output-dir "$symbols" >"$out/symbolgraph-$module.log" 2>&1 || {
     cat "$out/symbolgraph-$module.log" >&2
