@@ -40,9 +40,9 @@ let package = Package(
         ),
         .target(name: "CPseudoTerminal"),
         .target(name: "CTimerFD"),
-        .target(name: "GNSSCore", dependencies: ["CTimerFD"], swiftSettings: strictSettings),
+        .target(name: "GNSSCore", swiftSettings: strictSettings),
         .target(name: "NMEA0183", dependencies: ["GNSSCore"], swiftSettings: strictSettings),
-        .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore"], swiftSettings: strictSettings),
+        .target(name: "GPSDClient", dependencies: ["CGPS", "GNSSCore", "CTimerFD"], swiftSettings: strictSettings),
         .target(name: "LocationCore", dependencies: ["GNSSCore", "NMEA0183", "GPSDClient"], swiftSettings: strictSettings),
         .target(name: "LocationWords", dependencies: ["GNSSCore", "GPSDClient", "LocationCore"], swiftSettings: strictSettings),
         .target(

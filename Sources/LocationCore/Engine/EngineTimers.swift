@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import GNSSCore
+import GPSDClient
 import Glibc
 
 /// The timers behind `LocationEngine`'s `arm`/`cancel` actions, for the drivers

@@ -7,7 +7,8 @@ internal import CTimerFD
 /// A monotonic timer one thread sleeps on (timerfd(2)): armed for an absolute deadline, re-armed
 /// by any thread, it wakes the sleeper only when a deadline it is armed for comes. Moving the
 /// deadline later wakes nothing — where a `poll` timeout, fixed when the sleep began, would end
-/// at the old one. For the engines' timer thread.
+/// at the old one. For the engines' timer thread. (It lives here, in the layer of system calls
+/// LocationCore builds on, because GNSSCore stays free of C: NMEA0183 builds on it alone.)
 public final class TimerDescriptor: Sendable {
     private let descriptor: Int32
 
