@@ -27,7 +27,15 @@ extension RealGPSD.LaneD {
             defer { server.stop() }
             // gpsfake attaches its pseudo-terminal in well under a second when idle; on a loaded
             // machine it was seen to take more than the default 5 s.
-            #expect(await server.waitUntilDeviceAttached(timeout: .seconds(30)))
+            // When it does not, the failure says what gpsfake did (session 38: once, under two busy
+            // loops beside the whole suite, it was not attached after 30 s — no more was known).
+            let attached = await server.waitUntilDeviceAttached(timeout: .seconds(30))
+            #expect(
+                attached,
+                """
+                gpsd never listed gpsfake's receiver: \(server.failureAfterExit(timeout: .zero) ?? "gpsfake running, or ended cleanly"); \
+                its watcher saw: \(server.watcherOutput.suffix(600))
+                """)
             CLLocationManager.setDefaultSource {
                 let source = GPSDLocationSource(
                     endpoint: server.endpoint, noDataTimeout: nil, reconnect: nil, isLive: false)
