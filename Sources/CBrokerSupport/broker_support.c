@@ -64,6 +64,15 @@ int gpslocd_epoll_add(int epoll, int fd, unsigned events, long long data) {
     return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
 }
 
+int gpslocd_epoll_modify(int epoll, int fd, unsigned events, long long data) {
+    struct epoll_event event = {0};
+    if (events & 1) event.events |= EPOLLIN | EPOLLRDHUP;
+    if (events & 2) event.events |= EPOLLOUT;
+    if (events & 4) event.events |= EPOLLET;
+    event.data.u64 = (unsigned long long)data;
+    return epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event);
+}
+
 int gpslocd_epoll_remove(int epoll, int fd) { return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, NULL); }
 
 int gpslocd_epoll_wait(int epoll, long long *data, unsigned *events, int maximum, int timeout) {

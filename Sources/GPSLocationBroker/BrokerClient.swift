@@ -1,3 +1,4 @@
+import CBrokerSupport
 import Dispatch
 import FoundationEssentials
 import GNSSCore
@@ -31,6 +32,11 @@ package final class BrokerClient: @unchecked Sendable {
     private var firstStarted = false
     private enum LineKind { case location, reply, authorization }
     private var closed = false
+    /// The loop's epoll set, and whether it watches this connection for room to write: only while
+    /// output waits. Watched always (edge-triggered), every read the program made woke the loop —
+    /// a wake-up per program per cycle, and a lock taken from the reader's hand (session 38).
+    private let epoll: Int32
+    private var watchingWritable = false
     /// Holding lines until `uncork()`: gpslocd's reader is handing over a burst of gpsd's reports
     /// (a receiver cycle's FIX and ESTIMATE go in one write: the program wakes once a cycle).
     private var corked = false
@@ -55,7 +61,9 @@ package final class BrokerClient: @unchecked Sendable {
     /// after a revocation's line the program gets no fix, full or reduced.
     private var authorizationEpoch = 0
 
-    init(fd: Int32, id: Int, identity: PeerIdentity) {
+    /// `epoll`: the loop's epoll set, which this connection is in (-1: none, a test's socket).
+    init(fd: Int32, id: Int, identity: PeerIdentity, epoll: Int32 = -1) {
+        self.epoll = epoll
         self.fd = fd
         self.id = id
         self.identity = identity
@@ -178,6 +186,7 @@ package final class BrokerClient: @unchecked Sendable {
             pending.append(contentsOf: bytes[max(sent, 0)...])
             lines = [(pending.count, kind)]
             firstStarted = sent > 0
+            watchWritable(true)
         } else {
             if pending.isEmpty { firstStarted = false }
             pending.append(contentsOf: line.utf8)
@@ -234,7 +243,17 @@ package final class BrokerClient: @unchecked Sendable {
         } else if sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK {
             closed = true
             shutdown(fd, Int32(SHUT_RDWR))
+            return
         }
+        watchWritable(!pending.isEmpty)
+    }
+
+    /// Watches the connection for room to write, or stops, as output waits or not (under `lock`).
+    private func watchWritable(_ wanted: Bool) {
+        guard epoll >= 0, wanted != watchingWritable, !closed else { return }
+        watchingWritable = wanted
+        // Edge-triggered either way; adding room-to-write reports it at once if there is room.
+        _ = gpslocd_epoll_modify(epoll, fd, wanted ? 1 | 2 | 4 : 1 | 4, Int64(fd))
     }
 
     /// Its replies went unread past `maximumReplies`: the loop disconnects it.

@@ -269,11 +269,12 @@ package final class BrokerServer: Sendable {
                         + "some (a program that opens a connection per request leaks them)")
                 continue
             }
-            let client = BrokerClient(fd: fd, id: nextID, identity: identity)
+            // Watched for input; for room to write only while output waits (`BrokerClient`).
+            gpslocd_epoll_add(epoll, fd, 1 | 4, Int64(fd))
+            let client = BrokerClient(fd: fd, id: nextID, identity: identity, epoll: epoll)
             nextID += 1
             clients[fd] = client
             service.connected(client)
-            gpslocd_epoll_add(epoll, fd, 1 | 2 | 4, Int64(fd))
         }
         return true
     }

@@ -25,6 +25,8 @@ int gpslocd_accept(int listener);
 int gpslocd_epoll_create(void);
 /// Adds fd with events: 1 read, 2 write, 4 edge-triggered; `data` comes back from wait.
 int gpslocd_epoll_add(int epoll, int fd, unsigned events, long long data);
+/// Changes the events fd is watched for (the same flags as add).
+int gpslocd_epoll_modify(int epoll, int fd, unsigned events, long long data);
 int gpslocd_epoll_remove(int epoll, int fd);
 /// Waits; fills data[i] and events[i] (1 readable or hung up, 2 writable); returns the count.
 int gpslocd_epoll_wait(int epoll, long long *data, unsigned *events, int maximum, int timeout);
