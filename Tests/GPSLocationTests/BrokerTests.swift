@@ -1,3 +1,4 @@
+import CBrokerSupport
 import Foundation
 import GNSSCore
 import GPSDProcesses
@@ -243,6 +244,59 @@ struct BrokerTests {
         #expect(read() == "AUTHORIZATION denied\n")
         client.uncork()
         #expect(read() == "", "no location after the revocation")
+    }
+
+    /// gpslocd's loop hears of room to write on a program's connection only while output waits
+    /// for it: a program reading what was sent at once wakes nobody (watched always, every read it
+    /// made woke the loop); one behind is flushed when it reads.
+    @Test("room to write is watched only while output waits")
+    func writableWatchedOnlyWhileWaiting() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[1]) }
+        var small: Int32 = 4096
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
+        let epoll = gpslocd_epoll_create()
+        defer { close(epoll) }
+        #expect(gpslocd_epoll_add(epoll, pair[0], 1 | 4, Int64(pair[0])) == 0)
+        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 1, gid: 1, pid: 1), epoll: epoll)
+        defer { close(pair[0]) }
+        var data = [Int64](repeating: 0, count: 4)
+        var events = [UInt32](repeating: 0, count: 4)
+        func writable() -> Bool {
+            let count = gpslocd_epoll_wait(epoll, &data, &events, 4, 0)
+            return (0..<Int(max(count, 0))).contains { events[$0] & 2 != 0 }
+        }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        func drain() -> Int {
+            var total = 0
+            while true {
+                let count = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if count <= 0 { return total }
+                total += count
+            }
+        }
+        client.send("FIX 1\n", droppable: true, epoch: client.epoch)
+        #expect(drain() == 6)
+        #expect(!writable(), "a read of what was sent at once wakes nobody")
+        // Behind: the socket fills, the rest waits, and room to write is watched.
+        let line = String(repeating: "x", count: 1_000) + "\n"
+        for _ in 0..<200 { client.send(line) }
+        #expect(!writable(), "no room yet")
+        var received = drain()
+        #expect(writable(), "the program read: the loop hears of it")
+        while received < 200 * line.utf8.count {
+            client.flush()
+            let more = drain()
+            if more == 0 { break }
+            received += more
+        }
+        #expect(received == 200 * line.utf8.count)
+        _ = writable()
+        client.send("FIX 2\n", droppable: true, epoch: client.epoch)
+        #expect(drain() == 6)
+        #expect(!writable(), "all sent: no longer watched")
     }
 
     /// #51: a program behind on its reading learns of a revocation before what waits for it:
