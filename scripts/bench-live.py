@@ -16,7 +16,12 @@
   bus (dbus-daemon), serving GeoClue's own client (geoclue-2-demo's where-am-i, granted Always),
   measured the same way.
 
-Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ] [--installed DIR [--geoclue]]
+- with --rounds N as well: then N more rounds of the installed `gpsloc watch --json` and gpspipe
+  alone on the same gpsd, each pair started afresh (--round-seconds each, 20 by default), each
+  round's ratio and their median. One run's ratio moves ±15 % with where each process happens to
+  land beside the others at each wake-up (BENCHMARKS.md, session 38); fresh rounds sample that.
+
+Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ] [--installed DIR [--geoclue] [--rounds N]]
 """
 import argparse, json, os, subprocess, sys, tempfile, threading, time
 import private_bus
@@ -27,6 +32,8 @@ parser.add_argument("--seconds", type=float, default=60)
 parser.add_argument("--rate", type=float, default=10)
 parser.add_argument("--installed")
 parser.add_argument("--geoclue", action="store_true")
+parser.add_argument("--rounds", type=int, default=0)
+parser.add_argument("--round-seconds", type=float, default=20)
 options = parser.parse_args()
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -153,7 +160,8 @@ def main():
         programs += [os.path.join(options.installed, name) for name in ("gpsloc", "gpslocd")]
     evict(programs)
     recording = os.path.join(work, "live.nmea")
-    seconds = int(options.seconds + 30)
+    # The recording outlasts the measured minute and every round after it.
+    seconds = int(options.seconds + 30 + options.rounds * (options.round_seconds + 10))
     subprocess.run([os.path.join(options.bin, "nmea-sim"), "--rate", str(int(options.rate)), "--duration", str(seconds),
                     "--talkers", "multi", "--scenario", "clean", "--output", recording], check=True)
     environment = dict(os.environ, XDG_CONFIG_HOME=work, XDG_CACHE_HOME=os.path.join(work, "cache"),
@@ -219,6 +227,7 @@ def main():
     resident = {name: memory(p.pid) for name, (p, _) in clients.items()}
     for process, _ in clients.values():
         process.terminate()
+    rounds = paired_rounds(port, environment) if options.installed and options.rounds > 0 else []
     server.send_signal(2)
     server.wait(timeout=10)
 
@@ -251,6 +260,42 @@ def main():
     if warm:
         print(f"  (the {len(warm)} fixes of the warm-up before it: {sum(1 for a in warm if a > 50)} a cycle late "
               f"while the epoch stage learnt the receiver's cycle; max {max(warm):.2f} ms)")
+    if rounds:
+        for index, (ours_cpu, theirs_cpu) in enumerate(rounds, 1):
+            print(f"round {index} of {len(rounds)}, the pair alone: installed gpsloc watch --json "
+                  f"{ours_cpu * 60:.4f} s a minute, gpspipe -w {theirs_cpu * 60:.4f} s: "
+                  f"{ours_cpu / max(theirs_cpu, 1e-9):.2f}×")
+        ratios = sorted(ours_cpu / max(theirs_cpu, 1e-9) for ours_cpu, theirs_cpu in rounds)
+        print(f"installed gpsloc / gpspipe CPU over {len(rounds)} fresh rounds: median "
+              f"{percentile(ratios, 50):.2f}× (from {ratios[0]:.2f}× to {ratios[-1]:.2f}×)")
+
+
+def paired_rounds(port, environment):
+    """The installed gpsloc watch --json and gpspipe -w alone on the gpsd at `port`, started
+    afresh each round: each one's CPU a second of the measured time, per round."""
+    installed = os.path.join(options.installed, "gpsloc")
+    results = []
+    for _ in range(options.rounds):
+        pair = [
+            subprocess.Popen([installed, "watch", "--json", "--port", port, "--max-age", "1e9"], env=environment,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True),
+            subprocess.Popen(["gpspipe", "-w", f"127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True),
+        ]
+        for process in pair:
+            threading.Thread(target=lambda stream: [None for _ in stream], args=(process.stdout,), daemon=True).start()
+        time.sleep(3)
+        before = [runtimes(process.pid) for process in pair]
+        began = time.monotonic()
+        time.sleep(options.round_seconds)
+        elapsed = time.monotonic() - began
+        after = [runtimes(process.pid) for process in pair]
+        for process in pair:
+            process.terminate()
+            process.wait(timeout=10)
+        cpu = [precise_cpu(b, a) for b, a in zip(before, after)]
+        if None not in cpu:
+            results.append((cpu[0] / elapsed, cpu[1] / elapsed))
+    return results
 
 
 main()

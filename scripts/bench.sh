@@ -160,7 +160,7 @@ ls -l "$out/installed" | awk 'NR > 1 { printf "installed %s: %.1f MB on disk\n",
 # gpslocd's GeoClue face too, serving GeoClue's own client, where dbus-daemon and geoclue-2-demo are.
 geoclue=()
 [ -x /usr/libexec/geoclue-2.0/demos/where-am-i ] && [ -x /usr/bin/dbus-daemon ] && geoclue=(--geoclue)
-python3 scripts/bench-live.py "$bin" --seconds 60 --installed "$out/installed" "${geoclue[@]}"
+python3 scripts/bench-live.py "$bin" --seconds 60 --installed "$out/installed" "${geoclue[@]}" --rounds 5
 
 echo "== geofences: 10,000 monitored circles, one hour of a 10 Hz drive (grid index against the naive loop)"
 "$bin/gpsloc-bench" regions 10000
