@@ -55,22 +55,22 @@ int gpslocd_accept(int listener) { return accept4(listener, NULL, NULL, SOCK_NON
 
 int gpslocd_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
-int gpslocd_epoll_add(int epoll, int fd, unsigned events, long long data) {
+/* add and modify: events 1 read (and hang-up), 2 write, 4 edge-triggered. */
+static int epoll_control(int epoll, int operation, int fd, unsigned events, long long data) {
     struct epoll_event event = {0};
     if (events & 1) event.events |= EPOLLIN | EPOLLRDHUP;
     if (events & 2) event.events |= EPOLLOUT;
     if (events & 4) event.events |= EPOLLET;
     event.data.u64 = (unsigned long long)data;
-    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
+    return epoll_ctl(epoll, operation, fd, &event);
+}
+
+int gpslocd_epoll_add(int epoll, int fd, unsigned events, long long data) {
+    return epoll_control(epoll, EPOLL_CTL_ADD, fd, events, data);
 }
 
 int gpslocd_epoll_modify(int epoll, int fd, unsigned events, long long data) {
-    struct epoll_event event = {0};
-    if (events & 1) event.events |= EPOLLIN | EPOLLRDHUP;
-    if (events & 2) event.events |= EPOLLOUT;
-    if (events & 4) event.events |= EPOLLET;
-    event.data.u64 = (unsigned long long)data;
-    return epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event);
+    return epoll_control(epoll, EPOLL_CTL_MOD, fd, events, data);
 }
 
 int gpslocd_epoll_remove(int epoll, int fd) { return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, NULL); }

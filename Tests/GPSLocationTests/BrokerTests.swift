@@ -69,6 +69,56 @@ final class InProcessBroker: Sendable {
     }
 }
 
+/// A program's connection as gpslocd holds it, on a socket pair: gpslocd's `BrokerClient` on a
+/// non-blocking end (as `accept4` gives it), the program's end to read what it was sent; both
+/// closed when this goes.
+final class ProgramConnection {
+    let client: BrokerClient
+    /// The program's end.
+    let program: Int32
+    private let own: Int32
+
+    /// `sendBuffer`/`receiveBuffer`: small socket buffers, for a program that falls behind;
+    /// `epoll`: the loop's set, which gpslocd's end joins (watched for input, edge-triggered).
+    init(
+        identity: PeerIdentity = PeerIdentity(uid: 1, gid: 1, pid: 1), sendBuffer: Int32? = nil,
+        receiveBuffer: Int32? = nil, epoll: Int32 = -1
+    ) throws {
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        (own, program) = (pair[0], pair[1])
+        for (end, option, size) in [(own, SO_SNDBUF, sendBuffer), (program, SO_RCVBUF, receiveBuffer)] {
+            guard var size else { continue }
+            setsockopt(end, SOL_SOCKET, option, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        _ = fcntl(own, F_SETFL, fcntl(own, F_GETFL) | O_NONBLOCK)
+        if epoll >= 0 { #expect(gpslocd_epoll_add(epoll, own, 1 | 4, Int64(own)) == 0) }
+        client = BrokerClient(fd: own, id: 1, identity: identity, epoll: epoll)
+    }
+
+    deinit {
+        close(own)
+        close(program)
+    }
+
+    /// What one read takes now (nothing when nothing waits).
+    func take(upTo count: Int = 1 << 16) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        let got = recv(program, &buffer, count, Int32(MSG_DONTWAIT))
+        return Array(buffer[..<max(got, 0)])
+    }
+
+    /// `take()` as text.
+    func text() -> String { String(decoding: take(), as: UTF8.self) }
+
+    /// Reads until nothing more waits; the bytes read.
+    func takeAll() -> Int {
+        var total = 0
+        while case let got = take(upTo: 1 << 20).count, got > 0 { total += got }
+        return total
+    }
+}
+
 @Suite("gpslocd: consent, identity, output that never blocks, the protocol")
 struct BrokerTests {
     @Test("a request with no agent is refused at once with the command to run — never a hang")
@@ -188,19 +238,14 @@ struct BrokerTests {
     /// checked against the decision before an AUTHORIZATION line was queued is never sent after it.
     @Test("a location line checked before an AUTHORIZATION line is not sent after it")
     func locationCheckedBeforeAuthorizationIsDropped() throws {
-        var pair: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        defer { close(pair[1]) }
-        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 1, gid: 1, pid: 1))
-        defer { close(pair[0]) }
+        let connection = try ProgramConnection()
+        let client = connection.client
         let checked = client.epoch
         client.send("FIX 1\n", droppable: true, epoch: checked)
         client.sendAuthorization("AUTHORIZATION denied\n")
         client.send("FIX 2\n", droppable: true, epoch: checked)
         client.send("NOTICE\n")
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let count = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
-        #expect(String(decoding: buffer[..<max(count, 0)], as: UTF8.self) == "FIX 1\nAUTHORIZATION denied\nNOTICE\n")
+        #expect(connection.text() == "FIX 1\nAUTHORIZATION denied\nNOTICE\n")
     }
 
     /// gpslocd holds a burst of gpsd's reports for each program until the burst ends, so a
@@ -209,16 +254,9 @@ struct BrokerTests {
     /// locations.
     @Test("a held burst goes in one write; replies and revocations are not held")
     func corkedBurst() throws {
-        var pair: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        defer { close(pair[1]) }
-        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 1, gid: 1, pid: 1))
-        defer { close(pair[0]) }
-        var buffer = [UInt8](repeating: 0, count: 256)
-        func read() -> String {
-            let count = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            return String(decoding: buffer[..<max(count, 0)], as: UTF8.self)
-        }
+        let connection = try ProgramConnection()
+        let client = connection.client
+        let read = connection.text
         client.cork()
         client.send("FIX 1\n", droppable: true, epoch: client.epoch)
         client.send("ESTIMATE 1\n", droppable: true, epoch: client.epoch)
@@ -251,31 +289,16 @@ struct BrokerTests {
     /// made woke the loop); one behind is flushed when it reads.
     @Test("room to write is watched only while output waits")
     func writableWatchedOnlyWhileWaiting() throws {
-        var pair: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        defer { close(pair[1]) }
-        var small: Int32 = 4096
-        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
         let epoll = gpslocd_epoll_create()
         defer { close(epoll) }
-        #expect(gpslocd_epoll_add(epoll, pair[0], 1 | 4, Int64(pair[0])) == 0)
-        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 1, gid: 1, pid: 1), epoll: epoll)
-        defer { close(pair[0]) }
+        let connection = try ProgramConnection(sendBuffer: 4096, epoll: epoll)
+        let client = connection.client
+        let drain = connection.takeAll
         var data = [Int64](repeating: 0, count: 4)
         var events = [UInt32](repeating: 0, count: 4)
         func writable() -> Bool {
             let count = gpslocd_epoll_wait(epoll, &data, &events, 4, 0)
             return (0..<Int(max(count, 0))).contains { events[$0] & 2 != 0 }
-        }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        func drain() -> Int {
-            var total = 0
-            while true {
-                let count = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                if count <= 0 { return total }
-                total += count
-            }
         }
         client.send("FIX 1\n", droppable: true, epoch: client.epoch)
         #expect(drain() == 6)
@@ -304,14 +327,8 @@ struct BrokerTests {
     /// AUTHORIZATION line, and the location lines behind it are dropped; replies are kept.
     @Test("an AUTHORIZATION line goes ahead of what a program has not read, and no location follows it")
     func authorizationGoesAhead() throws {
-        var pair: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        defer { close(pair[1]) }
-        var small: Int32 = 4096
-        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(pair[1], SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 1, gid: 1, pid: 1))
-        defer { close(pair[0]) }
+        let connection = try ProgramConnection(sendBuffer: 4096, receiveBuffer: 4096)
+        let client = connection.client
         // Fill the socket and the queue: replies and fixes, the lines numbered.
         let padding = String(repeating: "x", count: 200)
         for index in 0..<400 {
@@ -325,17 +342,16 @@ struct BrokerTests {
         client.sendAuthorization("AUTHORIZATION denied\n")
         client.send("REPLY last\n")
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if count > 0 {
-                received.append(contentsOf: buffer[..<count])
+            let chunk = connection.take()
+            if !chunk.isEmpty {
+                received += chunk
                 continue
             }
             client.flush()
-            let more = recv(pair[1], &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if more <= 0 { break }
-            received.append(contentsOf: buffer[..<more])
+            let more = connection.take()
+            if more.isEmpty { break }
+            received += more
         }
         let lines = String(decoding: received, as: UTF8.self).split(separator: "\n").map(String.init)
         // Every line whole (none cut by the insertion), in order.
@@ -651,14 +667,8 @@ struct BrokerTests {
 
     @Test("a program that never reads: sends return at once, what waits is bounded, the drop is told")
     func slowReaderNeverBlocks() throws {
-        var pair: [Int32] = [-1, -1]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        defer {
-            close(pair[0])
-            close(pair[1])
-        }
-        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
-        let client = BrokerClient(fd: pair[0], id: 1, identity: PeerIdentity(uid: 0, gid: 0, pid: getpid()))
+        let connection = try ProgramConnection(identity: PeerIdentity(uid: 0, gid: 0, pid: getpid()))
+        let (client, program) = (connection.client, connection.program)
         let line = BrokerProtocol.fixLine(Fix(mode: .threeDimensional, time: Date(), latitude: 51.5, longitude: -2.6))
         for _ in 0..<20_000 { client.send(line, droppable: true) }
         // 20,000 lines (~3 MB) to a reader that took none: the socket's buffer plus at most
@@ -666,17 +676,17 @@ struct BrokerTests {
         var drained = 0
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = read(pair[1], &buffer, buffer.count)
+            let count = read(program, &buffer, buffer.count)
             if count <= 0 { break }
             drained += count
             client.flush()
             if drained > 8 << 20 { break }
-            var ready = pollfd(fd: pair[1], events: Int16(POLLIN), revents: 0)
+            var ready = pollfd(fd: program, events: Int16(POLLIN), revents: 0)
             if poll(&ready, 1, 0) == 0 { break }
         }
         #expect(drained < BrokerClient.maximumPending + (2 << 20))
         client.send(line, droppable: true)
-        let count = read(pair[1], &buffer, buffer.count)
+        let count = read(program, &buffer, buffer.count)
         let text = String(decoding: buffer[0..<max(count, 0)], as: UTF8.self)
         #expect(text.contains("brokerDropped"), "\(text.prefix(200))")
     }

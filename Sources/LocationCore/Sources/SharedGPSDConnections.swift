@@ -25,8 +25,8 @@ final class SharedGPSDConnections: Sendable {
         let source: GPSDConnection
         /// Which connection this is: a key's entry is replaced when its connection failed.
         let id = UUID()
-        var subscribers: [UUID: Handler] = [:]
-        var burstSubscribers: [UUID: BurstHandler] = [:]
+        /// Each subscriber's handler of events, and of burst ends when it asked for them.
+        var subscribers: [UUID: (events: Handler, burstEnded: BurstHandler?)] = [:]
         /// What each event goes to, held by the connection's own callback: an event reaches the
         /// subscribers without looking its connection up in the table (hashing its key's host
         /// for every report of a 10 Hz receiver) or loading a weak reference.
@@ -38,10 +38,9 @@ final class SharedGPSDConnections: Sendable {
         /// same critical section as the events': a subscriber hears a trouble once, either way).
         @discardableResult
         mutating func set(_ token: UUID, _ handler: Handler?, burstEnded: BurstHandler? = nil) -> GPSDEvent? {
-            subscribers[token] = handler
-            burstSubscribers[token] = handler == nil ? nil : burstEnded
-            let handlers = Array(subscribers.values)
-            let burstHandlers = Array(burstSubscribers.values)
+            subscribers[token] = handler.map { ($0, burstEnded) }
+            let handlers = subscribers.values.map(\.events)
+            let burstHandlers = subscribers.values.compactMap(\.burstEnded)
             return fan.state.withLock { state in
                 state.handlers = handlers
                 state.burstHandlers = burstHandlers
