@@ -156,3 +156,42 @@ extension RealGPSD.LaneB {
         }
     }
 }
+
+/// The engines' timers count in the monotonic clock, so a wrong system clock moves none of them.
+/// libfaketime moves gpsloc's system clock, monotonic left alone, as the suite above does: a
+/// timer descriptor armed with an absolute deadline was moved by the offset all the same (the
+/// shim adjusts `timerfd_settime`) — +2 h on a machine up less than 2 h crashed gpsloc (EINVAL),
+/// −3 d and 2020 put the deadline days or years late, so the request below never timed out.
+/// Here `requestLocation()`'s timeout is the timer that must fire, on time: gpsd is unreachable.
+@Suite(
+    "the engines' timers with a wrong system clock",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: GPSLocBinary.path), "build gpsloc first"),
+    .enabled(if: FileManager.default.fileExists(atPath: libfaketime), "faketime is not installed"),
+    .timeLimit(.minutes(3)))
+struct WrongClockTimerTests {
+    @Test(
+        "watch --once's 1 s timeout fires after 1 s, whatever the system clock says",
+        arguments: ["+2h", "-3d", "@2020-01-01 00:00:00"])
+    func timeoutFires(clock: String) async throws {
+        let config = try GPSLocBinary.makeConfigHome()
+        _ = try await GPSLocBinary.run(["auth", "grant", "gpsloc", "--always"], configHome: config)
+        var environment = GPSLocBinary.environment(configHome: config)
+        environment["LD_PRELOAD"] = libfaketime
+        environment["FAKETIME"] = clock
+        environment["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+        // Through sh, as `launch` does: a Swift program started with the shim preloaded by a
+        // parent without it gets no arguments. timeout (its timer relative, which the shim leaves
+        // alone) ends a gpsloc whose timer never fires, with status 124, before the suite's limit.
+        let result = try await runProgram(
+            "/bin/sh",
+            [
+                "-c", #"exec timeout 30 "$0" "$@""#, GPSLocBinary.path, "watch", "--once", "--json", "--port",
+                String(try FreePort.find()), "--timeout", "1",
+            ], environment: environment)
+        #expect(result.status == 1, "status \(result.status): \(result.stderr.prefix(400))")
+        let errors = GPSLocBinary.jsonLines(result.stdout).filter { $0["type"] as? String == "error" }
+            .compactMap { $0["message"] as? String }
+        #expect(errors.last?.hasPrefix("no location within 1 s") == true, "\(errors)")
+        #expect(result.seconds < 25)
+    }
+}
