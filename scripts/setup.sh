@@ -47,7 +47,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "setup: installing ${missing[*]}" >&2
-  $sudo apt-get update -qq
+  # One update; bounded, because an apt http method was seen stalled for ten minutes on a fresh
+  # machine with the mirror answering at once (the retry then took a second). Retries inside apt
+  # cover a dropped download; a stall ends after 300 s, said, and is tried once more.
+  update=(timeout 300 $sudo apt-get update -qq -o Acquire::http::Timeout=30 -o Acquire::Retries=3)
+  if ! "${update[@]}"; then
+    echo "setup: apt-get update failed or stalled for 300 s; trying once more" >&2
+    "${update[@]}"
+  fi
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "setup: Swift 6.3 is not on PATH — install the toolchain from swift.org first" >&2; exit 1; }
