@@ -25,6 +25,14 @@ extension BrokerService {
     static let recentSeconds: TimeInterval = 3
     static let recentLimit = 64
 
+    private static func time(of event: LocationSourceEvent) -> Date? {
+        switch event {
+        case .fix(let fix): fix.time
+        case .errorEstimate(let estimate): estimate.time
+        default: nil
+        }
+    }
+
     /// Keeps `event` among the recent reports when it is a fix or an estimate.
     static func remember(_ event: LocationSourceEvent, in recent: inout [LocationSourceEvent]) {
         let time: Date?
@@ -37,16 +45,15 @@ extension BrokerService {
         default: return
         }
         guard let time else { return }
-        recent.append(event)
-        recent.removeAll { old in
-            let oldTime: Date? =
-                switch old {
-                case .fix(let fix): fix.time
-                case .errorEstimate(let estimate): estimate.time
-                default: nil
-                }
-            return oldTime.map { time.timeIntervalSince($0) > recentSeconds || $0 > time } ?? true
+        // Kept in time order, so the ones too old are a prefix: in order (every cycle) only that
+        // prefix is looked at; a time that went back drops what is now in the future as well.
+        if let last = recent.last.flatMap(Self.time), last > time {
+            recent.removeAll { old in Self.time(of: old).map { time.timeIntervalSince($0) > recentSeconds || $0 > time } ?? true }
+        } else {
+            let stale = recent.prefix { old in Self.time(of: old).map { time.timeIntervalSince($0) > recentSeconds } ?? true }
+            recent.removeFirst(stale.count)
         }
+        recent.append(event)
         if recent.count > recentLimit { recent.removeFirst(recent.count - recentLimit) }
     }
 

@@ -280,8 +280,11 @@ package final class BrokerService: Sendable {
         case .fix, .errorEstimate, .sky, .heading: audience = .full
         case .device, .notice, .problem: audience = .everyone
         }
-        let line = BrokerProtocol.line(for: event, words: .said)
         let isProblem = if case .problem = event { true } else { false }
+        // Written only when someone reads it: a problem is kept for programs to come; any other
+        // line only when a program gets it (a SKY line costs as much as decoding it, and most
+        // programs do not ask for the sky).
+        let problemLine = isProblem ? BrokerProtocol.line(for: event, words: .said) : nil
         let clearsProblem =
             switch event {
             case .fix(let fix): fix.hasPosition
@@ -295,8 +298,8 @@ package final class BrokerService: Sendable {
         // Each target with the authorization epoch its decision was checked at: a line whose
         // program has been sent an AUTHORIZATION line since is not sent (`BrokerClient.send`).
         let (targets, reduced) = state.withLock { state -> ([(BrokerClient, Int)], [(ReducedSession, Int)]) in
-            if isProblem {
-                state.hubProblem = line
+            if let problemLine {
+                state.hubProblem = problemLine
                 state.lastProblem = event
             } else if clearsProblem {
                 state.hubProblem = nil
@@ -329,7 +332,9 @@ package final class BrokerService: Sendable {
         }
         for (session, epoch) in reduced { session.send(event, epoch: epoch) }
         for subscriber in subscribers { subscriber(event) }
-        if audience == .full && !targets.isEmpty {
+        guard !targets.isEmpty else { return }
+        let line = problemLine ?? BrokerProtocol.line(for: event, words: .said)
+        if audience == .full {
             // Held until the burst ends (`endBurst`, on this same thread, after the burst's
             // last report): the cycle's lines reach each program in one write.
             corked.withLock { held in

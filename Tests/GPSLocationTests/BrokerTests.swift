@@ -756,3 +756,52 @@ struct BrokerTests {
         #expect(skyBack == sky)
     }
 }
+
+/// The few seconds of reports gpslocd keeps for a face that subscribes later (GeoClue's): kept
+/// in time order, old ones dropped from the front each cycle, those in the future dropped when
+/// the receiver's time goes back, at most `recentLimit`, and none across a problem.
+@Suite("gpslocd's recent reports for faces that subscribe later")
+struct RecentReportsTests {
+    private static func fix(_ second: Double) -> LocationSourceEvent {
+        .fix(Fix(mode: .threeDimensional, time: Date(timeIntervalSince1970: second), latitude: 51.45, longitude: -2.59))
+    }
+    private static func estimate(_ second: Double) -> LocationSourceEvent {
+        .errorEstimate(
+            ReceiverErrorEstimate(time: Date(timeIntervalSince1970: second), latitude: 1, longitude: 1, altitude: 2))
+    }
+    private static func times(_ recent: [LocationSourceEvent]) -> [Double] {
+        recent.compactMap { event in
+            switch event {
+            case .fix(let fix): fix.time?.timeIntervalSince1970
+            case .errorEstimate(let estimate): estimate.time?.timeIntervalSince1970
+            default: nil
+            }
+        }
+    }
+
+    @Test("in order: the last recentSeconds kept, fix and estimate of one time both; back in time: the future dropped")
+    func window() {
+        var recent: [LocationSourceEvent] = []
+        // Quarter seconds (exact in the fix's packed time), 10 s of them.
+        for quarter in 0..<40 {
+            BrokerService.remember(Self.fix(1000 + Double(quarter) / 4), in: &recent)
+            BrokerService.remember(Self.estimate(1000 + Double(quarter) / 4), in: &recent)
+        }
+        let last = 1000 + 39.0 / 4
+        #expect(Self.times(recent).allSatisfy { last - $0 <= BrokerService.recentSeconds })
+        #expect(Self.times(recent).count == min(BrokerService.recentLimit, 2 * 13))
+        #expect(Self.times(recent) == Self.times(recent).sorted())
+        // Reports without a time, and other events, are not kept.
+        BrokerService.remember(.fix(Fix(mode: .noFix)), in: &recent)
+        BrokerService.remember(.heading(HeadingReading(trueHeading: 10)), in: &recent)
+        #expect(Self.times(recent).last == last)
+        // The receiver's time went back 5 s: what is now in the future goes, the rest stays.
+        BrokerService.remember(Self.fix(1005), in: &recent)
+        #expect(Self.times(recent) == [1005])
+        BrokerService.remember(Self.fix(1005.25), in: &recent)
+        BrokerService.remember(Self.fix(1005.25), in: &recent)
+        #expect(Self.times(recent) == [1005, 1005.25, 1005.25])
+        BrokerService.remember(.problem(CLError(.locationUnknown, message: "gpsd went"), terminal: false), in: &recent)
+        #expect(recent.isEmpty)
+    }
+}
