@@ -48,9 +48,13 @@ extension BrokerService {
         // Kept in time order, so the ones too old are a prefix: in order (every cycle) only that
         // prefix is looked at; a time that went back drops what is now in the future as well.
         if let last = recent.last.flatMap(Self.time), last > time {
-            recent.removeAll { old in Self.time(of: old).map { time.timeIntervalSince($0) > recentSeconds || $0 > time } ?? true }
+            recent.removeAll { old in
+                Self.time(of: old).map { time.timeIntervalSince($0) > recentSeconds || $0 > time } ?? true
+            }
         } else {
-            let stale = recent.prefix { old in Self.time(of: old).map { time.timeIntervalSince($0) > recentSeconds } ?? true }
+            let stale = recent.prefix { old in
+                Self.time(of: old).map { time.timeIntervalSince($0) > recentSeconds } ?? true
+            }
             recent.removeFirst(stale.count)
         }
         recent.append(event)
