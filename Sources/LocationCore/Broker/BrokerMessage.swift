@@ -45,7 +45,12 @@ public struct BrokerMessage: Sendable {
 
     /// Parses one line; nil when it is not a JSON object with a `class`.
     public init?(line: some Collection<UInt8>) {
-        guard let object = try? Self.decoder.decode([String: JSONValue].self, from: Data(line)),
+        // The compact lines gpslocd and its programs write are read directly; anything else
+        // (spaces, escapes, what a hostile program sends) by Foundation's decoder.
+        let compact =
+            line.withContiguousStorageIfAvailable(CompactJSON.object)
+            ?? Array(line).withUnsafeBufferPointer(CompactJSON.object)
+        guard let object = compact ?? (try? Self.decoder.decode([String: JSONValue].self, from: Data(line))),
             case .string = object["class"]
         else { return nil }
         fields = object

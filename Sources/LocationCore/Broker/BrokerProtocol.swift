@@ -422,6 +422,7 @@ extension BrokerProtocol {
 /// Splits a byte stream into lines (without the newline); a line over the maximum is an error.
 public struct BrokerLineReader: Sendable {
     private var buffer: [UInt8]
+    private var chunk: [UInt8] = []
     var start = 0
     private(set) var failure: Failure?
 
@@ -458,7 +459,9 @@ public struct BrokerLineReader: Sendable {
             failure = .tooLong(limit: BrokerProtocol.maximumLineLength)
             return false
         }
-        var chunk = [UInt8](repeating: 0, count: 16 << 10)
+        // One chunk for the reader's life: made and zeroed at every read it was a 16 KiB
+        // allocation and memset a line (28 k instructions a receiver cycle behind gpslocd).
+        if chunk.isEmpty { chunk = [UInt8](repeating: 0, count: 16 << 10) }
         while true {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count > 0 {
