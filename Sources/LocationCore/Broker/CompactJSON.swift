@@ -4,9 +4,10 @@
 /// and discarded error for every value that is not a boolean).
 ///
 /// It accepts a strict subset of JSON and answers nil for anything outside it — whitespace, an
-/// escape in a string, a number strtod would not round-trip, a repeated key, nesting deeper than
-/// `depthLimit`, invalid UTF-8 — so `BrokerMessage` hands such a line to `JSONDecoder`, which
-/// decides. What it accepts it reads as `JSONDecoder` does (the suite compares the two).
+/// escape in a string, a number longer than 40 bytes or one that would not read back as written
+/// (out of range, or not zero read as zero), a repeated key, nesting deeper than `depthLimit`,
+/// invalid UTF-8 — so `BrokerMessage` hands such a line to `JSONDecoder`, which decides. What it
+/// accepts it reads as `JSONDecoder` does (the suite compares the two).
 enum CompactJSON {
     static let depthLimit = 8
 
@@ -128,6 +129,9 @@ enum CompactJSON {
                 if next == UInt8(ascii: "+") || next == UInt8(ascii: "-") { index += 1 }
                 guard skipDigits() > 0 else { return nil }
             }
+            // Longer than any number the protocol writes: the decoder's (a hostile program's
+            // 60,000 digits cost strtod what they cost before, not more).
+            guard index - start <= 40 else { return nil }
             // Up to 15 bytes the text is a small string (no allocation).
             let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
             guard let value = Double(text), value.isFinite, value != 0 || mantissaIsZero else { return nil }
