@@ -78,7 +78,8 @@ other_checks() {
   # The NMEA engine in a package with no CGPS at all: it builds without libgps (its tests run in
   # the suite above).
   step nmea-alone scripts/check-nmea-standalone.sh || failed=1
-  # The libFuzzer target over the NMEA engine still builds (scripts/fuzz.sh SECONDS runs it).
+  # The libFuzzer targets still build: the NMEA engine, and the broker's compact JSON reader
+  # against JSONDecoder (scripts/fuzz.sh SECONDS [nmea|compact-json] runs one).
   step fuzz-build scripts/fuzz.sh --build-only || failed=1
   # The API documentation (DocC): no warning, every public declaration documented
   # (its symbol graphs come from the debug build above: no build of its own).
