@@ -35,16 +35,11 @@ extension BrokerService {
 
     /// Keeps `event` among the recent reports when it is a fix or an estimate.
     static func remember(_ event: LocationSourceEvent, in recent: inout [LocationSourceEvent]) {
-        let time: Date?
-        switch event {
-        case .fix(let fix): time = fix.time
-        case .errorEstimate(let estimate): time = estimate.time
-        case .problem:
+        if case .problem = event {
             recent = []
             return
-        default: return
         }
-        guard let time else { return }
+        guard let time = Self.time(of: event) else { return }
         // Kept in time order, so the ones too old are a prefix: in order (every cycle) only that
         // prefix is looked at; a time that went back drops what is now in the future as well.
         if let last = recent.last.flatMap(Self.time), last > time {

@@ -779,7 +779,9 @@ struct RecentReportsTests {
         }
     }
 
-    @Test("in order: the last recentSeconds kept, fix and estimate of one time both; back in time: the future dropped")
+    @Test(
+        "in order: the last recentSeconds kept, fix and estimate of one time both; back in time: the future dropped; at most recentLimit"
+    )
     func window() {
         var recent: [LocationSourceEvent] = []
         // Quarter seconds (exact in the fix's packed time), 10 s of them.
@@ -803,5 +805,12 @@ struct RecentReportsTests {
         #expect(Self.times(recent) == [1005, 1005.25, 1005.25])
         BrokerService.remember(.problem(CLError(.locationUnknown, message: "gpsd went"), terminal: false), in: &recent)
         #expect(recent.isEmpty)
+        // A receiver that reports more than recentLimit times inside the window: the newest kept.
+        for index in 0..<(BrokerService.recentLimit + 36) {
+            BrokerService.remember(Self.fix(2000 + Double(index) / 64), in: &recent)
+        }
+        #expect(recent.count == BrokerService.recentLimit)
+        #expect(Self.times(recent).first == 2000 + 36.0 / 64)
+        #expect(Self.times(recent).last == 2000 + Double(BrokerService.recentLimit + 35) / 64)
     }
 }

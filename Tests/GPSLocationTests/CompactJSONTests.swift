@@ -125,7 +125,7 @@ struct CompactJSONTests {
 
     @Test("every protocol line with one byte changed, inserted or cut: the same answers as the decoder")
     func mutated() {
-        var generator = SplitMix(seed: 50)
+        var generator = SplitMix64(seed: 50)
         let alphabet = Array(#"{}[]",:0123456789.eE+-tfnulrsa\ "#.utf8) + [0x00, 0x1F, 0x80, 0xC3, 0xFF]
         var accepted = 0
         for line in Self.protocolLines {
@@ -167,18 +167,5 @@ struct CompactJSONTests {
                 ?? (expectedMessage == nil),
             "BrokerMessage differs: \(text)", sourceLocation: sourceLocation)
         return compact != nil
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so every run mutates the same way.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
