@@ -323,17 +323,24 @@ extension RealGPSD.LaneC {
                 text.split(separator: "\n").map { line in line.split(separator: " ").map(String.init) }
                     .filter { $0.count > 4 }
             }
+            // A segment is known by its key, its creator's pid and its creation time (columns
+            // 0, 4 and 13): a pid alone is not enough, since pids are reused (pid_max is 32768
+            // here) and an outside gpsd's segments outlive it — a CI run once met an outside
+            // segment whose dead creator had the pid the gpsd inside was given.
+            func identity(_ row: [String]) -> String? {
+                row.count > 13 ? "\(row[0]) \(row[4]) \(row[13])" : nil
+            }
             // Every segment inside was made there (gpsd's NTP time export at least; its "GPSD"
             // position export too once made) …
-            let made = Set(rows(inside.stdout).dropFirst().map { $0[4] })
+            let made = Set(rows(inside.stdout).dropFirst().compactMap(identity))
             #expect(!made.isEmpty, "gpsd made no segment inside: \(inside.stdout.prefix(300))")
             let hasExport = rows(inside.stdout).contains { $0[0] == key }
-            // … and no segment outside was made by those processes.
+            // … and none of those segments is seen outside (checked: without `--ipc` all are).
             let outside = try String(contentsOfFile: "/proc/sysvipc/shm", encoding: .utf8)
-            let leaked: Bool = rows(outside).dropFirst().contains { made.contains($0[4]) }
-            #expect(!leaked)
+            let leaked = rows(outside).dropFirst().compactMap(identity).filter(made.contains)
+            #expect(leaked.isEmpty, "seen outside: \(leaked)")
             print(
-                "gpsd's shared memory (\(made.count) creator(s)\(hasExport ? ", the GPSD export among them" : "")) stays "
+                "gpsd's shared memory (\(made.count) segment(s)\(hasExport ? ", the GPSD export among them" : "")) stays "
                     + "inside the namespace; port \(port) is closed outside")
             daemon.terminate()
         }
