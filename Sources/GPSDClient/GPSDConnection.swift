@@ -7,66 +7,6 @@ import Synchronization
     import Glibc
 #endif
 
-/// What a `GPSDConnection` reports, in the order it happened: one of gpsd's reports, decoded
-/// (TPV, SKY, DEVICE, …), or news of the connection itself. The one type gpsd's side of the
-/// package speaks: `GPSDLocationSource` turns it into the core's `LocationSourceEvent`.
-public enum GPSDEvent: Sendable, Equatable {
-    /// Connected, and the WATCH request was sent.
-    case connected(GPSDEndpoint)
-    /// A TPV report.
-    case fix(Fix)
-    /// A SKY report.
-    case sky(SkyView)
-    /// A DEVICE report (activation or deactivation).
-    case device(DeviceEvent)
-    /// A DEVICES report: the devices gpsd has active, sent in reply to WATCH (so a client that
-    /// connects to a running gpsd learns its receivers without waiting for an activation).
-    case devices([DeviceEvent])
-    /// A GST report: the receiver's own error estimate for the fix of its time.
-    case errorEstimate(ReceiverErrorEstimate)
-    /// An ATT report with a heading.
-    case heading(HeadingReading)
-    /// An ERROR report: gpsd refused a request, in its own words ("No such device as …").
-    case error(message: String)
-    /// Another class (VERSION, WATCH, …), by name.
-    case other(className: String)
-    /// gpsd sent no TPV for `noDataTimeout`; sent once per silence, then again after data returns.
-    case noData(GPSDError)
-    /// The connection could not be made or was lost; the source tries again after `delay`
-    /// seconds (only with a `ReconnectPolicy`). `attempt` counts from 1.
-    case reconnecting(GPSDError, attempt: Int, delay: Double)
-    /// The connection could not be made, or was lost. The source has stopped.
-    case failed(GPSDError)
-
-    /// True for what gpsd sent (a decoded object), false for news of the connection.
-    public var isReport: Bool {
-        switch self {
-        case .connected, .noData, .reconnecting, .failed: false
-        default: true
-        }
-    }
-}
-
-/// How a `GPSDConnection` reconnects: capped exponential backoff with jitter. Attempt n (from 0)
-/// waits `min(maximumDelay, initialDelay × 2ⁿ)` scaled by a random factor in [0.5, 1], so with
-/// the defaults (0.1 s, 2 s) the first retry comes within 0.1 s and none waits more than 2 s —
-/// a restarted gpsd is found again within 2 s of coming back.
-public struct ReconnectPolicy: Sendable, Hashable {
-    public var initialDelay: Double
-    public var maximumDelay: Double
-
-    public init(initialDelay: Double = 0.1, maximumDelay: Double = 2) {
-        self.initialDelay = initialDelay
-        self.maximumDelay = maximumDelay
-    }
-
-    /// The delay before attempt `attempt` (0-based), for a jitter value in [0, 1].
-    public func delay(attempt: Int, jitter: Double) -> Double {
-        let exponential = initialDelay * pow(2, Double(min(attempt, 30)))
-        return min(maximumDelay, exponential) * (0.5 + 0.5 * min(max(jitter, 0), 1))
-    }
-}
-
 /// Reads a gpsd daemon through libgps on a thread of its own.
 ///
 /// The thread blocks in `recv` on the gpsd socket; each wake-up takes what the socket holds and
@@ -86,8 +26,14 @@ public final class GPSDConnection: Sendable {
     public let reconnect: ReconnectPolicy?
     /// Whether SKY reports are decoded and delivered (`.sky`); without them each SKY line is
     /// `.other("SKY")`, and the largest line gpsd sends (several KB for a multi-GNSS receiver)
-    /// is never parsed.
-    public let decodesSky: Bool
+    /// is never parsed. It may be switched while the connection runs (a relay decodes the sky
+    /// only while someone asks for it): the next line read follows it.
+    public var decodesSky: Bool {
+        get { sky.value.load(ordering: .relaxed) }
+        set { sky.value.store(newValue, ordering: .relaxed) }
+    }
+    /// `decodesSky`, shared with every reader this connection starts.
+    private let sky: SkySwitch
     private let label: String
     // `Locked` (an NSLock), not `Mutex`: Thread Sanitizer cannot see `Mutex`'s lock on Linux.
     private let control = Locked(Control())
@@ -109,7 +55,7 @@ public final class GPSDConnection: Sendable {
         self.endpoint = endpoint
         self.noDataTimeout = noDataTimeout
         self.reconnect = reconnect
-        self.decodesSky = decodesSky
+        sky = SkySwitch(decodesSky)
         self.label = label
     }
 
@@ -133,7 +79,7 @@ public final class GPSDConnection: Sendable {
             if control.reader != nil { return nil }
             let reader = GPSDReader(
                 endpoint: endpoint, noDataTimeout: noDataTimeout.map(Self.seconds), reconnect: reconnect,
-                decodesSky: decodesSky, handler: handler, burstEnded: burstEnded)
+                sky: sky, handler: handler, burstEnded: burstEnded)
             control.reader = reader
             return reader
         }
@@ -206,6 +152,12 @@ public final class GPSDConnection: Sendable {
     }
 }
 
+/// Whether a connection's readers decode SKY reports (`GPSDConnection.decodesSky`).
+final class SkySwitch: Sendable {
+    let value: Atomic<Bool>
+    init(_ value: Bool) { self.value = Atomic(value) }
+}
+
 /// One run of a `GPSDConnection`: the thread, its connection and its timers.
 // @unchecked Sendable: `cancelled` is atomic, `finished` a semaphore, `socket` and `runningOn`
 // are locked; everything else is touched only on the reader's own thread (and `onEnd`
@@ -214,7 +166,7 @@ private final class GPSDReader: @unchecked Sendable {
     let endpoint: GPSDEndpoint
     let noDataTimeout: Double?
     let reconnect: ReconnectPolicy?
-    let decodesSky: Bool
+    let sky: SkySwitch
     let handler: @Sendable (GPSDEvent) -> Void
     let burstEnded: (@Sendable () -> Void)?
     var onEnd: (@Sendable () -> Void)?
@@ -254,11 +206,11 @@ private final class GPSDReader: @unchecked Sendable {
     private var name = ""
 
     init(
-        endpoint: GPSDEndpoint, noDataTimeout: Double?, reconnect: ReconnectPolicy?, decodesSky: Bool,
+        endpoint: GPSDEndpoint, noDataTimeout: Double?, reconnect: ReconnectPolicy?, sky: SkySwitch,
         handler: @escaping @Sendable (GPSDEvent) -> Void, burstEnded: (@Sendable () -> Void)?
     ) {
         self.burstEnded = burstEnded
-        self.decodesSky = decodesSky
+        self.sky = sky
         self.endpoint = endpoint
         self.noDataTimeout = noDataTimeout
         self.reconnect = reconnect
@@ -446,7 +398,7 @@ private final class GPSDReader: @unchecked Sendable {
     private func reportLines(_ handle: LibGPSHandle) -> (reported: Bool, fixCame: Bool) {
         var reported = false
         var fixCame = false
-        while !isCancelled, let report = handle.nextReport(sky: decodesSky) {
+        while !isCancelled, let report = handle.nextReport(sky: sky.value.load(ordering: .relaxed)) {
             reported = true
             local.pointee.heardAnything = true
             local.pointee.attempts = 0

@@ -56,6 +56,17 @@ extension BrokerService {
         if recent.count > recentLimit { recent.removeFirst(recent.count - recentLimit) }
     }
 
+    /// Has the hub decode gpsd's SKY reports only while a watching program asked for the sky
+    /// or another face's engine listens (its DOP fallback reads them): a multi-GNSS receiver's
+    /// SKY is the costliest line gpsd sends, and most programs never ask. Called under the lock
+    /// wherever that changes, so the switches happen in order.
+    func followSkyDemand(_ state: inout State) {
+        let wanted = !state.subscribers.isEmpty || state.clients.values.contains { $0.watching && $0.wantsSky }
+        guard wanted != state.decodesSky else { return }
+        state.decodesSky = wanted
+        hub.decodeSky(wanted)
+    }
+
     /// Feeds `handler` every report of gpsd's one connection (starting it if no program has):
     /// another face's engine, which applies the rules itself. Returns the token to unsubscribe.
     func subscribe(_ handler: @escaping @Sendable (LocationSourceEvent) -> Void) -> Int {
@@ -65,6 +76,7 @@ extension BrokerService {
             let token = state.nextSubscriber
             state.nextSubscriber += 1
             state.subscribers[token] = handler
+            followSkyDemand(&state)
             // gpsd's trouble now, at once (as a watching program is told), else its last epochs.
             if let problem = state.lastProblem { handler(problem) } else { state.recent.forEach(handler) }
             defer { state.hubStarted = true }
@@ -75,6 +87,9 @@ extension BrokerService {
     }
 
     func unsubscribe(_ token: Int) {
-        _ = state.withLock { $0.subscribers.removeValue(forKey: token) }
+        state.withLock { state in
+            state.subscribers[token] = nil
+            followSkyDemand(&state)
+        }
     }
 }

@@ -61,6 +61,8 @@ package final class BrokerService: Sendable {
         /// receiver's cycle from epochs already whole and delivers the current one at once,
         /// not two epochs later.
         var recent: [LocationSourceEvent] = []
+        /// Whether the hub decodes gpsd's SKY reports now (`followSkyDemand`).
+        var decodesSky = false
     }
     /// Told when decisions may have changed (the key; nil: any, after a policy change), after
     /// the socket programs are: another face re-checks its own clients (GeoClue).
@@ -98,7 +100,8 @@ package final class BrokerService: Sendable {
         self.endpoint = endpoint
         self.policyPath = policyPath
         self.promptTimeout = promptTimeout
-        hub = GPSDLocationSource(endpoint: endpoint, sky: true)
+        // SKY is decoded only while someone asks for it (`followSkyDemand`).
+        hub = GPSDLocationSource(endpoint: endpoint, sky: false)
         lastFixes = LastFixes { uid in
             stateDirectory.appendingPathComponent("users").appendingPathComponent(String(uid))
         }
@@ -146,6 +149,7 @@ package final class BrokerService: Sendable {
         client.markClosed()
         let (session, orphaned) = state.withLock { state -> (ReducedSession?, [PendingPrompt]) in
             state.clients[client.id] = nil
+            followSkyDemand(&state)
             if state.agents[client.identity.uid] === client { state.agents[client.identity.uid] = nil }
             let orphaned = state.prompts.filter { $0.value.agent === client || $0.value.requester === client }
             for id in orphaned.keys { state.prompts[id] = nil }
@@ -222,6 +226,7 @@ package final class BrokerService: Sendable {
         let (startHub, problem) = state.withLock { state -> (Bool, String?) in
             client.watching = message.bool("enable") ?? true
             client.wantsSky = message.bool("sky") ?? false
+            followSkyDemand(&state)
             defer { state.hubStarted = true }
             return (!state.hubStarted, client.watching ? state.hubProblem : nil)
         }

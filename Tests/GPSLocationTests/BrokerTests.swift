@@ -17,14 +17,18 @@ final class InProcessBroker: Sendable {
     let server: BrokerServer
     private let finished = DispatchSemaphore(value: 0)
 
-    init(promptTimeout: TimeInterval = 120, inUseProbe: (@Sendable (BrokerClient) -> Bool?)? = nil) throws {
+    /// `endpoint`: the gpsd it reads (default: a port where nothing listens).
+    init(
+        promptTimeout: TimeInterval = 120, inUseProbe: (@Sendable (BrokerClient) -> Bool?)? = nil,
+        endpoint: GPSDEndpoint = GPSDEndpoint(host: "127.0.0.1", port: 9)
+    ) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         socket = folder.appendingPathComponent("socket").path
         let service = BrokerService(
             stateDirectory: folder.appendingPathComponent("state"),
-            // Nothing listens there: the consent tests never WATCH.
-            endpoint: GPSDEndpoint(host: "127.0.0.1", port: 9),
+            // By default nothing listens there: the consent tests never WATCH.
+            endpoint: endpoint,
             policyPath: folder.appendingPathComponent("policy").path,
             promptTimeout: promptTimeout,
             inUseProbe: inUseProbe)
@@ -812,5 +816,82 @@ struct RecentReportsTests {
         #expect(recent.count == BrokerService.recentLimit)
         #expect(Self.times(recent).first == 2000 + 36.0 / 64)
         #expect(Self.times(recent).last == 2000 + Double(BrokerService.recentLimit + 35) / 64)
+    }
+}
+
+extension RealGPSD.LaneC {
+    /// gpslocd decodes gpsd's SKY only while someone asks for it (`followSkyDemand`): a watching
+    /// program that asked for the sky, or another face's engine.
+    @Suite("gpslocd decodes the sky only while asked", .timeLimit(.minutes(2)))
+    struct SkyDemandTests {
+        @Test("off for programs that only watch; on for one that asks, until it stops or goes; on while a face listens")
+        func followsDemand() async throws {
+            let server = try await GPSFakeServer.started(
+                log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), cycle: 0.02)
+            defer { server.stop() }
+            let broker = try InProcessBroker(endpoint: server.endpoint)
+            defer { broker.stop() }
+            let service = broker.server.service
+            func decoding() -> (service: Bool, connection: Bool?) {
+                (service.state.withLock { $0.decodesSky }, service.hub.connectionDecodesSky)
+            }
+            let (plainFixes, skyLines) = (EventCounter(), EventCounter())
+            func program(_ app: String, _ watch: String, sky: EventCounter? = nil) throws -> BrokerLink {
+                let link = BrokerLink(
+                    path: broker.socket, app: app, afterWelcome: [watch],
+                    onMessage: { message in
+                        if message.messageClass == "FIX" && sky == nil { plainFixes.increment() }
+                        if message.messageClass == "SKY" { sky?.increment() }
+                    }, onState: { _ in })
+                _ = try link.startAndWait()
+                let grant = try link.request(
+                    {
+                        $0.add("app", app)
+                        $0.add("status", "authorizedAlways")
+                    }, className: "GRANT", timeout: 10)
+                #expect(grant.bool("ok") == true)
+                return link
+            }
+            let plain = try program("plain", BrokerLine("WATCH").line)
+            defer { plain.close() }
+            #expect(await plainFixes.wait(hangLimit: 30) { $0 >= 3 })
+            #expect(decoding() == (false, false))
+            // A program that asks for the sky switches it on, and gets SKY lines.
+            var skyWatch = BrokerLine("WATCH")
+            skyWatch.add("sky", true)
+            let skyward = try program("skyward", skyWatch.line, sky: skyLines)
+            #expect(await skyLines.wait(hangLimit: 30) { $0 >= 2 })
+            #expect(decoding() == (true, true))
+            // It stops watching: off; it watches again and goes away: on, then off.
+            var stop = BrokerLine("WATCH")
+            stop.add("enable", false)
+            #expect(skyward.send(stop.line))
+            _ = try skyward.request({ _ in }, className: "WHO", timeout: 10)
+            #expect(decoding() == (false, false))
+            #expect(skyward.send(skyWatch.line))
+            _ = try skyward.request({ _ in }, className: "WHO", timeout: 10)
+            #expect(decoding() == (true, true))
+            skyward.close()
+            #expect(await Self.until { decoding() == (false, false) })
+            // Another face's engine (GeoClue's) reads the sky's DOPs: on while it listens.
+            let faceSky = EventCounter()
+            let token = service.subscribe { event in if case .sky = event { faceSky.increment() } }
+            #expect(decoding() == (true, true))
+            #expect(await faceSky.wait(hangLimit: 30) { $0 >= 2 })
+            service.unsubscribe(token)
+            #expect(decoding() == (false, false))
+            // The plain program was served throughout.
+            let before = plainFixes.value
+            #expect(await plainFixes.wait(hangLimit: 30) { $0 > before })
+        }
+
+        /// Polls `condition` (a state another thread changes when a socket closes) until it holds.
+        static func until(_ condition: () -> Bool) async -> Bool {
+            for _ in 0..<3_000 {
+                if condition() { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return condition()
+        }
     }
 }

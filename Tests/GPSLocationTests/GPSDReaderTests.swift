@@ -212,6 +212,46 @@ struct GPSDReaderTests {
         withExtendedLifetime(server) {}
     }
 
+    /// gpslocd's switch (`decodesSky` set while the connection runs, from its handler as the
+    /// hub's lock does): the line after the switch follows it, none before.
+    @Test("SKY decoding switched on and off while reading: each line after a switch follows it")
+    func skySwitched() async throws {
+        let lines = try Self.stream()
+        let server = try LineServer(payload: Array(lines.map { $0 + "\r\n" }.joined().utf8), chunk: { _ in 1_500 })
+        let source = GPSDConnection(endpoint: GPSDEndpoint(port: server.port), noDataTimeout: nil, decodesSky: false)
+        let switchOn = 40
+        let reports = Watched<[GPSDEvent]>([])
+        source.start { event in
+            guard event.isReport else { return }
+            let count = reports.withLock { reports in
+                reports.append(event)
+                return reports.count
+            }
+            // On after the 40th report; off again after the first SKY decoded.
+            if count == switchOn { source.decodesSky = true }
+            if case .sky = event { source.decodesSky = false }
+        }
+        #expect(await reports.wait(timeout: 60) { $0.count == lines.count })
+        source.stop()
+        // The same rule over the lines, each decoded alone.
+        var decoding = false
+        var expected: [GPSDEvent] = []
+        for (index, line) in lines.enumerated() {
+            let event = Self.expected([line], sky: decoding)[0]
+            expected.append(event)
+            if index + 1 == switchOn { decoding = true }
+            if case .sky = event { decoding = false }
+        }
+        let read = reports.withLock { $0 }
+        #expect(read == expected)
+        let skyLines = lines.count { $0.hasPrefix(#"{"class":"SKY""#) }
+        let decoded = read.count { if case .sky = $0 { true } else { false } }
+        // Several SKY lines on each side of the one decoded.
+        #expect(decoded == 1 && skyLines > 4, "\(decoded) of \(skyLines)")
+        #expect(lines.prefix(switchOn).contains { $0.hasPrefix(#"{"class":"SKY""#) })
+        withExtendedLifetime(server) {}
+    }
+
     @Test("without sky, SKY lines are left undecoded and everything else is the same")
     func withoutSky() async throws {
         let lines = try Self.stream()

@@ -26,8 +26,9 @@ public final class GPSDLocationSource: LocationSource {
     /// reader never waits for the app; a gpsfake replay's locations are kept until taken instead.
     public var waitsForConsumer: Bool { false }
     private let key: SharedGPSDConnections.Key
-    /// The shared connection joined, and the token of this source's subscription to it.
-    private let subscription = Locked<(key: SharedGPSDConnections.Key, token: UUID)?>(nil)
+    /// The shared connection joined, and the token of this source's subscription to it; and
+    /// the SKY decoding last asked for by `decodeSky` (nil: as made).
+    private let subscription = Locked<(joined: (key: SharedGPSDConnections.Key, token: UUID)?, sky: Bool?)>((nil, nil))
 
     /// A source reading the gpsd at `endpoint`.
     /// - Parameters:
@@ -81,17 +82,35 @@ public final class GPSDLocationSource: LocationSource {
         }
         let token = SharedGPSDConnections.shared.subscribe(key, forward, burstEnded: burstEnded)
         let previous = subscription.withLock { stored in
-            defer { stored = (key, token) }
-            return stored
+            defer { stored.joined = (key, token) }
+            if let sky = stored.sky { SharedGPSDConnections.shared.setDecodesSky(sky, key) }
+            return stored.joined
         }
         if let previous { SharedGPSDConnections.shared.unsubscribe(previous.key, previous.token) }
+    }
+
+    /// Switches SKY decoding on or off from now on, as `sky` does at the start (`.sky` events
+    /// come only while it is on; the next line gpsd sends follows it). It applies to this
+    /// source's connection — shared only with sources made and started alike, which it switches
+    /// too — and lasts across `stop()` and `start`. gpslocd decodes the sky only while a program
+    /// or another face asks for it: a multi-GNSS receiver's SKY is the costliest line gpsd sends.
+    public func decodeSky(_ decodes: Bool) {
+        subscription.withLock { stored in
+            stored.sky = decodes
+            if let joined = stored.joined { SharedGPSDConnections.shared.setDecodesSky(decodes, joined.key) }
+        }
+    }
+
+    /// Whether this source's connection decodes SKY now (nil: not started), for tests.
+    var connectionDecodesSky: Bool? {
+        subscription.withLock { $0.joined }.flatMap { SharedGPSDConnections.shared.decodesSky($0.key) }
     }
 
     /// Leaves the shared connection (closing it when it is the last).
     public func stop() {
         let joined = subscription.withLock { stored in
-            defer { stored = nil }
-            return stored
+            defer { stored.joined = nil }
+            return stored.joined
         }
         if let joined { SharedGPSDConnections.shared.unsubscribe(joined.key, joined.token) }
     }

@@ -12,6 +12,7 @@ final class SharedGPSDConnections: Sendable {
         var endpoint: GPSDEndpoint
         var noDataTimeout: Duration?
         var reconnect: ReconnectPolicy?
+        /// Whether the connection decodes SKY when it opens (a source may switch it later).
         var decodesSky: Bool
         /// Whose subscribers hear the end of each burst of reports (`GPSDConnection.start`).
         var reportsBursts = false
@@ -123,6 +124,16 @@ final class SharedGPSDConnections: Sendable {
             DispatchQueue.global().async { handler(trouble) }
         }
         return token
+    }
+
+    /// Switches SKY decoding of `key`'s connection, if it is open (`GPSDConnection.decodesSky`).
+    func setDecodesSky(_ decodes: Bool, _ key: Key) {
+        entries.withLock { $0[key]?.source.decodesSky = decodes }
+    }
+
+    /// Whether `key`'s connection decodes SKY now (nil: not open), for tests.
+    func decodesSky(_ key: Key) -> Bool? {
+        entries.withLock { $0[key]?.source.decodesSky }
     }
 
     func unsubscribe(_ key: Key, _ token: UUID) {
