@@ -49,7 +49,7 @@ final class LastFixes: Sendable {
 
     /// Records `line` (a FIX line) as what `app` of `uid` last received.
     func record(uid: UInt32, app: String, line: String, reduced: Bool, now: Date = Date()) {
-        let object = line.hasSuffix("\n") ? String(line.dropLast()) : line
+        let object = Self.object(of: line)
         let key = Key(uid: uid, app: app)
         let entry = Entry(object: object, reduced: reduced)
         let due = state.withLock { state -> Bool in
@@ -62,12 +62,20 @@ final class LastFixes: Sendable {
     /// Records `line` (an ESTIMATE line) beside what `app` of `uid` last received (full accuracy
     /// only: a reduced program never receives one). Kept in memory; written with the next fix.
     func recordEstimate(uid: UInt32, app: String, line: String) {
-        let object = line.hasSuffix("\n") ? String(line.dropLast()) : line
+        let object = Self.object(of: line)
         state.withLock { state in
             guard var entry = state.entries[Key(uid: uid, app: app)], !entry.reduced else { return }
             entry.estimate = object
             state.entries[Key(uid: uid, app: app)] = entry
         }
+    }
+
+    /// `line` without its final newline: cut on its UTF-8, in constant time (`String.dropLast()`
+    /// walked the whole line by characters, twice — 27 k instructions a cycle, a seventh of
+    /// gpslocd's).
+    static func object(of line: String) -> String {
+        guard line.utf8.last == 0x0A else { return line }
+        return String(line[..<line.utf8.index(before: line.utf8.endIndex)])
     }
 
     /// Writes `app`'s entry now (its program went away).

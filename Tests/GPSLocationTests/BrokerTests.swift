@@ -417,6 +417,22 @@ struct BrokerTests {
         #expect(fixes.waitForWrites(timeout: 60), "the disk answered: finished")
     }
 
+    @Test("a kept line loses its final newline and nothing else")
+    func keptObject() {
+        let fix = BrokerProtocol.fixLine(
+            Fix(
+                mode: .threeDimensional, time: Date(timeIntervalSince1970: 1_781_510_405), latitude: 51.45,
+                longitude: -2.59))
+        #expect(fix.hasSuffix("}\n"))
+        #expect(LastFixes.object(of: fix) == String(fix.dropLast()))
+        for (line, object) in [
+            ("", ""), ("\n", ""), ("{}", "{}"), ("{}\n", "{}"), ("{\"app\":\"café\"}\n", "{\"app\":\"café\"}"),
+            ("{\"a\":\"é\n\"}\n", "{\"a\":\"é\n\"}"), ("\n\n", "\n"),
+        ] {
+            #expect(LastFixes.object(of: line) == object, "\(line.debugDescription)")
+        }
+    }
+
     @Test(
         "gpslocd keeps each app's last location and gives it only while the app may see it (gpsloc last, manager.location)"
     )
