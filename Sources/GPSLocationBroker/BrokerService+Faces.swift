@@ -25,35 +25,51 @@ extension BrokerService {
     static let recentSeconds: TimeInterval = 3
     static let recentLimit = 64
 
-    private static func time(of event: LocationSourceEvent) -> Date? {
-        switch event {
-        case .fix(let fix): fix.time
-        case .errorEstimate(let estimate): estimate.time
-        default: nil
-        }
-    }
+    /// gpsd's fixes and estimates of the last `recentSeconds`, at most `recentLimit`, in time
+    /// order (`current`). The ones dropped from the front stay in the buffer until as many as
+    /// the limit have gone, then go at once: a report moves no other (an array's `removeFirst`
+    /// moved every kept report, each a large value, at every report: 10 k instructions).
+    struct RecentReports {
+        private var events: [LocationSourceEvent] = []
+        private var start = 0
 
-    /// Keeps `event` among the recent reports when it is a fix or an estimate.
-    static func remember(_ event: LocationSourceEvent, in recent: inout [LocationSourceEvent]) {
-        if case .problem = event {
-            recent = []
-            return
-        }
-        guard let time = Self.time(of: event) else { return }
-        // Kept in time order, so the ones too old are a prefix: in order (every cycle) only that
-        // prefix is looked at; a time that went back drops what is now in the future as well.
-        if let last = recent.last.flatMap(Self.time), last > time {
-            recent.removeAll { old in
-                Self.time(of: old).map { time.timeIntervalSince($0) > recentSeconds || $0 > time } ?? true
+        /// The kept reports, oldest first.
+        var current: ArraySlice<LocationSourceEvent> { events[start...] }
+
+        private static func time(of event: LocationSourceEvent) -> Date? {
+            switch event {
+            case .fix(let fix): fix.time
+            case .errorEstimate(let estimate): estimate.time
+            default: nil
             }
-        } else {
-            let stale = recent.prefix { old in
+        }
+
+        /// Keeps `event` when it is a fix or an estimate; a problem forgets them all.
+        mutating func remember(_ event: LocationSourceEvent) {
+            if case .problem = event {
+                events.removeAll(keepingCapacity: true)
+                start = 0
+                return
+            }
+            guard let time = Self.time(of: event) else { return }
+            func stale(_ old: LocationSourceEvent) -> Bool {
                 Self.time(of: old).map { time.timeIntervalSince($0) > recentSeconds } ?? true
             }
-            recent.removeFirst(stale.count)
+            // In time order, so the ones too old are a prefix: in order (every cycle) only that
+            // prefix is looked at; a time that went back drops what is now in the future too.
+            if let last = events.last.flatMap(Self.time), start < events.count, last > time {
+                events = current.filter { old in !stale(old) && Self.time(of: old).map { $0 <= time } ?? false }
+                start = 0
+            } else {
+                while start < events.count, stale(events[start]) { start += 1 }
+            }
+            events.append(event)
+            start = max(start, events.count - recentLimit)
+            if start >= recentLimit {
+                events.removeFirst(start)
+                start = 0
+            }
         }
-        recent.append(event)
-        if recent.count > recentLimit { recent.removeFirst(recent.count - recentLimit) }
     }
 
     /// Has the hub decode gpsd's SKY reports only while a watching program asked for the sky
@@ -78,7 +94,7 @@ extension BrokerService {
             state.subscribers[token] = handler
             followSkyDemand(&state)
             // gpsd's trouble now, at once (as a watching program is told), else its last epochs.
-            if let problem = state.lastProblem { handler(problem) } else { state.recent.forEach(handler) }
+            if let problem = state.lastProblem { handler(problem) } else { state.recent.current.forEach(handler) }
             defer { state.hubStarted = true }
             return (token, !state.hubStarted)
         }

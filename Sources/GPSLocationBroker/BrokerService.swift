@@ -60,7 +60,7 @@ package final class BrokerService: Sendable {
         /// most `recentLimit`): a subscribing engine gets them first, so it learns the
         /// receiver's cycle from epochs already whole and delivers the current one at once,
         /// not two epochs later.
-        var recent: [LocationSourceEvent] = []
+        var recent = RecentReports()
         /// Whether the hub decodes gpsd's SKY reports now (`followSkyDemand`).
         var decodesSky = false
     }
@@ -311,7 +311,7 @@ package final class BrokerService: Sendable {
                 state.lastProblem = nil
             }
             subscribers = Array(state.subscribers.values)
-            Self.remember(event, in: &state.recent)
+            state.recent.remember(event)
             // Reduced programs get fixes and headings through their session (one pass: the
             // fuzzer on gpsd's fix); sky and estimates never.
             // Each checked against the decision now, as the full programs are: fails closed

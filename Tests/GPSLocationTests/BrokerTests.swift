@@ -789,8 +789,8 @@ struct RecentReportsTests {
         .errorEstimate(
             ReceiverErrorEstimate(time: Date(timeIntervalSince1970: second), latitude: 1, longitude: 1, altitude: 2))
     }
-    private static func times(_ recent: [LocationSourceEvent]) -> [Double] {
-        recent.compactMap { event in
+    private static func times(_ recent: BrokerService.RecentReports) -> [Double] {
+        recent.current.compactMap { event in
             switch event {
             case .fix(let fix): fix.time?.timeIntervalSince1970
             case .errorEstimate(let estimate): estimate.time?.timeIntervalSince1970
@@ -803,35 +803,97 @@ struct RecentReportsTests {
         "in order: the last recentSeconds kept, fix and estimate of one time both; back in time: the future dropped; at most recentLimit"
     )
     func window() {
-        var recent: [LocationSourceEvent] = []
+        var recent = BrokerService.RecentReports()
         // Quarter seconds (exact in the fix's packed time), 10 s of them.
         for quarter in 0..<40 {
-            BrokerService.remember(Self.fix(1000 + Double(quarter) / 4), in: &recent)
-            BrokerService.remember(Self.estimate(1000 + Double(quarter) / 4), in: &recent)
+            recent.remember(Self.fix(1000 + Double(quarter) / 4))
+            recent.remember(Self.estimate(1000 + Double(quarter) / 4))
         }
         let last = 1000 + 39.0 / 4
         #expect(Self.times(recent).allSatisfy { last - $0 <= BrokerService.recentSeconds })
         #expect(Self.times(recent).count == min(BrokerService.recentLimit, 2 * 13))
         #expect(Self.times(recent) == Self.times(recent).sorted())
         // Reports without a time, and other events, are not kept.
-        BrokerService.remember(.fix(Fix(mode: .noFix)), in: &recent)
-        BrokerService.remember(.heading(HeadingReading(trueHeading: 10)), in: &recent)
+        recent.remember(.fix(Fix(mode: .noFix)))
+        recent.remember(.heading(HeadingReading(trueHeading: 10)))
         #expect(Self.times(recent).last == last)
         // The receiver's time went back 5 s: what is now in the future goes, the rest stays.
-        BrokerService.remember(Self.fix(1005), in: &recent)
+        recent.remember(Self.fix(1005))
         #expect(Self.times(recent) == [1005])
-        BrokerService.remember(Self.fix(1005.25), in: &recent)
-        BrokerService.remember(Self.fix(1005.25), in: &recent)
+        recent.remember(Self.fix(1005.25))
+        recent.remember(Self.fix(1005.25))
         #expect(Self.times(recent) == [1005, 1005.25, 1005.25])
-        BrokerService.remember(.problem(CLError(.locationUnknown, message: "gpsd went"), terminal: false), in: &recent)
-        #expect(recent.isEmpty)
+        recent.remember(.problem(CLError(.locationUnknown, message: "gpsd went"), terminal: false))
+        #expect(recent.current.isEmpty)
         // A receiver that reports more than recentLimit times inside the window: the newest kept.
         for index in 0..<(BrokerService.recentLimit + 36) {
-            BrokerService.remember(Self.fix(2000 + Double(index) / 64), in: &recent)
+            recent.remember(Self.fix(2000 + Double(index) / 64))
         }
-        #expect(recent.count == BrokerService.recentLimit)
+        #expect(recent.current.count == BrokerService.recentLimit)
         #expect(Self.times(recent).first == 2000 + 36.0 / 64)
         #expect(Self.times(recent).last == 2000 + Double(BrokerService.recentLimit + 35) / 64)
+    }
+
+    /// Each kept report as its kind and time.
+    private static func signature(_ events: some Collection<LocationSourceEvent>) -> [String] {
+        events.map { event in
+            switch event {
+            case .fix(let fix): "fix \(fix.time?.timeIntervalSince1970 ?? -1)"
+            case .errorEstimate(let estimate): "estimate \(estimate.time?.timeIntervalSince1970 ?? -1)"
+            default: "other"
+            }
+        }
+    }
+
+    /// The rule as the plain array kept it before 0.13.5 (each report's stale front removed at once).
+    private static func reference(_ event: LocationSourceEvent, in recent: inout [LocationSourceEvent]) {
+        func time(_ event: LocationSourceEvent) -> Date? {
+            switch event {
+            case .fix(let fix): fix.time
+            case .errorEstimate(let estimate): estimate.time
+            default: nil
+            }
+        }
+        if case .problem = event {
+            recent = []
+            return
+        }
+        guard let now = time(event) else { return }
+        recent.removeAll { old in
+            time(old).map { now.timeIntervalSince($0) > BrokerService.recentSeconds || $0 > now } ?? true
+        }
+        recent.append(event)
+        if recent.count > BrokerService.recentLimit { recent.removeFirst(recent.count - BrokerService.recentLimit) }
+    }
+
+    @Test("20,000 random reports (bursts, gaps, time going back, problems, no time): what the plain array kept")
+    func sameAsPlainArray() {
+        var generator = SplitMix64(seed: 41)
+        var recent = BrokerService.RecentReports()
+        var plain: [LocationSourceEvent] = []
+        var second = 1000.0
+        for step in 0..<20_000 {
+            let event: LocationSourceEvent
+            switch Int.random(in: 0..<100, using: &generator) {
+            case 0: event = .problem(CLError(.locationUnknown, message: "gpsd went"), terminal: false)
+            case 1: event = .fix(Fix(mode: .noFix))
+            case 2..<4:
+                second -= Double(Int.random(in: 1...40, using: &generator)) / 8
+                event = Self.fix(second)
+            case 4..<6:
+                second += Double(Int.random(in: 1...80, using: &generator)) / 8
+                event = Self.estimate(second)
+            case 6..<40: event = Self.estimate(second)
+            default:
+                second += Double(Int.random(in: 0...4, using: &generator)) / 64
+                event = Self.fix(second)
+            }
+            recent.remember(event)
+            Self.reference(event, in: &plain)
+            let (kept, expected) = (Self.signature(recent.current), Self.signature(plain))
+            #expect(kept == expected, "step \(step)")
+            if kept != expected { return }
+        }
     }
 }
 

@@ -169,3 +169,104 @@ struct CompactJSONTests {
         return compact != nil
     }
 }
+
+/// `BrokerLine` writes into a byte buffer since 0.13.5; every line is byte for byte what the
+/// string interpolation it replaced wrote (kept here as the reference).
+@Suite("BrokerLine: the same bytes as before")
+struct BrokerLineTests {
+    /// The writer before 0.13.5, verbatim in behaviour.
+    struct Reference {
+        var text: String
+        init(_ messageClass: String) { text = "{\"class\":\"\(messageClass)\"" }
+        mutating func add(_ key: String, _ value: String?) {
+            guard let value else { return }
+            text += ",\"\(key)\":\""
+            for scalar in value.unicodeScalars {
+                switch scalar {
+                case "\"": text += "\\\""
+                case "\\": text += "\\\\"
+                case "\n": text += "\\n"
+                case "\r": text += "\\r"
+                case "\t": text += "\\t"
+                case _ where scalar.value < 0x20:
+                    text += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+                default: text.unicodeScalars.append(scalar)
+                }
+            }
+            text += "\""
+        }
+        mutating func add(_ key: String, _ value: Double?) {
+            guard let value, value.isFinite else { return }
+            text += ",\"\(key)\":\(value)"
+        }
+        mutating func add(_ key: String, _ value: Int?) {
+            guard let value else { return }
+            text += ",\"\(key)\":\(value)"
+        }
+        mutating func add(_ key: String, _ value: Bool?) {
+            guard let value else { return }
+            text += ",\"\(key)\":\(value)"
+        }
+        mutating func addRaw(_ key: String, _ json: String) { text += ",\"\(key)\":\(json)" }
+        var line: String { text + "}\n" }
+        var object: String { text + "}" }
+    }
+
+    @Test("numbers, integers, booleans, raw values and strings of every kind, 3,000 random lines")
+    func sameBytes() {
+        var generator = SplitMix64(seed: 40)
+        let strings = [
+            "", "plain", "quote\"d", "back\\slash", "new\nline", "cr\rtab\t", "café", "日本", "👩‍👩‍👧", "e\u{301}",
+            "\u{0}\u{1}\u{8}\u{b}\u{c}\u{e}\u{f}\u{10}\u{1f}\u{7f}", "/dev/ttyACM0", "\u{2028}\u{feff}",
+        ]
+        let doubles: [Double?] = [
+            nil, 0, -0.0, 1, -1, 0.1, 51.4540941, -2.5963451, 1_781_510_405.1, 1e-7, .leastNonzeroMagnitude,
+            1.7976931348623157e308,
+            .infinity, -.infinity, .nan, 123_456_789_012_345_680, 0.000_001,
+        ]
+        for round in 0..<3_000 {
+            var line = BrokerLine("FIX")
+            var reference = Reference("FIX")
+            for field in 0..<Int.random(in: 0...24, using: &generator) {
+                let key = "k\(field)"
+                switch Int.random(in: 0..<6, using: &generator) {
+                case 0:
+                    let value =
+                        Bool.random(using: &generator)
+                        ? doubles.randomElement(using: &generator)!
+                        : Double(bitPattern: generator.next())
+                    line.add(key, value)
+                    reference.add(key, value)
+                case 1:
+                    let value: Int? = Bool.random(using: &generator) ? Int(truncatingIfNeeded: generator.next()) : nil
+                    line.add(key, value)
+                    reference.add(key, value)
+                case 2:
+                    let value: Bool? = [true, false, nil].randomElement(using: &generator)!
+                    line.add(key, value)
+                    reference.add(key, value)
+                case 3:
+                    line.addRaw(key, "[{\"a\":1},{}]")
+                    reference.addRaw(key, "[{\"a\":1},{}]")
+                default:
+                    let value = (0..<Int.random(in: 0...3, using: &generator)).map { _ in
+                        strings.randomElement(using: &generator)!
+                    }.joined()
+                    line.add(key, value)
+                    reference.add(key, value)
+                }
+            }
+            #expect(Array(line.line.utf8) == Array(reference.line.utf8), "round \(round)")
+            #expect(Array(line.object.utf8) == Array(reference.object.utf8), "round \(round)")
+        }
+        // Every control character, alone.
+        for value in 0..<0x20 {
+            var line = BrokerLine("X")
+            var reference = Reference("X")
+            let text = String(UnicodeScalar(UInt8(value)))
+            line.add("s", text)
+            reference.add("s", text)
+            #expect(line.line == reference.line, "\(value)")
+        }
+    }
+}

@@ -96,63 +96,6 @@ public enum BrokerProtocol {
     }
 }
 
-/// One line being written: fields in order, JSON-escaped, no allocation beyond the string.
-public struct BrokerLine: Sendable {
-    private(set) var text: String
-
-    /// A line of class `messageClass` with no other field yet.
-    public init(_ messageClass: String) {
-        text = "{\"class\":\"\(messageClass)\""
-        text.reserveCapacity(256)
-    }
-
-    /// Adds a string field (nothing when nil).
-    public mutating func add(_ key: String, _ value: String?) {
-        guard let value else { return }
-        text += ",\"\(key)\":"
-        Self.appendQuoted(value, to: &text)
-    }
-    /// Adds a number field (nothing when nil or not finite).
-    public mutating func add(_ key: String, _ value: Double?) {
-        guard let value, value.isFinite else { return }
-        text += ",\"\(key)\":\(value)"
-    }
-    /// Adds an integer field (nothing when nil).
-    public mutating func add(_ key: String, _ value: Int?) {
-        guard let value else { return }
-        text += ",\"\(key)\":\(value)"
-    }
-    /// Adds a boolean field (nothing when nil).
-    public mutating func add(_ key: String, _ value: Bool?) {
-        guard let value else { return }
-        text += ",\"\(key)\":\(value)"
-    }
-    /// A value already written as JSON (an array of objects).
-    public mutating func addRaw(_ key: String, _ json: String) { text += ",\"\(key)\":\(json)" }
-
-    /// The finished line, newline included.
-    public var line: String { text + "}\n" }
-    /// The finished object, without the newline (for arrays).
-    public var object: String { text + "}" }
-
-    static func appendQuoted(_ value: String, to text: inout String) {
-        text += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case _ where scalar.value < 0x20:
-                text += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        text += "\""
-    }
-}
-
 // MARK: - Source events on the wire
 
 extension BrokerProtocol {
