@@ -76,8 +76,17 @@ extension BrokerService {
     /// or another face's engine listens (its DOP fallback reads them): a multi-GNSS receiver's
     /// SKY is the costliest line gpsd sends, and most programs never ask. Called under the lock
     /// wherever that changes, so the switches happen in order.
-    func followSkyDemand(_ state: inout State) {
-        let wanted = !state.subscribers.isEmpty || state.clients.values.contains { $0.watching && $0.wantsSky }
+    /// `client`: one whose watch may have changed (nil: none), counted in or out of
+    /// `skyWatchers` first, so each call costs the same however many programs there are.
+    func followSkyDemand(_ state: inout State, client: BrokerClient? = nil) {
+        if let client {
+            if client.watching && client.wantsSky && state.clients[client.id] === client {
+                state.skyWatchers.insert(client.id)
+            } else {
+                state.skyWatchers.remove(client.id)
+            }
+        }
+        let wanted = !state.subscribers.isEmpty || !state.skyWatchers.isEmpty
         guard wanted != state.decodesSky else { return }
         state.decodesSky = wanted
         hub.decodeSky(wanted)

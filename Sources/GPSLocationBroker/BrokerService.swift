@@ -61,8 +61,10 @@ package final class BrokerService: Sendable {
         /// receiver's cycle from epochs already whole and delivers the current one at once,
         /// not two epochs later.
         var recent = RecentReports()
-        /// Whether the hub decodes gpsd's SKY reports now (`followSkyDemand`).
+        /// Whether the hub decodes gpsd's SKY reports now, and the watching programs that asked
+        /// for the sky, by id (`followSkyDemand`).
         var decodesSky = false
+        var skyWatchers: Set<Int> = []
     }
     /// Told when decisions may have changed (the key; nil: any, after a policy change), after
     /// the socket programs are: another face re-checks its own clients (GeoClue).
@@ -149,7 +151,7 @@ package final class BrokerService: Sendable {
         client.markClosed()
         let (session, orphaned) = state.withLock { state -> (ReducedSession?, [PendingPrompt]) in
             state.clients[client.id] = nil
-            followSkyDemand(&state)
+            followSkyDemand(&state, client: client)
             if state.agents[client.identity.uid] === client { state.agents[client.identity.uid] = nil }
             let orphaned = state.prompts.filter { $0.value.agent === client || $0.value.requester === client }
             for id in orphaned.keys { state.prompts[id] = nil }
@@ -226,7 +228,7 @@ package final class BrokerService: Sendable {
         let (startHub, problem) = state.withLock { state -> (Bool, String?) in
             client.watching = message.bool("enable") ?? true
             client.wantsSky = message.bool("sky") ?? false
-            followSkyDemand(&state)
+            followSkyDemand(&state, client: client)
             defer { state.hubStarted = true }
             return (!state.hubStarted, client.watching ? state.hubProblem : nil)
         }

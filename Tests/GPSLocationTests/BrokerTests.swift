@@ -902,7 +902,9 @@ extension RealGPSD.LaneC {
     /// program that asked for the sky, or another face's engine.
     @Suite("gpslocd decodes the sky only while asked", .timeLimit(.minutes(2)))
     struct SkyDemandTests {
-        @Test("off for programs that only watch; on for one that asks, until it stops or goes; on while a face listens")
+        @Test(
+            "off for programs that only watch; on while one that asks watches, until the last such goes; on while a face listens"
+        )
         func followsDemand() async throws {
             let server = try await GPSFakeServer.started(
                 log: Paths.fixtures.appendingPathComponent("clean-1hz-multi.nmea"), cycle: 0.02)
@@ -949,7 +951,12 @@ extension RealGPSD.LaneC {
             #expect(skyward.send(skyWatch.line))
             _ = try skyward.request({ _ in }, className: "WHO", timeout: 10)
             #expect(decoding() == (true, true))
+            // A second one asks too: the first going leaves it on, the second going turns it off.
+            let second = try program("second", skyWatch.line, sky: EventCounter())
             skyward.close()
+            #expect(await Self.until { service.state.withLock { $0.skyWatchers.count } == 1 })
+            #expect(decoding() == (true, true))
+            second.close()
             #expect(await Self.until { decoding() == (false, false) })
             // Another face's engine (GeoClue's) reads the sky's DOPs: on while it listens.
             let faceSky = EventCounter()
