@@ -76,6 +76,7 @@ extension BrokerService {
     /// or another face's engine listens (its DOP fallback reads them): a multi-GNSS receiver's
     /// SKY is the costliest line gpsd sends, and most programs never ask. Called under the lock
     /// wherever that changes, so the switches happen in order.
+    ///
     /// `client`: one whose watch may have changed (nil: none), counted in or out of
     /// `skyWatchers` first, so each call costs the same however many programs there are.
     func followSkyDemand(_ state: inout State, client: BrokerClient? = nil) {
