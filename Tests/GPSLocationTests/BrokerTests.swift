@@ -915,6 +915,15 @@ extension RealGPSD.LaneC {
             func decoding() -> (service: Bool, connection: Bool?) {
                 (service.state.withLock { $0.decodesSky }, service.hub.connectionDecodesSky)
             }
+            // gpslocd has handled `app`'s going once its audit line is there: it is written
+            // after the state changed (`BrokerService.disconnected`) — read at each write, no timer.
+            func gone(_ app: String) async -> Bool {
+                await fileText(broker.folder.appendingPathComponent("state/audit.log"), timeout: 30) { text in
+                    text.split(separator: "\n").contains {
+                        $0.contains(" disconnect uid=") && $0.hasSuffix(" app=\(app)")
+                    }
+                }
+            }
             let (plainFixes, skyLines) = (EventCounter(), EventCounter())
             func program(_ app: String, _ watch: String, sky: EventCounter? = nil) throws -> BrokerLink {
                 let link = BrokerLink(
@@ -954,10 +963,12 @@ extension RealGPSD.LaneC {
             // A second one asks too: the first going leaves it on, the second going turns it off.
             let second = try program("second", skyWatch.line, sky: EventCounter())
             skyward.close()
-            #expect(await Self.until { service.state.withLock { $0.skyWatchers.count } == 1 })
+            #expect(await gone("skyward"))
+            #expect(service.state.withLock { $0.skyWatchers.count } == 1)
             #expect(decoding() == (true, true))
             second.close()
-            #expect(await Self.until { decoding() == (false, false) })
+            #expect(await gone("second"))
+            #expect(decoding() == (false, false))
             // Another face's engine (GeoClue's) reads the sky's DOPs: on while it listens.
             let faceSky = EventCounter()
             let token = service.subscribe { event in if case .sky = event { faceSky.increment() } }
@@ -968,15 +979,6 @@ extension RealGPSD.LaneC {
             // The plain program was served throughout.
             let before = plainFixes.value
             #expect(await plainFixes.wait(hangLimit: 30) { $0 > before })
-        }
-
-        /// Polls `condition` (a state another thread changes when a socket closes) until it holds.
-        static func until(_ condition: () -> Bool) async -> Bool {
-            for _ in 0..<3_000 {
-                if condition() { return true }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return condition()
         }
     }
 }
