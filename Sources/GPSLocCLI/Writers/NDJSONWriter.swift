@@ -270,26 +270,8 @@ public struct NDJSONWriter: Sendable {
     /// `2026-06-15T08:00:00.100Z`.
     mutating func appendTimestamp(_ date: Date) { appendISO8601Milliseconds(date, to: &buffer) }
 
-    /// A JSON string with the escapes RFC 8259 requires.
-    mutating func appendString(_ text: String) {
-        buffer.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): append(#"\""#)
-            case UInt8(ascii: "\\"): append(#"\\"#)
-            case 0x0A: append(#"\n"#)
-            case 0x0D: append(#"\r"#)
-            case 0x09: append(#"\t"#)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                append("\\u00")
-                buffer.append(hex[Int(byte >> 4)])
-                buffer.append(hex[Int(byte & 0xF)])
-            default: buffer.append(byte)
-            }
-        }
-        buffer.append(UInt8(ascii: "\""))
-    }
+    /// A JSON string with the escapes RFC 8259 requires (GNSSCore's `appendJSONString`).
+    mutating func appendString(_ text: String) { appendJSONString(text, to: &buffer) }
 }
 
 /// Writes into memory its owner sized for what is written (a stack buffer): no capacity or
