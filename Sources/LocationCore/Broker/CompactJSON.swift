@@ -42,8 +42,10 @@ enum CompactJSON {
             index += 1
             var fields: [String: JSONValue] = [:]
             // Room for a line's fields at once (a FIX has some twenty-five; growing 1 → 2 → … → 32
-            // rehashed every key five times: 13 k instructions a line), for a nested one's few.
-            fields.reserveCapacity(depth == 1 ? 32 : 8)
+            // rehashed every key five times: 13 k instructions a line). Only for the line itself:
+            // room reserved for each nested object would let a line of empty ones (`[{},{},…]`,
+            // some 20,000 within the 64 KiB line limit) cost megabytes.
+            if depth == 1 { fields.reserveCapacity(32) }
             if next == UInt8(ascii: "}") {
                 index += 1
                 return .object(fields)
