@@ -440,7 +440,7 @@ private final class GPSDReader: @unchecked Sendable {
         handler(event)
     }
 
-    private static func uptime() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    private static func uptime() -> UInt64 { TimerDescriptor.now() }
 }
 
 /// The earlier name of `GPSDConnection` (it is one connection to gpsd, not a `LocationSource`).

@@ -12,12 +12,19 @@ enum GPSDRawJSON {
     /// The string value of `"key":"…"` in a line's bytes (`key` with its quotes and colon and
     /// the opening quote of the value, e.g. `"device":"`).
     static func stringField(_ pattern: StaticString, in line: UnsafeBufferPointer<UInt8>) -> String? {
+        fieldBytes(pattern, in: line).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// `stringField`'s value as the line's own bytes (not copied, not decoded).
+    static func fieldBytes(_ pattern: StaticString, in line: UnsafeBufferPointer<UInt8>)
+        -> UnsafeBufferPointer<UInt8>?
+    {
         let needle = UnsafeBufferPointer(start: pattern.utf8Start, count: pattern.utf8CodeUnitCount)
         guard let start = find(needle, in: line) else { return nil }
         var end = start
         while end < line.count && line[end] != UInt8(ascii: "\"") { end += 1 }
         guard end < line.count else { return nil }
-        return String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        return UnsafeBufferPointer(rebasing: line[start..<end])
     }
 
     /// The bytes of the line's `"class":"…"` value. gpsd writes it first, so it is looked for

@@ -13,6 +13,9 @@ import GNSSCore
 package final class LibGPSHandle {
     private let data: UnsafeMutablePointer<gps_data_t>
     private var isOpen = false
+    /// The path the last TPV named, and its number (`deviceNumber(in:)`).
+    private var lastDevicePath: [UInt8] = []
+    private var lastDeviceNumber: UInt32 = 0
 
     init() {
         guard let pointer = cgps_alloc() else { fatalError("GPSLocation: out of memory allocating gps_data_t") }
@@ -178,7 +181,7 @@ package final class LibGPSHandle {
     /// The report `line` (whose class value is `kind`) gave, from what `gps_unpack` stored.
     private func currentReport(line: UnsafeBufferPointer<UInt8>, kind: UnsafeBufferPointer<UInt8>) -> GPSDEvent {
         if GPSDRawJSON.classIs(kind, "TPV") {
-            return .fix(currentFix(device: GPSDRawJSON.stringField("\"device\":\"", in: line)))
+            return .fix(currentFix(deviceNumber: deviceNumber(in: line)))
         }
         if GPSDRawJSON.classIs(kind, "SKY") { return .sky(currentSky()) }
         if GPSDRawJSON.classIs(kind, "GST") {
@@ -221,13 +224,28 @@ package final class LibGPSHandle {
         return .other(className: String(decoding: kind, as: UTF8.self))
     }
 
-    private func currentFix(device: String?) -> Fix {
+    /// The number (`DeviceNames`) of the path in a TPV line's `"device"` (0 when it has none). A
+    /// receiver names the same path in every fix: that path's bytes are compared with the last
+    /// ones, and only a new path is made a string and looked up in the process's table.
+    private func deviceNumber(in line: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        guard let path = GPSDRawJSON.fieldBytes("\"device\":\"", in: line) else { return 0 }
+        let same = lastDevicePath.withUnsafeBufferPointer { last in
+            last.count == path.count && (path.isEmpty || memcmp(last.baseAddress!, path.baseAddress!, path.count) == 0)
+        }
+        if !same || lastDeviceNumber == 0 {
+            lastDeviceNumber = DeviceNames.number(String(decoding: path, as: UTF8.self))
+            lastDevicePath = Array(path)
+        }
+        return lastDeviceNumber
+    }
+
+    private func currentFix(deviceNumber: UInt32) -> Fix {
         var raw = cgps_fix()
         cgps_copy_fix(data, &raw)
         let time: Date? =
             raw.time_seconds == 0 && raw.time_nanoseconds == 0
             ? nil : Date(timeIntervalSince1970: Double(raw.time_seconds) + Double(raw.time_nanoseconds) / 1e9)
-        return Fix(
+        var fix = Fix(
             mode: FixMode(rawValue: Int(raw.mode)) ?? .notSeen,
             quality: FixQuality(rawValue: Int(raw.status)) ?? .unknown,
             time: time,
@@ -243,9 +261,10 @@ package final class LibGPSHandle {
             speed: raw.speed.finiteOrNil,
             course: raw.track.finiteOrNil,
             climb: raw.climb.finiteOrNil,
-            magneticVariation: raw.magnetic_var.finiteOrNil,
-            device: device
+            magneticVariation: raw.magnetic_var.finiteOrNil
         )
+        fix.deviceNumber = deviceNumber
+        return fix
     }
 
     private func currentSky() -> SkyView {

@@ -28,3 +28,27 @@ func devicesListIsDecoded() {
     #expect(decoder.decode(#"{"class":"DEVICES","devices":[]}"#) == .devices([]), "gpsd with no receiver")
     #expect(GPSDError.noDevice(at: GPSDEndpoint()).description.contains("gpsdctl add"))
 }
+
+@Test("a TPV's device: each fix names its own path when the paths change, repeat, nest or are missing")
+func tpvDevicePathsFollowEachLine() {
+    // The handle remembers the last path's bytes and number (`deviceNumber(in:)`); a path that
+    // is a prefix or an extension of the last, an empty one, or none must not be taken for it.
+    let paths: [String?] = [
+        "/dev/ttyACM0", "/dev/ttyACM0", "/dev/ttyUSB1", "/dev/ttyACM0", "/dev/ttyACM", "/dev/ttyACM00",
+        nil, "/dev/ttyACM00", "", "", "/dev/gnss/é-receiver", "/dev/ttyACM0", nil, nil, "/dev/ttyUSB1",
+    ]
+    let decoder = GPSDJSONDecoder()
+    for (index, path) in paths.enumerated() {
+        let device = path.map { #""device":"\#($0)","# } ?? ""
+        let line =
+            #"{"class":"TPV",\#(device)"mode":3,"time":"2026-12-08T00:00:0\#(index % 10).000Z","lat":48.1,"lon":11.5}"#
+        guard case .fix(let fix)? = decoder.decode(line) else {
+            Issue.record("line \(index) not decoded as a fix: \(line)")
+            continue
+        }
+        #expect(fix.device == path, "line \(index)")
+        // A decoder that saw nothing before agrees.
+        guard case .fix(let alone)? = GPSDJSONDecoder().decode(line) else { continue }
+        #expect(alone.device == path, "line \(index), alone")
+    }
+}
