@@ -160,7 +160,10 @@ package final class LibGPSHandle {
         if GPSDRawJSON.classIs(kind, "ERROR") {
             return .error(message: GPSDRawJSON.stringField("\"message\":\"", in: bytes) ?? "(no message)")
         }
-        guard wanted else { return .other(className: String(decoding: kind, as: UTF8.self)) }
+        guard wanted else {
+            // A SKY left undecoded comes every cycle: its name is the literal, not a new string.
+            return .other(className: GPSDRawJSON.classIs(kind, "SKY") ? "SKY" : String(decoding: kind, as: UTF8.self))
+        }
         line.withMemoryRebound(to: CChar.self, capacity: length + 1) { _ = cgps_unpack($0, data) }
         return currentReport(line: bytes, kind: kind)
     }
