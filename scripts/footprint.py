@@ -21,6 +21,10 @@ once each are not). This tool counts them, deterministically, where CPU time mov
         one-line functions at each wake-up, side by side with gpspipe; prints CPU a minute.
         Needs a C compiler (clang from the Swift toolchain, or cc).
 
+    footprint.py split [--seconds 30] PID ...
+        Where running processes' CPU goes: perf samples them (cpu-clock, 10 kHz) side by side and
+        prints milliseconds a minute in the kernel and in each object. Needs perf.
+
 Results and method: BENCHMARKS.md, "Cold code".
 """
 import collections
@@ -196,9 +200,33 @@ def calibrate(port, seconds, rounds):
         print(f"{name:22s} " + "  ".join(f"{v:5.1f}" for v in results[name]) + "  ms of CPU a minute")
 
 
+def split(pids, seconds):
+    if not shutil.which("perf"):
+        sys.exit("footprint.py: perf is not installed (apt-get install linux-perf)")
+    work = tempfile.mkdtemp(prefix="footprint-split.")
+    samplers = []
+    for pid in pids:
+        data = os.path.join(work, f"{pid}.data")
+        samplers.append((pid, data, subprocess.Popen(
+            ["perf", "record", "-e", "cpu-clock", "-F", "10000", "-p", str(pid), "-o", data, "--", "sleep",
+             str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    for pid, data, sampler in samplers:
+        sampler.wait()
+        with open(f"/proc/{pid}/comm") as f:
+            name = f.read().strip()
+        script = subprocess.run(["perf", "script", "-i", data, "-F", "ip,dso"], capture_output=True,
+                                text=True).stdout
+        objects = collections.Counter(os.path.basename(line.split("(", 1)[1].rstrip(")")) for line in script.splitlines()
+                                      if "(" in line)
+        # One sample is 0.1 ms of CPU.
+        total = sum(objects.values()) * 0.1 * 60 / seconds
+        parts = ", ".join(f"{obj} {n * 0.1 * 60 / seconds:.1f}" for obj, n in objects.most_common(5))
+        print(f"{name} ({pid}): {total:.1f} ms a minute — {parts}")
+
+
 def main():
     args = sys.argv[1:]
-    if not args or args[0] not in ("run", "read", "calibrate"):
+    if not args or args[0] not in ("run", "read", "calibrate", "split"):
         sys.exit(__doc__)
 
     def option(name, default, kind=float):
@@ -219,6 +247,9 @@ def main():
         run(args[args.index("--") + 1:], seconds, rate, top)
     elif mode == "read":
         report(args[0], float(args[1]), top)
+    elif mode == "split":
+        seconds = option("--seconds", 30.0)
+        split([int(pid) for pid in args], seconds)
     else:
         seconds = option("--seconds", 30.0)
         rounds = option("--rounds", 2, int)
