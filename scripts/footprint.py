@@ -203,6 +203,9 @@ def calibrate(port, seconds, rounds):
 def split(pids, seconds):
     if not shutil.which("perf"):
         sys.exit("footprint.py: perf is not installed (apt-get install linux-perf)")
+    for pid in pids:
+        if not os.path.isdir(f"/proc/{pid}"):
+            sys.exit(f"footprint.py: no process {pid} is running")
     work = tempfile.mkdtemp(prefix="footprint-split.")
     samplers = []
     for pid in pids:
@@ -212,8 +215,11 @@ def split(pids, seconds):
              str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
     for pid, data, sampler in samplers:
         sampler.wait()
-        with open(f"/proc/{pid}/comm") as f:
-            name = f.read().strip()
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                name = f.read().strip()
+        except FileNotFoundError:
+            name = "ended before the sampling did"
         script = subprocess.run(["perf", "script", "-i", data, "-F", "ip,dso"], capture_output=True,
                                 text=True).stdout
         objects = collections.Counter(os.path.basename(line.split("(", 1)[1].rstrip(")")) for line in script.splitlines()
