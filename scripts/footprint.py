@@ -7,14 +7,15 @@ caches. Its cost then follows how many distinct 64-byte lines of code it runs mo
 instructions (a tight parser loop is cheap after its first pass; a hundred small functions run
 once each are not). This tool counts them, deterministically, where CPU time moves ±10 % a run.
 
-    footprint.py run [--seconds 10] [--rate 10] [--top 30] -- CMD ...
+    footprint.py run [--seconds 10] [--rate 10] [--top 30] [--by-type] -- CMD ...
         Runs CMD (a client of a live gpsd: `gpspipe -w localhost:PORT`,
         `gpsloc-bench read --port PORT`, `gpsloc watch --json --port PORT`) under callgrind,
         counts for --seconds after a 6 s start, and prints lines, pages and instructions an
         epoch by object, and the functions with the most lines. Use a release build stripped
         of debug info (`strip --strip-debug -o /tmp/x .build/release/gpsloc`): valgrind 3.19
-        cannot read Swift 6.3's DWARF.
-    footprint.py read PROFILE EPOCHS [--top 30]
+        cannot read Swift 6.3's DWARF. --by-type adds the program's own lines grouped by Swift
+        type (demangled by `swift demangle`), the compiler's copies and thunks apart.
+    footprint.py read PROFILE EPOCHS [--top 30] [--by-type]
         The same for a profile written with `--dump-instr=yes`.
     footprint.py calibrate PORT [--seconds 30] [--rounds 2]
         What a cold line costs here: a minimal C client of gpsd at PORT runs 0, 1,000 or 2,000
@@ -89,7 +90,43 @@ def parse(path):
     return lines, pages, instructions, by_function
 
 
-def report(path, epochs, top):
+SWIFT_TYPE = re.compile(r"\b([A-Z][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)")
+PLUMBING = ("outlined ", "value witness", "initializeWithCopy", "assignWithCopy", "destroy value", "reabstraction thunk",
+            "partial apply forwarder for reabstraction", "protocol witness", "merged ")
+
+
+def area(demangled):
+    """`Module.Type` of a demangled Swift name, marked when the function is the compiler's
+    plumbing (copies, destroys, thunks, witnesses) rather than code written in the type."""
+    name = demangled
+    if name.startswith("generic specialization") and " of " in name:
+        name = name.split(" of ", 1)[1]
+    match = SWIFT_TYPE.search(name)
+    key = f"{match.group(1)}.{match.group(2)}" if match else "(other)"
+    if any(marker in demangled for marker in PLUMBING):
+        key += " (copies, thunks, witnesses)"
+    return key
+
+
+def by_area(by_function, program):
+    """The program's own lines grouped by Swift type (`--by-type`)."""
+    names = [fn for (obj, fn) in by_function if obj == program and fn]
+    swift = shutil.which("swift")
+    demangled = names
+    if swift:
+        out = subprocess.run([swift, "demangle", "--compact"], input="\n".join(names), capture_output=True,
+                             text=True).stdout.splitlines()
+        if len(out) == len(names):
+            demangled = out
+    areas = collections.Counter()
+    for fn, readable in zip(names, demangled):
+        areas[area(readable)] += len(by_function[(program, fn)])
+    print(f"\n{'lines':>6}  {os.path.basename(program)}'s own code by Swift type")
+    for key, count in areas.most_common(40):
+        print(f"{count:6d}  {key}")
+
+
+def report(path, epochs, top, types=False):
     lines, pages, instructions, by_function = parse(path)
     print(f"{'lines':>6} {'pages':>5} {'instr./epoch':>12}  object")
     total = [0, 0, 0]
@@ -99,13 +136,17 @@ def report(path, epochs, top):
         total[1] += len(pages[obj])
         total[2] += instructions[obj]
     print(f"{total[0]:6d} {total[1]:5d} {total[2] / epochs:12.0f}  all ({epochs:g} epochs)")
+    if types and lines:
+        program = max((o for o in lines if ".so" not in os.path.basename(o)), key=lambda o: len(lines[o]), default=None)
+        if program:
+            by_area(by_function, program)
     if top:
         print(f"\n{'lines':>6}  function (object)")
         for (obj, fn), found in sorted(by_function.items(), key=lambda kv: -len(kv[1]))[:top]:
             print(f"{len(found):6d}  {(fn or '?')[:110]} ({os.path.basename(obj or '?')})")
 
 
-def run(command, seconds, rate, top):
+def run(command, seconds, rate, top, types=False):
     if not shutil.which("valgrind"):
         sys.exit("footprint.py: valgrind is not installed (apt-get install valgrind)")
     work = tempfile.mkdtemp(prefix="footprint.")
@@ -126,7 +167,7 @@ def run(command, seconds, rate, top):
     dumps = sorted(f for f in os.listdir(work) if re.match(r"callgrind\.\d+\.\d+$", f))
     if not dumps:
         sys.exit(f"footprint.py: no profile was dumped; see {work}/valgrind.log")
-    report(os.path.join(work, dumps[-1]), seconds * rate, top)
+    report(os.path.join(work, dumps[-1]), seconds * rate, top, types)
 
 
 CLIENT = r"""
@@ -245,14 +286,17 @@ def main():
 
     mode = args.pop(0)
     top = option("--top", 30, int)
+    types = "--by-type" in args[: args.index("--")] if "--" in args else "--by-type" in args
+    if types:
+        args.remove("--by-type")
     if mode == "run":
         seconds = option("--seconds", 10.0)
         rate = option("--rate", 10.0)
         if "--" not in args:
             sys.exit("footprint.py run: give the command after --")
-        run(args[args.index("--") + 1:], seconds, rate, top)
+        run(args[args.index("--") + 1:], seconds, rate, top, types)
     elif mode == "read":
-        report(args[0], float(args[1]), top)
+        report(args[0], float(args[1]), top, types)
     elif mode == "split":
         seconds = option("--seconds", 30.0)
         split([int(pid) for pid in args], seconds)
