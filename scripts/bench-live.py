@@ -25,6 +25,7 @@ Usage: scripts/bench-live.py BIN_DIR [--seconds S] [--rate HZ] [--installed DIR 
 """
 import argparse, json, os, subprocess, sys, tempfile, threading, time
 import private_bus
+from cpu_time import precise_cpu, runtimes
 
 parser = argparse.ArgumentParser()
 parser.add_argument("bin")
@@ -42,27 +43,6 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def runtimes(pid):
-    """Nanoseconds on a CPU so far, per live thread (/proc/PID/task/TID/schedstat: exact, where
-    utime + stime count 10 ms ticks)."""
-    times = {}
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                times[task] = int(f.read().split()[0])
-        except OSError:
-            pass
-    return times
-
-
-def precise_cpu(before, after):
-    """CPU seconds between two `runtimes` samples; None when a thread ended in between (its time
-    would be lost: then only the tick count is right)."""
-    if any(task not in after for task in before):
-        return None
-    return sum(after[task] - before.get(task, 0) for task in after) / 1e9
 
 
 def switches(pid):

@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from cpu_time import precise_cpu, runtimes
+
 POSITION = re.compile(r"^(ob|fn|cob|cfn)=\((\d+)\)(?: (.*))?$")
 
 
@@ -231,14 +233,17 @@ def calibrate(port, seconds, rounds):
     for _ in range(rounds):
         children = [(name, subprocess.Popen(cmd, stdout=subprocess.DEVNULL)) for name, cmd in programs]
         time.sleep(3)
-        start = {name: cpu(child.pid) for name, child in children}
+        start = {name: runtimes(child.pid) for name, child in children}
         time.sleep(seconds)
         for name, child in children:
-            results[name].append((cpu(child.pid) - start[name]) * 60 / seconds / 1e6)
+            # None: a thread ended meanwhile, and its time with it (a figure that would be low).
+            used = precise_cpu(start[name], runtimes(child.pid))
+            results[name].append(None if used is None else used * 1000 * 60 / seconds)
             child.terminate()
             child.wait()
     for name, _ in programs:
-        print(f"{name:22s} " + "  ".join(f"{v:5.1f}" for v in results[name]) + "  ms of CPU a minute")
+        figures = "  ".join("    —" if v is None else f"{v:5.1f}" for v in results[name])
+        print(f"{name:22s} {figures}  ms of CPU a minute")
 
 
 def split(pids, seconds):
