@@ -14,8 +14,7 @@ package final class LibGPSHandle {
     private let data: UnsafeMutablePointer<gps_data_t>
     private var isOpen = false
     /// The path the last TPV named, and its number (`deviceNumber(in:)`).
-    private var lastDevicePath: [UInt8] = []
-    private var lastDeviceNumber: UInt32 = 0
+    private var lastDevice: (path: [UInt8], number: UInt32)?
 
     init() {
         guard let pointer = cgps_alloc() else { fatalError("GPSLocation: out of memory allocating gps_data_t") }
@@ -232,14 +231,14 @@ package final class LibGPSHandle {
     /// ones, and only a new path is made a string and looked up in the process's table.
     private func deviceNumber(in line: UnsafeBufferPointer<UInt8>) -> UInt32 {
         guard let path = GPSDRawJSON.fieldBytes("\"device\":\"", in: line) else { return 0 }
-        let same = lastDevicePath.withUnsafeBufferPointer { last in
-            last.count == path.count && (path.isEmpty || memcmp(last.baseAddress!, path.baseAddress!, path.count) == 0)
+        if let last = lastDevice, last.path.count == path.count,
+            path.isEmpty || memcmp(last.path, path.baseAddress!, path.count) == 0
+        {
+            return last.number
         }
-        if !same || lastDeviceNumber == 0 {
-            lastDeviceNumber = DeviceNames.number(String(decoding: path, as: UTF8.self))
-            lastDevicePath = Array(path)
-        }
-        return lastDeviceNumber
+        let number = DeviceNames.number(String(decoding: path, as: UTF8.self))
+        lastDevice = (Array(path), number)
+        return number
     }
 
     private func currentFix(deviceNumber: UInt32) -> Fix {

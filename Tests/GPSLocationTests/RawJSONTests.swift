@@ -48,7 +48,10 @@ func tpvDevicePathsFollowEachLine() {
         }
         #expect(fix.device == path, "line \(index)")
         // A decoder that saw nothing before agrees.
-        guard case .fix(let alone)? = GPSDJSONDecoder().decode(line) else { continue }
+        guard case .fix(let alone)? = GPSDJSONDecoder().decode(line) else {
+            Issue.record("line \(index) not decoded as a fix by a new decoder: \(line)")
+            continue
+        }
         #expect(alone.device == path, "line \(index), alone")
     }
 }
